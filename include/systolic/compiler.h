@@ -1,0 +1,141 @@
+/*
+ * systolic/compiler.h - compiling a graph once into a plan, and running it.
+ *
+ * A plan is the graph's step program for one set of static shapes: for
+ * training, forward + loss + backward (reverse-mode autodiff) + optimizer
+ * update; for evaluation or prediction, forward only. Compiling fuses
+ * elementwise chains into their producers, schedules the ops, plans every
+ * buffer ahead by liveness, and binds each op to a kernel of the chosen
+ * backend. Memory comes in four blocks: parameters and optimizer slots (in a
+ * variable store, sy_vars, that plans share), gradients, and one activation
+ * arena. Running a compiled plan allocates nothing.
+ *
+ *   sy_plan_options o = sy_plan_options_default();
+ *   o.loss = loss;                          // a scalar node
+ *   o.optimizer = sy_optimizer_adam(1e-3f);
+ *   sy_plan *train;
+ *   if (sy_plan_compile(g, &o, &train)) fprintf(stderr, "%s\n", sy_last_error());
+ *   memcpy(sy_plan_input(train, x), batch, bytes);
+ *   sy_plan_run(train);
+ *   float loss_value = *(const float *)sy_plan_output(train, loss);
+ */
+#ifndef SYSTOLIC_COMPILER_H
+#define SYSTOLIC_COMPILER_H
+
+#include "systolic/core.h"
+#include "systolic/graph.h"
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- optimizers (tf.keras 2.x update rules and defaults) ---------------- */
+
+typedef enum sy_optimizer_kind { SY_OPTIMIZER_NONE, SY_OPTIMIZER_SGD, SY_OPTIMIZER_ADAM, SY_OPTIMIZER_RMSPROP } sy_optimizer_kind;
+
+typedef struct sy_optimizer {
+    sy_optimizer_kind kind;
+    float learning_rate;
+    float momentum; /* SGD, RMSprop */
+    bool nesterov;  /* SGD */
+    float beta_1, beta_2, epsilon; /* Adam; epsilon also RMSprop */
+    float rho;      /* RMSprop */
+    bool centered;  /* RMSprop */
+} sy_optimizer;
+
+/* Keras defaults: SGD(lr 0.01, momentum 0, nesterov False); Adam(lr 0.001,
+ * beta_1 0.9, beta_2 0.999, epsilon 1e-7); RMSprop(lr 0.001, rho 0.9,
+ * momentum 0, epsilon 1e-7, centered False). Pass the learning rate; edit
+ * the other fields of the result to change them. */
+sy_optimizer sy_optimizer_sgd(float learning_rate, float momentum, bool nesterov);
+sy_optimizer sy_optimizer_adam(float learning_rate);
+sy_optimizer sy_optimizer_rmsprop(float learning_rate);
+
+/* ---- variable stores ------------------------------------------------------ */
+
+/* Parameters (one block) and optimizer slots (one block), by name. Plans
+ * compiled with the same store share them: a train plan's updates are seen
+ * by an evaluate plan at once. A parameter is created (and initialised) when
+ * the first plan that uses it is compiled. */
+typedef struct sy_vars sy_vars;
+
+sy_status sy_vars_new(sy_vars **out);
+/* Free the store. Plans compiled against it must be freed first. */
+void sy_vars_free(sy_vars *vars);
+int32_t sy_vars_count(const sy_vars *vars);
+/* Index of the variable named `name`, or -1. */
+int32_t sy_vars_find(const sy_vars *vars, const char *name);
+const char *sy_vars_name(const sy_vars *vars, int32_t index);
+sy_shape sy_vars_shape(const sy_vars *vars, int32_t index);
+sy_dtype sy_vars_dtype(const sy_vars *vars, int32_t index);
+/* The variable's values, in place (row-major, of its dtype). Valid until a
+ * plan adds variables to the store. */
+void *sy_vars_data(sy_vars *vars, int32_t index);
+/* Optimizer steps applied so far (Keras's optimizer.iterations). */
+int64_t sy_vars_iterations(const sy_vars *vars);
+
+/* ---- plans ------------------------------------------------------------------ */
+
+typedef struct sy_plan sy_plan;
+
+typedef struct sy_plan_options {
+    const char *backend;     /* "cpu" (default) or "ref" */
+    sy_node loss;            /* scalar; SY_NONE: no backward pass */
+    const sy_node *outputs;  /* extra nodes to read after a run */
+    int n_outputs;
+    sy_optimizer optimizer;  /* kind NONE with a loss: gradients only */
+    sy_vars *vars;           /* shared store; NULL: the plan makes its own */
+    sy_pool *pool;           /* threads for kernels; NULL: one thread */
+    int threads;             /* how many of the pool's threads (0: all) */
+    bool fuse;               /* fuse elementwise chains (default true) */
+    uint64_t seed;           /* this plan's random stream (dropout) */
+} sy_plan_options;
+
+sy_plan_options sy_plan_options_default(void);
+
+/* Compile g (which must have built without error; it is not modified). On
+ * failure *out is NULL and sy_last_error() says why. */
+sy_status sy_plan_compile(const sy_graph *g, const sy_plan_options *options, sy_plan **out);
+void sy_plan_free(sy_plan *plan);
+
+/* Where to write an input's value before a run (row-major, of the input's
+ * dtype and shape). The value stays until you change it. NULL (with an
+ * error) if `input` is not an input the plan reads; such an input need not
+ * be fed. */
+void *sy_plan_input(sy_plan *plan, sy_node input);
+
+/* Run one step. Fails (without crashing) if a kernel met bad data, such as a
+ * label or an index out of range; the message names the op. */
+sy_status sy_plan_run(sy_plan *plan);
+
+/* The value of the loss or of an output node after the last run; NULL if
+ * the node was not requested. Valid until the next run. */
+const void *sy_plan_output(const sy_plan *plan, sy_node node);
+
+/* The gradient of the loss w.r.t. a parameter (float, the param's shape)
+ * after the last run; NULL if the plan has none for it. */
+const void *sy_plan_gradient(const sy_plan *plan, sy_node param);
+
+sy_vars *sy_plan_vars(sy_plan *plan);
+void sy_plan_set_learning_rate(sy_plan *plan, float learning_rate);
+float sy_plan_learning_rate(const sy_plan *plan);
+
+typedef struct sy_plan_info {
+    int32_t steps;         /* kernels per run */
+    int32_t fused;         /* ops that fusion folded away */
+    int64_t arena_bytes;   /* activations and workspaces, after liveness planning */
+    int64_t unplanned_bytes; /* what the arena would need with no reuse */
+    int64_t param_bytes, grad_bytes, slot_bytes;
+} sy_plan_info;
+
+void sy_plan_get_info(const sy_plan *plan, sy_plan_info *info);
+
+/* The schedule, one kernel per line, with buffer offsets (for debugging). */
+void sy_plan_dump(const sy_plan *plan, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

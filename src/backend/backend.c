@@ -1,0 +1,75 @@
+/*
+ * backend.c - the backend registry and what every backend shares: op names,
+ * and running a kernel's parts on the exec context's thread pool.
+ */
+#include "backend_internal.h"
+
+#include <string.h>
+
+static const char *const op_names[SY_OP_COUNT] = {
+#define SY_OP(id, name, arity) name,
+#include "ops.def"
+#undef SY_OP
+};
+
+static const int op_arity[SY_OP_COUNT] = {
+#define SY_OP(id, name, arity) arity,
+#include "ops.def"
+#undef SY_OP
+};
+
+const char *sy_op_name(sy_op op) { return (unsigned)op < SY_OP_COUNT ? op_names[op] : "invalid"; }
+int sy_op_arity(sy_op op) { return op_arity[op]; }
+
+static const sy_backend *const backends[] = {&sy_backend_cpu, &sy_backend_ref};
+
+int sy_backend_count(void) { return (int)(sizeof backends / sizeof backends[0]); }
+const sy_backend *sy_backend_at(int index) { return backends[index]; }
+
+const sy_backend *sy_backend_find(const char *name) {
+    char known[256] = "";
+    for (int i = 0; i < sy_backend_count(); i++) {
+        if (strcmp(backends[i]->name, name) == 0) return backends[i];
+        strcat(known, i ? ", " : "");
+        strcat(known, backends[i]->name);
+    }
+    sy_error(SY_ERR_NOT_FOUND, "unknown backend '%s'; this build has: %s", name, known);
+    return NULL;
+}
+
+void sy_exec_parallel(const sy_exec *ex, int parts, sy_pool_fn fn, void *ctx) {
+    if (parts > ex->threads) parts = ex->threads;
+    if (parts <= 1 || !ex->pool) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    sy_pool_run(ex->pool, fn, ctx, parts);
+}
+
+void sy_exec_fail(sy_exec *ex, const char *fmt, ...) {
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&ex->failed, &expected, 1)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ex->error, sizeof ex->error, fmt, ap);
+    va_end(ap);
+}
+
+static const sy_kernel *ref_lookup(sy_op op, sy_dtype dtype) { return sy_ref_kernel(op, dtype); }
+
+static const sy_kernel *cpu_lookup(sy_op op, sy_dtype dtype) {
+    const sy_kernel *k = sy_cpu_kernel(op, dtype);
+    return k ? k : sy_ref_kernel(op, dtype);
+}
+
+const sy_backend sy_backend_ref = {"ref", "scalar reference kernels (float32, float64)", ref_lookup};
+const sy_backend sy_backend_cpu = {"cpu", "fast float32 CPU kernels (oneDNN GEMM, fused loops)", cpu_lookup};
+
+const char *sy_backend_name(int index) {
+    return index >= 0 && index < sy_backend_count() ? backends[index]->name : NULL;
+}
+const char *sy_backend_description(int index) {
+    return index >= 0 && index < sy_backend_count() ? backends[index]->description : NULL;
+}
+int sy_op_count(void) { return SY_OP_COUNT; }
+const char *sy_op_name_at(int index) { return index >= 0 && index < SY_OP_COUNT ? op_names[index] : NULL; }

@@ -1,0 +1,172 @@
+/*
+ * backend_internal.h - the contract between the compiler and the kernels.
+ *
+ * An op (ops.def) is executed by a kernel: a function that receives one
+ * sy_kargs with its output buffer, its input buffers, their shapes, the op's
+ * attributes, a workspace carved out of the plan's arena, and the runtime
+ * context (thread pool, step counter, learning rate). A kernel never
+ * allocates: whatever scratch it needs it declares up front through its
+ * `workspace` function, and the compiler plans it.
+ *
+ * A backend is a table of kernels: `ref` has a plain scalar kernel for every
+ * op in float32 and float64 (the oracle the op harness checks everything
+ * against); `cpu` has fast float32 kernels for the hot ops and falls back to
+ * `ref` for the rest. Raw kernels follow <op>_<fwd|bwd>_<dtype>_<impl>
+ * naming with outputs first, then inputs, then sizes.
+ */
+#ifndef SY_BACKEND_INTERNAL_H
+#define SY_BACKEND_INTERNAL_H
+
+#include "../core/core_internal.h"
+#include "systolic/backend.h"
+
+#include <stdatomic.h>
+
+typedef enum sy_op {
+#define SY_OP(id, name, arity) SY_OP_##id,
+#include "ops.def"
+#undef SY_OP
+    SY_OP_COUNT
+} sy_op;
+
+const char *sy_op_name(sy_op op);
+int sy_op_arity(sy_op op); /* -1: variadic */
+
+typedef enum sy_act { SY_ACT_NONE = 0, SY_ACT_RELU, SY_ACT_SIGMOID, SY_ACT_TANH } sy_act;
+typedef enum sy_pad { SY_PAD_VALID = 0, SY_PAD_SAME } sy_pad;
+
+/* The fused elementwise program: a straight line of instructions over
+ * registers holding one tile of the output each. LD_* load input `a`
+ * (full-size, a row vector broadcast along the last axis, or a scalar). */
+typedef enum sy_eop {
+    SY_E_LD_FULL, SY_E_LD_ROW, SY_E_LD_SCALAR,
+    SY_E_ADD, SY_E_SUB, SY_E_MUL, SY_E_DIV,
+    SY_E_NEG, SY_E_RELU, SY_E_SIGMOID, SY_E_TANH, SY_E_EXP, SY_E_LOG,
+    SY_E_RELU_GRAD, SY_E_SIGMOID_GRAD, SY_E_TANH_GRAD
+} sy_eop;
+
+#define SY_FUSED_MAX_INSNS 32
+#define SY_FUSED_MAX_REGS 8
+typedef struct sy_einsn {
+    uint8_t op;  /* sy_eop */
+    uint8_t dst; /* register */
+    uint8_t a;   /* register, or input index for loads */
+    uint8_t b;   /* register */
+} sy_einsn;
+
+typedef struct sy_eprog {
+    int32_t n;      /* instructions; the result is in register `out` */
+    int32_t out;
+    sy_einsn insn[SY_FUSED_MAX_INSNS];
+} sy_eprog;
+
+/* Attributes, per op. Zero-initialised; only the member of the node's op is
+ * meaningful. Output shapes are not attributes: a kernel reads them from
+ * its arguments (reshape, slice sizes, broadcast_to, backprop shapes). */
+typedef union sy_attrs {
+    struct { uint8_t ta, tb, act; } matmul;                        /* MATMUL */
+    struct { int32_t stride[2]; int32_t padding; uint8_t act; } conv; /* CONV2D and backprops */
+    struct { int32_t ksize[2], stride[2]; int32_t padding; } pool; /* pools and their grads */
+    struct { int32_t axis; } axis;                                 /* softmaxes, concat, gather */
+    struct { int32_t perm[SY_MAX_RANK]; } transpose;
+    struct { int64_t begin[SY_MAX_RANK]; } slice;                  /* SLICE, SLICE_GRAD */
+    struct { float rate; uint64_t seed; } dropout;
+    struct { uint32_t axes; uint8_t keepdims; } reduce;            /* bit i: reduce axis i */
+    struct { double value; } fill;
+    struct { float momentum, beta_1, beta_2, epsilon, rho; uint8_t nesterov, centered; } opt;
+    sy_eprog *fused;                                               /* FUSED_ELTWISE (owned by the graph) */
+} sy_attrs;
+
+/* Runtime context of one plan instance (one replica). */
+typedef struct sy_exec {
+    sy_pool *pool;      /* for intra-op parallelism; may be NULL */
+    int threads;        /* threads a kernel may use, <= sy_pool_size(pool) */
+    int64_t iterations; /* optimizer steps applied before this one */
+    uint64_t rng_key;   /* this replica's stream (dropout masks) */
+    float learning_rate;
+    /* A kernel that meets bad data (an index out of range) records it here;
+     * the first report wins and the plan's run returns it. */
+    atomic_int failed;
+    char error[512];
+} sy_exec;
+
+void sy_exec_fail(sy_exec *ex, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define SY_KMAX_IN 8 /* kernels with more inputs (concat) read in/in_shape arrays, which can be longer */
+
+typedef struct sy_kargs {
+    const sy_attrs *attr;
+    sy_dtype dtype;       /* of the output, or of the float operands for updates */
+    const sy_shape *out_shape;
+    void *out;
+    int n_in;
+    void *const *in;      /* input buffers */
+    const sy_shape *in_shape;
+    const sy_dtype *in_dtype;
+    void *ws;             /* workspace of the size `workspace` asked for */
+    sy_exec *ex;
+} sy_kargs;
+
+typedef void (*sy_kernel_fn)(const sy_kargs *k);
+typedef size_t (*sy_ws_fn)(const sy_kargs *k, int threads);
+
+typedef struct sy_kernel {
+    sy_kernel_fn run;
+    sy_ws_fn workspace; /* NULL: needs none */
+} sy_kernel;
+
+typedef struct sy_backend {
+    const char *name;
+    const char *description;
+    /* The kernel for (op, dtype), or NULL if this backend cannot run it. */
+    const sy_kernel *(*kernel)(sy_op op, sy_dtype dtype);
+} sy_backend;
+
+extern const sy_backend sy_backend_ref;
+extern const sy_backend sy_backend_cpu;
+
+/* Look a backend up by name ("ref", "cpu"). NULL with an error if unknown. */
+const sy_backend *sy_backend_find(const char *name);
+int sy_backend_count(void);
+const sy_backend *sy_backend_at(int index);
+
+/* Reference kernel lookups (ref_kernels.c). */
+const sy_kernel *sy_ref_kernel(sy_op op, sy_dtype dtype);
+/* Fast CPU kernel lookup (cpu_kernels.c); NULL where ref is used. */
+const sy_kernel *sy_cpu_kernel(sy_op op, sy_dtype dtype);
+
+/* ---- helpers shared by kernels ----------------------------------------- */
+
+/* Output size and leading padding of one spatial axis, as TensorFlow pads
+ * (SAME: total padding split with the extra one at the end). */
+static inline void sy_conv_out(int64_t in, int64_t k, int64_t stride, int padding, int64_t *out,
+                               int64_t *pad_before) {
+    if (padding == SY_PAD_SAME) {
+        *out = (in + stride - 1) / stride;
+        int64_t total = (*out - 1) * stride + k - in;
+        if (total < 0) total = 0;
+        *pad_before = total / 2;
+    } else {
+        *out = in >= k ? (in - k) / stride + 1 : 0;
+        *pad_before = 0;
+    }
+}
+
+/* Run fn over `threads` parts on the exec context's pool. */
+void sy_exec_parallel(const sy_exec *ex, int parts, sy_pool_fn fn, void *ctx);
+
+/* Dropout keep mask for element i of this step: a pure function of (seed,
+ * stream, iterations, i), so the backward pass regenerates the forward mask. */
+static inline uint32_t sy_dropout_bits(uint64_t key, int64_t iterations, int64_t i) {
+    uint32_t out[4];
+    sy_philox(key, (uint64_t)iterations, (uint64_t)i >> 2, out);
+    return out[i & 3];
+}
+static inline uint64_t sy_dropout_key(const sy_kargs *k) {
+    return sy_mix64(k->attr->dropout.seed ^ k->ex->rng_key);
+}
+
+/* Keras's fuzz factor: probabilities are clipped to [eps, 1 - eps]. */
+#define SY_KERAS_EPSILON 1e-7
+
+#endif

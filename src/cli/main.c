@@ -1,0 +1,83 @@
+/*
+ * main.c - the `systolic` command.
+ *
+ * Subcommands, darknet style: `systolic <command> [options]`. Each command
+ * is a function taking argc/argv after the command name; `--help` anywhere
+ * prints its usage with every default. Errors go to stderr with a non-zero
+ * exit status (2 for usage errors, 1 for failures).
+ */
+#include "systolic.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+    const char *usage;
+} command;
+
+static int cmd_version(int argc, char **argv) {
+    (void)argc, (void)argv;
+    printf("systolic %s\n", sy_version());
+    return 0;
+}
+
+static int cmd_devices(int argc, char **argv) {
+    (void)argc, (void)argv;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    printf("host: %d cores, %.1f GiB memory\n", sy_cpu_count(),
+           pages > 0 && page > 0 ? (double)pages * (double)page / (1024.0 * 1024 * 1024) : 0.0);
+    printf("backends:\n");
+    for (int i = 0; i < sy_backend_count(); i++) printf("  %-5s %s\n", sy_backend_name(i), sy_backend_description(i));
+    return 0;
+}
+
+static int cmd_ops(int argc, char **argv) {
+    (void)argc, (void)argv;
+    for (int i = 0; i < sy_op_count(); i++) printf("%s\n", sy_op_name_at(i));
+    return 0;
+}
+
+static const command commands[] = {
+    {"version", "print the version", cmd_version, "usage: systolic version\n"},
+    {"devices", "list this host's cores, memory and compute backends", cmd_devices, "usage: systolic devices\n"},
+    {"ops", "list the ops in the registry", cmd_ops, "usage: systolic ops\n"},
+};
+#define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: systolic <command> [options]\n\ncommands:\n");
+    for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nsystolic <command> --help shows a command's options and their defaults.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) return cmd_version(0, NULL);
+    for (int i = 0; i < N_COMMANDS; i++) {
+        if (strcmp(argv[1], commands[i].name) != 0) continue;
+        for (int j = 2; j < argc; j++)
+            if (!strcmp(argv[j], "--help") || !strcmp(argv[j], "-h")) {
+                fputs(commands[i].usage, stdout);
+                return 0;
+            }
+        if (argc > 2) {
+            fprintf(stderr, "systolic %s: unexpected argument '%s'\n%s", commands[i].name, argv[2], commands[i].usage);
+            return 2;
+        }
+        return commands[i].run(argc - 2, argv + 2);
+    }
+    fprintf(stderr, "systolic: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,90 @@
+/*
+ * compiler_internal.h - what the compiler's passes share: the variable store
+ * layout, the roles nodes play in a plan, and the pass entry points.
+ *
+ * Pipeline (plan.c): clone the graph -> autodiff (autodiff.c) -> optimizer
+ * update ops -> prune to what the roots need -> fusion (fusion.c) ->
+ * schedule -> buffer plan (memplan.c) -> bind kernels.
+ */
+#ifndef SY_COMPILER_INTERNAL_H
+#define SY_COMPILER_INTERNAL_H
+
+#include "systolic/compiler.h"
+#include "../graph/graph_internal.h"
+
+/* ---- variable store ---------------------------------------------------- */
+
+typedef enum sy_var_kind { SY_VAR_PARAM, SY_VAR_SLOT } sy_var_kind;
+
+typedef struct sy_var {
+    char *name;
+    sy_var_kind kind;
+    sy_dtype dtype;
+    sy_shape shape;
+    int64_t offset; /* bytes into its block */
+    int64_t bytes;
+} sy_var;
+
+struct sy_vars {
+    sy_var *vars;
+    int64_t n_vars, cap_vars;
+    char *block[2]; /* [SY_VAR_PARAM], [SY_VAR_SLOT] */
+    int64_t block_bytes[2];
+    uint64_t generation; /* bumped when a block moves */
+    int64_t iterations;
+};
+
+/* A variable the store should hold: found (shape and dtype checked) or
+ * created and initialised. Creation is batched: vars_request() records,
+ * vars_commit() grows the blocks once and initialises the new ones. */
+typedef struct sy_var_request {
+    const char *name;
+    sy_var_kind kind;
+    sy_dtype dtype;
+    sy_shape shape;
+    sy_init init;
+    int32_t index; /* out: index in the store */
+} sy_var_request;
+
+sy_status vars_resolve(sy_vars *v, sy_var_request *req, int64_t n);
+
+/* ---- passes -------------------------------------------------------------- */
+
+/* Reverse-mode autodiff: adds to g the nodes computing d loss / d p for each
+ * trainable parameter that the loss depends on. grads[i] receives the node
+ * of params[i]'s gradient, or SY_NONE if the loss does not depend on it. */
+sy_status autodiff(sy_graph *g, sy_node loss, const sy_node *params, int n_params, sy_node *grads);
+
+/* Fusion over the live nodes of g. live[] and key[] (schedule position)
+ * cover every node and are extended for nodes fusion adds (arrays of
+ * capacity *cap, grown through SY_GROW). protect[] marks nodes whose values
+ * must be materialised. remap[] is updated: remap[old] = new for replaced
+ * roots. Returns the number of ops folded away. */
+typedef struct sy_fusion_state {
+    bool *live;
+    bool *protect;
+    int64_t *key;
+    int32_t *remap;
+    int64_t cap;
+} sy_fusion_state;
+
+sy_status fuse(sy_graph *g, sy_fusion_state *s, int32_t *folded);
+sy_status fusion_grow(sy_fusion_state *s, int64_t need);
+
+/* Validate an optimizer's hyperparameters; add the update op (and its slot
+ * variables) for one parameter. */
+sy_status optimizer_check(const sy_optimizer *o);
+sy_node optimizer_add_update(sy_graph *g, const sy_optimizer *o, sy_node param, sy_node grad);
+
+/* Offsets for buffers with lifetimes [first, last] (inclusive step indices)
+ * so that no two buffers alive at the same step overlap; greedy by size.
+ * Returns the total size. */
+typedef struct sy_buffer_req {
+    int64_t bytes;
+    int32_t first, last;
+    int64_t offset; /* out */
+} sy_buffer_req;
+
+sy_status memplan(sy_buffer_req *bufs, int64_t n, int64_t *total);
+
+#endif

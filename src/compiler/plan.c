@@ -1,0 +1,627 @@
+/*
+ * plan.c - compiling a graph into a plan, and running it.
+ *
+ * sy_plan_compile works on a private copy of the graph:
+ *
+ *   1. autodiff adds the gradient of the loss w.r.t. every trainable
+ *      parameter it depends on;
+ *   2. each gradient is pinned to the plan's gradient block (a copy op is
+ *      added where the gradient is a view or shared), and the optimizer adds
+ *      its slot variables and one update op per parameter;
+ *   3. only nodes the roots (loss, outputs, gradients, updates) need stay;
+ *   4. fusion folds elementwise work into producers (fusion.c);
+ *   5. the schedule is the nodes' topological order (update ops last, after
+ *      every reader of the parameters they write);
+ *   6. buffers: parameters and slots in the variable store, gradients in one
+ *      block, constants in one block, everything else -- inputs,
+ *      activations, kernel workspaces -- in one arena whose offsets come
+ *      from liveness (memplan.c); views (reshape) share their source's buffer;
+ *   7. every step is bound to a kernel of the backend, with its argument
+ *      block (pointers, shapes) filled in once.
+ *
+ * sy_plan_run then calls the kernels in order with no allocation. If the
+ * variable store grew since binding (another plan added variables), the
+ * pointers are re-bound first, which also allocates nothing.
+ */
+#include "compiler_internal.h"
+
+#include <string.h>
+
+enum { BLK_NONE, BLK_ARENA, BLK_PARAMS, BLK_SLOTS, BLK_GRADS, BLK_CONST };
+
+typedef struct place {
+    uint8_t block;
+    int64_t offset;
+} place;
+
+typedef struct step {
+    const sy_kernel *kernel;
+    sy_node node;
+    int32_t in_first; /* into the plan's per-input arrays */
+    place out, ws;
+    int64_t ws_bytes;
+    sy_kargs args;
+} step;
+
+struct sy_plan {
+    sy_graph *g; /* the rewritten copy: owns names and fused programs */
+    const sy_backend *backend;
+    sy_vars *vars;
+    bool owns_vars;
+    uint64_t bound_generation;
+    step *steps;
+    int32_t n_steps;
+    place *places;      /* per node */
+    int32_t *remap;     /* per node: the node now holding its value */
+    int32_t *var_index; /* per node: PARAM -> index in vars */
+    bool *readable;     /* per node: may be read after a run */
+    void **in_ptrs;
+    sy_shape *in_shapes;
+    sy_dtype *in_dtypes;
+    place *in_places;
+    char *arena, *grads, *consts;
+    sy_node *grad_params, *grad_nodes;
+    int32_t n_grads;
+    sy_exec ex;
+    bool has_updates;
+    sy_plan_info info;
+};
+
+sy_plan_options sy_plan_options_default(void) {
+    sy_plan_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = "cpu";
+    o.loss = SY_NONE;
+    o.fuse = true;
+    return o;
+}
+
+static void *resolve(const sy_plan *p, place pl) {
+    switch (pl.block) {
+    case BLK_ARENA: return p->arena + pl.offset;
+    case BLK_PARAMS: return p->vars->block[SY_VAR_PARAM] + pl.offset;
+    case BLK_SLOTS: return p->vars->block[SY_VAR_SLOT] + pl.offset;
+    case BLK_GRADS: return p->grads + pl.offset;
+    case BLK_CONST: return p->consts + pl.offset;
+    default: return NULL;
+    }
+}
+
+/* The node whose buffer holds n's value: through remaps and views. */
+static sy_node storage_of(const sy_plan *p, sy_node n) {
+    for (;;) {
+        while (p->remap[n] != n) n = p->remap[n];
+        if (!(sy_op_def_of(p->g->nodes[n].op)->flags & SY_OPF_ALIAS)) return n;
+        n = graph_input(p->g, n, 0);
+    }
+}
+
+/* Parameter places depend on the store's current layout. */
+static void bind(sy_plan *p) {
+    for (int64_t i = 0; i < p->g->n_nodes; i++) {
+        if (p->var_index[i] < 0) continue;
+        const sy_var *v = &p->vars->vars[p->var_index[i]];
+        p->places[i] = (place){v->kind == SY_VAR_PARAM ? BLK_PARAMS : BLK_SLOTS, v->offset};
+    }
+    for (int32_t s = 0; s < p->n_steps; s++) {
+        step *st = &p->steps[s];
+        const sy_node_rec *n = &p->g->nodes[st->node];
+        for (int j = 0; j < n->n_in; j++) {
+            sy_node in = graph_input(p->g, st->node, j);
+            p->in_ptrs[st->in_first + j] = resolve(p, p->places[storage_of(p, in)]);
+        }
+        st->args.out = resolve(p, p->places[storage_of(p, st->node)]);
+        st->args.ws = st->ws_bytes ? resolve(p, st->ws) : NULL;
+    }
+    p->bound_generation = p->vars->generation;
+}
+
+void sy_plan_free(sy_plan *p) {
+    if (!p) return;
+    if (p->owns_vars) sy_vars_free(p->vars);
+    sy_graph_free(p->g);
+    sy_free(p->steps);
+    sy_free(p->places);
+    sy_free(p->remap);
+    sy_free(p->var_index);
+    sy_free(p->readable);
+    sy_free(p->in_ptrs);
+    sy_free(p->in_shapes);
+    sy_free(p->in_dtypes);
+    sy_free(p->in_places);
+    sy_free(p->arena);
+    sy_free(p->grads);
+    sy_free(p->consts);
+    sy_free(p->grad_params);
+    sy_free(p->grad_nodes);
+    sy_free(p);
+}
+
+typedef struct compile_ctx {
+    sy_plan *p;
+    const sy_plan_options *o;
+    sy_graph *g;
+    sy_fusion_state fs;
+    sy_node *params; /* trainable, in graph order */
+    sy_node *grads;
+    int32_t n_params;
+    sy_node *updates;
+    int32_t n_updates;
+    int32_t *step_of; /* per node: its step index, or -1 */
+} compile_ctx;
+
+static sy_status check_options(const sy_graph *g, const sy_plan_options *o) {
+    if (g->status != SY_OK)
+        return sy_error(g->status, "cannot compile a graph that failed to build: %s", g->error);
+    int64_t n = g->n_nodes;
+    if (o->loss != SY_NONE) {
+        if (o->loss < 0 || o->loss >= n) return sy_error(SY_ERR_INVALID_ARGUMENT, "loss node %d is not in the graph", o->loss);
+        const sy_node_rec *l = &g->nodes[o->loss];
+        if (l->dtype != SY_F32 && l->dtype != SY_F64)
+            return sy_error(SY_ERR_DTYPE, "the loss '%s' is %s; it must be float", l->name, sy_dtype_name(l->dtype));
+    }
+    if (o->n_outputs < 0 || (o->n_outputs > 0 && !o->outputs))
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "%d outputs requested but no output array given", o->n_outputs);
+    for (int i = 0; i < o->n_outputs; i++)
+        if (o->outputs[i] < 0 || o->outputs[i] >= n)
+            return sy_error(SY_ERR_INVALID_ARGUMENT, "output %d (node %d) is not in the graph", i, o->outputs[i]);
+    if (o->loss == SY_NONE && o->n_outputs == 0)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "nothing to compute: give a loss or at least one output");
+    if (o->optimizer.kind != SY_OPTIMIZER_NONE && o->loss == SY_NONE)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "an optimizer needs a loss to minimise");
+    if (o->threads < 0) return sy_error(SY_ERR_INVALID_ARGUMENT, "threads %d must be >= 0", o->threads);
+    if (o->threads > sy_pool_size(o->pool))
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "threads %d exceeds the pool's %d threads", o->threads,
+                        sy_pool_size(o->pool));
+    return optimizer_check(&o->optimizer);
+}
+
+/* 1-2: gradients, pinned; optimizer updates. */
+static sy_status differentiate(compile_ctx *c) {
+    sy_graph *g = c->g;
+    const sy_plan_options *o = c->o;
+    int64_t n0 = g->n_nodes;
+    c->params = sy_malloc((size_t)n0 * sizeof *c->params);
+    c->grads = sy_malloc((size_t)n0 * sizeof *c->grads);
+    if (!c->params || !c->grads) return sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+    for (int64_t i = 0; i < n0; i++)
+        if (g->nodes[i].op == SY_OP_PARAM && g->nodes[i].trainable) c->params[c->n_params++] = (sy_node)i;
+    if (o->loss == SY_NONE) return SY_OK;
+    sy_status st = autodiff(g, o->loss, c->params, c->n_params, c->grads);
+    if (st) return st;
+    int32_t with_grad = 0;
+    for (int32_t i = 0; i < c->n_params; i++) {
+        sy_node gr = c->grads[i];
+        if (gr == SY_NONE) continue;
+        with_grad++;
+        /* A gradient that is a view, a leaf, or another parameter's gradient
+         * gets its own copy, so that it can live in the gradient block. */
+        bool shared = false;
+        for (int32_t j = 0; j < i; j++) shared |= c->grads[j] == gr;
+        uint32_t fl = sy_op_def_of(g->nodes[gr].op)->flags;
+        if (shared || (fl & (SY_OPF_ALIAS | SY_OPF_LEAF))) {
+            c->grads[i] = graph_add(g, SY_OP_COPY, &gr, 1, NULL, NULL);
+            if (c->grads[i] == SY_NONE) return sy_graph_status(g);
+        }
+    }
+    if (o->optimizer.kind == SY_OPTIMIZER_NONE) return SY_OK;
+    if (with_grad == 0)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "no gradients: the loss '%s' does not depend on any of the %d trainable parameters",
+                        g->nodes[o->loss].name, c->n_params);
+    c->updates = sy_malloc((size_t)c->n_params * sizeof *c->updates);
+    if (!c->updates) return sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+    for (int32_t i = 0; i < c->n_params; i++) {
+        if (c->grads[i] == SY_NONE) {
+            sy_log(SY_LOG_WARNING, "gradients do not exist for '%s' when minimizing the loss '%s'; it is not updated",
+                   g->nodes[c->params[i]].name, g->nodes[o->loss].name);
+            continue;
+        }
+        sy_node u = optimizer_add_update(g, &o->optimizer, c->params[i], c->grads[i]);
+        if (u == SY_NONE) return sy_graph_status(g);
+        c->updates[c->n_updates++] = u;
+    }
+    return SY_OK;
+}
+
+/* 3-4: liveness of nodes from the roots, then fusion. */
+static sy_status select_and_fuse(compile_ctx *c) {
+    sy_graph *g = c->g;
+    const sy_plan_options *o = c->o;
+    sy_fusion_state *fs = &c->fs;
+    sy_status st = fusion_grow(fs, g->n_nodes);
+    if (st) return st;
+    for (int64_t i = 0; i < g->n_nodes; i++) {
+        fs->live[i] = fs->protect[i] = false;
+        fs->key[i] = i;
+        fs->remap[i] = (int32_t)i;
+    }
+    if (o->loss != SY_NONE) fs->protect[o->loss] = true;
+    for (int i = 0; i < o->n_outputs; i++) fs->protect[o->outputs[i]] = true;
+    for (int32_t i = 0; i < c->n_params; i++)
+        if (o->loss != SY_NONE && c->grads[i] != SY_NONE) fs->protect[c->grads[i]] = true;
+    for (int32_t i = 0; i < c->n_updates; i++) fs->protect[c->updates[i]] = true;
+    for (int64_t i = g->n_nodes - 1; i >= 0; i--) {
+        if (fs->protect[i]) fs->live[i] = true;
+        if (!fs->live[i]) continue;
+        for (int j = 0; j < g->nodes[i].n_in; j++) fs->live[graph_input(g, (sy_node)i, j)] = true;
+    }
+    /* update ops go last, after every reader of what they write */
+    for (int32_t i = 0; i < c->n_updates; i++) fs->key[c->updates[i]] = g->n_nodes + i;
+    c->p->info.fused = 0;
+    if (o->fuse) return fuse(g, fs, &c->p->info.fused);
+    return SY_OK;
+}
+
+static int cmp_key_ctx(const sy_fusion_state *fs, sy_node a, sy_node b) {
+    return fs->key[a] < fs->key[b] ? -1 : fs->key[a] > fs->key[b] ? 1 : (a > b) - (a < b);
+}
+
+/* insertion sort is too slow for big graphs: a merge sort on keys */
+static void sort_by_key(sy_node *v, sy_node *tmp, int64_t n, const sy_fusion_state *fs) {
+    if (n < 2) return;
+    int64_t h = n / 2;
+    sort_by_key(v, tmp, h, fs);
+    sort_by_key(v + h, tmp, n - h, fs);
+    int64_t i = 0, j = h, k = 0;
+    while (i < h && j < n) tmp[k++] = cmp_key_ctx(fs, v[i], v[j]) <= 0 ? v[i++] : v[j++];
+    while (i < h) tmp[k++] = v[i++];
+    while (j < n) tmp[k++] = v[j++];
+    memcpy(v, tmp, (size_t)n * sizeof *v);
+}
+
+/* 5: the schedule. */
+static sy_status schedule(compile_ctx *c) {
+    sy_plan *p = c->p;
+    sy_graph *g = c->g;
+    int64_t n = g->n_nodes;
+    sy_node *order = sy_malloc((size_t)n * sizeof *order), *tmp = sy_malloc((size_t)n * sizeof *tmp);
+    c->step_of = sy_malloc((size_t)n * sizeof *c->step_of);
+    if (!order || !tmp || !c->step_of) {
+        sy_free(order);
+        sy_free(tmp);
+        return sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+    }
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++) {
+        c->step_of[i] = -1;
+        if (c->fs.live[i] && !(sy_op_def_of(g->nodes[i].op)->flags & (SY_OPF_LEAF | SY_OPF_ALIAS))) order[k++] = (sy_node)i;
+    }
+    sort_by_key(order, tmp, k, &c->fs);
+    sy_free(tmp);
+    p->steps = sy_calloc((size_t)(k ? k : 1), sizeof *p->steps);
+    if (!p->steps) {
+        sy_free(order);
+        return sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+    }
+    p->n_steps = (int32_t)k;
+    for (int64_t s = 0; s < k; s++) {
+        p->steps[s].node = order[s];
+        c->step_of[order[s]] = (int32_t)s;
+    }
+    sy_free(order);
+    return SY_OK;
+}
+
+/* 6: places for every live value, arena offsets by liveness. */
+static sy_status plan_buffers(compile_ctx *c) {
+    sy_plan *p = c->p;
+    sy_graph *g = c->g;
+    const sy_plan_options *o = c->o;
+    int64_t n = g->n_nodes;
+    sy_status st = SY_OK;
+    p->places = sy_calloc((size_t)n, sizeof *p->places);
+    p->remap = sy_malloc((size_t)n * sizeof *p->remap);
+    p->var_index = sy_malloc((size_t)n * sizeof *p->var_index);
+    p->readable = sy_calloc((size_t)n, sizeof *p->readable);
+    int32_t *first = sy_malloc((size_t)n * sizeof *first), *last = sy_malloc((size_t)n * sizeof *last);
+    sy_buffer_req *reqs = sy_malloc((size_t)(n + p->n_steps + 1) * sizeof *reqs);
+    int64_t *req_node = sy_malloc((size_t)(n + p->n_steps + 1) * sizeof *req_node);
+    if (!p->places || !p->remap || !p->var_index || !p->readable || !first || !last || !reqs || !req_node) {
+        st = sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+        goto done;
+    }
+    memcpy(p->remap, c->fs.remap, (size_t)n * sizeof *p->remap);
+    for (int64_t i = 0; i < n; i++) {
+        p->var_index[i] = -1;
+        first[i] = INT32_MAX;
+        last[i] = -1;
+    }
+    /* gradients first: their block */
+    int64_t grad_bytes = 0;
+    p->grad_params = sy_malloc((size_t)(c->n_params ? c->n_params : 1) * sizeof *p->grad_params);
+    p->grad_nodes = sy_malloc((size_t)(c->n_params ? c->n_params : 1) * sizeof *p->grad_nodes);
+    if (!p->grad_params || !p->grad_nodes) {
+        st = sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+        goto done;
+    }
+    for (int32_t i = 0; o->loss != SY_NONE && i < c->n_params; i++) {
+        if (c->grads[i] == SY_NONE) continue;
+        sy_node gn = storage_of(p, c->grads[i]);
+        const sy_node_rec *r = &g->nodes[gn];
+        p->places[gn] = (place){BLK_GRADS, grad_bytes};
+        grad_bytes += sy_align_up(sy_shape_count(&r->shape) * (int64_t)sy_dtype_size(r->dtype), SY_ALIGN);
+        p->grad_params[p->n_grads] = c->params[i];
+        p->grad_nodes[p->n_grads++] = gn;
+        p->readable[gn] = true;
+    }
+    /* constants */
+    int64_t const_bytes = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!c->fs.live[i] || g->nodes[i].op != SY_OP_FILL) continue;
+        p->places[i] = (place){BLK_CONST, const_bytes};
+        const_bytes += sy_align_up(sy_shape_count(&g->nodes[i].shape) * (int64_t)sy_dtype_size(g->nodes[i].dtype), SY_ALIGN);
+    }
+    /* lifetimes of arena values, on storage nodes (views extend their source) */
+    for (int32_t s = 0; s < p->n_steps; s++) {
+        sy_node nd = p->steps[s].node;
+        sy_node own = storage_of(p, nd);
+        if (first[own] > s) first[own] = s;
+        if (last[own] < s) last[own] = s;
+        for (int j = 0; j < g->nodes[nd].n_in; j++) {
+            sy_node src = storage_of(p, graph_input(g, nd, j));
+            if (first[src] > s) first[src] = s;
+            if (last[src] < s) last[src] = s;
+        }
+    }
+    sy_node roots[2] = {o->loss, SY_NONE};
+    for (int i = -1; i < o->n_outputs; i++) {
+        sy_node r = i < 0 ? roots[0] : o->outputs[i];
+        if (r == SY_NONE) continue;
+        sy_node src = storage_of(p, r);
+        last[src] = p->n_steps; /* kept to the end of the run */
+        if (first[src] == INT32_MAX) first[src] = 0;
+        p->readable[src] = true;
+    }
+    int64_t nreq = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const sy_node_rec *r = &g->nodes[i];
+        if (!c->fs.live[i] || last[i] < 0 || p->places[i].block != BLK_NONE) continue;
+        if (r->op == SY_OP_PARAM || (sy_op_def_of(r->op)->flags & (SY_OPF_ALIAS | SY_OPF_UPDATE))) continue;
+        if (r->op == SY_OP_INPUT) { /* fed before a run, kept across runs */
+            first[i] = 0;
+            last[i] = p->n_steps;
+        }
+        reqs[nreq] = (sy_buffer_req){sy_shape_count(&r->shape) * (int64_t)sy_dtype_size(r->dtype), first[i], last[i], 0};
+        req_node[nreq++] = i;
+    }
+    for (int32_t s = 0; s < p->n_steps; s++) {
+        if (!p->steps[s].ws_bytes) continue;
+        reqs[nreq] = (sy_buffer_req){p->steps[s].ws_bytes, s, s, 0};
+        req_node[nreq++] = -1 - s;
+    }
+    int64_t arena_bytes;
+    if ((st = memplan(reqs, nreq, &arena_bytes))) goto done;
+    p->info.unplanned_bytes = 0;
+    for (int64_t k = 0; k < nreq; k++) {
+        p->info.unplanned_bytes += sy_align_up(reqs[k].bytes, SY_ALIGN);
+        if (req_node[k] >= 0)
+            p->places[req_node[k]] = (place){BLK_ARENA, reqs[k].offset};
+        else
+            p->steps[-1 - req_node[k]].ws = (place){BLK_ARENA, reqs[k].offset};
+    }
+    p->arena = sy_malloc_aligned((size_t)(arena_bytes ? arena_bytes : SY_ALIGN), SY_ALIGN);
+    p->grads = sy_malloc_aligned((size_t)(grad_bytes ? grad_bytes : SY_ALIGN), SY_ALIGN);
+    p->consts = sy_malloc_aligned((size_t)(const_bytes ? const_bytes : SY_ALIGN), SY_ALIGN);
+    if (!p->arena || !p->grads || !p->consts) {
+        st = sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory for a %lld-byte arena", (long long)arena_bytes);
+        goto done;
+    }
+    memset(p->arena, 0, (size_t)arena_bytes);
+    memset(p->grads, 0, (size_t)grad_bytes);
+    for (int64_t i = 0; i < n; i++) {
+        const sy_node_rec *r = &g->nodes[i];
+        if (!c->fs.live[i] || r->op != SY_OP_FILL) continue;
+        int64_t cnt = sy_shape_count(&r->shape);
+        void *dst = p->consts + p->places[i].offset;
+        for (int64_t k = 0; k < cnt; k++) {
+            if (r->dtype == SY_F32) ((float *)dst)[k] = (float)r->attr.fill.value;
+            else if (r->dtype == SY_F64) ((double *)dst)[k] = r->attr.fill.value;
+            else ((int32_t *)dst)[k] = (int32_t)r->attr.fill.value;
+        }
+    }
+    p->info.arena_bytes = arena_bytes;
+    p->info.grad_bytes = grad_bytes;
+done:
+    sy_free(first);
+    sy_free(last);
+    sy_free(reqs);
+    sy_free(req_node);
+    return st;
+}
+
+/* 7a: a kernel and an argument block per step; workspace sizes. */
+static sy_status bind_kernels(compile_ctx *c) {
+    sy_plan *p = c->p;
+    sy_graph *g = c->g;
+    int64_t total_in = 0;
+    for (int32_t s = 0; s < p->n_steps; s++) total_in += g->nodes[p->steps[s].node].n_in;
+    size_t cnt = (size_t)(total_in ? total_in : 1);
+    p->in_ptrs = sy_calloc(cnt, sizeof *p->in_ptrs);
+    p->in_shapes = sy_calloc(cnt, sizeof *p->in_shapes);
+    p->in_dtypes = sy_calloc(cnt, sizeof *p->in_dtypes);
+    if (!p->in_ptrs || !p->in_shapes || !p->in_dtypes) return sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+    int32_t next = 0;
+    for (int32_t s = 0; s < p->n_steps; s++) {
+        step *st = &p->steps[s];
+        const sy_node_rec *r = &g->nodes[st->node];
+        sy_dtype dt = r->dtype;
+        if (sy_op_def_of(r->op)->flags & SY_OPF_UPDATE) dt = graph_in_rec(g, r, 0)->dtype;
+        st->kernel = p->backend->kernel(r->op, dt);
+        if (!st->kernel)
+            return sy_error(SY_ERR_UNSUPPORTED, "%s (%s): the '%s' backend has no %s kernel for this op", sy_op_name(r->op),
+                            r->name, p->backend->name, sy_dtype_name(dt));
+        st->in_first = next;
+        for (int j = 0; j < r->n_in; j++) {
+            const sy_node_rec *in = graph_in_rec(g, r, j);
+            p->in_shapes[next + j] = in->shape;
+            p->in_dtypes[next + j] = in->dtype;
+        }
+        next += r->n_in;
+        sy_kargs *a = &st->args;
+        a->attr = &r->attr;
+        a->dtype = dt;
+        a->out_shape = &r->shape;
+        a->n_in = r->n_in;
+        a->in = p->in_ptrs + st->in_first;
+        a->in_shape = p->in_shapes + st->in_first;
+        a->in_dtype = p->in_dtypes + st->in_first;
+        a->ex = &p->ex;
+        st->ws_bytes = st->kernel->workspace ? (int64_t)st->kernel->workspace(a, p->ex.threads) : 0;
+    }
+    return SY_OK;
+}
+
+/* 7b: variables for the live parameters (created in the store if new). */
+static sy_status bind_vars(compile_ctx *c) {
+    sy_plan *p = c->p;
+    sy_graph *g = c->g;
+    int64_t n = g->n_nodes, k = 0;
+    sy_var_request *req = sy_malloc((size_t)(n ? n : 1) * sizeof *req);
+    sy_node *who = sy_malloc((size_t)(n ? n : 1) * sizeof *who);
+    sy_status st = SY_OK;
+    if (!req || !who) {
+        st = sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+        goto done;
+    }
+    bool *is_slot = sy_calloc((size_t)n, sizeof *is_slot);
+    if (!is_slot) {
+        st = sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+        goto done;
+    }
+    for (int32_t u = 0; u < c->n_updates; u++)
+        for (int j = 2; j < g->nodes[c->updates[u]].n_in; j++) is_slot[graph_input(g, c->updates[u], j)] = true;
+    for (int64_t i = 0; i < n; i++) {
+        const sy_node_rec *r = &g->nodes[i];
+        if (!c->fs.live[i] || r->op != SY_OP_PARAM) continue;
+        req[k] = (sy_var_request){r->name, is_slot[i] ? SY_VAR_SLOT : SY_VAR_PARAM, r->dtype, r->shape, r->init, -1};
+        who[k++] = (sy_node)i;
+    }
+    sy_free(is_slot);
+    if ((st = vars_resolve(p->vars, req, k))) goto done;
+    for (int64_t i = 0; i < k; i++) p->var_index[who[i]] = req[i].index;
+    p->info.param_bytes = p->vars->block_bytes[SY_VAR_PARAM];
+    p->info.slot_bytes = p->vars->block_bytes[SY_VAR_SLOT];
+done:
+    sy_free(req);
+    sy_free(who);
+    return st;
+}
+
+sy_status sy_plan_compile(const sy_graph *graph, const sy_plan_options *o, sy_plan **out) {
+    *out = NULL;
+    sy_status st = check_options(graph, o);
+    if (st) return st;
+    const sy_backend *backend = sy_backend_find(o->backend ? o->backend : "cpu");
+    if (!backend) return SY_ERR_NOT_FOUND;
+    sy_plan *p = sy_calloc(1, sizeof *p);
+    if (!p) return sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+    compile_ctx c;
+    memset(&c, 0, sizeof c);
+    c.p = p;
+    c.o = o;
+    p->backend = backend;
+    p->ex.pool = o->pool;
+    p->ex.threads = o->threads ? o->threads : sy_pool_size(o->pool);
+    p->ex.rng_key = sy_mix64(o->seed ^ 0xD50F7A11ull);
+    p->ex.learning_rate = o->optimizer.learning_rate;
+    atomic_init(&p->ex.failed, 0);
+    if (o->vars) {
+        p->vars = o->vars;
+    } else {
+        if ((st = sy_vars_new(&p->vars))) goto fail;
+        p->owns_vars = true;
+    }
+    if ((st = graph_clone(graph, &p->g))) goto fail;
+    c.g = p->g;
+    if ((st = differentiate(&c))) goto fail;
+    if ((st = select_and_fuse(&c))) goto fail;
+    if ((st = schedule(&c))) goto fail;
+    if ((st = bind_kernels(&c))) goto fail;
+    if ((st = plan_buffers(&c))) goto fail;
+    if ((st = bind_vars(&c))) goto fail;
+    p->has_updates = c.n_updates > 0;
+    p->info.steps = p->n_steps;
+    bind(p);
+    goto done;
+fail:
+    if (st == SY_OK) st = SY_ERR_INTERNAL;
+    {
+        /* keep the message across the frees below */
+        char msg[2048];
+        snprintf(msg, sizeof msg, "%s", sy_last_error());
+        sy_plan_free(p);
+        p = NULL;
+        sy_error(st, "%s", msg);
+    }
+done:
+    sy_free(c.fs.live);
+    sy_free(c.fs.protect);
+    sy_free(c.fs.key);
+    sy_free(c.fs.remap);
+    sy_free(c.params);
+    sy_free(c.grads);
+    sy_free(c.updates);
+    sy_free(c.step_of);
+    *out = p;
+    return st;
+}
+
+void *sy_plan_input(sy_plan *p, sy_node input) {
+    if (input < 0 || input >= p->g->n_nodes || p->g->nodes[input].op != SY_OP_INPUT) {
+        sy_error(SY_ERR_INVALID_ARGUMENT, "node %d is not an input of the graph", input);
+        return NULL;
+    }
+    if (p->places[input].block != BLK_ARENA) {
+        sy_error(SY_ERR_NOT_FOUND, "input '%s' is not read by this plan", p->g->nodes[input].name);
+        return NULL;
+    }
+    return resolve(p, p->places[input]);
+}
+
+sy_status sy_plan_run(sy_plan *p) {
+    if (p->vars->generation != p->bound_generation) bind(p);
+    p->ex.iterations = p->vars->iterations;
+    atomic_store_explicit(&p->ex.failed, 0, memory_order_relaxed);
+    for (int32_t s = 0; s < p->n_steps; s++) {
+        step *st = &p->steps[s];
+        st->kernel->run(&st->args);
+        if (atomic_load_explicit(&p->ex.failed, memory_order_relaxed)) {
+            const sy_node_rec *r = &p->g->nodes[st->node];
+            return sy_error(SY_ERR_INVALID_ARGUMENT, "%s (%s): %s", sy_op_name(r->op), r->name, p->ex.error);
+        }
+    }
+    if (p->has_updates) p->vars->iterations++;
+    return SY_OK;
+}
+
+const void *sy_plan_output(const sy_plan *p, sy_node node) {
+    if (node < 0 || node >= p->g->n_nodes) return NULL;
+    sy_node s = storage_of(p, node);
+    if (!p->readable[s] && p->g->nodes[s].op != SY_OP_PARAM) return NULL;
+    return resolve(p, p->places[s]);
+}
+
+const void *sy_plan_gradient(const sy_plan *p, sy_node param) {
+    for (int32_t i = 0; i < p->n_grads; i++)
+        if (p->grad_params[i] == param) return resolve(p, p->places[p->grad_nodes[i]]);
+    return NULL;
+}
+
+sy_vars *sy_plan_vars(sy_plan *p) { return p->vars; }
+void sy_plan_set_learning_rate(sy_plan *p, float lr) { p->ex.learning_rate = lr; }
+float sy_plan_learning_rate(const sy_plan *p) { return p->ex.learning_rate; }
+void sy_plan_get_info(const sy_plan *p, sy_plan_info *info) { *info = p->info; }
+
+void sy_plan_dump(const sy_plan *p, FILE *out) {
+    static const char *const blocks[] = {"-", "arena", "params", "slots", "grads", "const"};
+    for (int32_t s = 0; s < p->n_steps; s++) {
+        const step *st = &p->steps[s];
+        const sy_node_rec *r = &p->g->nodes[st->node];
+        char sh[SY_SHAPE_STR_MAX];
+        fprintf(out, "%4d %-28s %-32s %-18s %s+%lld", s, sy_op_name(r->op), r->name, sy_shape_format(&r->shape, sh, sizeof sh),
+                blocks[p->places[st->node].block], (long long)p->places[st->node].offset);
+        if (st->ws_bytes) fprintf(out, " ws=%lld", (long long)st->ws_bytes);
+        fprintf(out, "\n");
+    }
+}

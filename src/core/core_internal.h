@@ -1,0 +1,67 @@
+/*
+ * core_internal.h - the back door into core for the other modules: setting
+ * errors, allocating through the installed allocator, invariants, logging,
+ * and the small helpers every module uses.
+ */
+#ifndef SY_CORE_INTERNAL_H
+#define SY_CORE_INTERNAL_H
+
+#include "systolic/core.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+/* Record a failure for sy_last_error() and return `status`, so a call site
+ * reads: return sy_error(SY_ERR_SHAPE, "matmul: ..."). */
+sy_status sy_error(sy_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+sy_status sy_verror(sy_status status, const char *fmt, va_list ap);
+
+/* Allocation through the installed allocator. SY_ALIGN is the alignment every
+ * tensor buffer gets (a cache line, and an AVX-512 vector). sy_malloc of 0
+ * bytes returns a valid unique pointer. sy_alloc_count() counts successful
+ * calls to the allocator since start (tests use it to prove that a compiled
+ * step allocates nothing). */
+#define SY_ALIGN 64
+void *sy_malloc(size_t size);
+void *sy_calloc(size_t count, size_t size);
+void *sy_malloc_aligned(size_t size, size_t align);
+void *sy_realloc_array(void *ptr, size_t old_count, size_t new_count, size_t elem);
+void sy_free(void *ptr);
+char *sy_strdup(const char *s);
+uint64_t sy_alloc_count(void);
+
+/* Grow a dynamic array so that index `need - 1` fits. */
+#define SY_GROW(arr, count_cap, need)                                                              \
+    ((need) <= (count_cap) ? SY_OK : sy_grow_impl((void **)&(arr), &(count_cap), (need), sizeof *(arr)))
+sy_status sy_grow_impl(void **arr, int64_t *cap, int64_t need, size_t elem);
+
+/* Invariant checks stay on in release builds: a broken invariant is a bug in
+ * systolic, reported with file and line before abort(). */
+#define SY_ASSERT(cond)                                                                            \
+    do {                                                                                           \
+        if (!(cond)) sy_assert_fail(#cond, __FILE__, __LINE__);                                    \
+    } while (0)
+_Noreturn void sy_assert_fail(const char *cond, const char *file, int line);
+
+void sy_log(sy_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static inline int64_t sy_align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+static inline int64_t sy_min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t sy_max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Split [0, n) into `count` contiguous parts; part `index` is [*begin, *end). */
+static inline void sy_split_range(int64_t n, int index, int count, int64_t *begin, int64_t *end) {
+    int64_t q = n / count, r = n % count;
+    *begin = index * q + (index < r ? index : r);
+    *end = *begin + q + (index < r ? 1 : 0);
+}
+
+/* Monotonic seconds, for benchmarks and the progress bar. */
+double sy_now(void);
+
+/* Philox-4x32-10 block: four 32-bit outputs for (key, counter). */
+void sy_philox(uint64_t key, uint64_t counter_hi, uint64_t counter_lo, uint32_t out[4]);
+/* A well-mixed 64-bit hash, to derive keys from seeds and stream ids. */
+uint64_t sy_mix64(uint64_t x);
+
+#endif

@@ -1,0 +1,171 @@
+/*
+ * pool.c - the persistent thread pool.
+ *
+ * One pool, created once, runs every parallel region: replicas, kernel
+ * splits, pipeline stages. A region is published by bumping `generation`
+ * under the mutex and broadcasting; each worker runs fn(ctx, index, count)
+ * and decrements `pending`; the last one signals `done`. The caller runs
+ * index 0 itself, so a region of count 1 costs one function call.
+ *
+ * Waking a sleeping thread costs microseconds, which adds up over the many
+ * small regions of a recurrent step, so a worker first waits a short while
+ * on the atomic generation counter (with a pause hint) before it sleeps on
+ * the condition variable. That is a bounded wait on a C11 atomic, not a spin
+ * on a volatile flag.
+ */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include "core_internal.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <threads.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CPU_RELAX() _mm_pause()
+#else
+#define CPU_RELAX() ((void)0)
+#endif
+
+#define SPIN_ITERS 20000
+
+typedef struct worker {
+    struct sy_pool *pool;
+    int index;
+    thrd_t thread;
+} worker;
+
+struct sy_pool {
+    int size;
+    worker *workers; /* size - 1 of them; the caller is index 0 */
+    mtx_t mu;
+    cnd_t wake, done;
+    atomic_uint generation;
+    atomic_int pending;
+    bool stop;
+    sy_pool_fn fn;
+    void *ctx;
+    int count;
+};
+
+static int worker_main(void *arg) {
+    worker *w = arg;
+    sy_pool *p = w->pool;
+    unsigned seen = atomic_load(&p->generation);
+    for (;;) {
+        unsigned gen;
+        int spins = 0;
+        while ((gen = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen &&
+               spins < SPIN_ITERS) {
+            CPU_RELAX();
+            spins++;
+        }
+        if (gen == seen) {
+            mtx_lock(&p->mu);
+            while ((gen = atomic_load(&p->generation)) == seen && !p->stop) cnd_wait(&p->wake, &p->mu);
+            bool stop = p->stop;
+            mtx_unlock(&p->mu);
+            if (stop) return 0;
+        }
+        seen = gen;
+        if (w->index < p->count) {
+            p->fn(p->ctx, w->index, p->count);
+            if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
+                mtx_lock(&p->mu);
+                cnd_signal(&p->done);
+                mtx_unlock(&p->mu);
+            }
+        }
+    }
+}
+
+int sy_cpu_count(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0) return n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+sy_status sy_pool_new(int threads, sy_pool **out) {
+    *out = NULL;
+    if (threads < 0 || threads > 1024)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "thread pool: %d threads requested; expected 0 (one per core) to 1024", threads);
+    if (threads == 0) threads = sy_cpu_count();
+    sy_pool *p = sy_calloc(1, sizeof *p);
+    if (!p) return sy_error(SY_ERR_OUT_OF_MEMORY, "thread pool: out of memory");
+    p->size = threads;
+    mtx_init(&p->mu, mtx_plain);
+    cnd_init(&p->wake);
+    cnd_init(&p->done);
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->pending, 0);
+    if (threads > 1) {
+        p->workers = sy_calloc((size_t)threads - 1, sizeof *p->workers);
+        if (!p->workers) {
+            sy_pool_free(p);
+            return sy_error(SY_ERR_OUT_OF_MEMORY, "thread pool: out of memory");
+        }
+    }
+    for (int i = 1; i < threads; i++) {
+        worker *w = &p->workers[i - 1];
+        w->pool = p;
+        w->index = i;
+        if (thrd_create(&w->thread, worker_main, w) != thrd_success) {
+            p->size = i; /* only the started ones are joined */
+            sy_pool_free(p);
+            return sy_error(SY_ERR_OUT_OF_MEMORY, "thread pool: could not start thread %d of %d", i, threads);
+        }
+    }
+    *out = p;
+    return SY_OK;
+}
+
+void sy_pool_free(sy_pool *p) {
+    if (!p) return;
+    mtx_lock(&p->mu);
+    p->stop = true;
+    atomic_fetch_add(&p->generation, 1);
+    cnd_broadcast(&p->wake);
+    mtx_unlock(&p->mu);
+    for (int i = 1; i < p->size; i++) thrd_join(p->workers[i - 1].thread, NULL);
+    cnd_destroy(&p->wake);
+    cnd_destroy(&p->done);
+    mtx_destroy(&p->mu);
+    sy_free(p->workers);
+    sy_free(p);
+}
+
+int sy_pool_size(const sy_pool *p) { return p ? p->size : 1; }
+
+void sy_pool_run(sy_pool *p, sy_pool_fn fn, void *ctx, int count) {
+    if (!p || count <= 1) {
+        if (count >= 1) fn(ctx, 0, 1);
+        return;
+    }
+    SY_ASSERT(count <= p->size);
+    mtx_lock(&p->mu);
+    p->fn = fn;
+    p->ctx = ctx;
+    p->count = count;
+    atomic_store(&p->pending, count - 1);
+    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+    cnd_broadcast(&p->wake);
+    mtx_unlock(&p->mu);
+
+    fn(ctx, 0, count);
+
+    int spins = 0;
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0 && spins < SPIN_ITERS) {
+        CPU_RELAX();
+        spins++;
+    }
+    if (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
+        mtx_lock(&p->mu);
+        while (atomic_load(&p->pending) > 0) cnd_wait(&p->done, &p->mu);
+        mtx_unlock(&p->mu);
+    }
+}

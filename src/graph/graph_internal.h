@@ -1,0 +1,107 @@
+/*
+ * graph_internal.h - node records, the op registry, and the builder entry
+ * points the compiler uses (autodiff and fusion add nodes through them).
+ */
+#ifndef SY_GRAPH_INTERNAL_H
+#define SY_GRAPH_INTERNAL_H
+
+#include "systolic/graph.h"
+#include "../backend/backend_internal.h"
+
+_Static_assert((int)SY_PADDING_SAME == (int)SY_PAD_SAME, "padding enums agree");
+
+typedef struct sy_node_rec {
+    sy_op op;
+    sy_dtype dtype;
+    sy_shape shape;
+    sy_attrs attr;
+    int32_t in_off, n_in; /* inputs: g->edges[in_off .. in_off + n_in) */
+    char *name;           /* scoped name, owned */
+    sy_init init;         /* PARAM */
+    bool trainable;       /* PARAM */
+} sy_node_rec;
+
+struct sy_graph {
+    sy_node_rec *nodes;
+    int64_t n_nodes, cap_nodes;
+    int32_t *edges;
+    int64_t n_edges, cap_edges;
+    char scope[512];
+    int32_t scope_marks[32]; /* scope lengths before each push */
+    int32_t n_scopes;
+    sy_eprog **progs; /* fused programs owned by this graph */
+    int64_t n_progs, cap_progs;
+    sy_status status;
+    char error[1024];
+};
+
+/* Shape inference: check the inputs of n (already linked) and set n->shape
+ * and n->dtype; on a mismatch return graph_fail(...). Ops whose output shape
+ * is an argument (reshape, fill, gradient ops) find it preset in n->shape. */
+typedef sy_status (*sy_infer_fn)(sy_graph *g, sy_node_rec *n);
+
+/* Gradient rule: given node y and the gradient dy of the loss w.r.t. it, add
+ * the nodes that compute dx[i] for each input with need[i], SY_NONE for the
+ * others. The graph may grow (node records move): look nodes up again after
+ * adding. */
+typedef sy_status (*sy_grad_fn)(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx);
+
+enum {
+    SY_OPF_LEAF = 1 << 0,        /* input, param, fill: no kernel runs */
+    SY_OPF_ALIAS = 1 << 1,       /* output is a view of input 0 (reshape) */
+    SY_OPF_UPDATE = 1 << 2,      /* writes inputs in place, no output */
+    SY_OPF_ELTWISE = 1 << 3,     /* elementwise: fusible */
+    SY_OPF_GRAD_OP = 1 << 4,     /* made by autodiff; not differentiable */
+};
+
+typedef struct sy_op_def {
+    sy_infer_fn infer;
+    sy_grad_fn grad; /* NULL: not differentiable (see flags) */
+    uint32_t flags;
+    sy_eop eop; /* for SY_OPF_ELTWISE: the fused instruction */
+} sy_op_def;
+
+const sy_op_def *sy_op_def_of(sy_op op);
+
+static inline sy_node_rec *graph_node(const sy_graph *g, sy_node id) { return &g->nodes[id]; }
+static inline sy_node graph_input(const sy_graph *g, sy_node id, int i) {
+    return g->edges[g->nodes[id].in_off + i];
+}
+static inline const sy_node_rec *graph_in_rec(const sy_graph *g, const sy_node_rec *n, int i) {
+    return &g->nodes[g->edges[n->in_off + i]];
+}
+
+/* Add a node (the generic builder). `shape` presets the output shape for ops
+ * that take it as an argument; NULL otherwise. Returns SY_NONE on failure
+ * (sticky). */
+sy_node graph_add(sy_graph *g, sy_op op, const sy_node *in, int n_in, const sy_attrs *attr,
+                  const sy_shape *shape);
+
+/* Record the first error on g, naming the op and node; returns status. */
+sy_status graph_fail(sy_graph *g, const sy_node_rec *n, sy_status status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The printable shape of input i of n (for messages). */
+const char *graph_in_shape_str(const sy_graph *g, const sy_node_rec *n, int i, char *buf);
+
+/* dy reduced (summed over broadcast axes) back to `shape`. */
+sy_node graph_unbroadcast(sy_graph *g, sy_node dy, const sy_shape *shape);
+
+/* Shared inference helpers (ops_math.c). */
+sy_status require_float_inputs(sy_graph *g, sy_node_rec *n, int count);
+sy_status normalize_axis(sy_graph *g, sy_node_rec *n, int rank);
+
+/* Deep copy (nodes, edges, names, programs). */
+sy_status graph_clone(const sy_graph *g, sy_graph **out);
+
+/* Take ownership of a fused program. */
+sy_status graph_own_prog(sy_graph *g, sy_eprog *p);
+
+/* Per-op rules, in ops_*.c. */
+#define SY_OP(id, name, arity)                                                                     \
+    sy_status infer_##id(sy_graph *g, sy_node_rec *n);                                             \
+    sy_status grad_##id(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx);
+#include "../backend/ops.def"
+#undef SY_OP
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * registry.c - the op registry: for each op of ops.def, its shape inference,
+ * its gradient rule and the flags the compiler plans by. One row per op; the
+ * rules themselves live in ops_math.c, ops_layout.c and ops_nn.c.
+ */
+#include "graph_internal.h"
+
+#define ROW(id, grad, flags, eop) [SY_OP_##id] = {infer_##id, grad, flags, eop}
+#define ELT(id, eop) ROW(id, grad_##id, SY_OPF_ELTWISE, eop)
+#define DIFF(id) ROW(id, grad_##id, 0, 0)
+#define GRADOP(id) ROW(id, NULL, SY_OPF_GRAD_OP, 0)
+
+static const sy_op_def defs[SY_OP_COUNT] = {
+    ROW(INPUT, NULL, SY_OPF_LEAF, 0),
+    ROW(PARAM, NULL, SY_OPF_LEAF, 0),
+    ROW(FILL, NULL, SY_OPF_LEAF, 0),
+    DIFF(MATMUL),
+    ROW(BIAS_ADD, grad_BIAS_ADD, SY_OPF_ELTWISE, SY_E_ADD),
+    ELT(ADD, SY_E_ADD),
+    ELT(SUB, SY_E_SUB),
+    ELT(MUL, SY_E_MUL),
+    ELT(DIV, SY_E_DIV),
+    ELT(NEG, SY_E_NEG),
+    ELT(RELU, SY_E_RELU),
+    ELT(SIGMOID, SY_E_SIGMOID),
+    ELT(TANH, SY_E_TANH),
+    ELT(EXP, SY_E_EXP),
+    ELT(LOG, SY_E_LOG),
+    DIFF(COPY),
+    DIFF(SOFTMAX),
+    DIFF(LOG_SOFTMAX),
+    ROW(RESHAPE, grad_RESHAPE, SY_OPF_ALIAS, 0),
+    DIFF(TRANSPOSE),
+    DIFF(CONCAT),
+    DIFF(SLICE),
+    DIFF(BROADCAST_TO),
+    DIFF(CONV2D),
+    DIFF(MAX_POOL2D),
+    DIFF(AVG_POOL2D),
+    DIFF(DROPOUT),
+    DIFF(REDUCE_SUM),
+    DIFF(REDUCE_MEAN),
+    DIFF(GATHER),
+    DIFF(SPARSE_SOFTMAX_CE),
+    DIFF(SOFTMAX_CE),
+    DIFF(SIGMOID_CE),
+    DIFF(SPARSE_CATEGORICAL_CE),
+    DIFF(CATEGORICAL_CE),
+    DIFF(BINARY_CE),
+    DIFF(MSE),
+    ROW(RELU_GRAD, NULL, SY_OPF_GRAD_OP | SY_OPF_ELTWISE, SY_E_RELU_GRAD),
+    ROW(SIGMOID_GRAD, NULL, SY_OPF_GRAD_OP | SY_OPF_ELTWISE, SY_E_SIGMOID_GRAD),
+    ROW(TANH_GRAD, NULL, SY_OPF_GRAD_OP | SY_OPF_ELTWISE, SY_E_TANH_GRAD),
+    GRADOP(SOFTMAX_GRAD),
+    GRADOP(LOG_SOFTMAX_GRAD),
+    GRADOP(SLICE_GRAD),
+    GRADOP(CONV2D_BACKPROP_INPUT),
+    GRADOP(CONV2D_BACKPROP_FILTER),
+    GRADOP(MAX_POOL2D_GRAD),
+    GRADOP(AVG_POOL2D_GRAD),
+    GRADOP(GATHER_GRAD),
+    GRADOP(SPARSE_SOFTMAX_CE_GRAD),
+    GRADOP(SOFTMAX_CE_GRAD),
+    GRADOP(SIGMOID_CE_GRAD),
+    GRADOP(SPARSE_CATEGORICAL_CE_GRAD),
+    GRADOP(CATEGORICAL_CE_GRAD),
+    GRADOP(BINARY_CE_GRAD),
+    GRADOP(MSE_GRAD),
+    ROW(SGD_UPDATE, NULL, SY_OPF_UPDATE, 0),
+    ROW(ADAM_UPDATE, NULL, SY_OPF_UPDATE, 0),
+    ROW(RMSPROP_UPDATE, NULL, SY_OPF_UPDATE, 0),
+    ROW(FUSED_ELTWISE, NULL, SY_OPF_GRAD_OP, 0),
+};
+
+const sy_op_def *sy_op_def_of(sy_op op) {
+    SY_ASSERT((unsigned)op < SY_OP_COUNT && defs[op].infer);
+    return &defs[op];
+}

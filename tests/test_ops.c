@@ -1,0 +1,683 @@
+/*
+ * test_ops.c - the op harness: one table, a row (or more) per op.
+ *
+ * For every row:
+ *   forward   the row's graph is compiled for every backend (cpu with one
+ *             thread and with two, fused and unfused) and its output compared
+ *             with the ref backend's;
+ *   gradient  for differentiable rows, the graph is rebuilt in float64, the
+ *             loss sum(out * W) (W random) is differentiated by the compiler
+ *             on the ref backend and every parameter's gradient is compared
+ *             with central finite differences of the same loss.
+ * Rows for gradient ops (conv2d_backprop_input, ...) check their forward on
+ * every backend; their math is checked through their primal op's gradient.
+ * The optimizer updates and the fused elementwise op have their own checks.
+ * An op of ops.def without a row fails the harness.
+ */
+#include "check.h"
+#include "graph/graph_internal.h"
+#include "systolic.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- leaves of a row: generated once, identical in float32 and float64 ---- */
+
+typedef enum { LEAF_VAR, LEAF_FLOAT, LEAF_INT } leaf_kind;
+
+typedef struct leaf {
+    leaf_kind kind;
+    sy_node node;
+    sy_shape shape;
+    double *values;
+} leaf;
+
+typedef struct ctx {
+    sy_graph *g;
+    sy_dtype dt;
+    leaf leaves[16];
+    int n_leaves;
+    uint64_t seed;
+} ctx;
+
+static double *gen(ctx *c, const sy_shape *s, double lo, double hi, bool away_from_zero, bool integer) {
+    int64_t n = sy_shape_count(s);
+    double *v = malloc((size_t)n * sizeof *v);
+    sy_rng r = sy_rng_new(c->seed, (uint64_t)c->n_leaves);
+    for (int64_t i = 0; i < n; i++) {
+        if (integer) {
+            v[i] = (double)((int64_t)lo + (int64_t)(sy_rng_uniform64(&r) * (hi - lo)));
+            continue;
+        }
+        double x;
+        do x = lo + (hi - lo) * sy_rng_uniform64(&r);
+        while (away_from_zero && fabs(x) < 0.05);
+        v[i] = x;
+    }
+    return v;
+}
+
+static sy_node add_leaf(ctx *c, leaf_kind kind, sy_shape s, double lo, double hi, bool nz) {
+    char name[32];
+    snprintf(name, sizeof name, "leaf%d", c->n_leaves);
+    sy_node n = kind == LEAF_VAR ? sy_graph_param(c->g, name, c->dt, s, sy_init_zeros())
+                                 : sy_graph_input(c->g, name, kind == LEAF_INT ? SY_I32 : c->dt, s);
+    leaf *l = &c->leaves[c->n_leaves];
+    l->kind = kind;
+    l->node = n;
+    l->shape = s;
+    l->values = gen(c, &s, lo, hi, nz, kind == LEAF_INT);
+    c->n_leaves++;
+    return n;
+}
+
+/* a differentiable float tensor, uniform in [lo, hi) */
+static sy_node var(ctx *c, sy_shape s, double lo, double hi) { return add_leaf(c, LEAF_VAR, s, lo, hi, false); }
+/* ... kept at least 0.05 away from zero (relu and friends have a kink there) */
+static sy_node var_nz(ctx *c, sy_shape s) { return add_leaf(c, LEAF_VAR, s, -1, 1, true); }
+/* a float input that is not differentiated */
+static sy_node cin(ctx *c, sy_shape s, double lo, double hi) { return add_leaf(c, LEAF_FLOAT, s, lo, hi, false); }
+/* an int32 input in [lo, hi) */
+static sy_node iin(ctx *c, sy_shape s, int lo, int hi) { return add_leaf(c, LEAF_INT, s, lo, hi, false); }
+
+#define S(...) sy_shape_of(__VA_ARGS__)
+#define R(rank, ...) sy_shape_of(rank, __VA_ARGS__)
+
+/* ---- builders ---------------------------------------------------------------- */
+
+static sy_node add_op(ctx *c, sy_op op, const sy_node *in, int n, const sy_attrs *at, const sy_shape *shape) {
+    return graph_add(c->g, op, in, n, at, shape);
+}
+
+static sy_node b_input(ctx *c) { return sy_graph_mul(c->g, var(c, R(2, 3L, 4L), -1, 1), cin(c, R(2, 3L, 4L), -1, 1)); }
+static sy_node b_param(ctx *c) { return sy_graph_reshape(c->g, var(c, R(2, 3L, 4L), -1, 1), R(1, 12L)); }
+static sy_node b_fill(ctx *c) { return sy_graph_mul(c->g, var(c, R(2, 3L, 4L), -1, 1), sy_graph_fill(c->g, c->dt, R(1, 4L), 2.5)); }
+
+static sy_node b_matmul_nn(ctx *c) { return sy_graph_matmul(c->g, var(c, R(2, 5L, 7L), -1, 1), var(c, R(2, 7L, 3L), -1, 1), false, false); }
+static sy_node b_matmul_nt(ctx *c) { return sy_graph_matmul(c->g, var(c, R(2, 5L, 7L), -1, 1), var(c, R(2, 3L, 7L), -1, 1), false, true); }
+static sy_node b_matmul_tn(ctx *c) { return sy_graph_matmul(c->g, var(c, R(2, 7L, 5L), -1, 1), var(c, R(2, 7L, 3L), -1, 1), true, false); }
+static sy_node b_matmul_tt(ctx *c) { return sy_graph_matmul(c->g, var(c, R(2, 7L, 5L), -1, 1), var(c, R(2, 3L, 7L), -1, 1), true, true); }
+static sy_node b_matmul_big(ctx *c) { return sy_graph_matmul(c->g, var(c, R(2, 67L, 131L), -1, 1), var(c, R(2, 131L, 45L), -1, 1), false, false); }
+static sy_node matmul_fused(ctx *c, int act, bool ta, bool tb) {
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.matmul.act = (uint8_t)act;
+    at.matmul.ta = ta;
+    at.matmul.tb = tb;
+    sy_node in[3] = {var(c, ta ? R(2, 37L, 33L) : R(2, 33L, 37L), -1, 1), var(c, tb ? R(2, 19L, 37L) : R(2, 37L, 19L), -1, 1),
+                     var(c, R(1, 19L), -1, 1)};
+    return add_op(c, SY_OP_MATMUL, in, 3, &at, NULL);
+}
+static sy_node b_matmul_bias(ctx *c) { return matmul_fused(c, SY_ACT_NONE, false, false); }
+static sy_node b_matmul_relu(ctx *c) { return matmul_fused(c, SY_ACT_RELU, false, true); }
+static sy_node b_matmul_sigmoid(ctx *c) { return matmul_fused(c, SY_ACT_SIGMOID, true, false); }
+static sy_node b_matmul_tanh(ctx *c) { return matmul_fused(c, SY_ACT_TANH, true, true); }
+
+static sy_node b_bias_add(ctx *c) { return sy_graph_bias_add(c->g, var(c, R(3, 4L, 3L, 5L), -1, 1), var(c, R(1, 5L), -1, 1)); }
+static sy_node b_add(ctx *c) { return sy_graph_add(c->g, var(c, R(3, 4L, 1L, 3L), -1, 1), var(c, R(2, 2L, 3L), -1, 1)); }
+static sy_node b_add_scalar(ctx *c) { return sy_graph_add(c->g, var(c, R(2, 4L, 3L), -1, 1), var(c, S(0), -1, 1)); }
+static sy_node b_sub(ctx *c) { return sy_graph_sub(c->g, var(c, R(2, 4L, 3L), -1, 1), var(c, R(2, 4L, 1L), -1, 1)); }
+static sy_node b_mul(ctx *c) { return sy_graph_mul(c->g, var(c, R(3, 2L, 1L, 3L), -1, 1), var(c, R(3, 1L, 4L, 3L), -1, 1)); }
+static sy_node b_div(ctx *c) { return sy_graph_div(c->g, var(c, R(2, 4L, 3L), -1, 1), var(c, R(1, 3L), 0.5, 2)); }
+static sy_node b_neg(ctx *c) { return sy_graph_neg(c->g, var(c, R(2, 4L, 3L), -1, 1)); }
+static sy_node b_relu(ctx *c) { return sy_graph_relu(c->g, var_nz(c, R(2, 6L, 7L))); }
+static sy_node b_sigmoid(ctx *c) { return sy_graph_sigmoid(c->g, var(c, R(2, 6L, 7L), -4, 4)); }
+static sy_node b_tanh(ctx *c) { return sy_graph_tanh(c->g, var(c, R(2, 6L, 7L), -3, 3)); }
+static sy_node b_exp(ctx *c) { return sy_graph_exp(c->g, var(c, R(2, 6L, 7L), -2, 2)); }
+static sy_node b_log(ctx *c) { return sy_graph_log(c->g, var(c, R(2, 6L, 7L), 0.2, 3)); }
+static sy_node b_copy(ctx *c) {
+    sy_node x = var(c, R(2, 3L, 5L), -1, 1);
+    return add_op(c, SY_OP_COPY, &x, 1, NULL, NULL);
+}
+static sy_node b_softmax(ctx *c) { return sy_graph_softmax(c->g, var(c, R(2, 5L, 7L), -3, 3), -1); }
+static sy_node b_softmax_axis1(ctx *c) { return sy_graph_softmax(c->g, var(c, R(3, 2L, 5L, 3L), -3, 3), 1); }
+static sy_node b_log_softmax(ctx *c) { return sy_graph_log_softmax(c->g, var(c, R(3, 2L, 3L, 6L), -3, 3), 2); }
+
+static sy_node b_reshape(ctx *c) { return sy_graph_reshape(c->g, var(c, R(3, 2L, 3L, 4L), -1, 1), R(2, 6L, 4L)); }
+static sy_node b_transpose(ctx *c) {
+    int32_t perm[3] = {2, 0, 1};
+    return sy_graph_transpose(c->g, var(c, R(3, 2L, 3L, 4L), -1, 1), perm);
+}
+static sy_node b_concat(ctx *c) {
+    sy_node xs[3] = {var(c, R(3, 2L, 1L, 3L), -1, 1), var(c, R(3, 2L, 4L, 3L), -1, 1), var(c, R(3, 2L, 2L, 3L), -1, 1)};
+    return sy_graph_concat(c->g, xs, 3, 1);
+}
+static sy_node b_slice(ctx *c) {
+    int64_t begin[3] = {1, 0, 2}, size[3] = {2, 3, 2};
+    return sy_graph_slice(c->g, var(c, R(3, 4L, 3L, 5L), -1, 1), begin, size);
+}
+static sy_node b_broadcast_to(ctx *c) { return sy_graph_broadcast_to(c->g, var(c, R(2, 1L, 3L), -1, 1), R(3, 2L, 4L, 3L)); }
+
+static sy_node b_conv_valid(ctx *c) {
+    return sy_graph_conv2d(c->g, var(c, R(4, 2L, 7L, 6L, 3L), -1, 1), var(c, R(4, 3L, 3L, 3L, 4L), -1, 1), 1, 1, SY_PADDING_VALID);
+}
+static sy_node b_conv_same_s2(ctx *c) {
+    return sy_graph_conv2d(c->g, var(c, R(4, 2L, 7L, 8L, 2L), -1, 1), var(c, R(4, 3L, 2L, 2L, 5L), -1, 1), 2, 2, SY_PADDING_SAME);
+}
+static sy_node b_conv_one_channel(ctx *c) { /* the Fashion-MNIST first layer's shape class: C = 1 */
+    return sy_graph_conv2d(c->g, var(c, R(4, 3L, 9L, 9L, 1L), -1, 1), var(c, R(4, 3L, 3L, 1L, 16L), -1, 1), 1, 1, SY_PADDING_VALID);
+}
+static sy_node conv_fused(ctx *c, int act, int padding) {
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.conv.act = (uint8_t)act;
+    at.conv.stride[0] = at.conv.stride[1] = 1;
+    at.conv.padding = padding;
+    sy_node in[3] = {var(c, R(4, 2L, 6L, 5L, 3L), -1, 1), var(c, R(4, 3L, 3L, 3L, 8L), -1, 1), var(c, R(1, 8L), -1, 1)};
+    return add_op(c, SY_OP_CONV2D, in, 3, &at, NULL);
+}
+static sy_node b_conv_bias_relu(ctx *c) { return conv_fused(c, SY_ACT_RELU, SY_PAD_VALID); }
+static sy_node b_conv_bias_tanh_same(ctx *c) { return conv_fused(c, SY_ACT_TANH, SY_PAD_SAME); }
+static sy_node b_maxpool(ctx *c) { return sy_graph_max_pool2d(c->g, var(c, R(4, 2L, 6L, 7L, 3L), -1, 1), 2, 2, 2, 2, SY_PADDING_VALID); }
+static sy_node b_maxpool_same(ctx *c) { return sy_graph_max_pool2d(c->g, var(c, R(4, 2L, 7L, 6L, 2L), -1, 1), 3, 3, 2, 2, SY_PADDING_SAME); }
+static sy_node b_avgpool(ctx *c) { return sy_graph_avg_pool2d(c->g, var(c, R(4, 2L, 6L, 7L, 3L), -1, 1), 2, 2, 2, 2, SY_PADDING_VALID); }
+static sy_node b_avgpool_same(ctx *c) { return sy_graph_avg_pool2d(c->g, var(c, R(4, 2L, 7L, 5L, 2L), -1, 1), 3, 2, 2, 1, SY_PADDING_SAME); }
+static sy_node b_dropout(ctx *c) { return sy_graph_dropout(c->g, var(c, R(2, 8L, 9L), -1, 1), 0.3f, 42); }
+static sy_node b_reduce_sum(ctx *c) {
+    int32_t axes[2] = {0, 2};
+    return sy_graph_reduce_sum(c->g, var(c, R(3, 3L, 4L, 5L), -1, 1), axes, 2, true);
+}
+static sy_node b_reduce_sum_last(ctx *c) {
+    int32_t axes[1] = {-1};
+    return sy_graph_reduce_sum(c->g, var(c, R(2, 6L, 5L), -1, 1), axes, 1, false);
+}
+static sy_node b_reduce_mean(ctx *c) { return sy_graph_reduce_mean(c->g, var(c, R(3, 3L, 4L, 5L), -1, 1), NULL, 0, false); }
+static sy_node b_gather(ctx *c) { return sy_graph_gather(c->g, var(c, R(2, 5L, 3L), -1, 1), iin(c, R(2, 4L, 3L), 0, 5)); }
+
+static sy_node b_sparse_softmax_ce(ctx *c) {
+    return sy_graph_sparse_softmax_cross_entropy(c->g, var(c, R(2, 6L, 5L), -3, 3), iin(c, R(1, 6L), 0, 5));
+}
+static sy_node b_softmax_ce(ctx *c) { return sy_graph_softmax_cross_entropy(c->g, var(c, R(2, 6L, 5L), -3, 3), var(c, R(2, 6L, 5L), 0, 1)); }
+static sy_node b_sigmoid_ce(ctx *c) { return sy_graph_sigmoid_cross_entropy(c->g, var(c, R(2, 6L, 3L), -4, 4), var(c, R(2, 6L, 3L), 0, 1)); }
+static sy_node b_sparse_cat_ce(ctx *c) {
+    return sy_graph_sparse_categorical_crossentropy(c->g, var(c, R(2, 6L, 5L), 0.05, 0.9), iin(c, R(1, 6L), 0, 5), false);
+}
+static sy_node b_cat_ce(ctx *c) {
+    return sy_graph_categorical_crossentropy(c->g, var(c, R(2, 6L, 5L), 0.05, 0.9), cin(c, R(2, 6L, 5L), 0, 1), false);
+}
+static sy_node b_binary_ce(ctx *c) {
+    return sy_graph_binary_crossentropy(c->g, var(c, R(2, 6L, 3L), 0.05, 0.95), cin(c, R(2, 6L, 3L), 0, 1), false);
+}
+static sy_node b_mse(ctx *c) { return sy_graph_mean_squared_error(c->g, var(c, R(2, 6L, 4L), -2, 2), var(c, R(2, 6L, 4L), -2, 2)); }
+
+/* gradient ops, forward only */
+static sy_node grad2(ctx *c, sy_op op, double lo, double hi) {
+    sy_node in[2] = {cin(c, R(2, 5L, 6L), -1, 1), cin(c, R(2, 5L, 6L), lo, hi)};
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.axis.axis = 1;
+    return add_op(c, op, in, 2, &at, NULL);
+}
+static sy_node b_relu_grad(ctx *c) { return grad2(c, SY_OP_RELU_GRAD, -1, 1); }
+static sy_node b_sigmoid_grad(ctx *c) { return grad2(c, SY_OP_SIGMOID_GRAD, 0, 1); }
+static sy_node b_tanh_grad(ctx *c) { return grad2(c, SY_OP_TANH_GRAD, -1, 1); }
+static sy_node b_softmax_grad(ctx *c) { return grad2(c, SY_OP_SOFTMAX_GRAD, 0, 1); }
+static sy_node b_log_softmax_grad(ctx *c) { return grad2(c, SY_OP_LOG_SOFTMAX_GRAD, -3, 0); }
+static sy_node b_slice_grad(ctx *c) {
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.slice.begin[0] = 1;
+    at.slice.begin[1] = 2;
+    sy_shape out = R(2, 4L, 6L);
+    sy_node dy = cin(c, R(2, 2L, 3L), -1, 1);
+    return add_op(c, SY_OP_SLICE_GRAD, &dy, 1, &at, &out);
+}
+static sy_node conv_backprop(ctx *c, bool input, int stride, int padding, int64_t ch) {
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.conv.stride[0] = at.conv.stride[1] = stride;
+    at.conv.padding = padding;
+    sy_shape xs = R(4, 2L, 7L, 6L, ch), ws = R(4, 3L, 3L, ch, 5L);
+    int64_t oh, ow, p;
+    sy_conv_out(7, 3, stride, padding, &oh, &p);
+    sy_conv_out(6, 3, stride, padding, &ow, &p);
+    sy_node dy = cin(c, R(4, 2L, oh, ow, 5L), -1, 1);
+    if (input) {
+        sy_node in[2] = {dy, cin(c, ws, -1, 1)};
+        return add_op(c, SY_OP_CONV2D_BACKPROP_INPUT, in, 2, &at, &xs);
+    }
+    sy_node in[2] = {cin(c, xs, -1, 1), dy};
+    return add_op(c, SY_OP_CONV2D_BACKPROP_FILTER, in, 2, &at, &ws);
+}
+static sy_node b_conv_bp_input(ctx *c) { return conv_backprop(c, true, 1, SY_PAD_VALID, 3); }
+static sy_node b_conv_bp_input_same(ctx *c) { return conv_backprop(c, true, 2, SY_PAD_SAME, 2); }
+static sy_node b_conv_bp_filter(ctx *c) { return conv_backprop(c, false, 1, SY_PAD_VALID, 3); }
+static sy_node b_conv_bp_filter_same(ctx *c) { return conv_backprop(c, false, 2, SY_PAD_SAME, 1); }
+static sy_node pool_grad(ctx *c, sy_op op, int k, int s, int padding) {
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.pool.ksize[0] = at.pool.ksize[1] = k;
+    at.pool.stride[0] = at.pool.stride[1] = s;
+    at.pool.padding = padding;
+    sy_shape xs = R(4, 2L, 7L, 6L, 3L);
+    int64_t oh, ow, p;
+    sy_conv_out(7, k, s, padding, &oh, &p);
+    sy_conv_out(6, k, s, padding, &ow, &p);
+    sy_node dy = cin(c, R(4, 2L, oh, ow, 3L), -1, 1);
+    if (op == SY_OP_AVG_POOL2D_GRAD) return add_op(c, op, &dy, 1, &at, &xs);
+    sy_node x = cin(c, xs, -1, 1);
+    sy_node y = add_op(c, SY_OP_MAX_POOL2D, &x, 1, &at, NULL);
+    sy_node in[3] = {x, y, dy};
+    return add_op(c, op, in, 3, &at, NULL);
+}
+static sy_node b_maxpool_grad(ctx *c) { return pool_grad(c, SY_OP_MAX_POOL2D_GRAD, 2, 2, SY_PAD_VALID); }
+static sy_node b_maxpool_grad_same(ctx *c) { return pool_grad(c, SY_OP_MAX_POOL2D_GRAD, 3, 2, SY_PAD_SAME); }
+static sy_node b_avgpool_grad(ctx *c) { return pool_grad(c, SY_OP_AVG_POOL2D_GRAD, 2, 2, SY_PAD_VALID); }
+static sy_node b_avgpool_grad_same(ctx *c) { return pool_grad(c, SY_OP_AVG_POOL2D_GRAD, 3, 2, SY_PAD_SAME); }
+static sy_node b_gather_grad(ctx *c) {
+    sy_shape ps = R(2, 5L, 3L);
+    sy_node in[2] = {cin(c, R(3, 4L, 3L, 3L), -1, 1), iin(c, R(2, 4L, 3L), 0, 5)};
+    return add_op(c, SY_OP_GATHER_GRAD, in, 2, NULL, &ps);
+}
+static sy_node loss_grad(ctx *c, sy_op op, int kind) { /* kind 0: sparse labels, 1: targets, 2: probs + targets */
+    sy_node dl = cin(c, R(1, 6L), -1, 1);
+    sy_node x = kind == 2 ? cin(c, R(2, 6L, 5L), 0.05, 0.9) : cin(c, R(2, 6L, 5L), -3, 3);
+    sy_node t = kind == 0 ? iin(c, R(1, 6L), 0, 5) : cin(c, R(2, 6L, 5L), 0, 1);
+    sy_node in[3] = {dl, x, t};
+    return add_op(c, op, in, 3, NULL, NULL);
+}
+static sy_node b_sparse_softmax_ce_grad(ctx *c) { return loss_grad(c, SY_OP_SPARSE_SOFTMAX_CE_GRAD, 0); }
+static sy_node b_softmax_ce_grad(ctx *c) { return loss_grad(c, SY_OP_SOFTMAX_CE_GRAD, 1); }
+static sy_node b_sigmoid_ce_grad(ctx *c) { return loss_grad(c, SY_OP_SIGMOID_CE_GRAD, 1); }
+static sy_node b_sparse_cat_ce_grad(ctx *c) {
+    sy_node dl = cin(c, R(1, 6L), -1, 1), p = cin(c, R(2, 6L, 5L), 0.05, 0.9), l = iin(c, R(1, 6L), 0, 5);
+    sy_node in[3] = {dl, p, l};
+    return add_op(c, SY_OP_SPARSE_CATEGORICAL_CE_GRAD, in, 3, NULL, NULL);
+}
+static sy_node b_cat_ce_grad(ctx *c) { return loss_grad(c, SY_OP_CATEGORICAL_CE_GRAD, 2); }
+static sy_node b_binary_ce_grad(ctx *c) { return loss_grad(c, SY_OP_BINARY_CE_GRAD, 2); }
+static sy_node b_mse_grad(ctx *c) { return loss_grad(c, SY_OP_MSE_GRAD, 1); }
+
+/* A chain the fusion pass folds into one fused_eltwise op. */
+static sy_node b_fused_chain(ctx *c) {
+    sy_graph *g = c->g;
+    sy_node x = var(c, R(3, 3L, 4L, 37L), -1, 1), y = var(c, R(3, 3L, 4L, 37L), -1, 1), b = var(c, R(1, 37L), -1, 1);
+    sy_node s = sy_graph_fill(g, c->dt, S(0), 0.75);
+    sy_node t = sy_graph_tanh(g, sy_graph_add(g, sy_graph_mul(g, x, y), b));
+    sy_node u = sy_graph_sigmoid(g, sy_graph_sub(g, t, sy_graph_mul(g, s, x)));
+    return sy_graph_div(g, sy_graph_exp(g, sy_graph_neg(g, u)), sy_graph_add(g, sy_graph_relu(g, y), sy_graph_fill(g, c->dt, S(0), 1.5)));
+}
+
+/* ---- the table ------------------------------------------------------------------ */
+
+enum { FWD = 1, GRAD = 2, CHECK_FUSED = 4 };
+
+typedef struct row {
+    const char *name;
+    sy_op op;
+    sy_node (*build)(ctx *c);
+    int checks;
+} row;
+
+static const row rows[] = {
+    {"input", SY_OP_INPUT, b_input, FWD | GRAD},
+    {"param", SY_OP_PARAM, b_param, FWD | GRAD},
+    {"fill", SY_OP_FILL, b_fill, FWD | GRAD},
+    {"matmul", SY_OP_MATMUL, b_matmul_nn, FWD | GRAD},
+    {"matmul transpose_b", SY_OP_MATMUL, b_matmul_nt, FWD | GRAD},
+    {"matmul transpose_a", SY_OP_MATMUL, b_matmul_tn, FWD | GRAD},
+    {"matmul transpose_a transpose_b", SY_OP_MATMUL, b_matmul_tt, FWD | GRAD},
+    {"matmul 67x131x45", SY_OP_MATMUL, b_matmul_big, FWD | GRAD},
+    {"matmul + bias", SY_OP_MATMUL, b_matmul_bias, FWD},
+    {"matmul + bias + relu", SY_OP_MATMUL, b_matmul_relu, FWD},
+    {"matmul + bias + sigmoid", SY_OP_MATMUL, b_matmul_sigmoid, FWD},
+    {"matmul + bias + tanh", SY_OP_MATMUL, b_matmul_tanh, FWD},
+    {"bias_add", SY_OP_BIAS_ADD, b_bias_add, FWD | GRAD},
+    {"add broadcast", SY_OP_ADD, b_add, FWD | GRAD},
+    {"add scalar", SY_OP_ADD, b_add_scalar, FWD | GRAD},
+    {"sub", SY_OP_SUB, b_sub, FWD | GRAD},
+    {"mul broadcast", SY_OP_MUL, b_mul, FWD | GRAD},
+    {"div", SY_OP_DIV, b_div, FWD | GRAD},
+    {"neg", SY_OP_NEG, b_neg, FWD | GRAD},
+    {"relu", SY_OP_RELU, b_relu, FWD | GRAD},
+    {"sigmoid", SY_OP_SIGMOID, b_sigmoid, FWD | GRAD},
+    {"tanh", SY_OP_TANH, b_tanh, FWD | GRAD},
+    {"exp", SY_OP_EXP, b_exp, FWD | GRAD},
+    {"log", SY_OP_LOG, b_log, FWD | GRAD},
+    {"copy", SY_OP_COPY, b_copy, FWD | GRAD},
+    {"softmax", SY_OP_SOFTMAX, b_softmax, FWD | GRAD},
+    {"softmax axis 1", SY_OP_SOFTMAX, b_softmax_axis1, FWD | GRAD},
+    {"log_softmax", SY_OP_LOG_SOFTMAX, b_log_softmax, FWD | GRAD},
+    {"reshape", SY_OP_RESHAPE, b_reshape, FWD | GRAD},
+    {"transpose", SY_OP_TRANSPOSE, b_transpose, FWD | GRAD},
+    {"concat", SY_OP_CONCAT, b_concat, FWD | GRAD},
+    {"slice", SY_OP_SLICE, b_slice, FWD | GRAD},
+    {"broadcast_to", SY_OP_BROADCAST_TO, b_broadcast_to, FWD | GRAD},
+    {"conv2d valid", SY_OP_CONV2D, b_conv_valid, FWD | GRAD},
+    {"conv2d same stride 2", SY_OP_CONV2D, b_conv_same_s2, FWD | GRAD},
+    {"conv2d one input channel", SY_OP_CONV2D, b_conv_one_channel, FWD | GRAD},
+    {"conv2d + bias + relu", SY_OP_CONV2D, b_conv_bias_relu, FWD},
+    {"conv2d + bias + tanh same", SY_OP_CONV2D, b_conv_bias_tanh_same, FWD},
+    {"max_pool2d", SY_OP_MAX_POOL2D, b_maxpool, FWD | GRAD},
+    {"max_pool2d same 3x3/2", SY_OP_MAX_POOL2D, b_maxpool_same, FWD | GRAD},
+    {"avg_pool2d", SY_OP_AVG_POOL2D, b_avgpool, FWD | GRAD},
+    {"avg_pool2d same 3x2/2x1", SY_OP_AVG_POOL2D, b_avgpool_same, FWD | GRAD},
+    {"dropout", SY_OP_DROPOUT, b_dropout, FWD | GRAD},
+    {"reduce_sum keepdims", SY_OP_REDUCE_SUM, b_reduce_sum, FWD | GRAD},
+    {"reduce_sum last axis", SY_OP_REDUCE_SUM, b_reduce_sum_last, FWD | GRAD},
+    {"reduce_mean", SY_OP_REDUCE_MEAN, b_reduce_mean, FWD | GRAD},
+    {"gather", SY_OP_GATHER, b_gather, FWD | GRAD},
+    {"sparse_softmax_cross_entropy", SY_OP_SPARSE_SOFTMAX_CE, b_sparse_softmax_ce, FWD | GRAD},
+    {"softmax_cross_entropy", SY_OP_SOFTMAX_CE, b_softmax_ce, FWD | GRAD},
+    {"sigmoid_cross_entropy", SY_OP_SIGMOID_CE, b_sigmoid_ce, FWD | GRAD},
+    {"sparse_categorical_crossentropy", SY_OP_SPARSE_CATEGORICAL_CE, b_sparse_cat_ce, FWD | GRAD},
+    {"categorical_crossentropy", SY_OP_CATEGORICAL_CE, b_cat_ce, FWD | GRAD},
+    {"binary_crossentropy", SY_OP_BINARY_CE, b_binary_ce, FWD | GRAD},
+    {"mean_squared_error", SY_OP_MSE, b_mse, FWD | GRAD},
+    {"relu_grad", SY_OP_RELU_GRAD, b_relu_grad, FWD},
+    {"sigmoid_grad", SY_OP_SIGMOID_GRAD, b_sigmoid_grad, FWD},
+    {"tanh_grad", SY_OP_TANH_GRAD, b_tanh_grad, FWD},
+    {"softmax_grad", SY_OP_SOFTMAX_GRAD, b_softmax_grad, FWD},
+    {"log_softmax_grad", SY_OP_LOG_SOFTMAX_GRAD, b_log_softmax_grad, FWD},
+    {"slice_grad", SY_OP_SLICE_GRAD, b_slice_grad, FWD},
+    {"conv2d_backprop_input", SY_OP_CONV2D_BACKPROP_INPUT, b_conv_bp_input, FWD},
+    {"conv2d_backprop_input same stride 2", SY_OP_CONV2D_BACKPROP_INPUT, b_conv_bp_input_same, FWD},
+    {"conv2d_backprop_filter", SY_OP_CONV2D_BACKPROP_FILTER, b_conv_bp_filter, FWD},
+    {"conv2d_backprop_filter same stride 2", SY_OP_CONV2D_BACKPROP_FILTER, b_conv_bp_filter_same, FWD},
+    {"max_pool2d_grad", SY_OP_MAX_POOL2D_GRAD, b_maxpool_grad, FWD},
+    {"max_pool2d_grad same", SY_OP_MAX_POOL2D_GRAD, b_maxpool_grad_same, FWD},
+    {"avg_pool2d_grad", SY_OP_AVG_POOL2D_GRAD, b_avgpool_grad, FWD},
+    {"avg_pool2d_grad same", SY_OP_AVG_POOL2D_GRAD, b_avgpool_grad_same, FWD},
+    {"gather_grad", SY_OP_GATHER_GRAD, b_gather_grad, FWD},
+    {"sparse_softmax_cross_entropy_grad", SY_OP_SPARSE_SOFTMAX_CE_GRAD, b_sparse_softmax_ce_grad, FWD},
+    {"softmax_cross_entropy_grad", SY_OP_SOFTMAX_CE_GRAD, b_softmax_ce_grad, FWD},
+    {"sigmoid_cross_entropy_grad", SY_OP_SIGMOID_CE_GRAD, b_sigmoid_ce_grad, FWD},
+    {"sparse_categorical_crossentropy_grad", SY_OP_SPARSE_CATEGORICAL_CE_GRAD, b_sparse_cat_ce_grad, FWD},
+    {"categorical_crossentropy_grad", SY_OP_CATEGORICAL_CE_GRAD, b_cat_ce_grad, FWD},
+    {"binary_crossentropy_grad", SY_OP_BINARY_CE_GRAD, b_binary_ce_grad, FWD},
+    {"mean_squared_error_grad", SY_OP_MSE_GRAD, b_mse_grad, FWD},
+    {"fused_eltwise", SY_OP_FUSED_ELTWISE, b_fused_chain, FWD | GRAD | CHECK_FUSED},
+    /* optimizer updates: see check_optimizers() */
+};
+#define N_ROWS (int)(sizeof rows / sizeof rows[0])
+
+/* ---- running a row ----------------------------------------------------------------- */
+
+static void free_ctx(ctx *c) {
+    for (int i = 0; i < c->n_leaves; i++) free(c->leaves[i].values);
+    sy_graph_free(c->g);
+}
+
+static sy_node build(const row *r, ctx *c, sy_dtype dt, uint64_t seed) {
+    memset(c, 0, sizeof *c);
+    c->dt = dt;
+    c->seed = seed;
+    sy_graph_new(&c->g);
+    sy_node out = r->build(c);
+    CHECK(sy_graph_status(c->g) == SY_OK, "%s: building failed: %s", r->name, sy_graph_error(c->g));
+    return out;
+}
+
+/* Write the leaves' values into the plan (variables and inputs). */
+static void feed(ctx *c, sy_plan *p) {
+    sy_vars *v = sy_plan_vars(p);
+    for (int i = 0; i < c->n_leaves; i++) {
+        leaf *l = &c->leaves[i];
+        void *dst;
+        if (l->kind == LEAF_VAR) {
+            int32_t idx = sy_vars_find(v, sy_graph_name(c->g, l->node));
+            dst = idx >= 0 ? sy_vars_data(v, idx) : NULL;
+        } else {
+            dst = sy_plan_input(p, l->node);
+            sy_clear_error();
+        }
+        if (!dst) continue; /* not read by this plan */
+        int64_t n = sy_shape_count(&l->shape);
+        for (int64_t k = 0; k < n; k++) {
+            if (l->kind == LEAF_INT) ((int32_t *)dst)[k] = (int32_t)l->values[k];
+            else if (c->dt == SY_F32) ((float *)dst)[k] = (float)l->values[k];
+            else ((double *)dst)[k] = l->values[k];
+        }
+    }
+}
+
+static double read_val(const void *p, sy_dtype dt, int64_t i) {
+    return dt == SY_F32 ? ((const float *)p)[i] : dt == SY_F64 ? ((const double *)p)[i] : ((const int32_t *)p)[i];
+}
+
+/* Output of the row's graph (float32) on a backend; NULL on failure. */
+static double *forward(const row *r, const char *backend, sy_pool *pool, bool fuse, int64_t *count, int32_t *fused) {
+    ctx c;
+    sy_node out = build(r, &c, SY_F32, 1234);
+    double *res = NULL;
+    sy_plan_options o = sy_plan_options_default();
+    o.backend = backend;
+    o.outputs = &out;
+    o.n_outputs = 1;
+    o.pool = pool;
+    o.fuse = fuse;
+    sy_plan *p;
+    sy_status st = sy_plan_compile(c.g, &o, &p);
+    CHECK(st == SY_OK, "%s on %s: compile failed: %s", r->name, backend, sy_last_error());
+    if (st == SY_OK) {
+        feed(&c, p);
+        st = sy_plan_run(p);
+        CHECK(st == SY_OK, "%s on %s: run failed: %s", r->name, backend, sy_last_error());
+        sy_shape s = sy_graph_shape(c.g, out);
+        *count = sy_shape_count(&s);
+        const void *y = sy_plan_output(p, out);
+        res = malloc((size_t)*count * sizeof *res);
+        for (int64_t i = 0; i < *count; i++) res[i] = read_val(y, sy_graph_dtype(c.g, out), i);
+        sy_plan_info info;
+        sy_plan_get_info(p, &info);
+        if (fused) *fused = info.fused;
+        sy_plan_free(p);
+    }
+    free_ctx(&c);
+    return res;
+}
+
+static void check_forward(const row *r, sy_pool *pool2) {
+    int64_t n_ref, n;
+    double *ref = forward(r, "ref", NULL, false, &n_ref, NULL);
+    if (!ref) return;
+    double scale = 0;
+    for (int64_t i = 0; i < n_ref; i++) scale = fmax(scale, fabs(ref[i]));
+    struct {
+        const char *backend;
+        sy_pool *pool;
+        bool fuse;
+    } variants[] = {{"ref", NULL, true}, {"cpu", NULL, false}, {"cpu", NULL, true}, {"cpu", pool2, true}};
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+        int32_t fused = 0;
+        double *y = forward(r, variants[v].backend, variants[v].pool, variants[v].fuse, &n, &fused);
+        if (!y) continue;
+        int bad = 0;
+        for (int64_t i = 0; i < n && bad < 3; i++) {
+            double tol = 2e-5 * (1 + scale) + 2e-5 * fabs(ref[i]);
+            if (fabs(y[i] - ref[i]) > tol) {
+                bad++;
+                CHECK(false, "%s: %s (%d thread%s, fusion %s) [%lld] = %.8g but ref gives %.8g", r->name,
+                      variants[v].backend, sy_pool_size(variants[v].pool), variants[v].pool ? "s" : "",
+                      variants[v].fuse ? "on" : "off", (long long)i, y[i], ref[i]);
+            }
+        }
+        if ((r->checks & CHECK_FUSED) && variants[v].fuse)
+            CHECK(fused >= 5, "%s: fusion folded %d ops; expected the whole chain", r->name, fused);
+        free(y);
+    }
+    free(ref);
+}
+
+/* Gradient of sum(out * W) w.r.t. every variable leaf, float64, ref backend,
+ * against central differences. */
+static void check_gradient(const row *r) {
+    ctx c;
+    sy_node out = build(r, &c, SY_F64, 99);
+    if (sy_graph_status(c.g)) {
+        free_ctx(&c);
+        return;
+    }
+    sy_shape os = sy_graph_shape(c.g, out);
+    sy_node w = cin(&c, os, -1, 1);
+    sy_node loss = sy_graph_reduce_sum(c.g, sy_graph_mul(c.g, out, w), NULL, 0, false);
+    sy_plan_options o = sy_plan_options_default();
+    o.backend = "ref";
+    o.loss = loss;
+    sy_plan *train = NULL, *eval = NULL;
+    sy_status st = sy_plan_compile(c.g, &o, &train);
+    CHECK(st == SY_OK, "%s: compiling the gradient failed: %s", r->name, sy_last_error());
+    if (st) goto done;
+    sy_plan_options oe = sy_plan_options_default();
+    oe.backend = "ref";
+    oe.outputs = &loss;
+    oe.n_outputs = 1;
+    oe.vars = sy_plan_vars(train);
+    CHECK_OK(sy_plan_compile(c.g, &oe, &eval));
+    if (!eval) goto done;
+    feed(&c, train);
+    feed(&c, eval);
+    CHECK_OK(sy_plan_run(train));
+    sy_vars *v = sy_plan_vars(train);
+    for (int i = 0; i < c.n_leaves; i++) {
+        leaf *l = &c.leaves[i];
+        if (l->kind != LEAF_VAR) continue;
+        const double *grad = sy_plan_gradient(train, l->node);
+        CHECK(grad != NULL, "%s: no gradient for %s", r->name, sy_graph_name(c.g, l->node));
+        if (!grad) continue;
+        double *x = sy_vars_data(v, sy_vars_find(v, sy_graph_name(c.g, l->node)));
+        int64_t n = sy_shape_count(&l->shape);
+        int64_t stride = n > 40 ? n / 40 : 1; /* a spread sample of at most ~40 elements */
+        int bad = 0;
+        for (int64_t k = 0; k < n && bad < 3; k += stride) {
+            double x0 = x[k], h = 1e-6 * fmax(1.0, fabs(x0));
+            x[k] = x0 + h;
+            sy_plan_run(eval);
+            double lp = *(const double *)sy_plan_output(eval, loss);
+            x[k] = x0 - h;
+            sy_plan_run(eval);
+            double lm = *(const double *)sy_plan_output(eval, loss);
+            x[k] = x0;
+            double num = (lp - lm) / (2 * h);
+            if (fabs(num - grad[k]) > 1e-6 + 1e-5 * fabs(num)) {
+                bad++;
+                CHECK(false, "%s: d loss / d %s[%lld]: autodiff %.10g, finite differences %.10g", r->name,
+                      sy_graph_name(c.g, l->node), (long long)k, grad[k], num);
+            }
+        }
+    }
+done:
+    sy_plan_free(eval);
+    sy_plan_free(train);
+    free_ctx(&c);
+}
+
+/* ---- optimizer updates ----------------------------------------------------------- */
+
+/* Independent transcription of tf.keras 2.15's rules (docs/design/keras-semantics.md),
+ * in double, for one parameter with a constant gradient g over `steps` steps. */
+static void keras_update(const sy_optimizer *o, double *w, const double *g, int64_t n, int steps) {
+    double *m = calloc((size_t)n, sizeof *m), *v = calloc((size_t)n, sizeof *v), *mg = calloc((size_t)n, sizeof *mg);
+    for (int t = 1; t <= steps; t++) {
+        for (int64_t i = 0; i < n; i++) {
+            double lr = o->learning_rate;
+            if (o->kind == SY_OPTIMIZER_SGD) {
+                if (o->momentum > 0) {
+                    m[i] = -g[i] * lr + m[i] * o->momentum;
+                    w[i] += o->nesterov ? -g[i] * lr + m[i] * o->momentum : m[i];
+                } else {
+                    w[i] -= lr * g[i];
+                }
+            } else if (o->kind == SY_OPTIMIZER_ADAM) {
+                double alpha = lr * sqrt(1 - pow(o->beta_2, t)) / (1 - pow(o->beta_1, t));
+                m[i] += (g[i] - m[i]) * (1 - o->beta_1);
+                v[i] += (g[i] * g[i] - v[i]) * (1 - o->beta_2);
+                w[i] -= m[i] * alpha / (sqrt(v[i]) + o->epsilon);
+            } else {
+                v[i] = o->rho * v[i] + (1 - o->rho) * g[i] * g[i];
+                double denom = v[i];
+                if (o->centered) {
+                    mg[i] = o->rho * mg[i] + (1 - o->rho) * g[i];
+                    denom -= mg[i] * mg[i];
+                }
+                double inc = lr * g[i] / sqrt(denom + o->epsilon);
+                if (o->momentum > 0) {
+                    m[i] = o->momentum * m[i] + inc;
+                    w[i] -= m[i];
+                } else {
+                    w[i] -= inc;
+                }
+            }
+        }
+    }
+    free(m);
+    free(v);
+    free(mg);
+}
+
+static void check_optimizer(const char *name, sy_optimizer opt, bool *covered) {
+    const int steps = 5;
+    const int64_t n = 37;
+    for (int b = 0; b < 2; b++) {
+        const char *backend = b ? "cpu" : "ref";
+        sy_graph *g;
+        sy_graph_new(&g);
+        sy_node w = sy_graph_param(g, "w", SY_F32, R(1, n), sy_init_uniform(-1, 1, 5));
+        sy_node gin = sy_graph_input(g, "g", SY_F32, R(1, n));
+        /* loss = sum(w * g): its gradient is g */
+        sy_node loss = sy_graph_reduce_sum(g, sy_graph_mul(g, w, gin), NULL, 0, false);
+        sy_plan_options o = sy_plan_options_default();
+        o.backend = backend;
+        o.loss = loss;
+        o.optimizer = opt;
+        sy_plan *p;
+        sy_status st = sy_plan_compile(g, &o, &p);
+        CHECK(st == SY_OK, "%s: %s", name, sy_last_error());
+        if (st) {
+            sy_graph_free(g);
+            continue;
+        }
+        sy_vars *v = sy_plan_vars(p);
+        float *wd = sy_vars_data(v, sy_vars_find(v, "w"));
+        double w0[37], gd[37];
+        for (int64_t i = 0; i < n; i++) {
+            w0[i] = wd[i];
+            gd[i] = 0.3 * sin((double)i) + (i % 3 == 0 ? 1e-3 : 0.5);
+        }
+        for (int s = 0; s < steps; s++) {
+            float *gi = sy_plan_input(p, gin);
+            for (int64_t i = 0; i < n; i++) gi[i] = (float)gd[i];
+            CHECK_OK(sy_plan_run(p));
+        }
+        CHECK(sy_vars_iterations(v) == steps, "%s: iterations %lld after %d steps", name, (long long)sy_vars_iterations(v), steps);
+        keras_update(&opt, w0, gd, n, steps);
+        for (int64_t i = 0; i < n; i++)
+            CHECK_CLOSE(wd[i], w0[i], 1e-5, 1e-6, "%s on %s: w[%lld] after %d steps", name, backend, (long long)i, steps);
+        sy_plan_free(p);
+        sy_graph_free(g);
+    }
+    covered[opt.kind == SY_OPTIMIZER_SGD ? SY_OP_SGD_UPDATE : opt.kind == SY_OPTIMIZER_ADAM ? SY_OP_ADAM_UPDATE : SY_OP_RMSPROP_UPDATE] = true;
+}
+
+static void check_optimizers(bool *covered) {
+    check_optimizer("SGD", sy_optimizer_sgd(0.1f, 0, false), covered);
+    check_optimizer("SGD momentum", sy_optimizer_sgd(0.05f, 0.9f, false), covered);
+    check_optimizer("SGD nesterov", sy_optimizer_sgd(0.05f, 0.9f, true), covered);
+    check_optimizer("Adam", sy_optimizer_adam(0.01f), covered);
+    sy_optimizer rms = sy_optimizer_rmsprop(0.01f);
+    check_optimizer("RMSprop", rms, covered);
+    rms.momentum = 0.5f;
+    rms.centered = true;
+    check_optimizer("RMSprop momentum centered", rms, covered);
+}
+
+int main(int argc, char **argv) {
+    const char *only = argc > 1 ? argv[1] : NULL;
+    bool covered[SY_OP_COUNT] = {false};
+    sy_pool *pool2;
+    CHECK_OK(sy_pool_new(2, &pool2));
+    for (int i = 0; i < N_ROWS; i++) {
+        const row *r = &rows[i];
+        covered[r->op] = true;
+        if (only && !strstr(r->name, only)) continue;
+        int before = check_failures;
+        if (r->checks & FWD) check_forward(r, pool2);
+        if (r->checks & GRAD) check_gradient(r);
+        fprintf(stderr, "%-40s %s\n", r->name, check_failures == before ? "ok" : "FAILED");
+    }
+    check_optimizers(covered);
+    for (int op = 0; op < SY_OP_COUNT; op++)
+        CHECK(covered[op], "op '%s' has no row in the op harness", sy_op_name((sy_op)op));
+    sy_pool_free(pool2);
+    return check_report("test_ops");
+}
