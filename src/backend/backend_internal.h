@@ -95,6 +95,7 @@ void sy_exec_fail(sy_exec *ex, const char *fmt, ...) __attribute__((format(print
 #define SY_KMAX_IN 8 /* kernels with more inputs (concat) read in/in_shape arrays, which can be longer */
 
 typedef struct sy_kargs {
+    sy_op op;             /* kernels shared by several ops dispatch on it */
     const sy_attrs *attr;
     sy_dtype dtype;       /* of the output, or of the float operands for updates */
     const sy_shape *out_shape;

@@ -459,6 +459,7 @@ static sy_status bind_kernels(compile_ctx *c) {
         }
         next += r->n_in;
         sy_kargs *a = &st->args;
+        a->op = r->op;
         a->attr = &r->attr;
         a->dtype = dt;
         a->out_shape = &r->shape;

@@ -1,0 +1,88 @@
+/*
+ * cpu_internal.h - what the fast CPU kernels share: the GEMM (oneDNN's
+ * sgemm, one call per block, blocks spread over the exec context's threads),
+ * GEMM epilogues, branch-free vector math, and the kernel objects the cpu
+ * backend's table (cpu_kernels.c) lists.
+ *
+ * Determinism: every parallel kernel partitions its work by the shapes
+ * alone, never by the thread count, and each output element is computed by
+ * exactly one thread in a fixed order. So a result is bitwise the same on 1
+ * thread or 16.
+ */
+#ifndef SY_CPU_INTERNAL_H
+#define SY_CPU_INTERNAL_H
+
+#include "../backend_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* C (M, N) = alpha * op(A) (M, K) x op(B) (K, N) + beta * C, row-major, on
+ * the calling thread. op(A) = A^T when ta (A is stored (K, M)). */
+void sy_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+              const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* The same over ex's threads, in blocks of rows of C (or of columns when M
+ * is small) fixed by the shape; after each block, bias (N, may be NULL) and
+ * the activation are applied to it while it is in cache. */
+void sy_sgemm_parallel(const sy_exec *ex, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                       const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc,
+                       const float *bias, int act);
+
+/* rows x n block of C (row stride ldc, column offset col0 into bias):
+ * c += bias[col0 + j]; c = act(c). */
+void sy_epilogue_f32(float *c, int64_t rows, int64_t n, int64_t ldc, const float *bias, int64_t col0, int act);
+
+/* Run fn(ctx, part) for part in [0, parts) over ex's threads; parts are
+ * fixed by the caller from shapes, threads take them in contiguous runs. */
+typedef void (*sy_part_fn)(void *ctx, int64_t part);
+void sy_parallel_parts(const sy_exec *ex, int64_t parts, sy_part_fn fn, void *ctx);
+
+/* ---- branch-free float math that GCC vectorises ---------------------------
+ * exp: Cody-Waite reduction and a degree-6 polynomial, ~2 ulp on
+ * [-87.3, 88.3] (inputs are clamped to it). sigmoid and tanh are built on it. */
+static inline float sy_vexpf(float x) {
+    x = x < -87.3f ? -87.3f : x > 88.3f ? 88.3f : x;
+    float n = __builtin_roundf(x * 1.44269504088896341f);
+    float r = x - n * 0.693145751953125f;
+    r = r - n * 1.428606765330187045e-06f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t e = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &e, sizeof scale);
+    return p * scale;
+}
+static inline float sy_vsigmoidf(float x) { return 1.0f / (1.0f + sy_vexpf(-x)); }
+static inline float sy_vtanhf(float x) {
+    float t = sy_vexpf(-2.0f * fabsf(x));
+    float y = (1.0f - t) / (1.0f + t);
+    return x < 0 ? -y : y;
+}
+static inline float sy_vlogf(float x) { return logf(x); }
+
+static inline float sy_act_f32(float v, int act) {
+    switch (act) {
+    case SY_ACT_RELU: return v > 0 ? v : 0;
+    case SY_ACT_SIGMOID: return sy_vsigmoidf(v);
+    case SY_ACT_TANH: return sy_vtanhf(v);
+    default: return v;
+    }
+}
+
+/* ---- the kernels (a kernel with run == NULL falls back to ref) --------- */
+extern const sy_kernel sy_cpu_matmul;
+extern const sy_kernel sy_cpu_conv2d, sy_cpu_conv2d_backprop_input, sy_cpu_conv2d_backprop_filter;
+extern const sy_kernel sy_cpu_max_pool2d, sy_cpu_avg_pool2d, sy_cpu_max_pool2d_grad, sy_cpu_avg_pool2d_grad;
+extern const sy_kernel sy_cpu_fused_eltwise, sy_cpu_unary, sy_cpu_binary, sy_cpu_bias_add, sy_cpu_eltwise_grad;
+extern const sy_kernel sy_cpu_reduce_sum, sy_cpu_reduce_mean;
+extern const sy_kernel sy_cpu_softmax, sy_cpu_log_softmax;
+extern const sy_kernel sy_cpu_sparse_softmax_ce, sy_cpu_sparse_softmax_ce_grad;
+extern const sy_kernel sy_cpu_sgd_update, sy_cpu_adam_update, sy_cpu_rmsprop_update;
+
+#endif
