@@ -34,6 +34,7 @@ typedef struct worker {
     struct sy_pool *pool;
     int index;
     thrd_t thread;
+    atomic_uint assigned; /* the generation this worker takes part in */
 } worker;
 
 struct sy_pool {
@@ -52,7 +53,7 @@ struct sy_pool {
 static int worker_main(void *arg) {
     worker *w = arg;
     sy_pool *p = w->pool;
-    unsigned seen = atomic_load(&p->generation);
+    unsigned seen = 0; /* the pool starts at generation 0; a thread that starts late must not skip region 1 */
     for (;;) {
         unsigned gen;
         int spins = 0;
@@ -69,7 +70,10 @@ static int worker_main(void *arg) {
             if (stop) return 0;
         }
         seen = gen;
-        if (w->index < p->count) {
+        /* A worker left out of this region must not read fn/ctx/count: the
+         * caller may already be publishing the next region. Only a worker
+         * stamped with this generation runs it (and the caller waits for it). */
+        if (atomic_load_explicit(&w->assigned, memory_order_acquire) == gen) {
             p->fn(p->ctx, w->index, p->count);
             if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
                 mtx_lock(&p->mu);
@@ -114,6 +118,7 @@ sy_status sy_pool_new(int threads, sy_pool **out) {
         worker *w = &p->workers[i - 1];
         w->pool = p;
         w->index = i;
+        atomic_init(&w->assigned, 0);
         if (thrd_create(&w->thread, worker_main, w) != thrd_success) {
             p->size = i; /* only the started ones are joined */
             sy_pool_free(p);
@@ -152,7 +157,9 @@ void sy_pool_run(sy_pool *p, sy_pool_fn fn, void *ctx, int count) {
     p->ctx = ctx;
     p->count = count;
     atomic_store(&p->pending, count - 1);
-    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+    unsigned gen = atomic_load(&p->generation) + 1;
+    for (int i = 1; i < count; i++) atomic_store_explicit(&p->workers[i - 1].assigned, gen, memory_order_relaxed);
+    atomic_store_explicit(&p->generation, gen, memory_order_release);
     cnd_broadcast(&p->wake);
     mtx_unlock(&p->mu);
 
