@@ -25,12 +25,14 @@ static void counting_free(void *ctx, void *p) {
     free(p);
 }
 
-/* Process-wide malloc calls, to report what third-party code does. */
+/* Process-wide malloc calls, to report what third-party code does. Not
+ * under AddressSanitizer, which must own malloc itself. */
+static atomic_long libc_calls;
+#ifndef __SANITIZE_ADDRESS__
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void *__libc_memalign(size_t, size_t);
-static atomic_long libc_calls;
 void *malloc(size_t n) {
     atomic_fetch_add_explicit(&libc_calls, 1, memory_order_relaxed);
     return __libc_malloc(n);
@@ -52,6 +54,7 @@ void *aligned_alloc(size_t a, size_t n) {
     atomic_fetch_add_explicit(&libc_calls, 1, memory_order_relaxed);
     return __libc_memalign(a, n);
 }
+#endif
 
 /* ---- a small CNN like the Fashion-MNIST tutorial's --------------------------------- */
 

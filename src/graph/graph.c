@@ -116,7 +116,7 @@ sy_node graph_add(sy_graph *g, sy_op op, const sy_node *in, int n_in, const sy_a
     if (shape) n->shape = *shape;
     n->in_off = (int32_t)g->n_edges;
     n->n_in = n_in;
-    memcpy(g->edges + g->n_edges, in, (size_t)n_in * sizeof *in);
+    if (n_in) memcpy(g->edges + g->n_edges, in, (size_t)n_in * sizeof *in);
     n->name = scoped_name(g, sy_op_name(op));
     if (!n->name) {
         graph_fail(g, NULL, SY_ERR_OUT_OF_MEMORY, "graph: out of memory");
