@@ -157,6 +157,18 @@ static sy_node b_conv_same_s2(ctx *c) {
 static sy_node b_conv_one_channel(ctx *c) { /* the Fashion-MNIST first layer's shape class: C = 1 */
     return sy_graph_conv2d(c->g, var(c, R(4, 3L, 9L, 9L, 1L), -1, 1), var(c, R(4, 3L, 3L, 1L, 16L), -1, 1), 1, 1, SY_PADDING_VALID);
 }
+/* The cpu kernels' other paths: windows longer than the direct kernels take
+ * (im2col + GEMM), output channels past a register tile (and a remainder),
+ * and a 1x1 conv (the input is its own im2col matrix). */
+static sy_node b_conv_im2col(ctx *c) {
+    return sy_graph_conv2d(c->g, var(c, R(4, 2L, 6L, 7L, 8L), -1, 1), var(c, R(4, 3L, 3L, 8L, 6L), -1, 1), 1, 1, SY_PADDING_SAME);
+}
+static sy_node b_conv_wide(ctx *c) {
+    return sy_graph_conv2d(c->g, var(c, R(4, 2L, 7L, 6L, 2L), -1, 1), var(c, R(4, 3L, 3L, 2L, 70L), -1, 1), 1, 1, SY_PADDING_SAME);
+}
+static sy_node b_conv_pointwise(ctx *c) {
+    return sy_graph_conv2d(c->g, var(c, R(4, 2L, 5L, 4L, 8L), -1, 1), var(c, R(4, 1L, 1L, 8L, 6L), -1, 1), 1, 1, SY_PADDING_VALID);
+}
 static sy_node conv_fused(ctx *c, int act, int padding) {
     sy_attrs at;
     memset(&at, 0, sizeof at);
@@ -222,16 +234,16 @@ static sy_node b_slice_grad(ctx *c) {
     sy_node dy = cin(c, R(2, 2L, 3L), -1, 1);
     return add_op(c, SY_OP_SLICE_GRAD, &dy, 1, &at, &out);
 }
-static sy_node conv_backprop(ctx *c, bool input, int stride, int padding, int64_t ch) {
+static sy_node conv_backprop_o(ctx *c, bool input, int stride, int padding, int64_t ch, int64_t o) {
     sy_attrs at;
     memset(&at, 0, sizeof at);
     at.conv.stride[0] = at.conv.stride[1] = stride;
     at.conv.padding = padding;
-    sy_shape xs = R(4, 2L, 7L, 6L, ch), ws = R(4, 3L, 3L, ch, 5L);
+    sy_shape xs = R(4, 2L, 7L, 6L, ch), ws = R(4, 3L, 3L, ch, o);
     int64_t oh, ow, p;
     sy_conv_out(7, 3, stride, padding, &oh, &p);
     sy_conv_out(6, 3, stride, padding, &ow, &p);
-    sy_node dy = cin(c, R(4, 2L, oh, ow, 5L), -1, 1);
+    sy_node dy = cin(c, R(4, 2L, oh, ow, o), -1, 1);
     if (input) {
         sy_node in[2] = {dy, cin(c, ws, -1, 1)};
         return add_op(c, SY_OP_CONV2D_BACKPROP_INPUT, in, 2, &at, &xs);
@@ -239,6 +251,12 @@ static sy_node conv_backprop(ctx *c, bool input, int stride, int padding, int64_
     sy_node in[2] = {cin(c, xs, -1, 1), dy};
     return add_op(c, SY_OP_CONV2D_BACKPROP_FILTER, in, 2, &at, &ws);
 }
+static sy_node conv_backprop(ctx *c, bool input, int stride, int padding, int64_t ch) {
+    return conv_backprop_o(c, input, stride, padding, ch, 5);
+}
+static sy_node b_conv_bp_input_wide(ctx *c) { return conv_backprop_o(c, true, 1, SY_PAD_SAME, 8, 70); }
+static sy_node b_conv_bp_filter_wide(ctx *c) { return conv_backprop_o(c, false, 1, SY_PAD_SAME, 8, 70); }
+static sy_node b_conv_bp_filter_direct_wide(ctx *c) { return conv_backprop_o(c, false, 1, SY_PAD_SAME, 2, 70); }
 static sy_node b_conv_bp_input(ctx *c) { return conv_backprop(c, true, 1, SY_PAD_VALID, 3); }
 static sy_node b_conv_bp_input_same(ctx *c) { return conv_backprop(c, true, 2, SY_PAD_SAME, 2); }
 static sy_node b_conv_bp_filter(ctx *c) { return conv_backprop(c, false, 1, SY_PAD_VALID, 3); }
@@ -264,6 +282,46 @@ static sy_node b_maxpool_grad(ctx *c) { return pool_grad(c, SY_OP_MAX_POOL2D_GRA
 static sy_node b_maxpool_grad_same(ctx *c) { return pool_grad(c, SY_OP_MAX_POOL2D_GRAD, 3, 2, SY_PAD_SAME); }
 static sy_node b_avgpool_grad(ctx *c) { return pool_grad(c, SY_OP_AVG_POOL2D_GRAD, 2, 2, SY_PAD_VALID); }
 static sy_node b_avgpool_grad_same(ctx *c) { return pool_grad(c, SY_OP_AVG_POOL2D_GRAD, 3, 2, SY_PAD_SAME); }
+/* Shapes for the fast kernels' other paths: channel blocks (C > 64), gaps
+ * between windows (stride > ksize), ties in a window (x after a relu). */
+static sy_node pool_grad_x(ctx *c, sy_op op, sy_shape xs, int k, int s, int padding, bool ties) {
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.pool.ksize[0] = at.pool.ksize[1] = k;
+    at.pool.stride[0] = at.pool.stride[1] = s;
+    at.pool.padding = padding;
+    int64_t oh, ow, p;
+    sy_conv_out(xs.dims[1], k, s, padding, &oh, &p);
+    sy_conv_out(xs.dims[2], k, s, padding, &ow, &p);
+    sy_node dy = cin(c, R(4, xs.dims[0], oh, ow, xs.dims[3]), -1, 1);
+    if (op == SY_OP_AVG_POOL2D_GRAD) return add_op(c, op, &dy, 1, &at, &xs);
+    sy_node x = cin(c, xs, -1, 1);
+    if (ties) x = sy_graph_relu(c->g, x);
+    sy_node y = add_op(c, SY_OP_MAX_POOL2D, &x, 1, &at, NULL);
+    sy_node in[3] = {x, y, dy};
+    return add_op(c, op, in, 3, &at, NULL);
+}
+static sy_node b_maxpool_grad_ties(ctx *c) { return pool_grad_x(c, SY_OP_MAX_POOL2D_GRAD, R(4, 2L, 7L, 6L, 3L), 2, 2, SY_PAD_VALID, true); }
+static sy_node b_maxpool_grad_ties_same(ctx *c) { return pool_grad_x(c, SY_OP_MAX_POOL2D_GRAD, R(4, 2L, 7L, 6L, 3L), 3, 2, SY_PAD_SAME, true); }
+static sy_node b_maxpool_grad_gaps(ctx *c) { return pool_grad_x(c, SY_OP_MAX_POOL2D_GRAD, R(4, 2L, 8L, 7L, 3L), 2, 3, SY_PAD_VALID, false); }
+static sy_node b_avgpool_grad_gaps(ctx *c) { return pool_grad_x(c, SY_OP_AVG_POOL2D_GRAD, R(4, 2L, 8L, 7L, 3L), 2, 3, SY_PAD_VALID, false); }
+static sy_node b_maxpool_grad_c70(ctx *c) { return pool_grad_x(c, SY_OP_MAX_POOL2D_GRAD, R(4, 2L, 7L, 5L, 70L), 2, 2, SY_PAD_VALID, true); }
+static sy_node b_maxpool_grad_c70_same(ctx *c) { return pool_grad_x(c, SY_OP_MAX_POOL2D_GRAD, R(4, 2L, 7L, 5L, 70L), 3, 2, SY_PAD_SAME, false); }
+static sy_node b_avgpool_grad_c70(ctx *c) { return pool_grad_x(c, SY_OP_AVG_POOL2D_GRAD, R(4, 2L, 7L, 5L, 70L), 2, 2, SY_PAD_VALID, false); }
+static sy_node b_avgpool_grad_c70_same(ctx *c) { return pool_grad_x(c, SY_OP_AVG_POOL2D_GRAD, R(4, 2L, 7L, 5L, 70L), 3, 2, SY_PAD_SAME, false); }
+static sy_node b_maxpool_c70(ctx *c) { return sy_graph_max_pool2d(c->g, var(c, R(4, 2L, 5L, 6L, 70L), -1, 1), 3, 3, 2, 2, SY_PADDING_SAME); }
+static sy_node b_avgpool_c70(ctx *c) { return sy_graph_avg_pool2d(c->g, var(c, R(4, 2L, 5L, 6L, 70L), -1, 1), 3, 3, 2, 2, SY_PADDING_SAME); }
+static sy_node b_softmax_37(ctx *c) { return sy_graph_softmax(c->g, var(c, R(3, 2L, 4L, 37L), -3, 3), -1); }
+static sy_node b_log_softmax_100(ctx *c) { return sy_graph_log_softmax(c->g, var(c, R(2, 3L, 100L), -3, 3), -1); }
+static sy_node b_softmax_inner70(ctx *c) { return sy_graph_softmax(c->g, var(c, R(3, 2L, 5L, 70L), -3, 3), 1); }
+static sy_node b_log_softmax_axis0(ctx *c) { return sy_graph_log_softmax(c->g, var(c, R(2, 4L, 70L), -3, 3), 0); }
+static sy_node b_sparse_softmax_ce_37(ctx *c) {
+    return sy_graph_sparse_softmax_cross_entropy(c->g, var(c, R(2, 9L, 37L), -3, 3), iin(c, R(1, 9L), 0, 37));
+}
+static sy_node b_sparse_softmax_ce_grad_37(ctx *c) {
+    sy_node in[3] = {cin(c, R(1, 9L), -1, 1), cin(c, R(2, 9L, 37L), -3, 3), iin(c, R(1, 9L), 0, 37)};
+    return add_op(c, SY_OP_SPARSE_SOFTMAX_CE_GRAD, in, 3, NULL, NULL);
+}
 static sy_node b_gather_grad(ctx *c) {
     sy_shape ps = R(2, 5L, 3L);
     sy_node in[2] = {cin(c, R(3, 4L, 3L, 3L), -1, 1), iin(c, R(2, 4L, 3L), 0, 5)};
@@ -346,6 +404,9 @@ static const row rows[] = {
     {"conv2d valid", SY_OP_CONV2D, b_conv_valid, FWD | GRAD},
     {"conv2d same stride 2", SY_OP_CONV2D, b_conv_same_s2, FWD | GRAD},
     {"conv2d one input channel", SY_OP_CONV2D, b_conv_one_channel, FWD | GRAD},
+    {"conv2d im2col path", SY_OP_CONV2D, b_conv_im2col, FWD | GRAD},
+    {"conv2d 70 output channels", SY_OP_CONV2D, b_conv_wide, FWD | GRAD},
+    {"conv2d 1x1", SY_OP_CONV2D, b_conv_pointwise, FWD | GRAD},
     {"conv2d + bias + relu", SY_OP_CONV2D, b_conv_bias_relu, FWD},
     {"conv2d + bias + tanh same", SY_OP_CONV2D, b_conv_bias_tanh_same, FWD},
     {"max_pool2d", SY_OP_MAX_POOL2D, b_maxpool, FWD | GRAD},
@@ -372,6 +433,9 @@ static const row rows[] = {
     {"slice_grad", SY_OP_SLICE_GRAD, b_slice_grad, FWD},
     {"conv2d_backprop_input", SY_OP_CONV2D_BACKPROP_INPUT, b_conv_bp_input, FWD},
     {"conv2d_backprop_input same stride 2", SY_OP_CONV2D_BACKPROP_INPUT, b_conv_bp_input_same, FWD},
+    {"conv2d_backprop_input im2col 70 channels", SY_OP_CONV2D_BACKPROP_INPUT, b_conv_bp_input_wide, FWD},
+    {"conv2d_backprop_filter im2col 70 channels", SY_OP_CONV2D_BACKPROP_FILTER, b_conv_bp_filter_wide, FWD},
+    {"conv2d_backprop_filter direct 70 channels", SY_OP_CONV2D_BACKPROP_FILTER, b_conv_bp_filter_direct_wide, FWD},
     {"conv2d_backprop_filter", SY_OP_CONV2D_BACKPROP_FILTER, b_conv_bp_filter, FWD},
     {"conv2d_backprop_filter same stride 2", SY_OP_CONV2D_BACKPROP_FILTER, b_conv_bp_filter_same, FWD},
     {"max_pool2d_grad", SY_OP_MAX_POOL2D_GRAD, b_maxpool_grad, FWD},
@@ -386,6 +450,22 @@ static const row rows[] = {
     {"categorical_crossentropy_grad", SY_OP_CATEGORICAL_CE_GRAD, b_cat_ce_grad, FWD},
     {"binary_crossentropy_grad", SY_OP_BINARY_CE_GRAD, b_binary_ce_grad, FWD},
     {"mean_squared_error_grad", SY_OP_MSE_GRAD, b_mse_grad, FWD},
+    {"max_pool2d 70 channels", SY_OP_MAX_POOL2D, b_maxpool_c70, FWD},
+    {"avg_pool2d 70 channels", SY_OP_AVG_POOL2D, b_avgpool_c70, FWD},
+    {"max_pool2d_grad ties", SY_OP_MAX_POOL2D_GRAD, b_maxpool_grad_ties, FWD},
+    {"max_pool2d_grad ties same", SY_OP_MAX_POOL2D_GRAD, b_maxpool_grad_ties_same, FWD},
+    {"max_pool2d_grad gaps 2x2/3", SY_OP_MAX_POOL2D_GRAD, b_maxpool_grad_gaps, FWD},
+    {"avg_pool2d_grad gaps 2x2/3", SY_OP_AVG_POOL2D_GRAD, b_avgpool_grad_gaps, FWD},
+    {"max_pool2d_grad 70 channels ties", SY_OP_MAX_POOL2D_GRAD, b_maxpool_grad_c70, FWD},
+    {"max_pool2d_grad 70 channels same", SY_OP_MAX_POOL2D_GRAD, b_maxpool_grad_c70_same, FWD},
+    {"avg_pool2d_grad 70 channels", SY_OP_AVG_POOL2D_GRAD, b_avgpool_grad_c70, FWD},
+    {"avg_pool2d_grad 70 channels same", SY_OP_AVG_POOL2D_GRAD, b_avgpool_grad_c70_same, FWD},
+    {"softmax 37 classes", SY_OP_SOFTMAX, b_softmax_37, FWD},
+    {"log_softmax 100 classes", SY_OP_LOG_SOFTMAX, b_log_softmax_100, FWD},
+    {"softmax axis 1 inner 70", SY_OP_SOFTMAX, b_softmax_inner70, FWD},
+    {"log_softmax axis 0", SY_OP_LOG_SOFTMAX, b_log_softmax_axis0, FWD},
+    {"sparse_softmax_cross_entropy 37 classes", SY_OP_SPARSE_SOFTMAX_CE, b_sparse_softmax_ce_37, FWD},
+    {"sparse_softmax_cross_entropy_grad 37 classes", SY_OP_SPARSE_SOFTMAX_CE_GRAD, b_sparse_softmax_ce_grad_37, FWD},
     {"fused_eltwise", SY_OP_FUSED_ELTWISE, b_fused_chain, FWD | GRAD | CHECK_FUSED},
     /* optimizer updates: see check_optimizers() */
 };

@@ -1,3 +1,673 @@
-/* conv.c - fast conv2d kernels (to be written). */
+/*
+ * conv.c - fast float32 conv2d kernels: forward, backprop-input, backprop-filter.
+ *
+ * All three are products of the im2col matrix -- row p holds the window of
+ * output pixel p, in (KH, KW, C) order, so it is (P, K) with P = N*OH*OW and
+ * K = KH*KW*C -- with the filter viewed as (K, O):
+ *
+ *   forward          y (P, O)  = cols (P, K) x w (K, O), then bias and act
+ *   backprop-input   dx        = col2im(dy (P, O) x w^T (O, K))
+ *   backprop-filter  dw (K, O) = cols^T (K, P) x dy (P, O)
+ *
+ * The matrix is never built whole. Pixels are taken in blocks of rows sized
+ * so that a block's slice of cols stays in L2 (COLS_BYTES); each block is
+ * im2col'd into a per-thread scratch buffer from the plan's workspace and
+ * multiplied with one single-threaded sgemm. Within a kernel row the window
+ * is KW*C consecutive floats of x (NHWC), so im2col is a memcpy-like run
+ * with zeros for the padding.
+ *
+ * Windows shorter than DIRECT_K (a first layer over 1-3 input channels:
+ * K = 9 for the Fashion-MNIST CNN) make im2col + GEMM move more bytes than
+ * it multiplies and run the GEMM at a third of its peak. For those, direct
+ * kernels read each window straight from x through an offset table and keep
+ * a tile of TILE pixels x NV vectors of output channels in registers
+ * (measured on AVX2, forward at batch 128: 42 GFLOP/s against 23 through
+ * im2col; docs/design/gemm.md). Interior pixels of one output row are a
+ * "run" whose windows are stride*C floats apart; pixels whose windows touch
+ * the padding are im2col'd into a small border buffer and read through the
+ * identity table.
+ *
+ * Backprop-input multiplies dy by w^T and scatters each row back with
+ * col2im; images are split into groups so that each thread owns the dx of
+ * whole images (no two threads add into one pixel). Backprop-filter splits
+ * the pixels into R ranges (each into its own partial dw, summed at the end
+ * in a fixed order) and the window into S column slabs.
+ *
+ * Every split depends on the shapes only, never on the thread count, so the
+ * result is bitwise the same on any number of threads.
+ */
 #include "cpu_internal.h"
-const sy_kernel sy_cpu_conv2d = {0}, sy_cpu_conv2d_backprop_input = {0}, sy_cpu_conv2d_backprop_filter = {0};
+
+/* The 64-byte vector type below is passed between static functions only, so
+ * GCC's note that its ABI differs without AVX-512 does not apply. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+/* Blocking, chosen by measurement on the benchmark's shapes: */
+#define COLS_BYTES (512 * 1024) /* im2col block: stays in L2 */
+#define MIN_ROWS 64             /* pixels per im2col block, at least */
+#define TARGET_BLOCKS 16        /* forward blocks to aim for (threads up to 16 find work) */
+#define R_ROWS 1024             /* backprop-filter: pixels per partial-dw range, at least */
+#define MAX_PARTS 16            /* backprop-filter: ranges x slabs, at most */
+#define S_MIN_ROWS 64           /* backprop-filter: window columns per slab, at least */
+
+typedef struct geom {
+    int64_t n, h, w, c;     /* input (N, H, W, C) */
+    int64_t kh, kw, o;      /* filter (KH, KW, C, O) */
+    int64_t sh, sw, pt, pl; /* strides, leading padding */
+    int64_t oh, ow;         /* output (N, OH, OW, O) */
+    int64_t P, K;           /* output pixels N*OH*OW; window length KH*KW*C */
+} geom;
+
+static geom geom_make(const sy_shape *x, const sy_shape *w, const sy_attrs *a) {
+    geom g;
+    g.n = x->dims[0];
+    g.h = x->dims[1];
+    g.w = x->dims[2];
+    g.c = x->dims[3];
+    g.kh = w->dims[0];
+    g.kw = w->dims[1];
+    g.o = w->dims[3];
+    g.sh = a->conv.stride[0];
+    g.sw = a->conv.stride[1];
+    sy_conv_out(g.h, g.kh, g.sh, a->conv.padding, &g.oh, &g.pt);
+    sy_conv_out(g.w, g.kw, g.sw, a->conv.padding, &g.ow, &g.pl);
+    g.P = g.n * g.oh * g.ow;
+    g.K = g.kh * g.kw * g.c;
+    return g;
+}
+
+/* A 1x1 conv with stride 1 and no padding: x viewed as (P, C) is its own
+ * im2col matrix. */
+static bool pointwise(const geom *g) {
+    return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+static int64_t floats_aligned(int64_t n) { return sy_align_up(n, SY_ALIGN / (int64_t)sizeof(float)); }
+
+/* Rows of the im2col matrix per block when it is `width` floats wide. */
+static int64_t block_rows(int64_t P, int64_t width, int64_t target_blocks) {
+    int64_t pb = COLS_BYTES / (int64_t)sizeof(float) / sy_max64(width, 1);
+    pb = clamp64(pb, MIN_ROWS, sy_max64(MIN_ROWS, ceil_div(P, target_blocks)));
+    return sy_max64(1, sy_min64(pb, P));
+}
+
+/* ---- im2col ---------------------------------------------------------------
+ * Row r of the im2col matrix holds the window of output pixel p0 + r,
+ * columns [k0, k1) of its (KH, KW, C) layout. Within one kernel row kh the
+ * window is KW * C consecutive floats of x (consecutive input columns are
+ * consecutive in NHWC), so each kernel row is a zero run, a copy and a zero
+ * run. */
+
+static inline void seg_put(float *restrict d, const float *restrict x, int64_t base, int64_t a, int64_t b,
+                           int64_t vlo, int64_t vhi) {
+    int64_t z = sy_min64(b, sy_max64(a, vlo)), e = sy_max64(z, sy_min64(b, vhi));
+    for (int64_t j = a; j < z; j++) d[j - a] = 0;
+    for (int64_t j = z; j < e; j++) d[j - a] = x[base + j];
+    for (int64_t j = e; j < b; j++) d[j - a] = 0;
+}
+
+static void im2col(float *restrict cols, const float *restrict x, const geom *g, int64_t p0, int64_t rows, int64_t k0,
+                   int64_t k1) {
+    int64_t rowlen = g->kw * g->c, nk = k1 - k0;
+    int64_t ow = p0 % g->ow, t = p0 / g->ow, oh = t % g->oh, n = t / g->oh;
+    int64_t kh0 = k0 / rowlen, kh1 = ceil_div(k1, rowlen);
+    for (int64_t r = 0; r < rows; r++) {
+        float *dst = cols + r * nk;
+        int64_t ih0 = oh * g->sh - g->pt, iw0 = ow * g->sw - g->pl;
+        int64_t vlo = iw0 < 0 ? -iw0 * g->c : 0;
+        int64_t vhi = (iw0 + g->kw > g->w ? g->w - iw0 : g->kw) * g->c;
+        for (int64_t kh = kh0; kh < kh1; kh++) {
+            int64_t a = sy_max64(k0 - kh * rowlen, 0), b = sy_min64(k1 - kh * rowlen, rowlen);
+            float *d = dst + kh * rowlen + a - k0;
+            int64_t ih = ih0 + kh;
+            if (ih < 0 || ih >= g->h) {
+                memset(d, 0, (size_t)(b - a) * sizeof *d);
+                continue;
+            }
+            seg_put(d, x, ((n * g->h + ih) * g->w + iw0) * g->c, a, b, vlo, vhi);
+        }
+        if (++ow == g->ow) {
+            ow = 0;
+            if (++oh == g->oh) {
+                oh = 0;
+                n++;
+            }
+        }
+    }
+}
+
+/* The adjoint: dx += cols scattered back, window by window, in pixel order. */
+static void col2im_add(float *restrict dx, const float *restrict cols, const geom *g, int64_t p0, int64_t rows) {
+    int64_t rowlen = g->kw * g->c;
+    int64_t ow = p0 % g->ow, t = p0 / g->ow, oh = t % g->oh, n = t / g->oh;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *src = cols + r * g->K;
+        int64_t ih0 = oh * g->sh - g->pt, iw0 = ow * g->sw - g->pl;
+        int64_t vlo = iw0 < 0 ? -iw0 * g->c : 0;
+        int64_t vhi = (iw0 + g->kw > g->w ? g->w - iw0 : g->kw) * g->c;
+        for (int64_t kh = 0; kh < g->kh; kh++) {
+            int64_t ih = ih0 + kh;
+            if (ih < 0 || ih >= g->h) continue;
+            float *d = dx + ((n * g->h + ih) * g->w + iw0) * g->c;
+            const float *s = src + kh * rowlen;
+            for (int64_t j = vlo; j < vhi; j++) d[j] += s[j];
+        }
+        if (++ow == g->ow) {
+            ow = 0;
+            if (++oh == g->oh) {
+                oh = 0;
+                n++;
+            }
+        }
+    }
+}
+
+/* ---- running blocks with a scratch buffer per thread ----------------------- */
+
+typedef void (*block_fn)(void *ctx, int64_t block, float *buf);
+
+typedef struct blocks_job {
+    block_fn fn;
+    void *ctx;
+    int64_t blocks, buf_floats;
+    float *buf;
+} blocks_job;
+
+static void blocks_thread(void *arg, int index, int count) {
+    const blocks_job *j = arg;
+    int64_t b, e;
+    sy_split_range(j->blocks, index, count, &b, &e);
+    float *buf = j->buf ? j->buf + index * j->buf_floats : NULL;
+    for (int64_t i = b; i < e; i++) j->fn(j->ctx, i, buf);
+}
+
+static int64_t buffers_for(int threads, int64_t blocks) { return sy_max64(1, sy_min64(threads, blocks)); }
+
+static void run_blocks(const sy_exec *ex, int64_t blocks, block_fn fn, void *ctx, float *buf, int64_t buf_floats) {
+    if (blocks <= 0) return;
+    blocks_job j = {fn, ctx, blocks, buf_floats, buf};
+    sy_exec_parallel(ex, (int)buffers_for(ex->threads, blocks), blocks_thread, &j);
+}
+
+/* ---- direct kernels for short windows -------------------------------------
+ * When the window is short (K = KH*KW*C <= DIRECT_K), im2col + GEMM moves
+ * more bytes than it multiplies. These kernels read each window straight from
+ * x through an offset table instead (an "indirect" convolution). Output
+ * pixels are taken as runs: the interior pixels of one output row have their
+ * windows `step` floats apart in x, element t of a window at off[t] from its
+ * corner; consecutive pixels whose windows overlap the padding are im2col'd
+ * into a small buffer and read through the identity table. Vectors run
+ * along O. */
+#define DIRECT_K 32
+/* Tiles of TILE pixels (or window rows) x NV vectors of VL floats: as many
+ * accumulators as the register file holds, with NV weight (or dy) vectors
+ * and a broadcast beside them. AVX-512 has 32 registers of 16 floats
+ * (6 x 4 = 24 accumulators); AVX2 has 16 of 8 (6 x 2 = 12). */
+#if defined(__AVX512F__)
+#define VL 16
+#define NV 4
+#else
+#define VL 8
+#define NV 2
+#endif
+#define UNROLL _Pragma("GCC unroll 8")
+#define TILE 6
+#define SUB 256    /* output pixels per sub-block: bounds the runs and border buffers */
+#define DY_SUB (32 * 1024) /* floats of dy per backprop-filter sub-block: they stay in L2 across tiles */
+
+/* GCC folds a vector load into every FMA that uses it, which makes these
+ * tiles load-bound (measured: 1.7x slower); an empty asm pins the value in a
+ * register instead. */
+#if defined(__GNUC__) && defined(__AVX512F__)
+#define IN_REGISTER(v) __asm__("" : "+v"(v))
+#elif defined(__GNUC__) && defined(__AVX__)
+#define IN_REGISTER(v) __asm__("" : "+x"(v))
+#else
+#define IN_REGISTER(v) ((void)0)
+#endif
+
+typedef float vf __attribute__((vector_size(VL * sizeof(float))));
+typedef int32_t vi __attribute__((vector_size(VL * sizeof(int32_t))));
+static inline vf vld(const float *p) {
+    vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void vst(float *p, vf v) { memcpy(p, &v, sizeof v); }
+/* max(v, 0) through a mask, so that NaN gives 0 as in sy_act_f32 */
+static inline vf vrelu(vf v) { return (vf)((vi)v & (vi)(v > 0)); }
+
+static bool direct(const geom *g) { return g->K <= DIRECT_K; }
+
+typedef struct run {
+    const float *src;   /* window corner of the first pixel */
+    const int64_t *off; /* element t of a window is at src[off[t]] */
+    int64_t step, n;    /* n pixels, windows `step` floats apart */
+} run;
+
+/* off_in[t]: offset of window element t = (kh, kw, c) from the window's corner; off_id[t] = t. */
+static void offsets(int64_t *off_in, int64_t *off_id, const geom *g) {
+    for (int64_t kh = 0, t = 0; kh < g->kh; kh++)
+        for (int64_t kw = 0; kw < g->kw; kw++)
+            for (int64_t c = 0; c < g->c; c++, t++) {
+                off_in[t] = (kh * g->w + kw) * g->c + c;
+                off_id[t] = t;
+            }
+}
+
+/* Each output row gives at most 3 runs (left border, interior, right border). */
+static int64_t max_runs(const geom *g, int64_t rows) { return 3 * sy_min64(rows, ceil_div(rows, g->ow) + 1); }
+
+/* Scratch floats for the runs of `rows` pixels. */
+static int64_t runs_floats(const geom *g, int64_t rows) {
+    return floats_aligned(max_runs(g, rows) * (int64_t)(sizeof(run) / sizeof(float)));
+}
+
+/* The runs of output pixels [p0, p0 + rows), in pixel order; border windows
+ * go to `border` (rows * K floats at most). Returns the number of runs. */
+static int64_t runs_of(run *rn, float *border, const geom *g, const float *x, const int64_t *off_in,
+                       const int64_t *off_id, int64_t p0, int64_t rows) {
+    /* output columns [a, b) have their windows inside x horizontally */
+    int64_t a = clamp64(ceil_div(g->pl, g->sw), 0, g->ow);
+    int64_t b = g->w - g->kw + g->pl < 0 ? 0 : clamp64((g->w - g->kw + g->pl) / g->sw + 1, a, g->ow);
+    int64_t nr = 0, p = p0, end = p0 + rows;
+    while (p < end) {
+        int64_t ow = p % g->ow, t = p / g->ow, oh = t % g->oh, n = t / g->oh;
+        int64_t row_end = sy_min64(end, p - ow + g->ow), ih0 = oh * g->sh - g->pt;
+        bool inside = ih0 >= 0 && ih0 + g->kh <= g->h;
+        int64_t cuts[3] = {inside ? sy_min64(row_end, p - ow + a) : row_end, inside ? p - ow + b : row_end, row_end};
+        for (int i = 0; i < 3; i++) {
+            int64_t q = sy_max64(p, sy_min64(cuts[i], row_end));
+            if (q == p) continue;
+            if (i == 1) {
+                int64_t iw0 = (p - (t * g->ow)) * g->sw - g->pl;
+                rn[nr++] = (run){x + ((n * g->h + ih0) * g->w + iw0) * g->c, off_in, g->sw * g->c, q - p};
+            } else {
+                im2col(border, x, g, p, q - p, 0, g->K);
+                rn[nr++] = (run){border, off_id, g->K, q - p};
+                border += (q - p) * g->K;
+            }
+            p = q;
+        }
+    }
+    return nr;
+}
+
+/* y (np pixels, nv vectors) = bias + windows x w, the np windows `step`
+ * apart. np and nv are constants at every call, so the accumulators live in
+ * registers. */
+static inline __attribute__((always_inline)) void fwd_tile(float *restrict y, int64_t ldy, const float *restrict src,
+                                                           int64_t step, const int64_t *restrict off, int64_t K,
+                                                           const float *restrict w, int64_t ldw, const float *bias,
+                                                           bool relu, int np, int nv) {
+    vf acc[TILE][NV];
+    UNROLL for (int v = 0; v < nv; v++) {
+        vf b = bias ? vld(bias + v * VL) : (vf){0};
+        UNROLL for (int i = 0; i < np; i++) acc[i][v] = b;
+    }
+    for (int64_t t = 0; t < K; t++) {
+        vf wv[NV];
+        UNROLL for (int v = 0; v < nv; v++) {
+            wv[v] = vld(w + t * ldw + v * VL);
+            IN_REGISTER(wv[v]);
+        }
+        const float *s = src + off[t];
+        UNROLL for (int i = 0; i < np; i++) {
+            float xs = s[i * step];
+            UNROLL for (int v = 0; v < nv; v++) acc[i][v] += xs * wv[v];
+        }
+    }
+    UNROLL for (int i = 0; i < np; i++)
+        UNROLL for (int v = 0; v < nv; v++) vst(y + i * ldy + v * VL, relu ? vrelu(acc[i][v]) : acc[i][v]);
+}
+
+/* dw rows [k0, k0 + ks) x nv vectors += windows^T x dy over the pixels of
+ * `nr` runs (dy row by row). */
+static inline __attribute__((always_inline)) void bf_tile(float *restrict dw, int64_t ldw, const run *rn, int64_t nr,
+                                                          int64_t k0, const float *restrict dy, int64_t ldy, int ks,
+                                                          int nv) {
+    vf acc[TILE][NV];
+    UNROLL for (int k = 0; k < ks; k++)
+        UNROLL for (int v = 0; v < nv; v++) acc[k][v] = (vf){0};
+    for (int64_t r = 0; r < nr; r++) {
+        const float *s = rn[r].src;
+        int64_t o[TILE];
+        UNROLL for (int k = 0; k < ks; k++) o[k] = rn[r].off[k0 + k];
+        for (int64_t p = 0; p < rn[r].n; p++, s += rn[r].step, dy += ldy) {
+            vf d[NV];
+            UNROLL for (int v = 0; v < nv; v++) {
+                d[v] = vld(dy + v * VL);
+                IN_REGISTER(d[v]);
+            }
+            UNROLL for (int k = 0; k < ks; k++) {
+                float xs = s[o[k]];
+                UNROLL for (int v = 0; v < nv; v++) acc[k][v] += xs * d[v];
+            }
+        }
+    }
+    UNROLL for (int k = 0; k < ks; k++)
+        UNROLL for (int v = 0; v < nv; v++) vst(dw + k * ldw + v * VL, vld(dw + k * ldw + v * VL) + acc[k][v]);
+}
+
+/* One function per tile shape, so that each gets its own register allocation. */
+#define TILE_FNS(N, V)                                                                                        \
+    static __attribute__((noinline)) void fwd_tile_##N##x##V(float *restrict y, int64_t ldy,                  \
+                                                              const float *restrict src, int64_t step,        \
+                                                              const int64_t *restrict off, int64_t K,         \
+                                                              const float *restrict w, int64_t ldw,           \
+                                                              const float *bias, bool relu) {                 \
+        fwd_tile(y, ldy, src, step, off, K, w, ldw, bias, relu, N, V);                                        \
+    }                                                                                                         \
+    static __attribute__((noinline)) void bf_tile_##N##x##V(float *restrict dw, int64_t ldw, const run *rn,   \
+                                                             int64_t nr, int64_t k0, const float *restrict dy, \
+                                                             int64_t ldy) {                                   \
+        bf_tile(dw, ldw, rn, nr, k0, dy, ldy, N, V);                                                          \
+    }
+TILE_FNS(1, 1)
+TILE_FNS(2, 1)
+TILE_FNS(3, 1)
+TILE_FNS(4, 1)
+TILE_FNS(5, 1)
+TILE_FNS(6, 1)
+TILE_FNS(1, NV)
+TILE_FNS(2, NV)
+TILE_FNS(3, NV)
+TILE_FNS(4, NV)
+TILE_FNS(5, NV)
+TILE_FNS(6, NV)
+#undef TILE_FNS
+
+typedef void (*fwd_tile_fn)(float *restrict, int64_t, const float *restrict, int64_t, const int64_t *restrict, int64_t,
+                            const float *restrict, int64_t, const float *, bool);
+static const fwd_tile_fn fwd_tiles[2][TILE] = {
+    {fwd_tile_1x1, fwd_tile_2x1, fwd_tile_3x1, fwd_tile_4x1, fwd_tile_5x1, fwd_tile_6x1},
+    {fwd_tile_1xNV, fwd_tile_2xNV, fwd_tile_3xNV, fwd_tile_4xNV, fwd_tile_5xNV, fwd_tile_6xNV},
+};
+typedef void (*bf_tile_fn)(float *restrict, int64_t, const run *, int64_t, int64_t, const float *restrict, int64_t);
+static const bf_tile_fn bf_tiles[2][TILE] = {
+    {bf_tile_1x1, bf_tile_2x1, bf_tile_3x1, bf_tile_4x1, bf_tile_5x1, bf_tile_6x1},
+    {bf_tile_1xNV, bf_tile_2xNV, bf_tile_3xNV, bf_tile_4xNV, bf_tile_5xNV, bf_tile_6xNV},
+};
+
+/* y (pixels of the runs, O) = act(bias + windows x w); y row by row. */
+static void fwd_direct(float *restrict y, const run *rn, int64_t nr, const geom *g, const float *restrict w,
+                       const float *bias, int act) {
+    int64_t O = g->o, K = g->K;
+    bool relu = act == SY_ACT_RELU;
+    float *y0 = y;
+    for (int64_t r = 0; r < nr; r++) {
+        for (int64_t i = 0; i < rn[r].n;) {
+            int64_t np = sy_min64(TILE, rn[r].n - i), o0 = 0;
+            const float *s = rn[r].src + i * rn[r].step;
+            for (; o0 + NV * VL <= O; o0 += NV * VL)
+                fwd_tiles[1][np - 1](y + o0, O, s, rn[r].step, rn[r].off, K, w + o0, O, bias ? bias + o0 : NULL, relu);
+            for (; o0 + VL <= O; o0 += VL)
+                fwd_tiles[0][np - 1](y + o0, O, s, rn[r].step, rn[r].off, K, w + o0, O, bias ? bias + o0 : NULL, relu);
+            for (; o0 < O; o0++)
+                for (int64_t q = 0; q < np; q++) {
+                    float acc = bias ? bias[o0] : 0;
+                    for (int64_t t = 0; t < K; t++) acc += s[q * rn[r].step + rn[r].off[t]] * w[t * O + o0];
+                    y[q * O + o0] = relu ? sy_act_f32(acc, act) : acc;
+                }
+            y += np * O;
+            i += np;
+        }
+    }
+    if (!relu) sy_epilogue_f32(y0, (y - y0) / O, O, O, NULL, 0, act);
+}
+
+/* dw (K, O) += windows^T x dy over the pixels of the runs; dy row by row. */
+static void bf_direct(float *restrict dw, const run *rn, int64_t nr, const geom *g, const float *restrict dy) {
+    int64_t O = g->o, K = g->K, o0 = 0;
+    int64_t slabs = ceil_div(K, TILE);
+    for (int nv = NV; nv >= 1; nv -= NV - 1)
+        for (; o0 + nv * VL <= O; o0 += nv * VL)
+            for (int64_t sl = 0; sl < slabs; sl++) {
+                int64_t k0, k1;
+                sy_split_range(K, (int)sl, (int)slabs, &k0, &k1);
+                bf_tiles[nv == NV][k1 - k0 - 1](dw + k0 * O + o0, O, rn, nr, k0, dy + o0, O);
+            }
+    for (; o0 < O; o0++)
+        for (int64_t k = 0; k < K; k++) {
+            float acc = 0;
+            const float *d = dy + o0;
+            for (int64_t r = 0; r < nr; r++)
+                for (int64_t p = 0; p < rn[r].n; p++, d += O) acc += rn[r].src[p * rn[r].step + rn[r].off[k]] * *d;
+            dw[k * O + o0] += acc;
+        }
+}
+
+/* ---- forward ------------------------------------------------------------- */
+
+typedef struct fwd_job {
+    const geom *g;
+    const float *x, *w, *bias;
+    float *y;
+    const int64_t *off_in, *off_id;
+    int64_t pb;
+    int act;
+} fwd_job;
+
+static void fwd_block(void *ctx, int64_t block, float *cols) {
+    const fwd_job *j = ctx;
+    const geom *g = j->g;
+    int64_t p0 = block * j->pb, rows = sy_min64(j->pb, g->P - p0);
+    float *y = j->y + p0 * g->o;
+    if (direct(g)) {
+        run *rn = (run *)(void *)cols;
+        float *border = cols + runs_floats(g, SUB);
+        for (int64_t s = 0; s < rows; s += SUB) {
+            int64_t n = sy_min64(SUB, rows - s);
+            int64_t nr = runs_of(rn, border, g, j->x, j->off_in, j->off_id, p0 + s, n);
+            fwd_direct(y + s * g->o, rn, nr, g, j->w, j->bias, j->act);
+        }
+        return;
+    }
+    im2col(cols, j->x, g, p0, rows, 0, g->K);
+    sy_sgemm(false, false, rows, g->o, g->K, 1.0f, cols, g->K, j->w, g->o, 0.0f, y, g->o);
+    sy_epilogue_f32(y, rows, g->o, g->o, j->bias, 0, j->act);
+}
+
+static int64_t fwd_rows(const geom *g) {
+    if (direct(g)) return sy_max64(SUB, sy_align_up(ceil_div(g->P, TARGET_BLOCKS), SUB));
+    return block_rows(g->P, g->K + g->o, TARGET_BLOCKS);
+}
+
+/* Per-thread scratch: the im2col block, or the direct kernel's windows and border copies. */
+static int64_t fwd_scratch(const geom *g, int64_t pb) {
+    if (direct(g)) return runs_floats(g, SUB) + floats_aligned(SUB * g->K);
+    return floats_aligned(pb * g->K);
+}
+
+static size_t fwd_ws(const geom *g, int threads) {
+    if (pointwise(g) || g->P == 0) return 0;
+    int64_t pb = fwd_rows(g);
+    return (size_t)(2 * floats_aligned(2 * g->K) + buffers_for(threads, ceil_div(g->P, pb)) * fwd_scratch(g, pb)) *
+           sizeof(float);
+}
+
+static void fwd_run(const sy_exec *ex, const geom *g, const float *x, const float *w, const float *bias, int act,
+                    float *y, float *ws) {
+    if (g->P == 0) return;
+    if (pointwise(g)) {
+        sy_sgemm_parallel(ex, false, false, g->P, g->o, g->c, 1.0f, x, g->c, w, g->o, 0.0f, y, g->o, bias, act);
+        return;
+    }
+    int64_t pb = fwd_rows(g);
+    int64_t *off_in = (int64_t *)(void *)ws, *off_id = off_in + g->K;
+    if (direct(g)) offsets(off_in, off_id, g);
+    fwd_job j = {g, x, w, bias, y, off_in, off_id, pb, act};
+    run_blocks(ex, ceil_div(g->P, pb), fwd_block, &j, ws + 2 * floats_aligned(2 * g->K), fwd_scratch(g, pb));
+}
+
+static size_t conv2d_fwd_ws(const sy_kargs *k, int threads) {
+    geom g = geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
+    return fwd_ws(&g, threads);
+}
+
+static void conv2d_fwd_f32_fast(const sy_kargs *k) {
+    geom g = geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
+    fwd_run(k->ex, &g, k->in[0], k->in[1], k->n_in > 2 ? k->in[2] : NULL, k->attr->conv.act, k->out, k->ws);
+}
+
+/* ---- backprop-input ------------------------------------------------------ */
+
+typedef struct bwd_data_job {
+    const geom *g;
+    const float *dy, *w;
+    float *dx;
+    int64_t pb, groups;
+} bwd_data_job;
+
+static void bwd_data_group(void *ctx, int64_t group, float *cols) {
+    const bwd_data_job *j = ctx;
+    const geom *g = j->g;
+    int64_t n0, n1;
+    sy_split_range(g->n, (int)group, (int)j->groups, &n0, &n1);
+    int64_t img = g->h * g->w * g->c, opix = g->oh * g->ow;
+    memset(j->dx + n0 * img, 0, (size_t)((n1 - n0) * img) * sizeof(float));
+    for (int64_t p0 = n0 * opix; p0 < n1 * opix; p0 += j->pb) {
+        int64_t rows = sy_min64(j->pb, n1 * opix - p0);
+        sy_sgemm(false, true, rows, g->K, g->o, 1.0f, j->dy + p0 * g->o, g->o, j->w, g->o, 0.0f, cols, g->K);
+        col2im_add(j->dx, cols, g, p0, rows);
+    }
+}
+
+static int64_t bwd_data_groups(const geom *g, int64_t pb) { return clamp64(g->P / pb, 1, sy_min64(g->n, 64)); }
+
+static size_t conv2d_bwd_data_ws(const sy_kargs *k, int threads) {
+    geom g = geom_make(k->out_shape, &k->in_shape[1], k->attr);
+    if (pointwise(&g) || g.P == 0) return 0;
+    int64_t pb = block_rows(g.P, g.K, TARGET_BLOCKS);
+    return (size_t)(buffers_for(threads, bwd_data_groups(&g, pb)) * floats_aligned(pb * g.K)) * sizeof(float);
+}
+
+static void conv2d_bwd_data_f32_fast(const sy_kargs *k) {
+    geom g = geom_make(k->out_shape, &k->in_shape[1], k->attr);
+    const float *dy = k->in[0], *w = k->in[1];
+    float *dx = k->out;
+    if (g.P == 0) {
+        memset(dx, 0, (size_t)sy_shape_count(k->out_shape) * sizeof(float));
+        return;
+    }
+    if (pointwise(&g)) {
+        sy_sgemm_parallel(k->ex, false, true, g.P, g.c, g.o, 1.0f, dy, g.o, w, g.o, 0.0f, dx, g.c, NULL, SY_ACT_NONE);
+        return;
+    }
+    int64_t pb = block_rows(g.P, g.K, TARGET_BLOCKS);
+    bwd_data_job j = {&g, dy, w, dx, pb, bwd_data_groups(&g, pb)};
+    run_blocks(k->ex, j.groups, bwd_data_group, &j, k->ws, floats_aligned(pb * g.K));
+}
+
+/* ---- backprop-filter ----------------------------------------------------- */
+
+typedef struct bwd_filter_plan {
+    int64_t R, S, width, pb;
+} bwd_filter_plan;
+
+static bwd_filter_plan bwd_filter_plan_make(const geom *g) {
+    bwd_filter_plan p;
+    p.R = clamp64(g->P / R_ROWS, 1, MAX_PARTS);
+    p.S = direct(g) ? 1 : clamp64(MAX_PARTS / p.R, 1, sy_max64(1, g->K / S_MIN_ROWS));
+    p.width = ceil_div(g->K, p.S);
+    p.pb = block_rows(ceil_div(g->P, p.R), p.width, 1);
+    return p;
+}
+
+/* Pixels per sub-block of the direct backprop-filter. */
+static int64_t bf_sub(const geom *g) { return clamp64(DY_SUB / sy_max64(g->o, 1), 16, 1024); }
+
+typedef struct bwd_filter_job {
+    const geom *g;
+    bwd_filter_plan p;
+    const float *x, *dy;
+    float *dw, *partial;
+    const int64_t *off_in, *off_id;
+} bwd_filter_job;
+
+static void bwd_filter_part(void *ctx, int64_t part, float *cols) {
+    const bwd_filter_job *j = ctx;
+    const geom *g = j->g;
+    int64_t r = part / j->p.S, s = part % j->p.S, q0, q1, k0, k1;
+    sy_split_range(g->P, (int)r, (int)j->p.R, &q0, &q1);
+    sy_split_range(g->K, (int)s, (int)j->p.S, &k0, &k1);
+    float *dst = (r == 0 ? j->dw : j->partial + (r - 1) * g->K * g->o) + k0 * g->o;
+    if (direct(g)) {
+        int64_t sub = bf_sub(g);
+        run *rn = (run *)(void *)cols;
+        float *border = cols + runs_floats(g, sub);
+        memset(dst, 0, (size_t)(g->K * g->o) * sizeof(float));
+        for (int64_t p0 = q0; p0 < q1; p0 += sub) {
+            int64_t n = sy_min64(sub, q1 - p0);
+            int64_t nr = runs_of(rn, border, g, j->x, j->off_in, j->off_id, p0, n);
+            bf_direct(dst, rn, nr, g, j->dy + p0 * g->o);
+        }
+        return;
+    }
+    bool pw = pointwise(g);
+    for (int64_t p0 = q0; p0 < q1; p0 += j->p.pb) {
+        int64_t rows = sy_min64(j->p.pb, q1 - p0);
+        const float *a = pw ? j->x + p0 * g->c + k0 : cols;
+        int64_t lda = pw ? g->c : k1 - k0;
+        if (!pw) im2col(cols, j->x, g, p0, rows, k0, k1);
+        sy_sgemm(true, false, k1 - k0, g->o, rows, 1.0f, a, lda, j->dy + p0 * g->o, g->o, p0 == q0 ? 0.0f : 1.0f, dst,
+                 g->o);
+    }
+}
+
+typedef struct sum_job {
+    float *dw;
+    const float *partial;
+    int64_t n, parts, count;
+} sum_job;
+
+static void sum_part(void *ctx, int64_t part) {
+    const sum_job *j = ctx;
+    int64_t b, e;
+    sy_split_range(j->n, (int)part, (int)j->parts, &b, &e);
+    for (int64_t r = 0; r < j->count; r++) {
+        const float *p = j->partial + r * j->n;
+        for (int64_t i = b; i < e; i++) j->dw[i] += p[i];
+    }
+}
+
+static int64_t bwd_filter_scratch(const geom *g, const bwd_filter_plan *p) {
+    if (direct(g)) return runs_floats(g, bf_sub(g)) + floats_aligned(bf_sub(g) * g->K);
+    return pointwise(g) ? 0 : floats_aligned(p->pb * p->width);
+}
+
+/* Workspace: offset tables, R - 1 partial dw, per-thread scratch. */
+static size_t conv2d_bwd_filter_ws(const sy_kargs *k, int threads) {
+    geom g = geom_make(&k->in_shape[0], k->out_shape, k->attr);
+    if (g.P == 0) return 0;
+    bwd_filter_plan p = bwd_filter_plan_make(&g);
+    int64_t n = 2 * floats_aligned(2 * g.K) + floats_aligned((p.R - 1) * g.K * g.o) +
+                buffers_for(threads, p.R * p.S) * bwd_filter_scratch(&g, &p);
+    return (size_t)n * sizeof(float);
+}
+
+static void conv2d_bwd_filter_f32_fast(const sy_kargs *k) {
+    geom g = geom_make(&k->in_shape[0], k->out_shape, k->attr);
+    float *dw = k->out, *ws = k->ws;
+    if (g.P == 0) {
+        memset(dw, 0, (size_t)sy_shape_count(k->out_shape) * sizeof(float));
+        return;
+    }
+    bwd_filter_plan p = bwd_filter_plan_make(&g);
+    int64_t *off_in = (int64_t *)(void *)ws, *off_id = off_in + g.K;
+    float *partial = ws + 2 * floats_aligned(2 * g.K), *scratch = partial + floats_aligned((p.R - 1) * g.K * g.o);
+    if (direct(&g)) offsets(off_in, off_id, &g);
+    bwd_filter_job j = {&g, p, k->in[0], k->in[1], dw, partial, off_in, off_id};
+    run_blocks(k->ex, p.R * p.S, bwd_filter_part, &j, scratch, bwd_filter_scratch(&g, &p));
+    if (p.R > 1) {
+        int64_t n = g.K * g.o;
+        sum_job s = {dw, partial, n, clamp64(n / 4096, 1, 16), p.R - 1};
+        sy_parallel_parts(k->ex, s.parts, sum_part, &s);
+    }
+}
+
+const sy_kernel sy_cpu_conv2d = {conv2d_fwd_f32_fast, conv2d_fwd_ws};
+const sy_kernel sy_cpu_conv2d_backprop_input = {conv2d_bwd_data_f32_fast, conv2d_bwd_data_ws};
+const sy_kernel sy_cpu_conv2d_backprop_filter = {conv2d_bwd_filter_f32_fast, conv2d_bwd_filter_ws};

@@ -104,21 +104,31 @@ static void gemm_block(void *arg, int64_t part) {
     }
 }
 
-/* Rows per block: enough work per sgemm call (>= ~1 MFLOP and >= 64 rows)
- * but at most 64 blocks, so any thread count up to 64 finds work. */
+/* Blocks: enough work per sgemm call (>= ~1 MFLOP) and at most 16 of them.
+ * Each call repacks the operand it shares with the other blocks, and
+ * oneDNN takes a slower path for M <= 256 when that operand is large
+ * (measured on 2048^3: 512-row blocks run at 97% of one call, 256-row
+ * blocks at 49%), so blocks are at least 512 rows (columns) when the
+ * shared operand is over 1 MiB, else 64. The count depends on the shape
+ * only, so any thread count gives the same bits. */
+#define GEMM_MAX_BLOCKS 16
+static int64_t min_split(int64_t shared_floats, double flops_per_line) {
+    int64_t lines = shared_floats * (int64_t)sizeof(float) > (1 << 20) ? 512 : 64;
+    return sy_max64(lines, (int64_t)(1e6 / flops_per_line));
+}
+
 void sy_sgemm_parallel(const sy_exec *ex, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                        const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc,
                        const float *bias, int act) {
     gemm_job j = {ta, tb, true, M, N, K, lda, ldb, ldc, 1, alpha, beta, A, B, bias, C, act};
-    double flops_per_row = 2.0 * (double)N * (double)(K > 0 ? K : 1);
-    int64_t min_rows = sy_max64(64, (int64_t)(1e6 / flops_per_row));
+    int64_t k1 = K > 0 ? K : 1;
+    int64_t min_rows = min_split(k1 * N, 2.0 * (double)N * (double)k1);
     if (M >= 2 * min_rows) {
-        j.blocks = sy_min64(64, M / min_rows);
+        j.blocks = sy_min64(GEMM_MAX_BLOCKS, M / min_rows);
     } else {
-        double flops_per_col = 2.0 * (double)M * (double)(K > 0 ? K : 1);
-        int64_t min_cols = sy_max64(64, (int64_t)(1e6 / flops_per_col));
+        int64_t min_cols = min_split(k1 * M, 2.0 * (double)M * (double)k1);
         j.by_rows = false;
-        j.blocks = N >= 2 * min_cols ? sy_min64(64, N / min_cols) : 1;
+        j.blocks = N >= 2 * min_cols ? sy_min64(GEMM_MAX_BLOCKS, N / min_cols) : 1;
     }
     sy_parallel_parts(ex, j.blocks, gemm_block, &j);
 }
