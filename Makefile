@@ -5,6 +5,7 @@
 #   make asan     the unit tests under AddressSanitizer + UBSan (build-asan/)
 #   make bench    build and run the benchmarks
 #   make deps     install the Debian packages the build needs
+#   make bench-deps  install what the side-by-side benchmarks need (PyTorch)
 #   make format   clang-format the sources
 
 BUILD ?= build
@@ -14,8 +15,10 @@ CMAKE_FLAGS ?=
 CONFIG = -DCMAKE_BUILD_TYPE=Release -DSY_WERROR=ON $(CMAKE_FLAGS)
 
 DEBIAN_PACKAGES = build-essential cmake pkg-config libdnnl-dev python3
+# For the side-by-side benchmarks (make bench-deps).
+BENCH_PACKAGES = python3-torch
 
-.PHONY: all configure test asan bench deps format clean
+.PHONY: all configure test asan bench deps bench-deps format clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -31,16 +34,25 @@ asan:
 	cmake --build build-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j $(JOBS) -LE long
 
+# Kernels side by side with PyTorch when python3-torch is installed.
 bench: all
-	$(BUILD)/bench/bench_kernels
+	@if /usr/bin/python3 -c 'import torch' 2>/dev/null; then \
+	  /usr/bin/python3 bench/compare_kernels.py --build $(BUILD); \
+	else $(BUILD)/bench/bench_kernels; fi
 
 deps:
-	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEBIAN_PACKAGES)"
+
+bench-deps:
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(BENCH_PACKAGES)"
+
+install-packages:
+	@missing=$$(for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
-	else echo "all build dependencies are installed"; fi
+	else echo "all of $(PACKAGES) installed"; fi
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.inc')
