@@ -58,11 +58,12 @@ typedef enum sy_dtype {
     SY_F32 = 0, /* float: what models train in */
     SY_F64,     /* double: reference kernels only (gradient checks) */
     SY_I32,     /* int32_t: labels and indices */
+    SY_U8,      /* uint8_t: raw pixels and labels as datasets store them (tensors only, not graph values) */
     SY_DTYPE_COUNT
 } sy_dtype;
 
 size_t sy_dtype_size(sy_dtype dtype);
-const char *sy_dtype_name(sy_dtype dtype); /* "float32", "float64", "int32" */
+const char *sy_dtype_name(sy_dtype dtype); /* "float32", "float64", "int32", "uint8" */
 
 /* ---- shapes ------------------------------------------------------------- */
 
@@ -82,6 +83,28 @@ bool sy_shape_equal(const sy_shape *a, const sy_shape *b);
 /* Writes "(128, 28, 28, 1)" (Python's tuple notation) into buf; returns buf. */
 char *sy_shape_format(const sy_shape *shape, char *buf, size_t size);
 #define SY_SHAPE_STR_MAX 192
+
+/* ---- tensors ------------------------------------------------------------ */
+
+/* An owned, dense, row-major array with a dtype and a shape: what datasets
+ * load, what fit() and evaluate() read and what predict() returns. Unlike
+ * graph shapes, a tensor's dimensions may be 0 (an empty array). */
+typedef struct sy_tensor sy_tensor;
+
+/* A zero-filled tensor. SY_ERR_SHAPE for a negative dimension or a rank
+ * outside [0, SY_MAX_RANK]; SY_ERR_OUT_OF_MEMORY. */
+sy_status sy_tensor_new(sy_dtype dtype, sy_shape shape, sy_tensor **out);
+void sy_tensor_free(sy_tensor *t);
+sy_dtype sy_tensor_dtype(const sy_tensor *t);
+sy_shape sy_tensor_shape(const sy_tensor *t);
+int64_t sy_tensor_count(const sy_tensor *t); /* elements */
+size_t sy_tensor_bytes(const sy_tensor *t);
+/* The elements, row-major, sy_tensor_bytes() of them; the tensor owns them. */
+void *sy_tensor_data(const sy_tensor *t);
+/* Give the tensor a new shape with the same element count (no copy), as
+ * numpy's reshape; one dimension may be -1 (inferred). SY_ERR_SHAPE names
+ * both shapes when the counts differ. */
+sy_status sy_tensor_reshape(sy_tensor *t, sy_shape shape);
 
 /* ---- memory ------------------------------------------------------------- */
 

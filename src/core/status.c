@@ -64,6 +64,7 @@ size_t sy_dtype_size(sy_dtype dtype) {
     case SY_F32: return 4;
     case SY_F64: return 8;
     case SY_I32: return 4;
+    case SY_U8: return 1;
     default: return 0;
     }
 }
@@ -73,6 +74,7 @@ const char *sy_dtype_name(sy_dtype dtype) {
     case SY_F32: return "float32";
     case SY_F64: return "float64";
     case SY_I32: return "int32";
+    case SY_U8: return "uint8";
     default: return "invalid";
     }
 }

@@ -1,0 +1,90 @@
+/*
+ * systolic/data.h - datasets: the dataset zoo (Keras's load_data()) and the
+ * file readers under it.
+ *
+ *   sy_data_split d;
+ *   if (sy_fashion_mnist_load_data(&d)) fprintf(stderr, "%s\n", sy_last_error());
+ *   // d.x_train: uint8 (60000, 28, 28); d.y_train: uint8 (60000,)
+ *   sy_data_split_free(&d);
+ *
+ * Where the files come from, in order:
+ *   1. $SYSTOLIC_DATASETS/<dataset>/<file> (the directory may also be
+ *      spelled with '-' for '_': fashion-mnist);
+ *   2. the cache, <cache>/datasets/<dataset>/<file>, where <cache> is
+ *      $SYSTOLIC_CACHE_DIR, else $XDG_CACHE_HOME/systolic, else
+ *      ~/.cache/systolic;
+ *   3. a download into the cache from the publisher's URL (or, when
+ *      $SYSTOLIC_DATASETS_MIRROR is set, from <mirror>/<dataset>/<file>),
+ *      written to a temporary file, checked against the published SHA-256,
+ *      and renamed into place only when it matches.
+ * Every file found in 1 or 2 is checked against the same SHA-256 before it
+ * is parsed. A wrong checksum, a truncated or corrupt file, or a missing file
+ * with no network gives an error that names the file, what was expected and
+ * what to do.
+ */
+#ifndef SYSTOLIC_DATA_H
+#define SYSTOLIC_DATA_H
+
+#include "systolic/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* (x_train, y_train), (x_test, y_test), as Keras's load_data() returns them. */
+typedef struct sy_data_split {
+    sy_tensor *x_train, *y_train, *x_test, *y_test;
+} sy_data_split;
+
+/* Free the four tensors and set them to NULL; NULL members are skipped. */
+void sy_data_split_free(sy_data_split *split);
+
+/* Fashion-MNIST (Zalando): x uint8 (N, 28, 28) with 0..255, y uint8 (N,)
+ * with classes 0..9; 60,000 train and 10,000 test. On failure every member
+ * of *out is NULL. */
+sy_status sy_fashion_mnist_load_data(sy_data_split *out);
+/* MNIST (LeCun, Cortes, Burges): the same layout as Fashion-MNIST. */
+sy_status sy_mnist_load_data(sy_data_split *out);
+
+/* The path of a dataset file, found or fetched as described above, with its
+ * checksum verified: `dataset` is "fashion_mnist", "mnist", ...; `file` a
+ * file name of that dataset ("train-images-idx3-ubyte.gz"). Writes at most
+ * `size` bytes into `path`. SY_ERR_NOT_FOUND for a file the zoo does not
+ * know; SY_ERR_IO when it can be neither found nor downloaded;
+ * SY_ERR_CORRUPT when its checksum is wrong. */
+sy_status sy_dataset_file(const char *dataset, const char *file, char *path, size_t size);
+
+/* Read an IDX file (LeCun's format: magic, dims as big-endian int32, then
+ * the elements big-endian), gzip-compressed or not (detected from the
+ * first bytes). unsigned byte -> SY_U8; signed byte, short and int ->
+ * SY_I32; float -> SY_F32; double -> SY_F64. The tensor's shape is the
+ * file's dims. SY_ERR_CORRUPT names the file and the byte offset for a bad
+ * magic, a truncated body, trailing bytes or a damaged gzip stream. */
+sy_status sy_idx_read(const char *path, sy_tensor **out);
+
+/* Read a NumPy .npy file (format versions 1.0, 2.0 and 3.0; C order;
+ * little- or big-endian). '<f4' -> SY_F32, '<f8' -> SY_F64, '<i4' ->
+ * SY_I32, '|u1' and '|b1' -> SY_U8; '<i8', '<i2', '|i1', '<u2' -> SY_I32
+ * when every value fits (SY_ERR_UNSUPPORTED names the value that does
+ * not). Fortran order, object arrays and other dtypes: SY_ERR_UNSUPPORTED
+ * naming the dtype. A bad magic, header or a truncated body:
+ * SY_ERR_CORRUPT with the file and byte offset. */
+sy_status sy_npy_read(const char *path, sy_tensor **out);
+
+/* A NumPy .npz archive (a zip of .npy files, as np.savez and
+ * np.savez_compressed write them: stored or deflated members, zip64
+ * included). */
+typedef struct sy_npz sy_npz;
+sy_status sy_npz_open(const char *path, sy_npz **out);
+void sy_npz_close(sy_npz *npz);
+int32_t sy_npz_count(const sy_npz *npz);
+/* The array's name without ".npy" ("x_train"). */
+const char *sy_npz_name(const sy_npz *npz, int32_t index);
+/* Read the member named `name` (without ".npy") as sy_npy_read would.
+ * SY_ERR_NOT_FOUND lists the names the archive has. */
+sy_status sy_npz_get(const sy_npz *npz, const char *name, sy_tensor **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

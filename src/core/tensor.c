@@ -1,0 +1,92 @@
+/*
+ * tensor.c - owned dense arrays: a header and the elements in one
+ * allocation, the elements aligned to SY_ALIGN.
+ */
+#include "core_internal.h"
+
+#include <string.h>
+
+struct sy_tensor {
+    sy_dtype dtype;
+    sy_shape shape;
+    int64_t count;
+    void *data;
+};
+
+static sy_status check_tensor_shape(const sy_shape *s, int64_t *count) {
+    char buf[SY_SHAPE_STR_MAX];
+    if (s->rank < 0 || s->rank > SY_MAX_RANK)
+        return sy_error(SY_ERR_SHAPE, "tensor: rank %d is outside [0, %d]", s->rank, SY_MAX_RANK);
+    int64_t n = 1;
+    for (int i = 0; i < s->rank; i++) {
+        if (s->dims[i] < 0)
+            return sy_error(SY_ERR_SHAPE, "tensor: shape %s has a negative dimension", sy_shape_format(s, buf, sizeof buf));
+        if (s->dims[i] && n > INT64_MAX / 16 / s->dims[i])
+            return sy_error(SY_ERR_SHAPE, "tensor: shape %s is too large", sy_shape_format(s, buf, sizeof buf));
+        n *= s->dims[i];
+    }
+    *count = n;
+    return SY_OK;
+}
+
+sy_status sy_tensor_new(sy_dtype dtype, sy_shape shape, sy_tensor **out) {
+    *out = NULL;
+    if ((unsigned)dtype >= SY_DTYPE_COUNT) return sy_error(SY_ERR_DTYPE, "tensor: invalid dtype %d", (int)dtype);
+    int64_t count = 0;
+    sy_status st = check_tensor_shape(&shape, &count);
+    if (st) return st;
+    size_t head = (size_t)sy_align_up((int64_t)sizeof(sy_tensor), SY_ALIGN);
+    size_t bytes = (size_t)count * sy_dtype_size(dtype);
+    sy_tensor *t = sy_malloc_aligned(head + bytes, SY_ALIGN);
+    if (!t) {
+        char buf[SY_SHAPE_STR_MAX];
+        return sy_error(SY_ERR_OUT_OF_MEMORY, "tensor: out of memory for %s %s (%zu bytes)", sy_dtype_name(dtype),
+                        sy_shape_format(&shape, buf, sizeof buf), bytes);
+    }
+    t->dtype = dtype;
+    t->shape = shape;
+    t->count = count;
+    t->data = (char *)t + head;
+    memset(t->data, 0, bytes);
+    *out = t;
+    return SY_OK;
+}
+
+void sy_tensor_free(sy_tensor *t) { sy_free(t); }
+sy_dtype sy_tensor_dtype(const sy_tensor *t) { return t->dtype; }
+sy_shape sy_tensor_shape(const sy_tensor *t) { return t->shape; }
+int64_t sy_tensor_count(const sy_tensor *t) { return t->count; }
+size_t sy_tensor_bytes(const sy_tensor *t) { return (size_t)t->count * sy_dtype_size(t->dtype); }
+void *sy_tensor_data(const sy_tensor *t) { return t->data; }
+
+sy_status sy_tensor_reshape(sy_tensor *t, sy_shape shape) {
+    char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
+    if (shape.rank < 0 || shape.rank > SY_MAX_RANK)
+        return sy_error(SY_ERR_SHAPE, "reshape: rank %d is outside [0, %d]", shape.rank, SY_MAX_RANK);
+    int infer = -1;
+    int64_t known = 1;
+    for (int i = 0; i < shape.rank; i++) {
+        if (shape.dims[i] == -1 && infer < 0) {
+            infer = i;
+            continue;
+        }
+        if (shape.dims[i] < 0)
+            return sy_error(SY_ERR_SHAPE, "reshape: cannot reshape %s to %s: at most one dimension may be -1",
+                            sy_shape_format(&t->shape, a, sizeof a), sy_shape_format(&shape, b, sizeof b));
+        known *= shape.dims[i];
+    }
+    if (infer >= 0) {
+        if (known == 0 || t->count % known != 0)
+            return sy_error(SY_ERR_SHAPE, "reshape: cannot reshape %s (%lld elements) to %s",
+                            sy_shape_format(&t->shape, a, sizeof a), (long long)t->count,
+                            sy_shape_format(&shape, b, sizeof b));
+        shape.dims[infer] = t->count / known;
+        known = t->count;
+    }
+    if (known != t->count)
+        return sy_error(SY_ERR_SHAPE, "reshape: cannot reshape %s (%lld elements) to %s (%lld elements)",
+                        sy_shape_format(&t->shape, a, sizeof a), (long long)t->count,
+                        sy_shape_format(&shape, b, sizeof b), (long long)known);
+    t->shape = shape;
+    return SY_OK;
+}
