@@ -4,8 +4,9 @@
 #   make test     build and run the unit tests (ctest)
 #   make asan     the unit tests under AddressSanitizer + UBSan (build-asan/)
 #   make bench    build and run the benchmarks
+#   make fuzz     run the libFuzzer targets, FUZZ_SECONDS each (clang, build-fuzz/)
 #   make deps     install the Debian packages the build needs
-#   make bench-deps  install what the side-by-side benchmarks need (PyTorch)
+#   make bench-deps  install what the side-by-side benchmarks need (PyTorch; TensorFlow in .gl/)
 #   make format   clang-format the sources
 
 BUILD ?= build
@@ -16,9 +17,9 @@ CONFIG = -DCMAKE_BUILD_TYPE=Release -DSY_WERROR=ON $(CMAKE_FLAGS)
 
 DEBIAN_PACKAGES = build-essential cmake pkg-config libdnnl-dev zlib1g-dev libcurl4-openssl-dev python3
 # For the side-by-side benchmarks (make bench-deps).
-BENCH_PACKAGES = python3-torch
+BENCH_PACKAGES = python3-torch python3-venv
 
-.PHONY: all configure test asan bench deps bench-deps format clean
+.PHONY: all configure test asan fuzz bench deps bench-deps format clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -34,17 +35,36 @@ asan:
 	cmake --build build-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j $(JOBS) -LE long
 
-# Kernels side by side with PyTorch when python3-torch is installed.
+# The parsers under libFuzzer with ASan+UBSan. New inputs go to
+# build-fuzz/corpus/<target>; tests/fuzz/corpus/<target> holds the seeds.
+# A crash leaves build-fuzz/<target>-crash-*: add it to the seeds once fixed.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = fuzz_idx fuzz_npy
+fuzz:
+	@test -f build-fuzz/CMakeCache.txt || CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSY_FUZZ=ON -DSY_BUILD_TESTS=OFF $(CMAKE_FLAGS)
+	cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build-fuzz/corpus/$$t || exit 1; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	  build-fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -malloc_limit_mb=256 -print_final_stats=1 \
+	    -artifact_prefix=build-fuzz/$$t- build-fuzz/corpus/$$t tests/fuzz/corpus/$$t || exit 1; \
+	done
+
+# Kernels beside PyTorch, then the tutorial models' training beside
+# TensorFlow (.gl/ venv) and PyTorch, where make bench-deps installed them.
 bench: all
 	@if /usr/bin/python3 -c 'import torch' 2>/dev/null; then \
 	  /usr/bin/python3 bench/compare_kernels.py --build $(BUILD); \
 	else $(BUILD)/bench/bench_kernels; fi
+	/usr/bin/python3 bench/compare_models.py --build $(BUILD)
 
 deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEBIAN_PACKAGES)"
 
 bench-deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(BENCH_PACKAGES)"
+	@test -x .gl/bin/python || python3 -m venv .gl
+	@.gl/bin/python -c 'import tensorflow' 2>/dev/null || .gl/bin/pip install -q tensorflow-cpu==2.15.1
 
 install-packages:
 	@missing=$$(for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -58,4 +78,4 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.inc')
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-fuzz

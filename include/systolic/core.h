@@ -101,6 +101,8 @@ int64_t sy_tensor_count(const sy_tensor *t); /* elements */
 size_t sy_tensor_bytes(const sy_tensor *t);
 /* The elements, row-major, sy_tensor_bytes() of them; the tensor owns them. */
 void *sy_tensor_data(const sy_tensor *t);
+/* Element `index` (row-major) as a double, whatever the dtype. */
+double sy_tensor_get(const sy_tensor *t, int64_t index);
 /* Give the tensor a new shape with the same element count (no copy), as
  * numpy's reshape; one dimension may be -1 (inferred). SY_ERR_SHAPE names
  * both shapes when the counts differ. */

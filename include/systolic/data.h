@@ -64,21 +64,26 @@ sy_status sy_idx_read(const char *path, sy_tensor **out);
 
 /* Read a NumPy .npy file (format versions 1.0, 2.0 and 3.0; C order;
  * little- or big-endian). '<f4' -> SY_F32, '<f8' -> SY_F64, '<i4' ->
- * SY_I32, '|u1' and '|b1' -> SY_U8; '<i8', '<i2', '|i1', '<u2' -> SY_I32
- * when every value fits (SY_ERR_UNSUPPORTED names the value that does
- * not). Fortran order, object arrays and other dtypes: SY_ERR_UNSUPPORTED
- * naming the dtype. A bad magic, header or a truncated body:
+ * SY_I32, '|u1' and '|b1' -> SY_U8 (bools as 0 and 1); '<i8', '<i2',
+ * '|i1', '<u2', '<u4', '<u8' -> SY_I32 when every value fits
+ * (SY_ERR_UNSUPPORTED names the value that does not). Fortran order (rank
+ * >= 2), object arrays and other dtypes: SY_ERR_UNSUPPORTED naming the
+ * dtype. A bad magic, header, a truncated body or bytes after it:
  * SY_ERR_CORRUPT with the file and byte offset. */
 sy_status sy_npy_read(const char *path, sy_tensor **out);
 
 /* A NumPy .npz archive (a zip of .npy files, as np.savez and
  * np.savez_compressed write them: stored or deflated members, zip64
- * included). */
+ * included). sy_npz_open reads the file into memory and checks its
+ * directory (SY_ERR_IO, SY_ERR_CORRUPT naming the byte offset); each
+ * member is inflated and its CRC-32 checked when sy_npz_get asks for it.
+ * sy_npz_close(NULL) does nothing. */
 typedef struct sy_npz sy_npz;
 sy_status sy_npz_open(const char *path, sy_npz **out);
 void sy_npz_close(sy_npz *npz);
 int32_t sy_npz_count(const sy_npz *npz);
-/* The array's name without ".npy" ("x_train"). */
+/* The array's name without ".npy" ("x_train"), owned by the archive;
+ * NULL for an index outside [0, count). */
 const char *sy_npz_name(const sy_npz *npz, int32_t index);
 /* Read the member named `name` (without ".npy") as sy_npy_read would.
  * SY_ERR_NOT_FOUND lists the names the archive has. */

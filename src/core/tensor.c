@@ -59,6 +59,15 @@ int64_t sy_tensor_count(const sy_tensor *t) { return t->count; }
 size_t sy_tensor_bytes(const sy_tensor *t) { return (size_t)t->count * sy_dtype_size(t->dtype); }
 void *sy_tensor_data(const sy_tensor *t) { return t->data; }
 
+double sy_tensor_get(const sy_tensor *t, int64_t i) {
+    switch (t->dtype) {
+    case SY_F32: return ((const float *)t->data)[i];
+    case SY_F64: return ((const double *)t->data)[i];
+    case SY_I32: return ((const int32_t *)t->data)[i];
+    default: return ((const uint8_t *)t->data)[i];
+    }
+}
+
 sy_status sy_tensor_reshape(sy_tensor *t, sy_shape shape) {
     char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
     if (shape.rank < 0 || shape.rank > SY_MAX_RANK)

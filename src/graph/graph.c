@@ -328,8 +328,8 @@ sy_status graph_clone(const sy_graph *g, sy_graph **out) {
         sy_graph_free(c);
         return sy_error(SY_ERR_OUT_OF_MEMORY, "graph: out of memory copying");
     }
-    memcpy(c->nodes, g->nodes, (size_t)g->n_nodes * sizeof *g->nodes);
-    memcpy(c->edges, g->edges, (size_t)g->n_edges * sizeof *g->edges);
+    if (g->n_nodes) memcpy(c->nodes, g->nodes, (size_t)g->n_nodes * sizeof *g->nodes);
+    if (g->n_edges) memcpy(c->edges, g->edges, (size_t)g->n_edges * sizeof *g->edges);
     c->n_edges = g->n_edges;
     for (int64_t i = 0; i < g->n_nodes; i++) {
         c->nodes[i].name = sy_strdup(g->nodes[i].name);
