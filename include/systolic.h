@@ -40,6 +40,8 @@
  *   systolic/backend.h   the compute backends and the op registry
  *   systolic/graph.h     building graphs of ops with static shapes
  *   systolic/compiler.h  compiling graphs into plans; variables; optimizers
+ *   systolic/data.h      datasets (Keras's load_data()) and file readers
+ *   systolic/keras.h     Keras-style models: layers, compile, fit, evaluate, predict
  */
 #ifndef SYSTOLIC_H
 #define SYSTOLIC_H
@@ -48,5 +50,7 @@
 #include "systolic/backend.h"
 #include "systolic/graph.h"
 #include "systolic/compiler.h"
+#include "systolic/data.h"
+#include "systolic/keras.h"
 
 #endif

@@ -73,6 +73,13 @@ sy_dtype sy_vars_dtype(const sy_vars *vars, int32_t index);
 /* The variable's values, in place (row-major, of its dtype). Valid until a
  * plan adds variables to the store. */
 void *sy_vars_data(sy_vars *vars, int32_t index);
+/* Find the parameter `name` -- which must then have this dtype and shape
+ * (SY_ERR_SHAPE names both otherwise) -- or create it, filled as `init`
+ * says. Its index goes to *index. Creating one may move the block
+ * (sy_vars_data pointers taken before are stale). */
+sy_status sy_vars_add(sy_vars *vars, const char *name, sy_dtype dtype, sy_shape shape, sy_init init, int32_t *index);
+/* Fill variable `index` again as `init` says (a float parameter or slot). */
+sy_status sy_vars_reset(sy_vars *vars, int32_t index, sy_init init);
 /* Optimizer steps applied so far (Keras's optimizer.iterations). */
 int64_t sy_vars_iterations(const sy_vars *vars);
 

@@ -145,3 +145,21 @@ sy_status vars_resolve(sy_vars *v, sy_var_request *req, int64_t n) {
     }
     return SY_OK;
 }
+
+sy_status sy_vars_add(sy_vars *v, const char *name, sy_dtype dtype, sy_shape shape, sy_init init, int32_t *index) {
+    if (dtype != SY_F32 && dtype != SY_F64)
+        return sy_error(SY_ERR_DTYPE, "variable '%s': parameters are float32 or float64, not %s", name,
+                        sy_dtype_name(dtype));
+    sy_var_request r = {name, SY_VAR_PARAM, dtype, shape, init, -1};
+    sy_status st = vars_resolve(v, &r, 1);
+    if (st == SY_OK) *index = r.index;
+    return st;
+}
+
+sy_status sy_vars_reset(sy_vars *v, int32_t index, sy_init init) {
+    if (index < 0 || index >= v->n_vars)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "variable index %d is outside [0, %lld)", index, (long long)v->n_vars);
+    const sy_var *x = &v->vars[index];
+    sy_var_request r = {x->name, x->kind, x->dtype, x->shape, init, index};
+    return init_values(&r, sy_vars_data(v, index));
+}

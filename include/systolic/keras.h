@@ -1,0 +1,282 @@
+/*
+ * systolic/keras.h - Keras-style models: Sequential, layers, compile, fit,
+ * evaluate, predict, summary.
+ *
+ * The Fashion-MNIST tutorial, as the TPU guide writes it in Keras:
+ *
+ *   sy_model *m;
+ *   sy_model_new("sequential", &m);
+ *   sy_layer conv = sy_layer_conv2d(64, 3, 3);
+ *   conv.input_shape = sy_shape_of(3, (int64_t)28, (int64_t)28, (int64_t)1);
+ *   sy_model_add(m, &conv);
+ *   sy_layer pool = sy_layer_max_pooling2d(2, 2);
+ *   sy_model_add(m, &pool);
+ *   sy_layer relu = sy_layer_activation(SY_ACTIVATION_RELU), flat = sy_layer_flatten();
+ *   sy_model_add(m, &relu);
+ *   sy_model_add(m, &flat);
+ *   sy_layer dense = sy_layer_dense(10), soft = sy_layer_activation(SY_ACTIVATION_SOFTMAX);
+ *   sy_model_add(m, &dense);
+ *   sy_model_add(m, &soft);
+ *
+ *   sy_compile_options c = sy_compile_options_default();
+ *   c.optimizer = sy_optimizer_adam(1e-3f);
+ *   c.loss = "sparse_categorical_crossentropy";
+ *   const char *metrics[] = {"sparse_categorical_accuracy"};
+ *   c.metrics = metrics;
+ *   c.n_metrics = 1;
+ *   sy_model_compile(m, &c);
+ *
+ *   sy_fit_options f = sy_fit_options_default();
+ *   f.batch_size = 1000; f.epochs = 5; f.steps_per_epoch = 60;
+ *   f.x_val = x_test; f.y_val = y_test; f.validation_freq = 5;
+ *   sy_history *h;
+ *   sy_model_fit(m, x_train, y_train, &f, &h);
+ *
+ * Semantics follow tf.keras 2.x (docs/design/keras-semantics.md): layer
+ * defaults, weight layouts (Dense kernels (in, out), Conv2D kernels HWIO,
+ * NHWC activations), glorot_uniform kernels and zero biases, losses reduced
+ * with SUM_OVER_BATCH_SIZE, a softmax/sigmoid output feeding a
+ * cross-entropy computed from its logits. Shapes exclude the batch axis
+ * (Keras's input_shape); a model is compiled once per batch size into
+ * static-shape plans.
+ *
+ * Mistakes are refused as early as Keras refuses them, with the layer's name
+ * and the shapes involved: an impossible layer stack at sy_model_add, an
+ * unknown loss, optimizer or metric at sy_model_compile, data of the wrong
+ * shape at fit/evaluate/predict.
+ */
+#ifndef SYSTOLIC_KERAS_H
+#define SYSTOLIC_KERAS_H
+
+#include "systolic/compiler.h"
+#include "systolic/core.h"
+#include "systolic/graph.h"
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- layers ---------------------------------------------------------------- */
+
+typedef enum sy_activation {
+    SY_ACTIVATION_LINEAR = 0,
+    SY_ACTIVATION_RELU,
+    SY_ACTIVATION_SIGMOID,
+    SY_ACTIVATION_TANH,
+    SY_ACTIVATION_SOFTMAX
+} sy_activation;
+
+/* Keras's name ("relu") and back; SY_ERR_NOT_FOUND lists the known names. */
+const char *sy_activation_name(sy_activation activation);
+sy_status sy_activation_from_name(const char *name, sy_activation *out);
+
+typedef enum sy_layer_kind {
+    SY_LAYER_DENSE = 1,
+    SY_LAYER_CONV2D,
+    SY_LAYER_MAX_POOLING2D,
+    SY_LAYER_AVERAGE_POOLING2D,
+    SY_LAYER_ACTIVATION,
+    SY_LAYER_FLATTEN,
+    SY_LAYER_RESHAPE,
+    SY_LAYER_DROPOUT
+} sy_layer_kind;
+
+/* A layer's configuration: Keras's constructor arguments. Make one with a
+ * sy_layer_<kind>() function, which fills in Keras's defaults, then change
+ * fields as Keras's keyword arguments would. Fields a kind does not use are
+ * ignored. */
+typedef struct sy_layer {
+    sy_layer_kind kind;
+    const char *name;         /* NULL: Keras's automatic name (conv2d, conv2d_1, ...) */
+    sy_shape input_shape;     /* first layer only: the input without the batch axis; rank 0: not given */
+    sy_activation activation; /* Dense, Conv2D, Activation */
+    bool use_bias;            /* Dense, Conv2D: true */
+    int32_t units;            /* Dense */
+    int32_t filters;          /* Conv2D */
+    int32_t kernel_size[2];   /* Conv2D */
+    int32_t strides[2];       /* Conv2D: (1, 1); pooling: the pool size */
+    int32_t pool_size[2];     /* pooling: (2, 2) */
+    sy_padding padding;       /* Conv2D, pooling: valid */
+    float rate;               /* Dropout */
+    uint64_t seed;            /* Dropout's mask stream; 0: derived from the model's seed */
+    sy_shape target_shape;    /* Reshape, without the batch axis; one dimension may be -1 */
+    sy_init kernel_initializer; /* Dense, Conv2D: glorot_uniform (seed 0: from the model's seed) */
+    sy_init bias_initializer;   /* Dense, Conv2D: zeros */
+} sy_layer;
+
+sy_layer sy_layer_dense(int32_t units);
+sy_layer sy_layer_conv2d(int32_t filters, int32_t kernel_h, int32_t kernel_w);
+sy_layer sy_layer_max_pooling2d(int32_t pool_h, int32_t pool_w);
+sy_layer sy_layer_average_pooling2d(int32_t pool_h, int32_t pool_w);
+sy_layer sy_layer_activation(sy_activation activation);
+sy_layer sy_layer_flatten(void);
+sy_layer sy_layer_reshape(sy_shape target_shape);
+sy_layer sy_layer_dropout(float rate);
+
+/* Keras's class name of a kind ("Conv2D"). */
+const char *sy_layer_class_name(sy_layer_kind kind);
+
+/* ---- models ------------------------------------------------------------------ */
+
+typedef struct sy_model sy_model;
+
+/* An empty Sequential model named `name` (NULL: "sequential"). */
+sy_status sy_model_new(const char *name, sy_model **out);
+void sy_model_free(sy_model *m);
+
+/* Seed of the model's random streams: initial weights, dropout masks and
+ * shuffling (default 0, so runs are reproducible). Setting it draws the
+ * initial weights of the layers already added again. */
+void sy_model_set_seed(sy_model *m, uint64_t seed);
+
+/* Append a layer (the configuration is copied, the name too). Once the
+ * input shape is known -- from the first layer's input_shape -- every layer
+ * is built when added: its output shape is inferred and its weights are
+ * created and initialised; a layer that cannot follow the one before it is
+ * refused (SY_ERR_SHAPE or SY_ERR_INVALID_ARGUMENT) with its name and the
+ * shapes, and the model is left as it was. */
+sy_status sy_model_add(sy_model *m, const sy_layer *layer);
+
+/* Give the input shape when the first layer did not (Keras's build()). */
+sy_status sy_model_build(sy_model *m, sy_shape input_shape);
+
+const char *sy_model_name(const sy_model *m);
+int32_t sy_model_layer_count(const sy_model *m);
+const sy_layer *sy_model_layer(const sy_model *m, int32_t index); /* name filled in */
+sy_shape sy_model_input_shape(const sy_model *m);                 /* without the batch axis */
+sy_shape sy_model_output_shape(const sy_model *m, int32_t layer); /* without the batch axis */
+int64_t sy_model_param_count(const sy_model *m, int32_t layer);   /* -1: the whole model */
+
+/* The weights, in Keras's order (layer by layer; kernel before bias), named
+ * as Keras names them ("conv2d/kernel:0"). The data is the live float32
+ * storage: writing it sets the weight (Keras's set_weights). */
+int32_t sy_model_weight_count(const sy_model *m);
+const char *sy_model_weight_name(const sy_model *m, int32_t index);
+sy_shape sy_model_weight_shape(const sy_model *m, int32_t index);
+float *sy_model_weight_data(sy_model *m, int32_t index);
+/* The index of the weight named `name` (with or without ":0"), or -1. */
+int32_t sy_model_find_weight(const sy_model *m, const char *name);
+
+/* Keras's summary table (layers, output shapes, parameter counts) to out. */
+void sy_model_summary(const sy_model *m, FILE *out);
+
+/* ---- compile ------------------------------------------------------------------- */
+
+typedef struct sy_compile_options {
+    sy_optimizer optimizer;      /* default: RMSprop(0.001), as Keras's compile() */
+    const char *loss;            /* Keras's name: sparse_categorical_crossentropy,
+                                    categorical_crossentropy, binary_crossentropy,
+                                    mean_squared_error (mse) */
+    bool from_logits;            /* the loss takes logits */
+    const char *const *metrics;  /* Keras's names: accuracy (acc), sparse_categorical_accuracy,
+                                    categorical_accuracy, binary_accuracy */
+    int32_t n_metrics;
+    const char *backend;         /* "cpu" (default) or "ref" */
+    int32_t threads;             /* kernel threads; 0: one per core */
+} sy_compile_options;
+
+sy_compile_options sy_compile_options_default(void);
+
+/* Parse an optimizer name ("adam", "sgd", "rmsprop"; any case) with Keras's
+ * defaults. SY_ERR_NOT_FOUND lists the names. */
+sy_status sy_optimizer_from_name(const char *name, sy_optimizer *out);
+
+/* Configure training. The model must have its input shape. Unknown names
+ * are refused with the list of known ones; a loss that cannot take the
+ * model's output (binary_crossentropy after a 10-way softmax is fine, a
+ * sparse loss on a rank-0 output is not) is refused with both shapes. */
+sy_status sy_model_compile(sy_model *m, const sy_compile_options *options);
+
+/* ---- logs and history ---------------------------------------------------------- */
+
+/* Named values: loss and metrics of a step, an epoch or an evaluation, in
+ * Keras's order (loss, metrics, then val_loss, val_ metrics). */
+#define SY_LOGS_MAX 24
+typedef struct sy_logs {
+    int32_t n;
+    char names[SY_LOGS_MAX][48];
+    double values[SY_LOGS_MAX];
+} sy_logs;
+
+/* The value named `name`; NAN if absent. */
+double sy_logs_get(const sy_logs *logs, const char *name);
+
+typedef struct sy_history sy_history;
+void sy_history_free(sy_history *h);
+int32_t sy_history_epochs(const sy_history *h);
+/* The logs of the i-th epoch run (epoch number sy_history_epoch(h, i)). */
+const sy_logs *sy_history_logs(const sy_history *h, int32_t i);
+int32_t sy_history_epoch(const sy_history *h, int32_t i);
+
+/* ---- callbacks -------------------------------------------------------------------- */
+
+/* Hooks fit() calls, Keras's Callback. Any may be NULL. A non-OK status
+ * stops fit(), which returns it. Epochs are 0-based as in Keras. */
+typedef struct sy_callback {
+    void *ctx;
+    sy_status (*on_train_begin)(void *ctx, sy_model *m);
+    sy_status (*on_epoch_begin)(void *ctx, sy_model *m, int32_t epoch);
+    /* After each host round trip; `step` is the last step run in the epoch
+     * (0-based); logs hold the epoch's running means. */
+    sy_status (*on_train_batch_end)(void *ctx, sy_model *m, int64_t step, const sy_logs *logs);
+    sy_status (*on_epoch_end)(void *ctx, sy_model *m, int32_t epoch, const sy_logs *logs);
+    sy_status (*on_train_end)(void *ctx, sy_model *m, const sy_logs *logs);
+} sy_callback;
+
+/* Ask fit() to stop after the current epoch (Keras's model.stop_training). */
+void sy_model_stop_training(sy_model *m);
+
+/* ---- fit, evaluate, predict -------------------------------------------------------- */
+
+typedef struct sy_fit_options {
+    int64_t batch_size;        /* 32 */
+    int32_t epochs;            /* 1 */
+    int64_t steps_per_epoch;   /* 0: ceil(samples / batch_size) */
+    const sy_tensor *x_val, *y_val; /* validation_data; NULL: none */
+    int64_t validation_batch_size; /* 0: batch_size */
+    int32_t validation_freq;   /* validate after every n-th epoch: 1 */
+    bool shuffle;              /* reshuffle the samples before each pass: true */
+    int32_t initial_epoch;     /* 0 */
+    uint64_t seed;             /* shuffling stream (besides the model's seed): 0 */
+    int32_t verbose;           /* 0 silent, 1 progress bar, 2 one line per epoch: 1 */
+    FILE *progress;            /* where the progress bar goes: NULL is stderr */
+    const sy_callback *callbacks;
+    int32_t n_callbacks;
+} sy_fit_options;
+
+sy_fit_options sy_fit_options_default(void);
+
+/* Train. x: (samples, input_shape...) of any dtype (converted to float32 as
+ * Keras casts); y: labels of the loss's form -- class indices (samples,) or
+ * (samples, 1) for a sparse loss, else the model's output shape. The samples
+ * are an endless stream of passes over x, each pass in a new order when
+ * shuffle is set; every step takes a full batch from it (a pass that does
+ * not divide by the batch size runs on into the next), so every step has the
+ * compiled static shape. *history (may be NULL) receives the epochs' logs. */
+sy_status sy_model_fit(sy_model *m, const sy_tensor *x, const sy_tensor *y, const sy_fit_options *options,
+                       sy_history **history);
+
+typedef struct sy_evaluate_options {
+    int64_t batch_size; /* 32 */
+    int32_t verbose;    /* 0, 1 (progress bar) or 2: 1 */
+    FILE *progress;     /* NULL: stderr */
+} sy_evaluate_options;
+
+sy_evaluate_options sy_evaluate_options_default(void);
+
+/* Loss and metrics over every sample of (x, y). The last partial batch is
+ * padded and the padding left out of every result, so the whole dataset is
+ * covered exactly whatever the batch size. */
+sy_status sy_model_evaluate(sy_model *m, const sy_tensor *x, const sy_tensor *y, const sy_evaluate_options *options,
+                            sy_logs *results);
+
+/* The model's output for every sample of x: a float32 tensor (samples,
+ * output_shape...) the caller frees. Batching as evaluate. */
+sy_status sy_model_predict(sy_model *m, const sy_tensor *x, const sy_evaluate_options *options, sy_tensor **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,282 @@
+/*
+ * compile.c - compile(): the loss, the metrics and the optimizer by Keras's
+ * names; and the plans the model runs, one per mode, compiled from a graph
+ * of the layers on first use at a given batch size.
+ *
+ * The graph of every mode is the same layer stack over an input x of shape
+ * (batch, input_shape...); training builds it with dropout active. Train
+ * and evaluate plans add the labels y and the loss per sample (batch,),
+ * which is what evaluate() needs to leave padded rows out; the train plan
+ * minimises its mean (Keras's SUM_OVER_BATCH_SIZE) with the optimizer. The
+ * model's output is an output of every plan, for metrics and predict().
+ * All plans share the model's variable store, so they share the weights;
+ * the train plan adds the optimizer's slots to it.
+ */
+#include "keras_internal.h"
+
+#include <string.h>
+#include <strings.h>
+
+sy_compile_options sy_compile_options_default(void) {
+    sy_compile_options o;
+    memset(&o, 0, sizeof o);
+    o.optimizer = sy_optimizer_rmsprop(0.001f);
+    o.backend = "cpu";
+    return o;
+}
+
+sy_status sy_optimizer_from_name(const char *name, sy_optimizer *out) {
+    if (name && strcasecmp(name, "sgd") == 0) *out = sy_optimizer_sgd(0.01f, 0.0f, false);
+    else if (name && strcasecmp(name, "adam") == 0) *out = sy_optimizer_adam(0.001f);
+    else if (name && strcasecmp(name, "rmsprop") == 0) *out = sy_optimizer_rmsprop(0.001f);
+    else return sy_error(SY_ERR_NOT_FOUND, "unknown optimizer '%s'; known: sgd, adam, rmsprop", name ? name : "(null)");
+    return SY_OK;
+}
+
+static const struct {
+    const char *name;
+    keras_loss loss;
+} losses[] = {
+    {"sparse_categorical_crossentropy", KERAS_LOSS_SPARSE_CATEGORICAL_CE},
+    {"categorical_crossentropy", KERAS_LOSS_CATEGORICAL_CE},
+    {"binary_crossentropy", KERAS_LOSS_BINARY_CE},
+    {"mean_squared_error", KERAS_LOSS_MSE},
+    {"mse", KERAS_LOSS_MSE},
+    {"MSE", KERAS_LOSS_MSE},
+};
+
+static sy_status resolve_loss(sy_model *m, const char *name) {
+    for (size_t i = 0; name && i < sizeof losses / sizeof losses[0]; i++)
+        if (strcmp(name, losses[i].name) == 0) {
+            m->loss = losses[i].loss;
+            snprintf(m->loss_name, sizeof m->loss_name, "%s", name);
+            return SY_OK;
+        }
+    return sy_error(SY_ERR_NOT_FOUND,
+                    "compile: unknown loss '%s'; known: sparse_categorical_crossentropy, categorical_crossentropy, "
+                    "binary_crossentropy, mean_squared_error (mse)",
+                    name ? name : "(none given)");
+}
+
+/* Keras resolves "accuracy" by the shapes: a one-unit output is binary,
+ * integer labels are sparse, anything else categorical. Labels here take
+ * the loss's form, so the loss decides between sparse and categorical. */
+static sy_status resolve_metric(sy_model *m, const char *name, metric_spec *out) {
+    int64_t classes = m->layers[m->n_layers - 1].out_shape.dims[m->layers[m->n_layers - 1].out_shape.rank - 1];
+    snprintf(out->name, sizeof out->name, "%s", name ? name : "");
+    if (name && (strcmp(name, "accuracy") == 0 || strcmp(name, "acc") == 0)) {
+        out->kind = classes == 1                                   ? KERAS_METRIC_BINARY_ACCURACY
+                    : m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE ? KERAS_METRIC_SPARSE_CATEGORICAL_ACCURACY
+                                                                   : KERAS_METRIC_CATEGORICAL_ACCURACY;
+        return SY_OK;
+    }
+    if (name && strcmp(name, "sparse_categorical_accuracy") == 0) {
+        if (m->loss != KERAS_LOSS_SPARSE_CATEGORICAL_CE)
+            return sy_error(SY_ERR_INVALID_ARGUMENT,
+                            "compile: sparse_categorical_accuracy needs integer class labels, which only the "
+                            "sparse_categorical_crossentropy loss takes; with '%s' use categorical_accuracy or accuracy",
+                            m->loss_name);
+        out->kind = KERAS_METRIC_SPARSE_CATEGORICAL_ACCURACY;
+        return SY_OK;
+    }
+    if (name && (strcmp(name, "categorical_accuracy") == 0 || strcmp(name, "binary_accuracy") == 0)) {
+        if (m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE)
+            return sy_error(SY_ERR_INVALID_ARGUMENT,
+                            "compile: %s compares with targets of the output's shape, but sparse_categorical_crossentropy "
+                            "takes class indices; use sparse_categorical_accuracy or accuracy",
+                            name);
+        out->kind = name[0] == 'c' ? KERAS_METRIC_CATEGORICAL_ACCURACY : KERAS_METRIC_BINARY_ACCURACY;
+        return SY_OK;
+    }
+    return sy_error(SY_ERR_NOT_FOUND,
+                    "compile: unknown metric '%s'; known: accuracy (acc), sparse_categorical_accuracy, "
+                    "categorical_accuracy, binary_accuracy",
+                    name ? name : "(null)");
+}
+
+/* Zero the optimizer's slots and step count: a new compile() is a new optimizer. */
+static void reset_optimizer_state(sy_model *m) {
+    sy_vars *v = m->vars;
+    for (int64_t i = 0; i < v->n_vars; i++)
+        if (v->vars[i].kind == SY_VAR_SLOT) memset(sy_vars_data(v, (int32_t)i), 0, (size_t)v->vars[i].bytes);
+    v->iterations = 0;
+}
+
+sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
+    if (!m->built || m->n_layers == 0)
+        return sy_error(SY_ERR_STATE,
+                        "compile: model '%s' has %s; give the first layer an input_shape or call sy_model_build first",
+                        m->name, m->n_layers ? "no input shape yet" : "no layers");
+    sy_status st = optimizer_check(&o->optimizer);
+    if (st) return st;
+    if (o->optimizer.kind == SY_OPTIMIZER_NONE)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: an optimizer is required (sgd, adam or rmsprop)");
+    if (o->n_metrics < 0 || o->n_metrics > (int32_t)(sizeof m->metrics / sizeof m->metrics[0]) ||
+        (o->n_metrics > 0 && !o->metrics))
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: %d metrics given; at most %d", o->n_metrics,
+                        (int)(sizeof m->metrics / sizeof m->metrics[0]));
+    if (o->threads < 0 || o->threads > 1024)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: threads %d must be 0 (one per core) to 1024", o->threads);
+    const sy_backend *backend = sy_backend_find(o->backend ? o->backend : "cpu");
+    if (!backend) return SY_ERR_NOT_FOUND;
+    sy_model saved = *m;
+    if ((st = resolve_loss(m, o->loss))) goto fail;
+    sy_shape out = m->layers[m->n_layers - 1].out_shape;
+    if (m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE && out.dims[out.rank - 1] < 2) {
+        char s[SY_SHAPE_STR_MAX];
+        st = sy_error(SY_ERR_SHAPE,
+                      "compile: sparse_categorical_crossentropy needs one output per class, but the model's output is %s; "
+                      "for two classes with one sigmoid unit use binary_crossentropy",
+                      keras_shape_str(&out, s, sizeof s));
+        goto fail;
+    }
+    m->n_metrics = 0;
+    for (int32_t i = 0; i < o->n_metrics; i++) {
+        if ((st = resolve_metric(m, o->metrics[i], &m->metrics[i]))) goto fail;
+        for (int32_t j = 0; j < i; j++)
+            if (strcmp(m->metrics[j].name, m->metrics[i].name) == 0) {
+                st = sy_error(SY_ERR_INVALID_ARGUMENT, "compile: metric '%s' is listed twice", m->metrics[i].name);
+                goto fail;
+            }
+        m->n_metrics = i + 1;
+    }
+    model_plans_free(m);
+    m->optimizer = o->optimizer;
+    m->from_logits = o->from_logits;
+    snprintf(m->backend, sizeof m->backend, "%s", backend->name);
+    int threads = o->threads ? o->threads : sy_cpu_count();
+    if (!m->pool || sy_pool_size(m->pool) != threads) {
+        sy_pool_free(m->pool);
+        m->pool = NULL;
+        if ((st = sy_pool_new(threads, &m->pool))) goto fail;
+    }
+    m->threads = threads;
+    reset_optimizer_state(m);
+    m->compiled = true;
+    return SY_OK;
+fail:
+    m->loss = saved.loss;
+    m->n_metrics = saved.n_metrics;
+    memcpy(m->metrics, saved.metrics, sizeof m->metrics);
+    memcpy(m->loss_name, saved.loss_name, sizeof m->loss_name);
+    return st;
+}
+
+/* ---- plans ----------------------------------------------------------------------------- */
+
+sy_shape model_label_shape(const sy_model *m) {
+    sy_shape s = m->layers[m->n_layers - 1].out_shape;
+    if (m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE) s.rank--;
+    return s;
+}
+
+sy_dtype model_label_dtype(const sy_model *m) {
+    return m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE ? SY_I32 : SY_F32;
+}
+
+static void plan_clear(model_plan *p) {
+    sy_plan_free(p->plan);
+    sy_graph_free(p->g);
+    memset(p, 0, sizeof *p);
+}
+
+void model_plans_free(sy_model *m) {
+    for (int i = 0; i < MODE_COUNT; i++) plan_clear(&m->plans[i]);
+}
+
+sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training) {
+    sy_node h = x;
+    for (int64_t i = 0; i < m->n_layers && h != SY_NONE; i++) {
+        model_layer *L = &m->layers[i];
+        const layer_impl *impl = layer_impl_of(L->cfg.kind);
+        sy_node w[LAYER_MAX_WEIGHTS];
+        sy_graph_push_scope(g, L->name);
+        for (int j = 0; j < L->n_weights; j++) {
+            const char *full = sy_vars_name(m->vars, L->weight_var[j]);
+            const char *leaf = strrchr(full, '/') + 1;
+            w[j] = sy_graph_param(g, leaf, SY_F32, sy_vars_shape(m->vars, L->weight_var[j]), sy_init_zeros());
+        }
+        layer_ctx ctx = {training, L->cfg.seed ? L->cfg.seed : sy_mix64(m->seed ^ sy_mix64((uint64_t)i + 0xD0D0ull))};
+        h = impl->build(g, &L->cfg, h, w, &ctx);
+        sy_graph_pop_scope(g);
+    }
+    return h;
+}
+
+static sy_node build_loss(sy_model *m, sy_graph *g, sy_node pred, sy_node y) {
+    sy_node l;
+    switch (m->loss) {
+    case KERAS_LOSS_SPARSE_CATEGORICAL_CE: l = sy_graph_sparse_categorical_crossentropy(g, pred, y, m->from_logits); break;
+    case KERAS_LOSS_CATEGORICAL_CE: l = sy_graph_categorical_crossentropy(g, pred, y, m->from_logits); break;
+    case KERAS_LOSS_BINARY_CE: l = sy_graph_binary_crossentropy(g, pred, y, m->from_logits); break;
+    default: l = sy_graph_mean_squared_error(g, pred, y); break;
+    }
+    sy_shape ls = sy_graph_shape(g, l);
+    if (ls.rank > 1) { /* (batch, T, ...): the mean over the rest is each sample's loss */
+        int32_t axes[SY_MAX_RANK];
+        for (int i = 1; i < ls.rank; i++) axes[i - 1] = i;
+        l = sy_graph_reduce_mean(g, l, axes, ls.rank - 1, false);
+    }
+    return l;
+}
+
+static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_plan *p) {
+    sy_status st = sy_graph_new(&p->g);
+    if (st) return st;
+    sy_graph *g = p->g;
+    p->batch = batch;
+    p->x = sy_graph_input(g, "x", SY_F32, keras_batch_shape(batch, &m->input_shape));
+    p->y = p->per_example = p->loss = SY_NONE;
+    p->pred = keras_build_layers(m, g, p->x, mode == MODE_TRAIN);
+    sy_node outputs[2];
+    int n_out = 0;
+    sy_plan_options o = sy_plan_options_default();
+    if (mode != MODE_PREDICT) {
+        sy_shape ls = model_label_shape(m);
+        p->y = sy_graph_input(g, "y", model_label_dtype(m), keras_batch_shape(batch, &ls));
+        p->per_example = build_loss(m, g, p->pred, p->y);
+        outputs[n_out++] = p->per_example;
+        if (mode == MODE_TRAIN) {
+            p->loss = sy_graph_reduce_mean(g, p->per_example, NULL, 0, false);
+            o.loss = p->loss;
+            o.optimizer = m->optimizer;
+        }
+    }
+    outputs[n_out++] = p->pred;
+    if (sy_graph_status(g))
+        return sy_error(sy_graph_status(g), "model '%s': %s", m->name, sy_graph_error(g));
+    o.outputs = outputs;
+    o.n_outputs = n_out;
+    o.vars = m->vars;
+    o.pool = m->pool;
+    o.backend = m->backend;
+    o.seed = m->seed;
+    return sy_plan_compile(g, &o, &p->plan);
+}
+
+sy_status model_plan_get(sy_model *m, plan_mode mode, int64_t batch, model_plan **out) {
+    model_plan *p = &m->plans[mode];
+    *out = NULL;
+    if (!m->compiled && mode != MODE_PREDICT)
+        return sy_error(SY_ERR_STATE, "model '%s' must be compiled (sy_model_compile) before fit or evaluate", m->name);
+    if (!m->built) return sy_error(SY_ERR_STATE, "model '%s' has no input shape yet", m->name);
+    if (p->plan && p->batch == batch) {
+        *out = p;
+        return SY_OK;
+    }
+    plan_clear(p);
+    if (!m->pool) {
+        sy_status st = sy_pool_new(0, &m->pool);
+        if (st) return st;
+        if (!m->backend[0]) snprintf(m->backend, sizeof m->backend, "cpu");
+    }
+    sy_status st = compile_plan(m, mode, batch, p);
+    if (st) {
+        char msg[2048];
+        snprintf(msg, sizeof msg, "%s", sy_last_error());
+        plan_clear(p);
+        return sy_error(st, "%s", msg);
+    }
+    *out = p;
+    return SY_OK;
+}

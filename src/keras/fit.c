@@ -1,0 +1,387 @@
+/*
+ * fit.c - fit(), evaluate() and predict(): the host loops around the
+ * compiled plans.
+ *
+ * fit() treats the samples as an endless stream of passes over x, each pass
+ * in a new order when shuffle is set (a Philox stream of the model's seed
+ * and the fit seed), and takes every step's batch from it, so every step
+ * runs the plan's static shape and no sample is dropped: a pass that does
+ * not divide by the batch size runs on into the next. After each step the
+ * host reads the loss of every sample and the predictions, and keeps the
+ * epoch's sums; the logs it reports are running means over the epoch's
+ * samples, as Keras's metrics are.
+ *
+ * evaluate() and predict() walk the samples in order; the last batch is
+ * padded with zero rows whose results are left out, so every sample counts
+ * exactly once whatever the batch size.
+ *
+ * Data checks come first and name the argument, the shapes and, for a bad
+ * label, its index and value: x must be (samples, input_shape...), labels
+ * must be what the loss takes (class indices for sparse losses).
+ */
+#include "keras_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+sy_fit_options sy_fit_options_default(void) {
+    sy_fit_options o;
+    memset(&o, 0, sizeof o);
+    o.batch_size = 32;
+    o.epochs = 1;
+    o.validation_freq = 1;
+    o.shuffle = true;
+    o.verbose = 1;
+    return o;
+}
+
+sy_evaluate_options sy_evaluate_options_default(void) {
+    sy_evaluate_options o;
+    memset(&o, 0, sizeof o);
+    o.batch_size = 32;
+    o.verbose = 1;
+    return o;
+}
+
+/* ---- checking and copying data ------------------------------------------------------ */
+
+static int64_t samples(const sy_tensor *t) {
+    sy_shape s = sy_tensor_shape(t);
+    return s.rank ? s.dims[0] : 0;
+}
+
+/* The per-sample shape of t: its shape without the first axis. */
+static sy_shape per_sample(const sy_tensor *t) {
+    sy_shape s = sy_tensor_shape(t), r;
+    memset(&r, 0, sizeof r);
+    r.rank = s.rank > 0 ? s.rank - 1 : 0;
+    for (int i = 0; i < r.rank; i++) r.dims[i] = s.dims[i + 1];
+    return r;
+}
+
+/* a equals b, or equals b with a trailing axis of 1 added or removed. */
+static bool same_up_to_trailing_one(const sy_shape *a, const sy_shape *b) {
+    if (sy_shape_equal(a, b)) return true;
+    const sy_shape *longer = a->rank > b->rank ? a : b, *shorter = a->rank > b->rank ? b : a;
+    if (longer->rank != shorter->rank + 1 || longer->dims[longer->rank - 1] != 1) return false;
+    for (int i = 0; i < shorter->rank; i++)
+        if (longer->dims[i] != shorter->dims[i]) return false;
+    return true;
+}
+
+static sy_status check_data(const sy_model *m, const char *what, const char *xname, const sy_tensor *x,
+                            const char *yname, const sy_tensor *y) {
+    char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
+    sy_shape xs = sy_tensor_shape(x), xp = per_sample(x);
+    if (xs.rank < 1 || samples(x) == 0)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %s %s holds no samples", what, xname, sy_shape_format(&xs, a, sizeof a));
+    if (!sy_shape_equal(&xp, &m->input_shape)) {
+        sy_shape want = keras_batch_shape(xs.dims[0], &m->input_shape);
+        bool same_count = sy_shape_count(&xp) == sy_shape_count(&m->input_shape);
+        return sy_error(SY_ERR_SHAPE, "%s: %s has shape %s but model '%s' expects %s%s%s", what, xname,
+                        sy_shape_format(&xs, a, sizeof a), m->name, keras_shape_str(&m->input_shape, b, sizeof b),
+                        same_count ? "; the sizes agree: reshape it to " : "",
+                        same_count ? sy_shape_format(&want, b, sizeof b) : "");
+    }
+    if (!y) return SY_OK;
+    if (samples(y) != samples(x) || sy_tensor_shape(y).rank < 1)
+        return sy_error(SY_ERR_SHAPE, "%s: %s has %lld samples but %s has %lld", what, xname, (long long)samples(x),
+                        yname, (long long)samples(y));
+    sy_shape yp = per_sample(y), want = model_label_shape(m);
+    if (!same_up_to_trailing_one(&yp, &want)) {
+        sy_shape out = m->layers[m->n_layers - 1].out_shape;
+        bool sparse = m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE;
+        sy_shape whole = sy_tensor_shape(y);
+        return sy_error(SY_ERR_SHAPE, "%s: %s has shape %s but the loss %s on the output %s takes %s per sample%s", what,
+                        yname, sy_shape_format(&whole, a, sizeof a), m->loss_name, keras_shape_str(&out, b, sizeof b),
+                        sy_shape_format(&want, a, sizeof a),
+                        sparse ? " (class indices)" : yp.rank < want.rank ? "" : " (one target per output)");
+    }
+    if (m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE) {
+        sy_shape out = m->layers[m->n_layers - 1].out_shape;
+        int64_t classes = out.dims[out.rank - 1], n = sy_tensor_count(y);
+        for (int64_t i = 0; i < n; i++) {
+            double v = sy_tensor_get(y, i);
+            if (!(v >= 0 && v < (double)classes && v == floor(v)))
+                return sy_error(SY_ERR_INVALID_ARGUMENT,
+                                "%s: %s[%lld] = %g is not a class index in [0, %lld) for the %lld-way output of model '%s'",
+                                what, yname, (long long)i, v, (long long)classes, (long long)classes, m->name);
+        }
+    }
+    return SY_OK;
+}
+
+/* dst (count) = row `row` of t converted to float (or int32 labels). */
+static void copy_row(void *dst, sy_dtype dst_type, const sy_tensor *t, int64_t row, int64_t count) {
+    const char *src = (const char *)sy_tensor_data(t) + (size_t)(row * count) * sy_dtype_size(sy_tensor_dtype(t));
+    sy_dtype st = sy_tensor_dtype(t);
+    if (st == dst_type) {
+        memcpy(dst, src, (size_t)count * sy_dtype_size(st));
+        return;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        double v;
+        switch (st) {
+        case SY_F32: v = ((const float *)src)[i]; break;
+        case SY_F64: v = ((const double *)src)[i]; break;
+        case SY_I32: v = ((const int32_t *)src)[i]; break;
+        default: v = ((const uint8_t *)src)[i]; break;
+        }
+        if (dst_type == SY_I32) ((int32_t *)dst)[i] = (int32_t)v;
+        else ((float *)dst)[i] = (float)v;
+    }
+}
+
+/* Fill the plan's inputs with samples idx[0..rows); rows up to the plan's
+ * batch are zero padding. */
+static void feed(const sy_model *m, model_plan *p, const sy_tensor *x, const sy_tensor *y, const int64_t *idx,
+                 int64_t rows) {
+    int64_t xn = sy_shape_count(&m->input_shape);
+    float *xin = sy_plan_input(p->plan, p->x);
+    for (int64_t k = 0; k < rows; k++) copy_row(xin + k * xn, SY_F32, x, idx[k], xn);
+    memset(xin + rows * xn, 0, (size_t)((p->batch - rows) * xn) * sizeof(float));
+    if (!y || p->y == SY_NONE) return;
+    sy_shape ls = model_label_shape(m);
+    int64_t yn = sy_shape_count(&ls);
+    sy_dtype dt = model_label_dtype(m);
+    char *yin = sy_plan_input(p->plan, p->y);
+    for (int64_t k = 0; k < rows; k++) copy_row(yin + (size_t)(k * yn) * 4, dt, y, idx[k], yn);
+    memset(yin + (size_t)(rows * yn) * 4, 0, (size_t)((p->batch - rows) * yn) * 4);
+}
+
+/* Running sums of an epoch or an evaluation. */
+typedef struct sums {
+    double loss;
+    double metric[8];
+    int64_t seen;
+} sums;
+
+/* Add the first `rows` samples of the last run to s. */
+static void accumulate(const sy_model *m, model_plan *p, int64_t rows, sums *s) {
+    const float *l = sy_plan_output(p->plan, p->per_example);
+    for (int64_t k = 0; k < rows; k++) s->loss += l[k];
+    const float *pred = sy_plan_output(p->plan, p->pred);
+    const void *labels = sy_plan_input(p->plan, p->y);
+    sy_shape out = m->layers[m->n_layers - 1].out_shape;
+    int64_t per_row = out.dims[out.rank - 1], rows_of_pred = rows * (sy_shape_count(&out) / per_row);
+    for (int32_t i = 0; i < m->n_metrics; i++) metric_accumulate(m->metrics[i].kind, pred, labels, rows_of_pred, per_row, &s->metric[i]);
+    s->seen += rows;
+}
+
+static void sums_to_logs(const sy_model *m, const sums *s, const char *prefix, sy_logs *logs) {
+    char name[64];
+    double n = s->seen ? (double)s->seen : 1.0;
+    snprintf(name, sizeof name, "%sloss", prefix);
+    logs_set(logs, name, s->loss / n);
+    sy_shape out = m->layers[m->n_layers - 1].out_shape;
+    double per_sample_rows = (double)(sy_shape_count(&out) / out.dims[out.rank - 1]);
+    for (int32_t i = 0; i < m->n_metrics; i++) {
+        snprintf(name, sizeof name, "%s%s", prefix, m->metrics[i].name);
+        logs_set(logs, name, s->metric[i] / (n * per_sample_rows));
+    }
+}
+
+static FILE *progress_file(FILE *f) { return f ? f : stderr; }
+
+/* ---- evaluate and predict ------------------------------------------------------------- */
+
+static sy_status run_over(sy_model *m, plan_mode mode, const sy_tensor *x, const sy_tensor *y, int64_t batch_size,
+                          int verbose, FILE *progress, const char *prefix, sy_logs *logs, sy_tensor *pred_out) {
+    int64_t n = samples(x), batch = batch_size < n ? batch_size : n;
+    model_plan *p;
+    sy_status st = model_plan_get(m, mode, batch, &p);
+    if (st) return st;
+    int64_t *idx = sy_malloc((size_t)batch * sizeof *idx);
+    if (!idx) return sy_error(SY_ERR_OUT_OF_MEMORY, "out of memory");
+    int64_t steps = (n + batch - 1) / batch, out_row = 0;
+    sums s;
+    memset(&s, 0, sizeof s);
+    progbar bar;
+    if (verbose) progbar_init(&bar, progress_file(progress), verbose, steps);
+    for (int64_t step = 0; step < steps; step++) {
+        int64_t first = step * batch, rows = n - first < batch ? n - first : batch;
+        for (int64_t k = 0; k < rows; k++) idx[k] = first + k;
+        feed(m, p, x, y, idx, rows);
+        if ((st = sy_plan_run(p->plan))) {
+            char msg[2048];
+            snprintf(msg, sizeof msg, "%s", sy_last_error());
+            st = sy_error(st, "%s: batch %lld (samples %lld-%lld): %s", mode == MODE_EVAL ? "evaluate" : "predict",
+                          (long long)step, (long long)first, (long long)(first + rows - 1), msg);
+            break;
+        }
+        if (mode == MODE_EVAL) {
+            accumulate(m, p, rows, &s);
+            if (verbose) {
+                sy_logs l = {0};
+                sums_to_logs(m, &s, prefix, &l);
+                progbar_update(&bar, step + 1, &l, step + 1 == steps);
+            }
+        } else {
+            size_t row_bytes = (size_t)sy_shape_count(&m->layers[m->n_layers - 1].out_shape) * sizeof(float);
+            memcpy((char *)sy_tensor_data(pred_out) + (size_t)out_row * row_bytes, sy_plan_output(p->plan, p->pred),
+                   (size_t)rows * row_bytes);
+            out_row += rows;
+            if (verbose) progbar_update(&bar, step + 1, NULL, step + 1 == steps);
+        }
+    }
+    sy_free(idx);
+    if (st == SY_OK && logs) sums_to_logs(m, &s, prefix, logs);
+    return st;
+}
+
+static sy_status check_batch(const char *what, int64_t batch) {
+    if (batch <= 0) return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: batch_size must be positive, got %lld", what, (long long)batch);
+    return SY_OK;
+}
+
+sy_status sy_model_evaluate(sy_model *m, const sy_tensor *x, const sy_tensor *y, const sy_evaluate_options *o,
+                            sy_logs *results) {
+    sy_evaluate_options d = sy_evaluate_options_default();
+    if (!o) o = &d;
+    if (results) memset(results, 0, sizeof *results);
+    if (!m->compiled) return sy_error(SY_ERR_STATE, "evaluate: model '%s' must be compiled first", m->name);
+    sy_status st = check_batch("evaluate", o->batch_size);
+    if (!st) st = check_data(m, "evaluate", "x", x, "y", y);
+    if (st) return st;
+    sy_logs l = {0};
+    st = run_over(m, MODE_EVAL, x, y, o->batch_size, o->verbose, o->progress, "", &l, NULL);
+    if (st == SY_OK && results) *results = l;
+    return st;
+}
+
+sy_status sy_model_predict(sy_model *m, const sy_tensor *x, const sy_evaluate_options *o, sy_tensor **out) {
+    sy_evaluate_options d = sy_evaluate_options_default();
+    if (!o) o = &d;
+    *out = NULL;
+    if (!m->built || m->n_layers == 0) return sy_error(SY_ERR_STATE, "predict: model '%s' has no input shape yet", m->name);
+    sy_status st = check_batch("predict", o->batch_size);
+    if (!st) st = check_data(m, "predict", "x", x, NULL, NULL);
+    if (st) return st;
+    sy_tensor *t;
+    if ((st = sy_tensor_new(SY_F32, keras_batch_shape(samples(x), &m->layers[m->n_layers - 1].out_shape), &t))) return st;
+    st = run_over(m, MODE_PREDICT, x, NULL, o->batch_size, o->verbose, o->progress, "", NULL, t);
+    if (st) sy_tensor_free(t);
+    else *out = t;
+    return st;
+}
+
+/* ---- fit ------------------------------------------------------------------------------- */
+
+typedef struct stream {
+    int64_t *perm, n, pos, pass;
+    bool shuffle;
+    uint64_t seed;
+} stream;
+
+static void next_pass(stream *s) {
+    for (int64_t i = 0; i < s->n; i++) s->perm[i] = i;
+    if (s->shuffle) {
+        sy_rng r = sy_rng_new(s->seed, (uint64_t)s->pass);
+        for (int64_t i = s->n - 1; i > 0; i--) { /* Fisher-Yates */
+            uint64_t wide = ((uint64_t)sy_rng_u32(&r) << 32) | sy_rng_u32(&r);
+            int64_t j = (int64_t)(wide % (uint64_t)(i + 1));
+            int64_t t = s->perm[i];
+            s->perm[i] = s->perm[j];
+            s->perm[j] = t;
+        }
+    }
+    s->pass++;
+    s->pos = 0;
+}
+
+static void take(stream *s, int64_t *idx, int64_t count) {
+    for (int64_t k = 0; k < count; k++) {
+        if (s->pos == s->n) next_pass(s);
+        idx[k] = s->perm[s->pos++];
+    }
+}
+
+#define CALLBACKS(o, hook, ...)                                                                    \
+    for (int32_t c_ = 0; st == SY_OK && c_ < (o)->n_callbacks; c_++)                               \
+        if ((o)->callbacks[c_].hook) st = (o)->callbacks[c_].hook((o)->callbacks[c_].ctx, m, ##__VA_ARGS__)
+
+static sy_status check_fit_options(const sy_fit_options *o) {
+    sy_status st = check_batch("fit", o->batch_size);
+    if (st) return st;
+    if (o->epochs < 0 || o->initial_epoch < 0 || o->steps_per_epoch < 0 || o->validation_freq < 1 ||
+        o->validation_batch_size < 0)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "fit: epochs (%d), initial_epoch (%d) and steps_per_epoch (%lld) must be >= 0 and "
+                        "validation_freq (%d) >= 1",
+                        o->epochs, o->initial_epoch, (long long)o->steps_per_epoch, o->validation_freq);
+    if (o->verbose < 0 || o->verbose > 2)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: verbose must be 0, 1 or 2, got %d", o->verbose);
+    if (o->n_callbacks < 0 || (o->n_callbacks > 0 && !o->callbacks))
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: %d callbacks but no array", o->n_callbacks);
+    if ((o->x_val == NULL) != (o->y_val == NULL))
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: validation data needs both x_val and y_val");
+    return SY_OK;
+}
+
+sy_status sy_model_fit(sy_model *m, const sy_tensor *x, const sy_tensor *y, const sy_fit_options *o,
+                       sy_history **history) {
+    sy_fit_options d = sy_fit_options_default();
+    if (!o) o = &d;
+    if (history) *history = NULL;
+    if (!m->compiled) return sy_error(SY_ERR_STATE, "fit: model '%s' must be compiled (sy_model_compile) first", m->name);
+    sy_status st = check_fit_options(o);
+    if (!st) st = check_data(m, "fit", "x", x, "y", y);
+    if (!st && o->x_val) st = check_data(m, "fit", "validation x", o->x_val, "validation y", o->y_val);
+    if (st) return st;
+    int64_t n = samples(x), batch = o->batch_size;
+    int64_t steps = o->steps_per_epoch ? o->steps_per_epoch : (n + batch - 1) / batch;
+    model_plan *p;
+    if ((st = model_plan_get(m, MODE_TRAIN, batch, &p))) return st;
+    sy_history *h = NULL;
+    stream s = {sy_malloc((size_t)n * sizeof(int64_t)), n, n, 0, o->shuffle, sy_mix64(m->seed ^ sy_mix64(o->seed + 0x5F1F))};
+    int64_t *idx = sy_malloc((size_t)batch * sizeof *idx);
+    if (!s.perm || !idx || (st = history_new(&h))) {
+        if (!st) st = sy_error(SY_ERR_OUT_OF_MEMORY, "fit: out of memory");
+        goto done;
+    }
+    FILE *progress = progress_file(o->progress);
+    sy_logs logs = {0};
+    m->stop_training = false;
+    CALLBACKS(o, on_train_begin);
+    for (int32_t epoch = o->initial_epoch; st == SY_OK && epoch < o->epochs && !m->stop_training; epoch++) {
+        CALLBACKS(o, on_epoch_begin, epoch);
+        if (st) break;
+        progbar bar;
+        if (o->verbose) {
+            if (o->epochs > 1) fprintf(progress, "Epoch %d/%d\n", epoch + 1, o->epochs);
+            progbar_init(&bar, progress, o->verbose, steps);
+        }
+        sums sm;
+        memset(&sm, 0, sizeof sm);
+        memset(&logs, 0, sizeof logs);
+        for (int64_t step = 0; step < steps && st == SY_OK; step++) {
+            take(&s, idx, batch);
+            feed(m, p, x, y, idx, batch);
+            if ((st = sy_plan_run(p->plan))) {
+                char msg[2048];
+                snprintf(msg, sizeof msg, "%s", sy_last_error());
+                st = sy_error(st, "fit: epoch %d, step %lld: %s", epoch + 1, (long long)step, msg);
+                break;
+            }
+            accumulate(m, p, batch, &sm);
+            sums_to_logs(m, &sm, "", &logs);
+            if (o->verbose == 1) progbar_update(&bar, step + 1, &logs, false);
+            CALLBACKS(o, on_train_batch_end, step, &logs);
+        }
+        if (st) break;
+        if (o->x_val && (epoch + 1) % o->validation_freq == 0) {
+            int64_t vb = o->validation_batch_size ? o->validation_batch_size : batch;
+            if ((st = run_over(m, MODE_EVAL, o->x_val, o->y_val, vb, 0, NULL, "val_", &logs, NULL))) break;
+        }
+        if (o->verbose) progbar_update(&bar, steps, &logs, true);
+        if ((st = history_append(h, epoch, &logs))) break;
+        CALLBACKS(o, on_epoch_end, epoch, &logs);
+    }
+    CALLBACKS(o, on_train_end, &logs);
+done:
+    sy_free(s.perm);
+    sy_free(idx);
+    if (history && st == SY_OK) *history = h;
+    else sy_history_free(h);
+    return st;
+}

@@ -1,0 +1,176 @@
+/*
+ * keras_internal.h - what the keras module's files share: the layer
+ * implementations (one file each under layers/), the model's record, the
+ * compiled plans, metrics, and the progress bar.
+ *
+ * A model is a list of layer configurations (sy_layer) plus, once the input
+ * shape is known, each layer's output shape and weights (variables in the
+ * model's sy_vars store, named "<layer>/<weight>"). Nothing is compiled
+ * until the model is used: fit, evaluate and predict each ask for a plan of
+ * their mode and batch size (plan cache in compile.c), built from a graph
+ * that runs the layers' build functions in order.
+ */
+#ifndef SY_KERAS_INTERNAL_H
+#define SY_KERAS_INTERNAL_H
+
+#include "systolic/keras.h"
+#include "../compiler/compiler_internal.h"
+
+#define LAYER_MAX_WEIGHTS 4
+#define LAYER_NAME_MAX 64
+
+/* ---- layer implementations --------------------------------------------------- */
+
+typedef struct layer_weight {
+    const char *name; /* "kernel", "bias" */
+    sy_shape shape;
+    sy_init init;
+} layer_weight;
+
+typedef struct layer_ctx {
+    bool training;  /* dropout active */
+    uint64_t seed;  /* the layer's stream (dropout) */
+} layer_ctx;
+
+typedef struct layer_impl {
+    sy_layer_kind kind;
+    const char *class_name; /* Keras's class: "Conv2D" */
+    const char *prefix;     /* automatic names: "conv2d" */
+    /* Check the configuration against the input shape (without the batch
+     * axis) and give the output shape. On a mismatch return sy_error(...)
+     * naming `name` and the shapes. */
+    sy_status (*output_shape)(const sy_layer *l, const char *name, const sy_shape *in, sy_shape *out);
+    /* The weights, in Keras's order; returns how many (<= LAYER_MAX_WEIGHTS).
+     * NULL for a layer without weights. */
+    int (*weights)(const sy_layer *l, const sy_shape *in, layer_weight *w);
+    /* Add the layer's ops to g: x (batch, in...) -> (batch, out...); w are
+     * the weights' param nodes in the order weights() gave. */
+    sy_node (*build)(sy_graph *g, const sy_layer *l, sy_node x, const sy_node *w, const layer_ctx *ctx);
+} layer_impl;
+
+const layer_impl *layer_impl_of(sy_layer_kind kind);
+
+extern const layer_impl keras_dense, keras_conv2d, keras_max_pooling2d, keras_average_pooling2d,
+    keras_activation_layer, keras_flatten, keras_reshape, keras_dropout;
+
+/* Apply a Keras activation (softmax over the last axis). */
+sy_node keras_activate(sy_graph *g, sy_activation act, sy_node x);
+/* The batch shape: (batch, s...). */
+sy_shape keras_batch_shape(int64_t batch, const sy_shape *s);
+/* "(None, 26, 26, 64)" */
+char *keras_shape_str(const sy_shape *s, char *buf, size_t size);
+
+/* ---- losses and metrics --------------------------------------------------------- */
+
+typedef enum keras_loss {
+    KERAS_LOSS_SPARSE_CATEGORICAL_CE = 1,
+    KERAS_LOSS_CATEGORICAL_CE,
+    KERAS_LOSS_BINARY_CE,
+    KERAS_LOSS_MSE
+} keras_loss;
+
+typedef enum keras_metric {
+    KERAS_METRIC_SPARSE_CATEGORICAL_ACCURACY = 1,
+    KERAS_METRIC_CATEGORICAL_ACCURACY,
+    KERAS_METRIC_BINARY_ACCURACY
+} keras_metric;
+
+typedef struct metric_spec {
+    keras_metric kind;
+    char name[40]; /* as the logs show it: "accuracy" or "sparse_categorical_accuracy" */
+} metric_spec;
+
+/* Per-sample metric value for `rows` samples: pred (rows, classes...),
+ * labels as the loss takes them (int32 class indices for sparse, else float
+ * of pred's shape). Adds the sum over rows to *sum. */
+void metric_accumulate(keras_metric kind, const float *pred, const void *labels, int64_t rows, int64_t per_row,
+                       double *sum);
+
+/* ---- the model ---------------------------------------------------------------- */
+
+typedef enum plan_mode { MODE_TRAIN, MODE_EVAL, MODE_PREDICT, MODE_COUNT } plan_mode;
+
+/* A compiled plan for one mode and batch size, with the nodes the host
+ * feeds and reads. */
+typedef struct model_plan {
+    sy_graph *g;
+    sy_plan *plan;
+    int64_t batch;
+    sy_node x, y;           /* inputs (y: SY_NONE in predict) */
+    sy_node pred;           /* the model's output */
+    sy_node per_example;    /* loss per sample (batch,); SY_NONE in predict */
+    sy_node loss;           /* mean loss (scalar); SY_NONE in predict */
+} model_plan;
+
+typedef struct model_layer {
+    sy_layer cfg;                 /* cfg.name points at name[] */
+    char name[LAYER_NAME_MAX];
+    sy_shape out_shape;           /* without the batch axis */
+    int32_t n_weights;
+    int32_t weight_var[LAYER_MAX_WEIGHTS]; /* indices in the model's vars */
+    int64_t params;
+} model_layer;
+
+struct sy_model {
+    char name[LAYER_NAME_MAX];
+    model_layer *layers;
+    int64_t n_layers, cap_layers;
+    sy_shape input_shape;
+    bool built; /* the input shape is known */
+    uint64_t seed;
+    sy_vars *vars;
+    bool stop_training;
+
+    /* compile() */
+    bool compiled;
+    sy_optimizer optimizer;
+    keras_loss loss;
+    char loss_name[48];
+    bool from_logits;
+    metric_spec metrics[8];
+    int32_t n_metrics;
+    char backend[16];
+    int32_t threads;
+    sy_pool *pool;
+    model_plan plans[MODE_COUNT];
+};
+
+/* Add the model's layers to g over x (batch, input_shape...); returns the
+ * output node. Weights are params named as the model's variables, so a plan
+ * compiled with the model's store uses them. */
+sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training);
+
+/* The plan for `mode` at `batch` rows, compiled on first use (or when the
+ * batch size changes). */
+sy_status model_plan_get(sy_model *m, plan_mode mode, int64_t batch, model_plan **out);
+void model_plans_free(sy_model *m);
+
+/* The label tensor's per-sample shape and dtype the loss wants. */
+sy_shape model_label_shape(const sy_model *m);
+sy_dtype model_label_dtype(const sy_model *m);
+
+/* ---- the progress bar (Keras's Progbar, through the callback interface) -------- */
+
+typedef struct progbar {
+    FILE *out;
+    int verbose;      /* 1 or 2 */
+    bool dynamic;     /* a terminal: redraw in place */
+    int64_t target;   /* steps */
+    int epochs;       /* "Epoch i/n" printed when > 1 */
+    double start, last_update, after_first_step;
+    int64_t seen;
+    int total_width;
+} progbar;
+
+void progbar_init(progbar *p, FILE *out, int verbose, int64_t target);
+/* Keras's Progbar.update(current, values, finalize). */
+void progbar_update(progbar *p, int64_t current, const sy_logs *logs, bool finalize);
+
+/* ---- logs and history (logs.c) ------------------------------------------------ */
+
+/* Set `name` to value (added at the end if new; dropped beyond SY_LOGS_MAX). */
+void logs_set(sy_logs *logs, const char *name, double value);
+sy_status history_new(sy_history **out);
+sy_status history_append(sy_history *h, int32_t epoch, const sy_logs *logs);
+
+#endif

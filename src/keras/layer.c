@@ -1,0 +1,132 @@
+/*
+ * layer.c - layer configurations: the constructors that fill in Keras's
+ * defaults, the table of layer implementations (one file each in layers/),
+ * activations by name, and the shape helpers the layers share.
+ */
+#include "keras_internal.h"
+
+#include <string.h>
+#include <strings.h>
+
+static sy_layer base(sy_layer_kind kind) {
+    sy_layer l;
+    memset(&l, 0, sizeof l);
+    l.kind = kind;
+    l.use_bias = true;
+    l.strides[0] = l.strides[1] = 1;
+    l.kernel_initializer = sy_init_glorot_uniform(0);
+    l.bias_initializer = sy_init_zeros();
+    return l;
+}
+
+sy_layer sy_layer_dense(int32_t units) {
+    sy_layer l = base(SY_LAYER_DENSE);
+    l.units = units;
+    return l;
+}
+
+sy_layer sy_layer_conv2d(int32_t filters, int32_t kernel_h, int32_t kernel_w) {
+    sy_layer l = base(SY_LAYER_CONV2D);
+    l.filters = filters;
+    l.kernel_size[0] = kernel_h;
+    l.kernel_size[1] = kernel_w;
+    return l;
+}
+
+static sy_layer pooling(sy_layer_kind kind, int32_t pool_h, int32_t pool_w) {
+    sy_layer l = base(kind);
+    l.pool_size[0] = pool_h;
+    l.pool_size[1] = pool_w;
+    l.strides[0] = l.strides[1] = 0; /* Keras's strides=None: the pool size */
+    return l;
+}
+
+sy_layer sy_layer_max_pooling2d(int32_t pool_h, int32_t pool_w) {
+    return pooling(SY_LAYER_MAX_POOLING2D, pool_h, pool_w);
+}
+sy_layer sy_layer_average_pooling2d(int32_t pool_h, int32_t pool_w) {
+    return pooling(SY_LAYER_AVERAGE_POOLING2D, pool_h, pool_w);
+}
+
+sy_layer sy_layer_activation(sy_activation activation) {
+    sy_layer l = base(SY_LAYER_ACTIVATION);
+    l.activation = activation;
+    return l;
+}
+
+sy_layer sy_layer_flatten(void) { return base(SY_LAYER_FLATTEN); }
+
+sy_layer sy_layer_reshape(sy_shape target_shape) {
+    sy_layer l = base(SY_LAYER_RESHAPE);
+    l.target_shape = target_shape;
+    return l;
+}
+
+sy_layer sy_layer_dropout(float rate) {
+    sy_layer l = base(SY_LAYER_DROPOUT);
+    l.rate = rate;
+    return l;
+}
+
+static const layer_impl *const impls[] = {
+    &keras_dense,   &keras_conv2d,  &keras_max_pooling2d, &keras_average_pooling2d, &keras_activation_layer,
+    &keras_flatten, &keras_reshape, &keras_dropout,
+};
+
+const layer_impl *layer_impl_of(sy_layer_kind kind) {
+    for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++)
+        if (impls[i]->kind == kind) return impls[i];
+    return NULL;
+}
+
+const char *sy_layer_class_name(sy_layer_kind kind) {
+    const layer_impl *impl = layer_impl_of(kind);
+    return impl ? impl->class_name : "?";
+}
+
+/* ---- activations ------------------------------------------------------------------ */
+
+static const char *const activation_names[] = {"linear", "relu", "sigmoid", "tanh", "softmax"};
+#define N_ACTIVATIONS (int)(sizeof activation_names / sizeof activation_names[0])
+
+const char *sy_activation_name(sy_activation a) {
+    return (unsigned)a < (unsigned)N_ACTIVATIONS ? activation_names[a] : "?";
+}
+
+sy_status sy_activation_from_name(const char *name, sy_activation *out) {
+    if (!name || !*name) name = "linear"; /* Keras's activation=None */
+    for (int i = 0; i < N_ACTIVATIONS; i++)
+        if (strcasecmp(name, activation_names[i]) == 0) {
+            *out = (sy_activation)i;
+            return SY_OK;
+        }
+    return sy_error(SY_ERR_NOT_FOUND, "unknown activation '%s'; known: linear, relu, sigmoid, tanh, softmax", name);
+}
+
+sy_node keras_activate(sy_graph *g, sy_activation act, sy_node x) {
+    switch (act) {
+    case SY_ACTIVATION_RELU: return sy_graph_relu(g, x);
+    case SY_ACTIVATION_SIGMOID: return sy_graph_sigmoid(g, x);
+    case SY_ACTIVATION_TANH: return sy_graph_tanh(g, x);
+    case SY_ACTIVATION_SOFTMAX: return sy_graph_softmax(g, x, -1);
+    default: return x;
+    }
+}
+
+/* ---- shapes ------------------------------------------------------------------------- */
+
+sy_shape keras_batch_shape(int64_t batch, const sy_shape *s) {
+    sy_shape b;
+    memset(&b, 0, sizeof b);
+    b.rank = s->rank + 1;
+    b.dims[0] = batch;
+    for (int i = 0; i < s->rank; i++) b.dims[i + 1] = s->dims[i];
+    return b;
+}
+
+char *keras_shape_str(const sy_shape *s, char *buf, size_t size) {
+    size_t used = (size_t)snprintf(buf, size, "(None");
+    for (int i = 0; i < s->rank && used < size; i++) used += (size_t)snprintf(buf + used, size - used, ", %lld", (long long)s->dims[i]);
+    if (used < size) snprintf(buf + used, size - used, ")");
+    return buf;
+}

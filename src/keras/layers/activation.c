@@ -1,0 +1,24 @@
+/*
+ * activation.c - Activation: one of Keras's activations applied elementwise
+ * (softmax over the last axis), any input shape.
+ */
+#include "../keras_internal.h"
+
+static sy_status activation_output_shape(const sy_layer *l, const char *name, const sy_shape *in, sy_shape *out) {
+    char s[SY_SHAPE_STR_MAX];
+    if ((unsigned)l->activation > SY_ACTIVATION_SOFTMAX)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (Activation): unknown activation %d", name, (int)l->activation);
+    if (l->activation == SY_ACTIVATION_SOFTMAX && in->rank < 1)
+        return sy_error(SY_ERR_SHAPE, "layer '%s' (Activation): softmax needs an axis; the input is %s", name,
+                        keras_shape_str(in, s, sizeof s));
+    *out = *in;
+    return SY_OK;
+}
+
+static sy_node activation_build(sy_graph *g, const sy_layer *l, sy_node x, const sy_node *w, const layer_ctx *ctx) {
+    (void)w, (void)ctx;
+    return keras_activate(g, l->activation, x);
+}
+
+const layer_impl keras_activation_layer = {SY_LAYER_ACTIVATION, "Activation", "activation",
+                                           activation_output_shape, NULL, activation_build};

@@ -1,0 +1,46 @@
+/*
+ * dense.c - Dense: y = activation(x . kernel + bias), kernel (in, units).
+ *
+ * As in Keras, an input of rank > 2 is multiplied along its last axis
+ * (tensordot): (batch, ..., in) is viewed as (rows, in), multiplied, and
+ * viewed back as (batch, ..., units). The matmul, bias and activation are
+ * separate graph ops; the compiler fuses them into one GEMM with an
+ * epilogue.
+ */
+#include "../keras_internal.h"
+
+static sy_status dense_output_shape(const sy_layer *l, const char *name, const sy_shape *in, sy_shape *out) {
+    char s[SY_SHAPE_STR_MAX];
+    if (l->units <= 0)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (Dense): units must be positive, got %d", name, l->units);
+    if (in->rank < 1)
+        return sy_error(SY_ERR_SHAPE, "layer '%s' (Dense): the input %s has no axis to multiply; Dense needs at least (None, features)",
+                        name, keras_shape_str(in, s, sizeof s));
+    *out = *in;
+    out->dims[out->rank - 1] = l->units;
+    return SY_OK;
+}
+
+static int dense_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) {
+    w[0] = (layer_weight){"kernel", sy_shape_of(2, in->dims[in->rank - 1], (int64_t)l->units), l->kernel_initializer};
+    if (!l->use_bias) return 1;
+    w[1] = (layer_weight){"bias", sy_shape_of(1, (int64_t)l->units), l->bias_initializer};
+    return 2;
+}
+
+static sy_node dense_build(sy_graph *g, const sy_layer *l, sy_node x, const sy_node *w, const layer_ctx *ctx) {
+    (void)ctx;
+    sy_shape xs = sy_graph_shape(g, x);
+    int64_t in = xs.dims[xs.rank - 1];
+    sy_node h = xs.rank == 2 ? x : sy_graph_reshape(g, x, sy_shape_of(2, sy_shape_count(&xs) / in, in));
+    h = sy_graph_matmul(g, h, w[0], false, false);
+    if (l->use_bias) h = sy_graph_bias_add(g, h, w[1]);
+    if (xs.rank != 2) {
+        sy_shape ys = xs;
+        ys.dims[ys.rank - 1] = l->units;
+        h = sy_graph_reshape(g, h, ys);
+    }
+    return keras_activate(g, l->activation, h);
+}
+
+const layer_impl keras_dense = {SY_LAYER_DENSE, "Dense", "dense", dense_output_shape, dense_weights, dense_build};

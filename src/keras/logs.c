@@ -1,0 +1,54 @@
+/*
+ * logs.c - named values (sy_logs) and the history of a fit() run.
+ */
+#include "keras_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+double sy_logs_get(const sy_logs *logs, const char *name) {
+    for (int32_t i = 0; i < logs->n; i++)
+        if (strcmp(logs->names[i], name) == 0) return logs->values[i];
+    return NAN;
+}
+
+void logs_set(sy_logs *logs, const char *name, double value) {
+    for (int32_t i = 0; i < logs->n; i++)
+        if (strcmp(logs->names[i], name) == 0) {
+            logs->values[i] = value;
+            return;
+        }
+    if (logs->n >= SY_LOGS_MAX) return;
+    snprintf(logs->names[logs->n], sizeof logs->names[0], "%s", name);
+    logs->values[logs->n++] = value;
+}
+
+struct sy_history {
+    sy_logs *logs;
+    int32_t *epoch;
+    int64_t n, cap, cap_epoch;
+};
+
+sy_status history_new(sy_history **out) {
+    *out = sy_calloc(1, sizeof **out);
+    return *out ? SY_OK : sy_error(SY_ERR_OUT_OF_MEMORY, "history: out of memory");
+}
+
+sy_status history_append(sy_history *h, int32_t epoch, const sy_logs *logs) {
+    if (SY_GROW(h->logs, h->cap, h->n + 1) || SY_GROW(h->epoch, h->cap_epoch, h->n + 1))
+        return sy_error(SY_ERR_OUT_OF_MEMORY, "history: out of memory");
+    h->logs[h->n] = *logs;
+    h->epoch[h->n++] = epoch;
+    return SY_OK;
+}
+
+void sy_history_free(sy_history *h) {
+    if (!h) return;
+    sy_free(h->logs);
+    sy_free(h->epoch);
+    sy_free(h);
+}
+
+int32_t sy_history_epochs(const sy_history *h) { return (int32_t)h->n; }
+const sy_logs *sy_history_logs(const sy_history *h, int32_t i) { return i >= 0 && i < h->n ? &h->logs[i] : NULL; }
+int32_t sy_history_epoch(const sy_history *h, int32_t i) { return i >= 0 && i < h->n ? h->epoch[i] : -1; }

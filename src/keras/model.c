@@ -1,0 +1,334 @@
+/*
+ * model.c - the Sequential model: adding layers, building them (output
+ * shapes and weights) once the input shape is known, the weights in Keras's
+ * order and names, and summary().
+ *
+ * Layers are built as soon as their input shape is known, so a layer that
+ * cannot follow the previous one is refused when it is added, with both
+ * shapes, as Keras refuses it. A layer's weights are variables of the
+ * model's store named "<layer>/<weight>" ("conv2d/kernel"); plans compiled
+ * later find them there by name, so training, evaluation and prediction
+ * share them. Automatic names follow Keras ("conv2d", "conv2d_1", ...) but
+ * count per model, not per process, so a model gets the same names however
+ * many were built before it.
+ */
+#include "keras_internal.h"
+
+#include <string.h>
+
+sy_status sy_model_new(const char *name, sy_model **out) {
+    *out = NULL;
+    sy_model *m = sy_calloc(1, sizeof *m);
+    if (!m) return sy_error(SY_ERR_OUT_OF_MEMORY, "model: out of memory");
+    snprintf(m->name, sizeof m->name, "%s", name && *name ? name : "sequential");
+    sy_status st = sy_vars_new(&m->vars);
+    if (st) {
+        sy_free(m);
+        return st;
+    }
+    *out = m;
+    return SY_OK;
+}
+
+void sy_model_free(sy_model *m) {
+    if (!m) return;
+    model_plans_free(m);
+    sy_pool_free(m->pool);
+    sy_vars_free(m->vars);
+    sy_free(m->layers);
+    sy_free(m);
+}
+
+const char *sy_model_name(const sy_model *m) { return m->name; }
+int32_t sy_model_layer_count(const sy_model *m) { return (int32_t)m->n_layers; }
+const sy_layer *sy_model_layer(const sy_model *m, int32_t i) {
+    return i >= 0 && i < m->n_layers ? &m->layers[i].cfg : NULL;
+}
+sy_shape sy_model_input_shape(const sy_model *m) { return m->input_shape; }
+
+sy_shape sy_model_output_shape(const sy_model *m, int32_t i) {
+    sy_shape none = {0};
+    if (i < 0) i = (int32_t)m->n_layers - 1;
+    return m->built && i >= 0 && i < m->n_layers ? m->layers[i].out_shape : none;
+}
+
+int64_t sy_model_param_count(const sy_model *m, int32_t i) {
+    if (i >= 0) return i < m->n_layers ? m->layers[i].params : 0;
+    int64_t n = 0;
+    for (int64_t k = 0; k < m->n_layers; k++) n += m->layers[k].params;
+    return n;
+}
+
+/* ---- building ----------------------------------------------------------------------- */
+
+static bool name_taken(const sy_model *m, const char *name, int64_t upto) {
+    for (int64_t i = 0; i < upto; i++)
+        if (strcmp(m->layers[i].name, name) == 0) return true;
+    return false;
+}
+
+static void auto_name(const sy_model *m, int64_t index, const char *prefix, char *out) {
+    int64_t k = 0;
+    for (int64_t i = 0; i < index; i++)
+        if (m->layers[i].cfg.kind == m->layers[index].cfg.kind) k++;
+    for (;; k++) {
+        if (k == 0) snprintf(out, LAYER_NAME_MAX, "%s", prefix);
+        else snprintf(out, LAYER_NAME_MAX, "%s_%lld", prefix, (long long)k);
+        if (!name_taken(m, out, index)) return;
+    }
+}
+
+/* The initializer of weight j of layer i: a seed of 0 means "derive one from
+ * the model's seed", so every weight has its own reproducible stream. */
+static sy_init weight_init(const sy_model *m, int64_t i, int j, sy_init init) {
+    if (init.seed == 0) init.seed = sy_mix64(m->seed ^ sy_mix64(((uint64_t)i << 8) | (uint64_t)j) ^ 0x5EED0F1417ull);
+    return init;
+}
+
+static const sy_shape *layer_input(const sy_model *m, int64_t i) {
+    return i == 0 ? &m->input_shape : &m->layers[i - 1].out_shape;
+}
+
+/* Output shape and weights of layer i (its input shape known). */
+static sy_status build_layer(sy_model *m, int64_t i) {
+    model_layer *L = &m->layers[i];
+    const layer_impl *impl = layer_impl_of(L->cfg.kind);
+    const sy_shape *in = layer_input(m, i);
+    sy_status st = impl->output_shape(&L->cfg, L->name, in, &L->out_shape);
+    if (st) return st;
+    layer_weight w[LAYER_MAX_WEIGHTS];
+    L->n_weights = impl->weights ? impl->weights(&L->cfg, in, w) : 0;
+    L->params = 0;
+    for (int j = 0; j < L->n_weights; j++) {
+        char name[2 * LAYER_NAME_MAX];
+        snprintf(name, sizeof name, "%s/%s", L->name, w[j].name);
+        if ((st = sy_vars_add(m->vars, name, SY_F32, w[j].shape, weight_init(m, i, j, w[j].init), &L->weight_var[j])))
+            return st;
+        L->params += sy_shape_count(&w[j].shape);
+    }
+    return SY_OK;
+}
+
+static sy_status check_input_shape(const sy_shape *s, const char *what) {
+    char buf[SY_SHAPE_STR_MAX];
+    if (s->rank < 1 || s->rank >= SY_MAX_RANK)
+        return sy_error(SY_ERR_SHAPE, "%s: input_shape %s must have 1 to %d dimensions (without the batch axis)", what,
+                        sy_shape_format(s, buf, sizeof buf), SY_MAX_RANK - 1);
+    for (int i = 0; i < s->rank; i++)
+        if (s->dims[i] <= 0)
+            return sy_error(SY_ERR_SHAPE, "%s: input_shape %s must have positive dimensions", what,
+                            sy_shape_format(s, buf, sizeof buf));
+    return SY_OK;
+}
+
+sy_status sy_model_add(sy_model *m, const sy_layer *layer) {
+    model_plans_free(m); /* the graph changes: plans are compiled again on use */
+    const layer_impl *impl = layer_impl_of(layer->kind);
+    if (!impl) return sy_error(SY_ERR_INVALID_ARGUMENT, "model '%s': unknown layer kind %d", m->name, (int)layer->kind);
+    if (SY_GROW(m->layers, m->cap_layers, m->n_layers + 1)) return sy_error(SY_ERR_OUT_OF_MEMORY, "model: out of memory");
+    int64_t i = m->n_layers;
+    model_layer *L = &m->layers[i];
+    memset(L, 0, sizeof *L);
+    L->cfg = *layer;
+    if (layer->name && *layer->name) {
+        if (strlen(layer->name) >= LAYER_NAME_MAX || strchr(layer->name, '/'))
+            return sy_error(SY_ERR_INVALID_ARGUMENT, "layer name '%s': names are at most %d characters, without '/'",
+                            layer->name, LAYER_NAME_MAX - 1);
+        if (name_taken(m, layer->name, i))
+            return sy_error(SY_ERR_INVALID_ARGUMENT,
+                            "model '%s': a layer named '%s' already exists; all layers of a Sequential model must have "
+                            "unique names",
+                            m->name, layer->name);
+        snprintf(L->name, sizeof L->name, "%s", layer->name);
+    } else {
+        auto_name(m, i, impl->prefix, L->name);
+    }
+    L->cfg.name = L->name;
+    if (i == 0 && layer->input_shape.rank > 0) {
+        sy_status st = check_input_shape(&layer->input_shape, L->name);
+        if (st) return st;
+        m->input_shape = layer->input_shape;
+        m->built = true;
+    }
+    if (m->built) {
+        sy_status st = build_layer(m, i);
+        if (st) return st; /* not counted: the model is as it was */
+    }
+    m->n_layers++;
+    return SY_OK;
+}
+
+sy_status sy_model_build(sy_model *m, sy_shape input_shape) {
+    sy_status st = check_input_shape(&input_shape, m->name);
+    if (st) return st;
+    if (m->built) {
+        char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
+        if (sy_shape_equal(&m->input_shape, &input_shape)) return SY_OK;
+        return sy_error(SY_ERR_SHAPE, "model '%s' is already built for inputs %s, not %s", m->name,
+                        keras_shape_str(&m->input_shape, a, sizeof a), keras_shape_str(&input_shape, b, sizeof b));
+    }
+    m->input_shape = input_shape;
+    m->built = true;
+    for (int64_t i = 0; i < m->n_layers; i++) {
+        if ((st = build_layer(m, i))) {
+            m->built = false;
+            return st;
+        }
+    }
+    return SY_OK;
+}
+
+void sy_model_set_seed(sy_model *m, uint64_t seed) {
+    m->seed = seed;
+    if (!m->built) return;
+    for (int64_t i = 0; i < m->n_layers; i++) {
+        model_layer *L = &m->layers[i];
+        const layer_impl *impl = layer_impl_of(L->cfg.kind);
+        layer_weight w[LAYER_MAX_WEIGHTS];
+        int n = impl->weights ? impl->weights(&L->cfg, layer_input(m, i), w) : 0;
+        for (int j = 0; j < n && j < L->n_weights; j++) sy_vars_reset(m->vars, L->weight_var[j], weight_init(m, i, j, w[j].init));
+    }
+}
+
+void sy_model_stop_training(sy_model *m) { m->stop_training = true; }
+
+/* ---- weights -------------------------------------------------------------------------- */
+
+/* Layer and slot of weight `index`; false if out of range. */
+static bool weight_at(const sy_model *m, int32_t index, int64_t *layer, int *slot) {
+    if (index < 0) return false;
+    for (int64_t i = 0; i < m->n_layers; i++) {
+        if (index < m->layers[i].n_weights) {
+            *layer = i;
+            *slot = index;
+            return true;
+        }
+        index -= m->layers[i].n_weights;
+    }
+    return false;
+}
+
+int32_t sy_model_weight_count(const sy_model *m) {
+    int32_t n = 0;
+    for (int64_t i = 0; i < m->n_layers; i++) n += m->layers[i].n_weights;
+    return n;
+}
+
+const char *sy_model_weight_name(const sy_model *m, int32_t index) {
+    static _Thread_local char buf[2 * LAYER_NAME_MAX + 8];
+    int64_t l;
+    int s;
+    if (!weight_at(m, index, &l, &s)) return NULL;
+    snprintf(buf, sizeof buf, "%s:0", sy_vars_name(m->vars, m->layers[l].weight_var[s]));
+    return buf;
+}
+
+sy_shape sy_model_weight_shape(const sy_model *m, int32_t index) {
+    sy_shape none = {0};
+    int64_t l;
+    int s;
+    return weight_at(m, index, &l, &s) ? sy_vars_shape(m->vars, m->layers[l].weight_var[s]) : none;
+}
+
+float *sy_model_weight_data(sy_model *m, int32_t index) {
+    int64_t l;
+    int s;
+    return weight_at(m, index, &l, &s) ? sy_vars_data(m->vars, m->layers[l].weight_var[s]) : NULL;
+}
+
+int32_t sy_model_find_weight(const sy_model *m, const char *name) {
+    size_t n = strlen(name);
+    if (n >= 2 && strcmp(name + n - 2, ":0") == 0) n -= 2;
+    int32_t count = sy_model_weight_count(m);
+    for (int32_t i = 0; i < count; i++) {
+        int64_t l = 0;
+        int s = 0;
+        weight_at(m, i, &l, &s);
+        const char *v = sy_vars_name(m->vars, m->layers[l].weight_var[s]);
+        if (strlen(v) == n && strncmp(v, name, n) == 0) return i;
+    }
+    return -1;
+}
+
+/* ---- summary ---------------------------------------------------------------------------- */
+
+/* Keras's print_row: columns end at positions[], wrapped over several lines
+ * when a field does not fit, breaking after "),"-style punctuation. */
+static void print_row(FILE *out, const char *const *fields, const int *positions, int n) {
+    char left[3][256];
+    for (int c = 0; c < n; c++) snprintf(left[c], sizeof left[c], "%s", fields[c]);
+    for (;;) {
+        bool any = false;
+        for (int c = 0; c < n; c++) any |= left[c][0] != '\0';
+        if (!any) return;
+        char line[512];
+        int len = 0;
+        for (int c = 0; c < n; c++) {
+            int start = c > 0 ? positions[c - 1] : 0, space = c != n - 1 ? 2 : 0;
+            int cutoff = positions[c] - start - space - (c != n - 1 ? 1 : 0);
+            int avail = (int)strlen(left[c]);
+            int take = avail < cutoff ? avail : cutoff;
+            static const char *const breaks[] = {"),", "},", "],", "',"};
+            int best = -1;
+            for (int b = 0; b < 4; b++) {
+                char tmp[256];
+                snprintf(tmp, sizeof tmp, "%.*s", take, left[c]);
+                char *f = strstr(tmp, breaks[b]);
+                if (f && (best < 0 || (int)(f - tmp) + 2 < best)) best = (int)(f - tmp) + 2;
+            }
+            if (best >= 0) take = best;
+            if (c == 0) line[len++] = ' ';
+            memcpy(line + len, left[c], (size_t)take);
+            len += take;
+            for (int s = 0; s < space; s++) line[len++] = ' ';
+            memmove(left[c], left[c] + take, strlen(left[c] + take) + 1);
+            while (len < positions[c]) line[len++] = ' ';
+        }
+        line[len] = '\0';
+        fprintf(out, "%s\n", line);
+    }
+}
+
+static void readable_size(double bytes, char *buf, size_t size) {
+    static const char *const units[] = {"Byte", "KB", "MB", "GB", "TB", "PB"};
+    int u = 0;
+    while (u < 5 && bytes / 1024 >= 1) {
+        bytes /= 1024;
+        u++;
+    }
+    snprintf(buf, size, "%.2f %s", bytes, units[u]);
+}
+
+void sy_model_summary(const sy_model *m, FILE *out) {
+    enum { WIDTH = 65 };
+    const int positions[3] = {29, 55, 65};
+    char rule[WIDTH + 1];
+    fprintf(out, "Model: \"%s\"\n", m->name);
+    memset(rule, '_', WIDTH);
+    rule[WIDTH] = '\0';
+    fprintf(out, "%s\n", rule);
+    const char *head[3] = {"Layer (type)", "Output Shape", "Param #"};
+    print_row(out, head, positions, 3);
+    memset(rule, '=', WIDTH);
+    fprintf(out, "%s\n", rule);
+    for (int64_t i = 0; i < m->n_layers; i++) {
+        const model_layer *L = &m->layers[i];
+        char name[160], shape[SY_SHAPE_STR_MAX], params[32];
+        snprintf(name, sizeof name, "%s (%s)", L->name, sy_layer_class_name(L->cfg.kind));
+        if (m->built) keras_shape_str(&L->out_shape, shape, sizeof shape);
+        else snprintf(shape, sizeof shape, "multiple");
+        snprintf(params, sizeof params, "%lld", (long long)L->params);
+        const char *fields[3] = {name, shape, params};
+        print_row(out, fields, positions, 3);
+        fprintf(out, "%*s\n", WIDTH, "");
+    }
+    fprintf(out, "%s\n", rule);
+    int64_t total = sy_model_param_count(m, -1);
+    char size[32];
+    readable_size((double)total * 4, size, sizeof size);
+    fprintf(out, "Total params: %lld (%s)\n", (long long)total, size);
+    fprintf(out, "Trainable params: %lld (%s)\n", (long long)total, size);
+    fprintf(out, "Non-trainable params: 0 (0.00 Byte)\n");
+    memset(rule, '_', WIDTH);
+    fprintf(out, "%s\n", rule);
+}

@@ -1,0 +1,516 @@
+/*
+ * test_keras.c - the Keras-style API: the summary table Keras prints, the
+ * mistakes refused at add/compile/fit with names and shapes, learning on a
+ * small problem, evaluate's padding, predict, determinism, the progress bar
+ * formats, callbacks and the weights API. (Numerics against tf.keras are in
+ * test_golden.c.)
+ */
+#include "check.h"
+#include "systolic.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <pty.h>
+#include <regex.h>
+#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool contains(const char *haystack, const char *needle) { return strstr(haystack, needle) != NULL; }
+
+#define CHECK_ERROR(expr, status, ...)                                                             \
+    do {                                                                                           \
+        sy_status st_ = (expr);                                                                    \
+        CHECK(st_ == (status), "%s: expected %s, got %s (%s)", #expr, sy_status_name(status),      \
+              sy_status_name(st_), sy_last_error());                                               \
+        const char *needles_[] = {__VA_ARGS__};                                                    \
+        for (size_t k_ = 0; k_ < sizeof needles_ / sizeof needles_[0]; k_++)                       \
+            CHECK(contains(sy_last_error(), needles_[k_]), "%s: message '%s' lacks '%s'", #expr,   \
+                  sy_last_error(), needles_[k_]);                                                  \
+    } while (0)
+
+/* The tutorial's model. */
+static sy_model *tutorial_model(uint64_t seed) {
+    sy_model *m;
+    CHECK_OK(sy_model_new(NULL, &m));
+    sy_model_set_seed(m, seed);
+    sy_layer l[6] = {sy_layer_conv2d(64, 3, 3), sy_layer_max_pooling2d(2, 2), sy_layer_activation(SY_ACTIVATION_RELU),
+                     sy_layer_flatten(), sy_layer_dense(10), sy_layer_activation(SY_ACTIVATION_SOFTMAX)};
+    l[0].input_shape = sy_shape_of(3, (int64_t)28, (int64_t)28, (int64_t)1);
+    for (int i = 0; i < 6; i++) CHECK_OK(sy_model_add(m, &l[i]));
+    return m;
+}
+
+static char *read_all(FILE *f) {
+    long n = ftell(f);
+    rewind(f);
+    char *s = calloc((size_t)n + 1, 1);
+    if (fread(s, 1, (size_t)n, f) != (size_t)n) s[0] = '\0';
+    return s;
+}
+
+/* Keras 2.15's model.summary() of the tutorial model, byte for byte. */
+static void test_summary(void) {
+    static const char *expected =
+        "Model: \"sequential\"\n"
+        "_________________________________________________________________\n"
+        " Layer (type)                Output Shape              Param #   \n"
+        "=================================================================\n"
+        " conv2d (Conv2D)             (None, 26, 26, 64)        640       \n"
+        "                                                                 \n"
+        " max_pooling2d (MaxPooling2  (None, 13, 13, 64)        0         \n"
+        " D)                                                              \n"
+        "                                                                 \n"
+        " activation (Activation)     (None, 13, 13, 64)        0         \n"
+        "                                                                 \n"
+        " flatten (Flatten)           (None, 10816)             0         \n"
+        "                                                                 \n"
+        " dense (Dense)               (None, 10)                108170    \n"
+        "                                                                 \n"
+        " activation_1 (Activation)   (None, 10)                0         \n"
+        "                                                                 \n"
+        "=================================================================\n"
+        "Total params: 108810 (425.04 KB)\n"
+        "Trainable params: 108810 (425.04 KB)\n"
+        "Non-trainable params: 0 (0.00 Byte)\n"
+        "_________________________________________________________________\n";
+    sy_model *m = tutorial_model(0);
+    FILE *f = tmpfile();
+    sy_model_summary(m, f);
+    char *s = read_all(f);
+    CHECK(strcmp(s, expected) == 0, "summary differs from Keras's:\n%s", s);
+    free(s);
+    fclose(f);
+    CHECK(sy_model_param_count(m, -1) == 108810, "params %lld", (long long)sy_model_param_count(m, -1));
+    sy_model_free(m);
+}
+
+static void test_weights_api(void) {
+    sy_model *m = tutorial_model(1);
+    CHECK(sy_model_weight_count(m) == 4, "weights %d", sy_model_weight_count(m));
+    const char *names[4] = {"conv2d/kernel:0", "conv2d/bias:0", "dense/kernel:0", "dense/bias:0"};
+    for (int i = 0; i < 4; i++) CHECK(strcmp(sy_model_weight_name(m, i), names[i]) == 0, "weight %d is %s", i, sy_model_weight_name(m, i));
+    sy_shape k = sy_model_weight_shape(m, 0), dk = sy_model_weight_shape(m, 2);
+    CHECK(k.rank == 4 && k.dims[0] == 3 && k.dims[1] == 3 && k.dims[2] == 1 && k.dims[3] == 64, "conv kernel HWIO");
+    CHECK(dk.rank == 2 && dk.dims[0] == 10816 && dk.dims[1] == 10, "dense kernel (in, out)");
+    CHECK(sy_model_find_weight(m, "dense/bias") == 3 && sy_model_find_weight(m, "dense/bias:0") == 3, "find by name");
+    CHECK(sy_model_find_weight(m, "nope") == -1, "unknown weight");
+    /* glorot_uniform: limit sqrt(6 / (fan_in + fan_out)); biases zero */
+    const float *w = sy_model_weight_data(m, 2), *b = sy_model_weight_data(m, 3);
+    double limit = sqrt(6.0 / (10816 + 10)), mx = 0, sum = 0;
+    for (int i = 0; i < 108160; i++) {
+        mx = fmax(mx, fabs(w[i]));
+        sum += w[i];
+    }
+    CHECK(mx <= limit && mx > 0.99 * limit, "glorot_uniform limit %g, max |w| %g", limit, mx);
+    CHECK(fabs(sum / 108160) < 0.01 * limit, "glorot_uniform mean %g", sum / 108160);
+    for (int i = 0; i < 10; i++) CHECK(b[i] == 0.0f, "bias %d = %g", i, b[i]);
+    /* the same seed gives the same weights; another seed others */
+    sy_model *same = tutorial_model(1), *other = tutorial_model(2);
+    CHECK(memcmp(sy_model_weight_data(same, 0), sy_model_weight_data(m, 0), 576 * 4) == 0, "seeded weights repeat");
+    CHECK(memcmp(sy_model_weight_data(other, 0), sy_model_weight_data(m, 0), 576 * 4) != 0, "another seed differs");
+    sy_model_free(same);
+    sy_model_free(other);
+    sy_model_free(m);
+}
+
+static void test_build_errors(void) {
+    sy_model *m;
+    CHECK_OK(sy_model_new("bad", &m));
+    sy_layer flat = sy_layer_flatten();
+    flat.input_shape = sy_shape_of(3, (int64_t)8, (int64_t)8, (int64_t)3);
+    CHECK_OK(sy_model_add(m, &flat));
+    sy_layer conv = sy_layer_conv2d(4, 3, 3);
+    CHECK_ERROR(sy_model_add(m, &conv), SY_ERR_SHAPE, "conv2d", "(None, 192)", "(None, height, width, channels)");
+    CHECK(sy_model_layer_count(m) == 1, "the refused layer is not added");
+    sy_layer dense = sy_layer_dense(0);
+    CHECK_ERROR(sy_model_add(m, &dense), SY_ERR_INVALID_ARGUMENT, "dense", "units");
+    sy_layer r = sy_layer_reshape(sy_shape_of(2, (int64_t)5, (int64_t)-1));
+    CHECK_ERROR(sy_model_add(m, &r), SY_ERR_SHAPE, "reshape", "192", "(5, -1)");
+    sy_layer named = sy_layer_dense(3);
+    named.name = "flatten";
+    CHECK_ERROR(sy_model_add(m, &named), SY_ERR_INVALID_ARGUMENT, "'flatten' already exists");
+    sy_model_free(m);
+
+    CHECK_OK(sy_model_new(NULL, &m));
+    sy_layer big = sy_layer_conv2d(4, 5, 5);
+    big.input_shape = sy_shape_of(3, (int64_t)3, (int64_t)3, (int64_t)1);
+    CHECK_ERROR(sy_model_add(m, &big), SY_ERR_SHAPE, "conv2d", "5x5", "(None, 3, 3, 1)");
+    sy_layer pool = sy_layer_max_pooling2d(4, 4);
+    pool.input_shape = sy_shape_of(2, (int64_t)8, (int64_t)8);
+    CHECK_ERROR(sy_model_add(m, &pool), SY_ERR_SHAPE, "max_pooling2d", "(None, 8, 8)");
+    sy_layer drop = sy_layer_dropout(1.5f);
+    drop.input_shape = sy_shape_of(1, (int64_t)4);
+    CHECK_ERROR(sy_model_add(m, &drop), SY_ERR_INVALID_ARGUMENT, "dropout", "[0, 1)");
+    sy_model_free(m);
+
+    /* layers added before the input shape are built by sy_model_build */
+    CHECK_OK(sy_model_new(NULL, &m));
+    sy_layer d1 = sy_layer_dense(4), d2 = sy_layer_dense(2);
+    CHECK_OK(sy_model_add(m, &d1));
+    CHECK_OK(sy_model_add(m, &d2));
+    sy_compile_options c = sy_compile_options_default();
+    c.loss = "mse";
+    CHECK_ERROR(sy_model_compile(m, &c), SY_ERR_STATE, "input");
+    CHECK_OK(sy_model_build(m, sy_shape_of(1, (int64_t)5)));
+    CHECK(sy_model_param_count(m, -1) == 5 * 4 + 4 + 4 * 2 + 2, "params after build");
+    CHECK_OK(sy_model_compile(m, &c));
+    sy_model_free(m);
+}
+
+static void test_compile_errors(void) {
+    sy_model *m = tutorial_model(0);
+    sy_compile_options c = sy_compile_options_default();
+    c.loss = "sparse_categorical_crossentropyy";
+    CHECK_ERROR(sy_model_compile(m, &c), SY_ERR_NOT_FOUND, "sparse_categorical_crossentropyy", "known:");
+    c.loss = "sparse_categorical_crossentropy";
+    const char *bad[] = {"accuracy", "f1"};
+    c.metrics = bad;
+    c.n_metrics = 2;
+    CHECK_ERROR(sy_model_compile(m, &c), SY_ERR_NOT_FOUND, "'f1'", "known:");
+    const char *mismatch[] = {"categorical_accuracy"};
+    c.metrics = mismatch;
+    c.n_metrics = 1;
+    CHECK_ERROR(sy_model_compile(m, &c), SY_ERR_INVALID_ARGUMENT, "categorical_accuracy", "sparse");
+    sy_optimizer o;
+    CHECK_ERROR(sy_optimizer_from_name("adamw", &o), SY_ERR_NOT_FOUND, "adamw", "sgd, adam, rmsprop");
+    CHECK_OK(sy_optimizer_from_name("Adam", &o));
+    CHECK(o.kind == SY_OPTIMIZER_ADAM && o.learning_rate == 0.001f && o.epsilon == 1e-7f, "Keras's Adam defaults");
+    c.optimizer = sy_optimizer_adam(-1);
+    c.n_metrics = 0;
+    CHECK_ERROR(sy_model_compile(m, &c), SY_ERR_INVALID_ARGUMENT, "learning_rate");
+    sy_model_free(m);
+
+    /* a sparse loss on a one-unit output */
+    CHECK_OK(sy_model_new(NULL, &m));
+    sy_layer d = sy_layer_dense(1);
+    d.input_shape = sy_shape_of(1, (int64_t)3);
+    CHECK_OK(sy_model_add(m, &d));
+    c = sy_compile_options_default();
+    c.loss = "sparse_categorical_crossentropy";
+    CHECK_ERROR(sy_model_compile(m, &c), SY_ERR_SHAPE, "(None, 1)", "binary_crossentropy");
+    sy_model_free(m);
+}
+
+/* A separable problem: 4 features, 3 classes (the class is the argmax of
+ * the first three features). */
+static void make_data(int64_t n, sy_tensor **x, sy_tensor **y, uint64_t seed) {
+    sy_tensor_new(SY_F32, sy_shape_of(2, n, (int64_t)4), x);
+    sy_tensor_new(SY_I32, sy_shape_of(1, n), y);
+    float *xd = sy_tensor_data(*x);
+    int32_t *yd = sy_tensor_data(*y);
+    sy_rng r = sy_rng_new(seed, 0);
+    for (int64_t i = 0; i < n; i++) {
+        int best = 0;
+        for (int j = 0; j < 4; j++) {
+            xd[i * 4 + j] = sy_rng_uniform(&r) * 2 - 1;
+            if (j < 3 && xd[i * 4 + j] > xd[i * 4 + best]) best = j;
+        }
+        yd[i] = best;
+    }
+}
+
+static sy_model *mlp(uint64_t seed, bool dropout) {
+    sy_model *m;
+    CHECK_OK(sy_model_new("mlp", &m));
+    sy_model_set_seed(m, seed);
+    sy_layer a = sy_layer_dense(16), drop = sy_layer_dropout(0.2f), b = sy_layer_dense(3);
+    a.input_shape = sy_shape_of(1, (int64_t)4);
+    a.activation = SY_ACTIVATION_RELU;
+    b.activation = SY_ACTIVATION_SOFTMAX;
+    CHECK_OK(sy_model_add(m, &a));
+    if (dropout) CHECK_OK(sy_model_add(m, &drop));
+    CHECK_OK(sy_model_add(m, &b));
+    sy_compile_options c = sy_compile_options_default();
+    c.optimizer = sy_optimizer_adam(0.01f);
+    c.loss = "sparse_categorical_crossentropy";
+    const char *metrics[] = {"accuracy"};
+    c.metrics = metrics;
+    c.n_metrics = 1;
+    c.threads = 2;
+    CHECK_OK(sy_model_compile(m, &c));
+    return m;
+}
+
+typedef struct cb_log {
+    char events[64][24];
+    int n;
+    int stop_at_epoch;
+} cb_log;
+
+static void note(cb_log *l, const char *what, long long k) {
+    if (l->n < 64) snprintf(l->events[l->n++], sizeof l->events[0], "%s %lld", what, k);
+}
+static sy_status cb_train_begin(void *ctx, sy_model *m) {
+    (void)m;
+    note(ctx, "train_begin", 0);
+    return SY_OK;
+}
+static sy_status cb_epoch_begin(void *ctx, sy_model *m, int32_t epoch) {
+    (void)m;
+    note(ctx, "epoch_begin", epoch);
+    return SY_OK;
+}
+static sy_status cb_batch_end(void *ctx, sy_model *m, int64_t step, const sy_logs *logs) {
+    (void)m;
+    CHECK(!isnan(sy_logs_get(logs, "loss")), "batch logs carry the loss");
+    note(ctx, "batch_end", step);
+    return SY_OK;
+}
+static sy_status cb_epoch_end(void *ctx, sy_model *m, int32_t epoch, const sy_logs *logs) {
+    cb_log *l = ctx;
+    CHECK(!isnan(sy_logs_get(logs, "val_accuracy")), "epoch logs carry val_accuracy");
+    note(l, "epoch_end", epoch);
+    if (epoch == l->stop_at_epoch) sy_model_stop_training(m);
+    return SY_OK;
+}
+static sy_status cb_train_end(void *ctx, sy_model *m, const sy_logs *logs) {
+    (void)m, (void)logs;
+    note(ctx, "train_end", 0);
+    return SY_OK;
+}
+
+static void test_learning_and_callbacks(void) {
+    sy_tensor *x, *y, *xv, *yv;
+    make_data(600, &x, &y, 1);
+    make_data(203, &xv, &yv, 2);
+    sy_model *m = mlp(3, true);
+    cb_log log = {.stop_at_epoch = 3};
+    sy_callback cb = {&log, cb_train_begin, cb_epoch_begin, cb_batch_end, cb_epoch_end, cb_train_end};
+    sy_fit_options f = sy_fit_options_default();
+    f.batch_size = 50;
+    f.epochs = 10;
+    f.x_val = xv;
+    f.y_val = yv;
+    f.verbose = 0;
+    f.callbacks = &cb;
+    f.n_callbacks = 1;
+    sy_history *h = NULL;
+    CHECK_OK(sy_model_fit(m, x, y, &f, &h));
+    if (h) {
+        CHECK(sy_history_epochs(h) == 4, "stop_training after epoch 3: %d epochs", sy_history_epochs(h));
+        double first = sy_logs_get(sy_history_logs(h, 0), "loss"), last = sy_logs_get(sy_history_logs(h, 3), "loss");
+        double acc = sy_logs_get(sy_history_logs(h, 3), "val_accuracy");
+        CHECK(last < 0.7 * first, "loss falls: %g -> %g", first, last);
+        CHECK(acc > 0.9, "val_accuracy %g on a separable problem", acc);
+        const sy_logs *l = sy_history_logs(h, 0);
+        CHECK(l->n == 4 && !strcmp(l->names[0], "loss") && !strcmp(l->names[1], "accuracy") &&
+                  !strcmp(l->names[2], "val_loss") && !strcmp(l->names[3], "val_accuracy"),
+              "Keras's log order");
+        sy_history_free(h);
+    }
+    CHECK(log.n == 1 + 4 * (1 + 12 + 1) + 1, "callback count %d", log.n);
+    CHECK(!strcmp(log.events[0], "train_begin 0") && !strcmp(log.events[1], "epoch_begin 0") &&
+              !strcmp(log.events[2], "batch_end 0") && !strcmp(log.events[13], "batch_end 11") &&
+              !strcmp(log.events[14], "epoch_end 0") && !strcmp(log.events[log.n - 1], "train_end 0"),
+          "callback order");
+
+    /* evaluate covers every sample exactly: batch 7 (203 = 29 * 7) and 64 (padded) agree with 203 */
+    sy_evaluate_options eo = sy_evaluate_options_default();
+    eo.verbose = 0;
+    sy_logs r1, r2, r3;
+    eo.batch_size = 203;
+    CHECK_OK(sy_model_evaluate(m, xv, yv, &eo, &r1));
+    eo.batch_size = 7;
+    CHECK_OK(sy_model_evaluate(m, xv, yv, &eo, &r2));
+    eo.batch_size = 64;
+    CHECK_OK(sy_model_evaluate(m, xv, yv, &eo, &r3));
+    CHECK_CLOSE(sy_logs_get(&r2, "loss"), sy_logs_get(&r1, "loss"), 1e-5, 0, "evaluate loss, batch 7 vs 203");
+    CHECK_CLOSE(sy_logs_get(&r3, "loss"), sy_logs_get(&r1, "loss"), 1e-5, 0, "evaluate loss, batch 64 (padded) vs 203");
+    CHECK(sy_logs_get(&r3, "accuracy") == sy_logs_get(&r1, "accuracy"), "accuracy counts every sample once");
+
+    /* predict: any batch size gives the same rows; rows are probabilities */
+    sy_tensor *p1, *p2;
+    eo.batch_size = 64;
+    CHECK_OK(sy_model_predict(m, xv, &eo, &p1));
+    eo.batch_size = 203;
+    CHECK_OK(sy_model_predict(m, xv, &eo, &p2));
+    sy_shape ps = sy_tensor_shape(p1);
+    CHECK(ps.rank == 2 && ps.dims[0] == 203 && ps.dims[1] == 3, "predict shape");
+    const float *a = sy_tensor_data(p1), *b = sy_tensor_data(p2);
+    double worst = 0, correct = 0;
+    const int32_t *labels = sy_tensor_data(yv);
+    for (int i = 0; i < 203; i++) {
+        double s = 0;
+        int best = 0;
+        for (int j = 0; j < 3; j++) {
+            worst = fmax(worst, fabs(a[i * 3 + j] - b[i * 3 + j]));
+            s += a[i * 3 + j];
+            if (a[i * 3 + j] > a[i * 3 + best]) best = j;
+        }
+        CHECK_CLOSE(s, 1.0, 0, 1e-5, "probabilities of row %d sum to 1", i);
+        correct += best == labels[i];
+    }
+    CHECK(worst < 1e-6, "predict rows differ by batch size: %g", worst);
+    CHECK(fabs(correct / 203 - sy_logs_get(&r1, "accuracy")) < 1e-9, "predict agrees with evaluate's accuracy");
+    sy_tensor_free(p1);
+    sy_tensor_free(p2);
+    sy_model_free(m);
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+    sy_tensor_free(xv);
+    sy_tensor_free(yv);
+}
+
+/* Two runs with one seed: bitwise the same weights, dropout included. */
+static void test_determinism(void) {
+    sy_tensor *x, *y;
+    make_data(300, &x, &y, 5);
+    float *w[2];
+    for (int run = 0; run < 2; run++) {
+        sy_model *m = mlp(9, true);
+        sy_fit_options f = sy_fit_options_default();
+        f.batch_size = 30;
+        f.epochs = 3;
+        f.verbose = 0;
+        f.seed = 4;
+        CHECK_OK(sy_model_fit(m, x, y, &f, NULL));
+        w[run] = malloc(64 * 4);
+        memcpy(w[run], sy_model_weight_data(m, 0), 64 * 4);
+        sy_model_free(m);
+    }
+    CHECK(memcmp(w[0], w[1], 64 * 4) == 0, "same seed, same weights");
+    free(w[0]);
+    free(w[1]);
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+}
+
+static void test_fit_errors(void) {
+    sy_model *m = mlp(0, false);
+    sy_tensor *x, *y, *x3, *ybad, *yshort;
+    make_data(20, &x, &y, 1);
+    sy_tensor_new(SY_F32, sy_shape_of(2, (int64_t)20, (int64_t)3), &x3);
+    sy_tensor_new(SY_F32, sy_shape_of(1, (int64_t)20), &ybad);
+    sy_tensor_new(SY_I32, sy_shape_of(1, (int64_t)19), &yshort);
+    ((float *)sy_tensor_data(ybad))[7] = 3.0f;
+    sy_fit_options f = sy_fit_options_default();
+    f.verbose = 0;
+    CHECK_ERROR(sy_model_fit(m, x3, y, &f, NULL), SY_ERR_SHAPE, "x", "(20, 3)", "(None, 4)");
+    CHECK_ERROR(sy_model_fit(m, x, yshort, &f, NULL), SY_ERR_SHAPE, "20 samples", "19");
+    CHECK_ERROR(sy_model_fit(m, x, ybad, &f, NULL), SY_ERR_INVALID_ARGUMENT, "y[7] = 3", "[0, 3)");
+    ((float *)sy_tensor_data(ybad))[7] = 1.5f;
+    CHECK_ERROR(sy_model_fit(m, x, ybad, &f, NULL), SY_ERR_INVALID_ARGUMENT, "y[7] = 1.5");
+    f.batch_size = 0;
+    CHECK_ERROR(sy_model_fit(m, x, y, &f, NULL), SY_ERR_INVALID_ARGUMENT, "batch_size");
+    f.batch_size = 8;
+    f.x_val = x;
+    CHECK_ERROR(sy_model_fit(m, x, y, &f, NULL), SY_ERR_INVALID_ARGUMENT, "x_val and y_val");
+    sy_evaluate_options eo = sy_evaluate_options_default();
+    sy_tensor *p = NULL;
+    CHECK_ERROR(sy_model_predict(m, x3, &eo, &p), SY_ERR_SHAPE, "(20, 3)");
+    CHECK(p == NULL, "no output on failure");
+    /* an uncompiled model cannot fit */
+    sy_model *u;
+    CHECK_OK(sy_model_new(NULL, &u));
+    sy_layer d = sy_layer_dense(2);
+    d.input_shape = sy_shape_of(1, (int64_t)4);
+    CHECK_OK(sy_model_add(u, &d));
+    f = sy_fit_options_default();
+    CHECK_ERROR(sy_model_fit(u, x, y, &f, NULL), SY_ERR_STATE, "compile");
+    sy_model_free(u);
+    sy_model_free(m);
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+    sy_tensor_free(x3);
+    sy_tensor_free(ybad);
+    sy_tensor_free(yshort);
+}
+
+static bool matches(const char *text, const char *pattern) {
+    regex_t re;
+    if (regcomp(&re, pattern, REG_EXTENDED | REG_NEWLINE)) return false;
+    bool ok = regexec(&re, text, 0, NULL, 0) == 0;
+    regfree(&re);
+    return ok;
+}
+
+/* Keras's progress bar formats, as written to a file (not a terminal). */
+static void test_progress_bar(void) {
+    sy_tensor *x, *y;
+    make_data(120, &x, &y, 1);
+    sy_model *m = mlp(0, false);
+    for (int verbose = 0; verbose <= 2; verbose++) {
+        FILE *out = tmpfile();
+        sy_fit_options f = sy_fit_options_default();
+        f.batch_size = 40;
+        f.epochs = 2;
+        f.verbose = verbose;
+        f.progress = out;
+        f.x_val = x;
+        f.y_val = y;
+        CHECK_OK(sy_model_fit(m, x, y, &f, NULL));
+        char *s = read_all(out);
+        if (verbose == 0) CHECK(s[0] == '\0', "verbose 0 prints nothing: '%s'", s);
+        if (verbose == 1)
+            CHECK(matches(s, "^Epoch 1/2\n3/3 \\[==============================\\] - [0-9]+s [0-9]+(ms|us|s)/step - "
+                             "loss: [0-9.]+ - accuracy: [0-9.]+ - val_loss: [0-9.]+ - val_accuracy: [0-9.]+\n"
+                             "Epoch 2/2\n3/3 \\[=+\\] - .*\n$"),
+                  "verbose 1 output:\n%s", s);
+        if (verbose == 2)
+            CHECK(matches(s, "^Epoch 1/2\n3/3 - [0-9]+s - loss: [0-9.]+ - accuracy: [0-9.]+ - val_loss: [0-9.]+ - "
+                             "val_accuracy: [0-9.]+ - [0-9]+(ms|us|s)/epoch - [0-9]+(ms|us|s)/step\nEpoch 2/2\n"),
+                  "verbose 2 output:\n%s", s);
+        free(s);
+        fclose(out);
+    }
+    /* evaluate's bar */
+    FILE *out = tmpfile();
+    sy_evaluate_options eo = sy_evaluate_options_default();
+    eo.batch_size = 50;
+    eo.progress = out;
+    CHECK_OK(sy_model_evaluate(m, x, y, &eo, NULL));
+    char *s = read_all(out);
+    CHECK(matches(s, "^3/3 \\[==============================\\] - [0-9]+s [0-9]+(ms|us|s)/step - loss: [0-9.e+-]+ - "
+                     "accuracy: [0-9.]+\n$"),
+          "evaluate's bar:\n%s", s);
+    free(s);
+    fclose(out);
+    sy_model_free(m);
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+}
+
+/* On a terminal the bar is redrawn in place ("\r") with an ETA. */
+static void test_progress_bar_terminal(void) {
+    int master, slave;
+    if (openpty(&master, &slave, NULL, NULL, NULL) != 0) {
+        CHECK(false, "openpty failed");
+        return;
+    }
+    FILE *out = fdopen(slave, "w");
+    sy_tensor *x, *y;
+    make_data(100, &x, &y, 1);
+    sy_model *m = mlp(0, false);
+    sy_fit_options f = sy_fit_options_default();
+    f.batch_size = 10;
+    f.verbose = 1;
+    f.progress = out;
+    CHECK_OK(sy_model_fit(m, x, y, &f, NULL));
+    fflush(out);
+    char buf[8192];
+    fcntl(master, F_SETFL, O_NONBLOCK);
+    ssize_t n = read(master, buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    CHECK(contains(buf, "\r 1/10 [==>...........................] - ETA: "), "first update drawn: '%s'", buf);
+    CHECK(contains(buf, "ETA: "), "an ETA while running: '%s'", buf);
+    CHECK(contains(buf, "\r10/10 [==============================] - "), "redrawn in place to the end: '%s'", buf);
+    fclose(out);
+    close(master);
+    sy_model_free(m);
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+}
+
+int main(void) {
+    test_summary();
+    test_weights_api();
+    test_build_errors();
+    test_compile_errors();
+    test_learning_and_callbacks();
+    test_determinism();
+    test_fit_errors();
+    test_progress_bar();
+    test_progress_bar_terminal();
+    return check_report("test_keras");
+}
