@@ -6,7 +6,7 @@
  * prints its usage with every default. Errors go to stderr with a non-zero
  * exit status (2 for usage errors, 1 for failures).
  */
-#include "systolic.h"
+#include "cli_internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +16,7 @@ typedef struct command {
     const char *name;
     const char *summary;
     int (*run)(int argc, char **argv);
-    const char *usage;
+    const char *usage; /* NULL: the command parses its own arguments and --help */
 } command;
 
 static int cmd_version(int argc, char **argv) {
@@ -42,6 +42,10 @@ static int cmd_ops(int argc, char **argv) {
 }
 
 static const command commands[] = {
+    {"train", "train a model (Keras's fit), e.g. systolic train fashion_mnist_cnn", cmd_train, NULL},
+    {"evaluate", "evaluate a model on its test data (Keras's evaluate)", cmd_evaluate, NULL},
+    {"predict", "run a model on its test data and print predictions", cmd_predict, NULL},
+    {"summary", "print a model's Keras summary", cmd_summary, NULL},
     {"version", "print the version", cmd_version, "usage: systolic version\n"},
     {"devices", "list this host's cores, memory and compute backends", cmd_devices, "usage: systolic devices\n"},
     {"ops", "list the ops in the registry", cmd_ops, "usage: systolic ops\n"},
@@ -66,6 +70,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "--version")) return cmd_version(0, NULL);
     for (int i = 0; i < N_COMMANDS; i++) {
         if (strcmp(argv[1], commands[i].name) != 0) continue;
+        if (!commands[i].usage) return commands[i].run(argc - 2, argv + 2);
         for (int j = 2; j < argc; j++)
             if (!strcmp(argv[j], "--help") || !strcmp(argv[j], "-h")) {
                 fputs(commands[i].usage, stdout);

@@ -1,0 +1,83 @@
+/*
+ * flags.c - a table-driven parser for `--name value` and `--name=value`
+ * flags. Every flag has a type, and a value that does not parse as that
+ * type, an unknown flag or a missing value is a usage error (exit status 2)
+ * that names the flag.
+ */
+#include "cli_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int parse_value(flag *f, const char *text, const char *command) {
+    char *end;
+    errno = 0;
+    switch (f->kind) {
+    case FLAG_INT: {
+        long long v = strtoll(text, &end, 10);
+        if (!*text || *end || errno) {
+            fprintf(stderr, "systolic %s: %s expects an integer, got '%s'\n", command, f->name, text);
+            return 2;
+        }
+        *(int64_t *)f->value = v;
+        break;
+    }
+    case FLAG_FLOAT: {
+        double v = strtod(text, &end);
+        if (!*text || *end || errno) {
+            fprintf(stderr, "systolic %s: %s expects a number, got '%s'\n", command, f->name, text);
+            return 2;
+        }
+        *(double *)f->value = v;
+        break;
+    }
+    case FLAG_STRING: *(const char **)f->value = text; break;
+    }
+    f->set = true;
+    return 0;
+}
+
+int flags_parse(int argc, char **argv, flag *flags, int n_flags, const char **positional, int max_positional,
+                int *n_positional, const char *command) {
+    *n_positional = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+            if (*n_positional >= max_positional) {
+                fprintf(stderr, "systolic %s: unexpected argument '%s' (see systolic %s --help)\n", command, a, command);
+                return 2;
+            }
+            positional[(*n_positional)++] = a;
+            continue;
+        }
+        const char *eq = strchr(a, '=');
+        size_t len = eq ? (size_t)(eq - a) : strlen(a);
+        flag *f = NULL;
+        for (int k = 0; k < n_flags; k++)
+            if (strlen(flags[k].name) == len && strncmp(flags[k].name, a, len) == 0) f = &flags[k];
+        if (!f) {
+            fprintf(stderr, "systolic %s: unknown flag '%.*s' (see systolic %s --help)\n", command, (int)len, a, command);
+            return 2;
+        }
+        const char *value = eq ? eq + 1 : NULL;
+        if (!value) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "systolic %s: %s needs a value (%s)\n", command, f->name, f->arg);
+                return 2;
+            }
+            value = argv[++i];
+        }
+        int rc = parse_value(f, value, command);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+void flags_help(FILE *out, const flag *flags, int n_flags) {
+    for (int k = 0; k < n_flags; k++) {
+        char left[64];
+        snprintf(left, sizeof left, "%s %s", flags[k].name, flags[k].arg);
+        fprintf(out, "  %-26s %s\n", left, flags[k].help);
+    }
+}

@@ -1,0 +1,267 @@
+/*
+ * train.c - the commands that run a model: train, evaluate, predict and
+ * summary. Each takes a built-in MODEL (builtin.c) and flags that mirror
+ * Keras's compile() and fit() arguments; a flag not given keeps the
+ * tutorial's value, which --help lists per model.
+ */
+#include "cli_internal.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+typedef struct run_opts {
+    int64_t epochs, steps_per_epoch, batch_size, validation_freq, seed, verbose, count;
+    double learning_rate;
+    const char *optimizer;
+} run_opts;
+
+enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_SEED, F_VERBOSE, F_COUNT, F_N };
+
+static void make_flags(flag *f, run_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->verbose = 1;
+    o->count = 10;
+    f[F_EPOCHS] = (flag){"--epochs", FLAG_INT, &o->epochs, "N", "epochs to train", false};
+    f[F_STEPS] = (flag){"--steps-per-epoch", FLAG_INT, &o->steps_per_epoch, "N", "steps per epoch (0: one pass over the training set)", false};
+    f[F_BATCH] = (flag){"--batch-size", FLAG_INT, &o->batch_size, "N", "global batch size", false};
+    f[F_OPTIMIZER] = (flag){"--optimizer", FLAG_STRING, &o->optimizer, "NAME", "sgd, adam or rmsprop, with Keras's defaults", false};
+    f[F_LR] = (flag){"--learning-rate", FLAG_FLOAT, &o->learning_rate, "X", "the optimizer's learning rate", false};
+    f[F_VALFREQ] = (flag){"--validation-freq", FLAG_INT, &o->validation_freq, "N", "validate on the test split after every N-th epoch", false};
+    f[F_SEED] = (flag){"--seed", FLAG_INT, &o->seed, "N", "seed of the initial weights, dropout and shuffling (default 0)", false};
+    f[F_VERBOSE] = (flag){"--verbose", FLAG_INT, &o->verbose, "N", "0 silent, 1 progress bar, 2 one line per epoch (default 1)", false};
+    f[F_COUNT] = (flag){"--count", FLAG_INT, &o->count, "N", "predictions to print (default 10)", false};
+}
+
+typedef struct command_spec {
+    const char *name, *summary;
+    const int *flags; /* indices into the flag table, -1 terminated */
+} command_spec;
+
+static const int train_flags[] = {F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_SEED, F_VERBOSE, -1};
+static const int eval_flags[] = {F_BATCH, F_SEED, F_VERBOSE, -1};
+static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, -1};
+static const int summary_flags[] = {F_SEED, -1};
+
+static void print_models(FILE *out, bool with_defaults) {
+    fprintf(out, "\nmodels%s:\n", with_defaults ? " and the defaults they train with" : "");
+    for (int i = 0; i < builtin_count(); i++) {
+        const builtin_model *b = builtin_at(i);
+        fprintf(out, "  %-18s %s\n", b->name, b->description);
+        if (with_defaults)
+            fprintf(out, "  %-18s   --epochs %d --steps-per-epoch %lld --batch-size %lld --optimizer %s --learning-rate %g --validation-freq %d\n",
+                    "", b->epochs, (long long)b->steps_per_epoch, (long long)b->batch_size, b->optimizer,
+                    (double)b->learning_rate, b->validation_freq);
+    }
+}
+
+static void usage(FILE *out, const command_spec *c, const flag *all) {
+    fprintf(out, "usage: systolic %s MODEL [flags]\n\n%s\n\nflags:\n", c->name, c->summary);
+    flag shown[F_N];
+    int n = 0;
+    for (const int *k = c->flags; *k >= 0; k++) shown[n++] = all[*k];
+    flags_help(out, shown, n);
+    print_models(out, c->flags == train_flags);
+    fprintf(out, "\nDatasets are read from $SYSTOLIC_DATASETS, then the cache, else downloaded.\n");
+}
+
+/* Parse the command line; returns -1 to go on, else an exit status. */
+static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts *o, const builtin_model **model) {
+    make_flags(f, o);
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout, c, f);
+            return 0;
+        }
+    flag allowed[F_N];
+    int n = 0;
+    for (const int *k = c->flags; *k >= 0; k++) allowed[n++] = f[*k];
+    const char *pos[1];
+    int n_pos;
+    int rc = flags_parse(argc, argv, allowed, n, pos, 1, &n_pos, c->name);
+    if (rc) return rc;
+    n = 0;
+    for (const int *k = c->flags; *k >= 0; k++) f[*k].set = allowed[n++].set;
+    if (n_pos == 0) {
+        fprintf(stderr, "systolic %s: which model? (see systolic %s --help)\n", c->name, c->name);
+        return 2;
+    }
+    *model = builtin_find(pos[0]);
+    if (!*model) {
+        fprintf(stderr, "systolic %s: unknown model '%s'; built-in models:", c->name, pos[0]);
+        for (int i = 0; i < builtin_count(); i++) fprintf(stderr, " %s", builtin_at(i)->name);
+        fprintf(stderr, "\n");
+        return 2;
+    }
+    const builtin_model *b = *model;
+    if (!f[F_EPOCHS].set) o->epochs = b->epochs;
+    if (!f[F_STEPS].set) o->steps_per_epoch = b->steps_per_epoch;
+    if (!f[F_BATCH].set) o->batch_size = b->batch_size;
+    if (!f[F_OPTIMIZER].set) o->optimizer = b->optimizer;
+    if (!f[F_LR].set) o->learning_rate = b->learning_rate;
+    if (!f[F_VALFREQ].set) o->validation_freq = b->validation_freq;
+    const char *bad = o->epochs < 0                ? "--epochs must be >= 0"
+                      : o->steps_per_epoch < 0     ? "--steps-per-epoch must be >= 0"
+                      : o->batch_size <= 0         ? "--batch-size must be positive"
+                      : o->validation_freq <= 0    ? "--validation-freq must be positive"
+                      : o->verbose < 0 || o->verbose > 2 ? "--verbose must be 0, 1 or 2"
+                      : !(o->learning_rate >= 0) || isinf(o->learning_rate) ? "--learning-rate must be a number >= 0"
+                      : o->seed < 0                ? "--seed must be >= 0"
+                      : o->count < 0               ? "--count must be >= 0"
+                                                   : NULL;
+    if (bad) {
+        fprintf(stderr, "systolic %s: %s\n", c->name, bad);
+        return 2;
+    }
+    return -1;
+}
+
+static int fail(const char *command, const char *what) {
+    fprintf(stderr, "systolic %s: %s%s%s\n", command, what ? what : "", what ? ": " : "", sy_last_error());
+    return 1;
+}
+
+/* Build and compile the model; load its data. */
+static int prepare(const char *command, const builtin_model *b, const run_opts *o, sy_model **m, sy_data_split *d,
+                   bool with_data) {
+    memset(d, 0, sizeof *d);
+    if (b->build((uint64_t)o->seed, m)) return fail(command, b->name);
+    sy_compile_options c = sy_compile_options_default();
+    if (sy_optimizer_from_name(o->optimizer, &c.optimizer)) return fail(command, NULL);
+    c.optimizer.learning_rate = (float)o->learning_rate;
+    c.loss = b->loss;
+    c.metrics = b->metrics;
+    c.n_metrics = b->n_metrics;
+    if (sy_model_compile(*m, &c)) return fail(command, b->name);
+    if (with_data && b->load(d)) return fail(command, NULL);
+    return 0;
+}
+
+static void print_logs(FILE *out, const sy_logs *l) {
+    for (int32_t i = 0; i < l->n; i++) fprintf(out, "%s%s: %.4f", i ? " - " : "", l->names[i], l->values[i]);
+    fprintf(out, "\n");
+}
+
+/* What a command does once its model is built and compiled and its data
+ * loaded; returns the exit status. */
+typedef int (*body_fn)(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
+                       const sy_data_split *d);
+
+static int run(const command_spec *c, int argc, char **argv, bool with_data, body_fn body) {
+    flag f[F_N];
+    run_opts o;
+    const builtin_model *b;
+    int rc = parse(c, argc, argv, f, &o, &b);
+    if (rc >= 0) return rc;
+    sy_model *m = NULL;
+    sy_data_split d;
+    rc = prepare(c->name, b, &o, &m, &d, with_data);
+    if (rc == 0) rc = body(c, b, &o, m, &d);
+    sy_data_split_free(&d);
+    sy_model_free(m);
+    return rc;
+}
+
+static int train_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
+                      const sy_data_split *d) {
+    sy_fit_options fo = sy_fit_options_default();
+    fo.batch_size = o->batch_size;
+    fo.epochs = (int32_t)o->epochs;
+    fo.steps_per_epoch = o->steps_per_epoch;
+    fo.validation_freq = (int32_t)o->validation_freq;
+    fo.x_val = d->x_test;
+    fo.y_val = d->y_test;
+    fo.seed = (uint64_t)o->seed;
+    fo.verbose = (int32_t)o->verbose;
+    sy_history *h;
+    double t0 = now_seconds();
+    if (sy_model_fit(m, d->x_train, d->y_train, &fo, &h)) return fail(c->name, b->name);
+    double secs = now_seconds() - t0;
+    int32_t n = sy_history_epochs(h);
+    int64_t steps = o->steps_per_epoch ? o->steps_per_epoch
+                                       : (sy_tensor_shape(d->x_train).dims[0] + o->batch_size - 1) / o->batch_size;
+    printf("%s: %d epochs of %lld steps in %.1f s (%.0f samples/s)", b->name, n, (long long)steps, secs,
+           secs > 0 ? (double)(n * steps * o->batch_size) / secs : 0.0);
+    if (n > 0) {
+        printf("; ");
+        print_logs(stdout, sy_history_logs(h, n - 1));
+    } else {
+        printf("\n");
+    }
+    sy_history_free(h);
+    return 0;
+}
+
+static int evaluate_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
+                         const sy_data_split *d) {
+    sy_evaluate_options eo = sy_evaluate_options_default();
+    eo.batch_size = o->batch_size;
+    eo.verbose = (int32_t)o->verbose;
+    sy_logs l;
+    if (sy_model_evaluate(m, d->x_test, d->y_test, &eo, &l)) return fail(c->name, b->name);
+    print_logs(stdout, &l);
+    return 0;
+}
+
+static int predict_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
+                        const sy_data_split *d) {
+    sy_evaluate_options eo = sy_evaluate_options_default();
+    eo.batch_size = o->batch_size;
+    eo.verbose = (int32_t)o->verbose;
+    sy_tensor *p;
+    if (sy_model_predict(m, d->x_test, &eo, &p)) return fail(c->name, b->name);
+    sy_shape s = sy_tensor_shape(p);
+    int64_t classes = s.dims[s.rank - 1], n = s.dims[0] < o->count ? s.dims[0] : o->count;
+    const float *v = sy_tensor_data(p);
+    printf("sample label predicted probability\n");
+    for (int64_t i = 0; i < n; i++) {
+        int64_t best = 0;
+        for (int64_t j = 1; j < classes; j++)
+            if (v[i * classes + j] > v[i * classes + best]) best = j;
+        printf("%6lld %5.0f %9lld %11.4f\n", (long long)i, sy_tensor_get(d->y_test, i), (long long)best,
+               v[i * classes + best]);
+    }
+    sy_tensor_free(p);
+    return 0;
+}
+
+static int summary_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
+                        const sy_data_split *d) {
+    (void)c, (void)b, (void)o, (void)d;
+    sy_model_summary(m, stdout);
+    return 0;
+}
+
+int cmd_train(int argc, char **argv) {
+    static const command_spec c = {"train", "Train a built-in model on its dataset (model.fit), validating on its test split.",
+                                   train_flags};
+    return run(&c, argc, argv, true, train_body);
+}
+
+int cmd_evaluate(int argc, char **argv) {
+    static const command_spec c = {"evaluate",
+                                   "Evaluate a built-in model on its test split (model.evaluate): loss and metrics over "
+                                   "every test sample. The weights are the model's initial ones (seeded).",
+                                   eval_flags};
+    return run(&c, argc, argv, true, evaluate_body);
+}
+
+int cmd_predict(int argc, char **argv) {
+    static const command_spec c = {"predict",
+                                   "Run a built-in model on its test split (model.predict) and print the first "
+                                   "predictions: sample, label, predicted class and its probability.",
+                                   predict_flags};
+    return run(&c, argc, argv, true, predict_body);
+}
+
+int cmd_summary(int argc, char **argv) {
+    static const command_spec c = {"summary", "Print a built-in model's Keras summary: layers, output shapes, parameters.",
+                                   summary_flags};
+    return run(&c, argc, argv, false, summary_body);
+}
