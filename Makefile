@@ -2,6 +2,7 @@
 #
 #   make          build the library and build/systolic
 #   make test     build and run the unit tests (ctest)
+#   make test-long  the learning tests: tutorials to their published accuracy
 #   make asan     the unit tests under AddressSanitizer + UBSan (build-asan/)
 #   make bench    build and run the benchmarks
 #   make fuzz     run the libFuzzer targets, FUZZ_SECONDS each (clang, build-fuzz/)
@@ -19,7 +20,7 @@ DEBIAN_PACKAGES = build-essential cmake pkg-config libdnnl-dev zlib1g-dev libcur
 # For the side-by-side benchmarks (make bench-deps).
 BENCH_PACKAGES = python3-torch python3-venv
 
-.PHONY: all configure test asan fuzz bench deps bench-deps format clean
+.PHONY: all configure test test-long asan fuzz bench deps bench-deps format clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -29,6 +30,10 @@ configure:
 
 test: all
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE long
+
+# The learning tests: tutorials trained to their published accuracy.
+test-long: all
+	ctest --test-dir $(BUILD) --output-on-failure -L long
 
 asan:
 	@test -f build-asan/CMakeCache.txt || cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSY_WERROR=ON -DSY_SANITIZE=ON $(CMAKE_FLAGS)

@@ -648,6 +648,7 @@ done:
  * in double, for one parameter with a constant gradient g over `steps` steps. */
 static void keras_update(const sy_optimizer *o, double *w, const double *g, int64_t n, int steps) {
     double *m = calloc((size_t)n, sizeof *m), *v = calloc((size_t)n, sizeof *v), *mg = calloc((size_t)n, sizeof *mg);
+    double *vhat = calloc((size_t)n, sizeof *vhat);
     for (int t = 1; t <= steps; t++) {
         for (int64_t i = 0; i < n; i++) {
             double lr = o->learning_rate;
@@ -662,7 +663,8 @@ static void keras_update(const sy_optimizer *o, double *w, const double *g, int6
                 double alpha = lr * sqrt(1 - pow(o->beta_2, t)) / (1 - pow(o->beta_1, t));
                 m[i] += (g[i] - m[i]) * (1 - o->beta_1);
                 v[i] += (g[i] * g[i] - v[i]) * (1 - o->beta_2);
-                w[i] -= m[i] * alpha / (sqrt(v[i]) + o->epsilon);
+                vhat[i] = fmax(vhat[i], v[i]);
+                w[i] -= m[i] * alpha / (sqrt(o->amsgrad ? vhat[i] : v[i]) + o->epsilon);
             } else {
                 v[i] = o->rho * v[i] + (1 - o->rho) * g[i] * g[i];
                 double denom = v[i];
@@ -683,6 +685,7 @@ static void keras_update(const sy_optimizer *o, double *w, const double *g, int6
     free(m);
     free(v);
     free(mg);
+    free(vhat);
 }
 
 static void check_optimizer(const char *name, sy_optimizer opt, bool *covered) {
@@ -734,6 +737,9 @@ static void check_optimizers(bool *covered) {
     check_optimizer("SGD momentum", sy_optimizer_sgd(0.05f, 0.9f, false), covered);
     check_optimizer("SGD nesterov", sy_optimizer_sgd(0.05f, 0.9f, true), covered);
     check_optimizer("Adam", sy_optimizer_adam(0.01f), covered);
+    sy_optimizer ams = sy_optimizer_adam(0.01f);
+    ams.amsgrad = true;
+    check_optimizer("Adam amsgrad", ams, covered);
     sy_optimizer rms = sy_optimizer_rmsprop(0.01f);
     check_optimizer("RMSprop", rms, covered);
     rms.momentum = 0.5f;

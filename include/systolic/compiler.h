@@ -35,21 +35,25 @@ extern "C" {
 
 typedef enum sy_optimizer_kind { SY_OPTIMIZER_NONE, SY_OPTIMIZER_SGD, SY_OPTIMIZER_ADAM, SY_OPTIMIZER_RMSPROP } sy_optimizer_kind;
 
+/* The hyperparameters are doubles because Keras computes 1 - beta_1 and
+ * 1 - rho from the Python floats (0.9, not 0.9f) before rounding to
+ * float32; the update kernels see exactly Keras's float32 constants. */
 typedef struct sy_optimizer {
     sy_optimizer_kind kind;
     float learning_rate;
-    float momentum; /* SGD, RMSprop */
+    double momentum; /* SGD, RMSprop */
     bool nesterov;  /* SGD */
-    float beta_1, beta_2, epsilon; /* Adam; epsilon also RMSprop */
-    float rho;      /* RMSprop */
+    double beta_1, beta_2, epsilon; /* Adam; epsilon also RMSprop */
+    bool amsgrad;   /* Adam: use the maximum of past second moments */
+    double rho;     /* RMSprop */
     bool centered;  /* RMSprop */
 } sy_optimizer;
 
 /* Keras defaults: SGD(lr 0.01, momentum 0, nesterov False); Adam(lr 0.001,
- * beta_1 0.9, beta_2 0.999, epsilon 1e-7); RMSprop(lr 0.001, rho 0.9,
+ * beta_1 0.9, beta_2 0.999, epsilon 1e-7, amsgrad False); RMSprop(lr 0.001, rho 0.9,
  * momentum 0, epsilon 1e-7, centered False). Pass the learning rate; edit
  * the other fields of the result to change them. */
-sy_optimizer sy_optimizer_sgd(float learning_rate, float momentum, bool nesterov);
+sy_optimizer sy_optimizer_sgd(float learning_rate, double momentum, bool nesterov);
 sy_optimizer sy_optimizer_adam(float learning_rate);
 sy_optimizer sy_optimizer_rmsprop(float learning_rate);
 

@@ -20,6 +20,7 @@
 #include "../core/core_internal.h"
 #include "systolic/backend.h"
 
+#include <math.h>
 #include <stdatomic.h>
 
 typedef enum sy_op {
@@ -73,7 +74,11 @@ typedef union sy_attrs {
     struct { float rate; uint64_t seed; } dropout;
     struct { uint32_t axes; uint8_t keepdims; } reduce;            /* bit i: reduce axis i */
     struct { double value; } fill;
-    struct { float momentum, beta_1, beta_2, epsilon, rho; uint8_t nesterov, centered; } opt;
+    struct {
+        float momentum, beta_1, beta_2, epsilon, rho;
+        float one_minus_beta_1, one_minus_beta_2, one_minus_rho; /* from the doubles, as Keras rounds them */
+        uint8_t nesterov, centered, amsgrad;
+    } opt;
     sy_eprog *fused;                                               /* FUSED_ELTWISE (owned by the graph) */
 } sy_attrs;
 
@@ -165,6 +170,13 @@ static inline uint32_t sy_dropout_bits(uint64_t key, int64_t iterations, int64_t
 }
 static inline uint64_t sy_dropout_key(const sy_kargs *k) {
     return sy_mix64(k->attr->dropout.seed ^ k->ex->rng_key);
+}
+
+/* Adam's step size at step t (1-based), in float32 as Keras computes it:
+ * lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) with float32 powers. */
+static inline float sy_adam_alpha(float lr, float beta_1, float beta_2, int64_t t) {
+    float b1p = powf(beta_1, (float)t), b2p = powf(beta_2, (float)t);
+    return lr * sqrtf(1.0f - b2p) / (1.0f - b1p);
 }
 
 /* Keras's fuzz factor: probabilities are clipped to [eps, 1 - eps]. */

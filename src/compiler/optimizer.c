@@ -6,14 +6,14 @@
  * docs/design/keras-semantics.md).
  *
  * Slots are variables named "<param>/<slot>" (Keras's slot names: momentum,
- * m, v, velocity, average_gradient), created zeroed in the store's slot
+ * m, v, vhat, velocity, average_gradient), created zeroed in the store's slot
  * block, so train plans of one store share optimizer state.
  */
 #include "compiler_internal.h"
 
 #include <string.h>
 
-sy_optimizer sy_optimizer_sgd(float learning_rate, float momentum, bool nesterov) {
+sy_optimizer sy_optimizer_sgd(float learning_rate, double momentum, bool nesterov) {
     sy_optimizer o;
     memset(&o, 0, sizeof o);
     o.kind = SY_OPTIMIZER_SGD;
@@ -28,9 +28,9 @@ sy_optimizer sy_optimizer_adam(float learning_rate) {
     memset(&o, 0, sizeof o);
     o.kind = SY_OPTIMIZER_ADAM;
     o.learning_rate = learning_rate;
-    o.beta_1 = 0.9f;
-    o.beta_2 = 0.999f;
-    o.epsilon = 1e-7f;
+    o.beta_1 = 0.9;
+    o.beta_2 = 0.999;
+    o.epsilon = 1e-7;
     return o;
 }
 
@@ -39,8 +39,8 @@ sy_optimizer sy_optimizer_rmsprop(float learning_rate) {
     memset(&o, 0, sizeof o);
     o.kind = SY_OPTIMIZER_RMSPROP;
     o.learning_rate = learning_rate;
-    o.rho = 0.9f;
-    o.epsilon = 1e-7f;
+    o.rho = 0.9;
+    o.epsilon = 1e-7;
     return o;
 }
 
@@ -77,13 +77,17 @@ static sy_node slot(sy_graph *g, sy_node param, const char *slot_name) {
 sy_node optimizer_add_update(sy_graph *g, const sy_optimizer *o, sy_node param, sy_node grad) {
     sy_attrs at;
     memset(&at, 0, sizeof at);
-    at.opt.momentum = o->momentum;
+    at.opt.momentum = (float)o->momentum;
     at.opt.nesterov = o->nesterov;
-    at.opt.beta_1 = o->beta_1;
-    at.opt.beta_2 = o->beta_2;
-    at.opt.epsilon = o->epsilon;
-    at.opt.rho = o->rho;
+    at.opt.beta_1 = (float)o->beta_1;
+    at.opt.beta_2 = (float)o->beta_2;
+    at.opt.epsilon = (float)o->epsilon;
+    at.opt.rho = (float)o->rho;
+    at.opt.one_minus_beta_1 = (float)(1.0 - o->beta_1);
+    at.opt.one_minus_beta_2 = (float)(1.0 - o->beta_2);
+    at.opt.one_minus_rho = (float)(1.0 - o->rho);
     at.opt.centered = o->centered;
+    at.opt.amsgrad = o->amsgrad;
     sy_node in[5] = {param, grad, SY_NONE, SY_NONE, SY_NONE};
     int n = 2;
     sy_op op;
@@ -96,6 +100,7 @@ sy_node optimizer_add_update(sy_graph *g, const sy_optimizer *o, sy_node param, 
         op = SY_OP_ADAM_UPDATE;
         in[n++] = slot(g, param, "m");
         in[n++] = slot(g, param, "v");
+        if (o->amsgrad) in[n++] = slot(g, param, "vhat");
         break;
     default:
         op = SY_OP_RMSPROP_UPDATE;

@@ -625,6 +625,7 @@ OPTIMIZER_CASES = [
     ("sgd_nesterov", lambda: tf.keras.optimizers.SGD(0.05, momentum=0.9, nesterov=True)),
     ("adam", lambda: tf.keras.optimizers.Adam(learning_rate=0.01)),
     ("adam_default", lambda: tf.keras.optimizers.Adam()),
+    ("adam_amsgrad", lambda: tf.keras.optimizers.Adam(learning_rate=0.01, amsgrad=True)),
     ("rmsprop", lambda: tf.keras.optimizers.RMSprop(learning_rate=0.01)),
     (
         "rmsprop_momentum_centered",

@@ -7,10 +7,15 @@
  * parameter and its slots and writes them back: a few flops per element and
  * 12 to 28 bytes of traffic, so it is memory-bound and the loops are written
  * to vectorise: one pass per element, restrict pointers, float math (sqrtf,
- * one division), and per-call constants hoisted out. Adam's bias correction
- * alpha = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) is computed once per
- * call, in double as the reference does, and (1 - beta) is rounded to float
- * from double as Keras does in Python.
+ * one division), and per-call constants hoisted out.
+ *
+ * The result is tf.keras's to the bit (test_golden checks it): Adam's bias
+ * correction alpha = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) is computed
+ * once per call in float32 with float32 powers (sy_adam_alpha), the
+ * constants 1 - beta and 1 - rho are rounded to float from the doubles as
+ * Keras does in Python, RMSprop multiplies by 1 / sqrt as Keras's rsqrt, and
+ * this file is compiled without FMA contraction (CMakeLists.txt), so each
+ * multiply and add rounds separately as in TensorFlow's kernels.
  *
  * Each variant (momentum or not, Nesterov or not, centered or not) is its
  * own loop, selected once per call, so no loop branches per element.
@@ -45,14 +50,17 @@ static void sgd_momentum_update_f32_fast(float *restrict w, float *restrict vel,
     }
 }
 
-static void adam_update_f32_fast(float *restrict w, float *restrict m, float *restrict v, const float *restrict g,
-                                 float alpha, float one_minus_b1, float one_minus_b2, float eps, int64_t n) {
+/* vhat: the running maximum of v (amsgrad), or NULL */
+static void adam_update_f32_fast(float *restrict w, float *restrict m, float *restrict v, float *restrict vhat,
+                                 const float *restrict g, float alpha, float one_minus_b1, float one_minus_b2, float eps,
+                                 int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         float gi = g[i];
         float mi = m[i] + (gi - m[i]) * one_minus_b1;
         float vi = v[i] + (gi * gi - v[i]) * one_minus_b2;
         m[i] = mi;
         v[i] = vi;
+        if (vhat) vi = vhat[i] = vhat[i] > vi ? vhat[i] : vi;
         w[i] -= mi * alpha / (sqrtf(vi) + eps);
     }
 }
@@ -62,9 +70,8 @@ static void adam_update_f32_fast(float *restrict w, float *restrict m, float *re
 static inline __attribute__((always_inline)) void rmsprop_any(float *restrict w, float *restrict ms,
                                                               float *restrict mom_slot, float *restrict mg,
                                                               const float *restrict g, float lr, float rho,
-                                                              float eps, float mom, bool has_mom, bool centered,
-                                                              int64_t n) {
-    const float one_minus_rho = 1 - rho;
+                                                              float one_minus_rho, float eps, float mom, bool has_mom,
+                                                              bool centered, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         float gi = g[i];
         float s = rho * ms[i] + one_minus_rho * gi * gi;
@@ -75,7 +82,7 @@ static inline __attribute__((always_inline)) void rmsprop_any(float *restrict w,
             mg[i] = a;
             denom -= a * a;
         }
-        float inc = lr * gi / sqrtf(denom + eps);
+        float inc = lr * gi * (1.0f / sqrtf(denom + eps)); /* Keras: lr * g * rsqrt(denominator) */
         if (has_mom) {
             float u = mom * mom_slot[i] + inc;
             mom_slot[i] = u;
@@ -87,22 +94,23 @@ static inline __attribute__((always_inline)) void rmsprop_any(float *restrict w,
 }
 
 static void rmsprop_update_f32_fast(float *restrict w, float *restrict ms, const float *restrict g, float lr,
-                                    float rho, float eps, int64_t n) {
-    rmsprop_any(w, ms, NULL, NULL, g, lr, rho, eps, 0, false, false, n);
+                                    float rho, float one_minus_rho, float eps, int64_t n) {
+    rmsprop_any(w, ms, NULL, NULL, g, lr, rho, one_minus_rho, eps, 0, false, false, n);
 }
 static void rmsprop_momentum_update_f32_fast(float *restrict w, float *restrict ms, float *restrict mom_slot,
-                                             const float *restrict g, float lr, float rho, float eps, float mom,
-                                             int64_t n) {
-    rmsprop_any(w, ms, mom_slot, NULL, g, lr, rho, eps, mom, true, false, n);
+                                             const float *restrict g, float lr, float rho, float one_minus_rho,
+                                             float eps, float mom, int64_t n) {
+    rmsprop_any(w, ms, mom_slot, NULL, g, lr, rho, one_minus_rho, eps, mom, true, false, n);
 }
 static void rmsprop_centered_update_f32_fast(float *restrict w, float *restrict ms, float *restrict mg,
-                                             const float *restrict g, float lr, float rho, float eps, int64_t n) {
-    rmsprop_any(w, ms, NULL, mg, g, lr, rho, eps, 0, false, true, n);
+                                             const float *restrict g, float lr, float rho, float one_minus_rho,
+                                             float eps, int64_t n) {
+    rmsprop_any(w, ms, NULL, mg, g, lr, rho, one_minus_rho, eps, 0, false, true, n);
 }
 static void rmsprop_momentum_centered_update_f32_fast(float *restrict w, float *restrict ms, float *restrict mom_slot,
                                                       float *restrict mg, const float *restrict g, float lr, float rho,
-                                                      float eps, float mom, int64_t n) {
-    rmsprop_any(w, ms, mom_slot, mg, g, lr, rho, eps, mom, true, true, n);
+                                                      float one_minus_rho, float eps, float mom, int64_t n) {
+    rmsprop_any(w, ms, mom_slot, mg, g, lr, rho, one_minus_rho, eps, mom, true, true, n);
 }
 
 /* ---- kernels ------------------------------------------------------------------ */
@@ -127,12 +135,12 @@ static void optim_part(void *ctx, int64_t part) {
     case SGD: sgd_update_f32_fast(w, g, j->lr, n); break;
     case SGD_MOMENTUM: sgd_momentum_update_f32_fast(w, s1, g, j->lr, j->a, false, n); break;
     case SGD_NESTEROV: sgd_momentum_update_f32_fast(w, s1, g, j->lr, j->a, true, n); break;
-    case ADAM: adam_update_f32_fast(w, s1, s2, g, j->a, j->b, j->c, j->d, n); break;
-    case RMSPROP: rmsprop_update_f32_fast(w, s1, g, j->lr, j->a, j->b, n); break;
-    case RMSPROP_MOM: rmsprop_momentum_update_f32_fast(w, s1, s2, g, j->lr, j->a, j->b, j->c, n); break;
-    case RMSPROP_CENTERED: rmsprop_centered_update_f32_fast(w, s1, s2, g, j->lr, j->a, j->b, n); break;
+    case ADAM: adam_update_f32_fast(w, s1, s2, s3, g, j->a, j->b, j->c, j->d, n); break;
+    case RMSPROP: rmsprop_update_f32_fast(w, s1, g, j->lr, j->a, j->d, j->b, n); break;
+    case RMSPROP_MOM: rmsprop_momentum_update_f32_fast(w, s1, s2, g, j->lr, j->a, j->d, j->b, j->c, n); break;
+    case RMSPROP_CENTERED: rmsprop_centered_update_f32_fast(w, s1, s2, g, j->lr, j->a, j->d, j->b, n); break;
     case RMSPROP_MOM_CENTERED:
-        rmsprop_momentum_centered_update_f32_fast(w, s1, s2, s3, g, j->lr, j->a, j->b, j->c, n);
+        rmsprop_momentum_centered_update_f32_fast(w, s1, s2, s3, g, j->lr, j->a, j->d, j->b, j->c, n);
         break;
     default: SY_ASSERT(!"unknown optimizer variant");
     }
@@ -159,12 +167,10 @@ static void sgd_update_run(const sy_kargs *k) {
 
 /* inputs: param, grad, m, v */
 static void adam_update_run(const sy_kargs *k) {
-    optim_job j = {.variant = ADAM, .s1 = k->in[2], .s2 = k->in[3]};
-    double t = (double)(k->ex->iterations + 1);
-    double b1 = k->attr->opt.beta_1, b2 = k->attr->opt.beta_2;
-    j.a = (float)(k->ex->learning_rate * sqrt(1 - pow(b2, t)) / (1 - pow(b1, t)));
-    j.b = (float)(1 - b1);
-    j.c = (float)(1 - b2);
+    optim_job j = {.variant = ADAM, .s1 = k->in[2], .s2 = k->in[3], .s3 = k->n_in > 4 ? k->in[4] : NULL};
+    j.a = sy_adam_alpha(k->ex->learning_rate, k->attr->opt.beta_1, k->attr->opt.beta_2, k->ex->iterations + 1);
+    j.b = k->attr->opt.one_minus_beta_1;
+    j.c = k->attr->opt.one_minus_beta_2;
     j.d = k->attr->opt.epsilon;
     run_job(k, &j);
 }
@@ -172,7 +178,8 @@ static void adam_update_run(const sy_kargs *k) {
 /* inputs: param, grad, ms [, momentum if momentum > 0] [, mean grad if centered] */
 static void rmsprop_update_run(const sy_kargs *k) {
     bool has_mom = k->attr->opt.momentum > 0, centered = k->attr->opt.centered;
-    optim_job j = {.s1 = k->in[2], .a = k->attr->opt.rho, .b = k->attr->opt.epsilon, .c = k->attr->opt.momentum};
+    optim_job j = {.s1 = k->in[2], .a = k->attr->opt.rho, .b = k->attr->opt.epsilon, .c = k->attr->opt.momentum,
+                   .d = k->attr->opt.one_minus_rho};
     j.variant = has_mom ? (centered ? RMSPROP_MOM_CENTERED : RMSPROP_MOM) : centered ? RMSPROP_CENTERED : RMSPROP;
     if (has_mom || centered) j.s2 = k->in[3];
     if (has_mom && centered) j.s3 = k->in[4];
