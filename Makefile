@@ -4,6 +4,7 @@
 #   make test     build and run the unit tests (ctest)
 #   make test-long  the learning tests: tutorials to their published accuracy
 #   make asan     the unit tests under AddressSanitizer + UBSan (build-asan/)
+#   make tsan     the unit tests under ThreadSanitizer (build-tsan/)
 #   make bench    build and run the benchmarks
 #   make fuzz     run the libFuzzer targets, FUZZ_SECONDS each (clang, build-fuzz/)
 #   make deps     install the Debian packages the build needs
@@ -20,7 +21,7 @@ DEBIAN_PACKAGES = build-essential cmake pkg-config libdnnl-dev zlib1g-dev libcur
 # For the side-by-side benchmarks (make bench-deps).
 BENCH_PACKAGES = python3-torch python3-venv
 
-.PHONY: all configure test test-long asan fuzz bench deps bench-deps format clean
+.PHONY: all configure test test-long asan tsan fuzz bench deps bench-deps format clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -39,6 +40,13 @@ asan:
 	@test -f build-asan/CMakeCache.txt || cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSY_WERROR=ON -DSY_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build build-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j $(JOBS) -LE long
+
+# The unit tests under ThreadSanitizer (build-tsan/): the replicas, the
+# pool and the barriers. halt_on_error makes a reported race fail the test.
+tsan:
+	@test -f build-tsan/CMakeCache.txt || cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSY_WERROR=ON -DSY_TSAN=ON $(CMAKE_FLAGS)
+	cmake --build build-tsan -j $(JOBS)
+	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j $(JOBS) -LE long
 
 # The parsers under libFuzzer with ASan+UBSan. New inputs go to
 # build-fuzz/corpus/<target>; tests/fuzz/corpus/<target> holds the seeds.
@@ -83,4 +91,4 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.inc')
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz

@@ -40,6 +40,7 @@
  *   systolic/backend.h   the compute backends and the op registry
  *   systolic/graph.h     building graphs of ops with static shapes
  *   systolic/compiler.h  compiling graphs into plans; variables; optimizers
+ *   systolic/distribute.h the cluster resolver and the replica strategy
  *   systolic/data.h      datasets (Keras's load_data()) and file readers
  *   systolic/keras.h     Keras-style models: layers, compile, fit, evaluate, predict
  */
@@ -51,6 +52,7 @@
 #include "systolic/graph.h"
 #include "systolic/compiler.h"
 #include "systolic/data.h"
+#include "systolic/distribute.h"
 #include "systolic/keras.h"
 
 #endif

@@ -26,9 +26,9 @@ static void counting_free(void *ctx, void *p) {
 }
 
 /* Process-wide malloc calls, to report what third-party code does. Not
- * under AddressSanitizer, which must own malloc itself. */
+ * under AddressSanitizer or ThreadSanitizer, which must own malloc. */
 static atomic_long libc_calls;
-#ifndef __SANITIZE_ADDRESS__
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);

@@ -6,6 +6,7 @@
  * test_golden.c.)
  */
 #include "check.h"
+#include "synthetic.h"
 #include "systolic.h"
 
 #include <fcntl.h>
@@ -192,46 +193,6 @@ static void test_compile_errors(void) {
     sy_model_free(m);
 }
 
-/* A separable problem: 4 features, 3 classes (the class is the argmax of
- * the first three features). */
-static void make_data(int64_t n, sy_tensor **x, sy_tensor **y, uint64_t seed) {
-    sy_tensor_new(SY_F32, sy_shape_of(2, n, (int64_t)4), x);
-    sy_tensor_new(SY_I32, sy_shape_of(1, n), y);
-    float *xd = sy_tensor_data(*x);
-    int32_t *yd = sy_tensor_data(*y);
-    sy_rng r = sy_rng_new(seed, 0);
-    for (int64_t i = 0; i < n; i++) {
-        int best = 0;
-        for (int j = 0; j < 4; j++) {
-            xd[i * 4 + j] = sy_rng_uniform(&r) * 2 - 1;
-            if (j < 3 && xd[i * 4 + j] > xd[i * 4 + best]) best = j;
-        }
-        yd[i] = best;
-    }
-}
-
-static sy_model *mlp(uint64_t seed, bool dropout) {
-    sy_model *m;
-    CHECK_OK(sy_model_new("mlp", &m));
-    sy_model_set_seed(m, seed);
-    sy_layer a = sy_layer_dense(16), drop = sy_layer_dropout(0.2f), b = sy_layer_dense(3);
-    a.input_shape = sy_shape_of(1, (int64_t)4);
-    a.activation = SY_ACTIVATION_RELU;
-    b.activation = SY_ACTIVATION_SOFTMAX;
-    CHECK_OK(sy_model_add(m, &a));
-    if (dropout) CHECK_OK(sy_model_add(m, &drop));
-    CHECK_OK(sy_model_add(m, &b));
-    sy_compile_options c = sy_compile_options_default();
-    c.optimizer = sy_optimizer_adam(0.01f);
-    c.loss = "sparse_categorical_crossentropy";
-    const char *metrics[] = {"accuracy"};
-    c.metrics = metrics;
-    c.n_metrics = 1;
-    c.threads = 2;
-    CHECK_OK(sy_model_compile(m, &c));
-    return m;
-}
-
 typedef struct cb_log {
     char events[64][24];
     int n;
@@ -274,7 +235,7 @@ static void test_learning_and_callbacks(void) {
     sy_tensor *x, *y, *xv, *yv;
     make_data(600, &x, &y, 1);
     make_data(203, &xv, &yv, 2);
-    sy_model *m = mlp(3, true);
+    sy_model *m = make_mlp(NULL, 3, 16, true, 1);
     cb_log log = {.stop_at_epoch = 3};
     sy_callback cb = {&log, cb_train_begin, cb_epoch_begin, cb_batch_end, cb_epoch_end, cb_train_end};
     sy_fit_options f = sy_fit_options_default();
@@ -358,7 +319,7 @@ static void test_determinism(void) {
     make_data(300, &x, &y, 5);
     float *w[2];
     for (int run = 0; run < 2; run++) {
-        sy_model *m = mlp(9, true);
+        sy_model *m = make_mlp(NULL, 9, 16, true, 1);
         sy_fit_options f = sy_fit_options_default();
         f.batch_size = 30;
         f.epochs = 3;
@@ -377,7 +338,7 @@ static void test_determinism(void) {
 }
 
 static void test_fit_errors(void) {
-    sy_model *m = mlp(0, false);
+    sy_model *m = make_mlp(NULL, 0, 16, false, 1);
     sy_tensor *x, *y, *x3, *ybad, *yshort;
     make_data(20, &x, &y, 1);
     sy_tensor_new(SY_F32, sy_shape_of(2, (int64_t)20, (int64_t)3), &x3);
@@ -429,7 +390,7 @@ static bool matches(const char *text, const char *pattern) {
 static void test_progress_bar(void) {
     sy_tensor *x, *y;
     make_data(120, &x, &y, 1);
-    sy_model *m = mlp(0, false);
+    sy_model *m = make_mlp(NULL, 0, 16, false, 1);
     for (int verbose = 0; verbose <= 2; verbose++) {
         FILE *out = tmpfile();
         sy_fit_options f = sy_fit_options_default();
@@ -481,17 +442,26 @@ static void test_progress_bar_terminal(void) {
     FILE *out = fdopen(slave, "w");
     sy_tensor *x, *y;
     make_data(100, &x, &y, 1);
-    sy_model *m = mlp(0, false);
+    sy_model *m = make_mlp(NULL, 0, 16, false, 1);
     sy_fit_options f = sy_fit_options_default();
     f.batch_size = 10;
     f.verbose = 1;
     f.progress = out;
     CHECK_OK(sy_model_fit(m, x, y, &f, NULL));
     fflush(out);
-    char buf[8192];
+    /* the terminal delivers what was written a little later: read until
+     * the last line is in (or 5 s have passed) */
+    char buf[8192] = "";
+    size_t len = 0;
     fcntl(master, F_SETFL, O_NONBLOCK);
-    ssize_t n = read(master, buf, sizeof buf - 1);
-    buf[n > 0 ? n : 0] = '\0';
+    for (int tries = 0; tries < 500; tries++) {
+        const char *last = strstr(buf, "10/10 [=");
+        if (last && strchr(last, '\n')) break;
+        ssize_t n = read(master, buf + len, sizeof buf - 1 - len);
+        if (n > 0) len += (size_t)n;
+        buf[len] = '\0';
+        if (n <= 0) usleep(10000);
+    }
     CHECK(contains(buf, "\r 1/10 [==>...........................] - ETA: "), "first update drawn: '%s'", buf);
     CHECK(contains(buf, "ETA: "), "an ETA while running: '%s'", buf);
     CHECK(contains(buf, "\r10/10 [==============================] - "), "redrawn in place to the end: '%s'", buf);

@@ -121,6 +121,17 @@ void *sy_plan_input(sy_plan *plan, sy_node input);
  * label or an index out of range; the message names the op. */
 sy_status sy_plan_run(sy_plan *plan);
 
+/* A run in two halves, for data-parallel training: first the forward and
+ * backward passes (the gradients land in the gradient block), then -- after
+ * the caller has, say, averaged the gradient blocks of several replicas --
+ * the optimizer's update from that block (counted as one iteration).
+ * sy_plan_run is the two in a row. */
+sy_status sy_plan_run_gradients(sy_plan *plan);
+sy_status sy_plan_run_update(sy_plan *plan);
+/* The gradient block: every parameter's float gradient, *bytes bytes in
+ * all; plans compiled from the same graph and options lay it out alike. */
+void *sy_plan_gradients(sy_plan *plan, size_t *bytes);
+
 /* The value of the loss or of an output node after the last run; NULL if
  * the node was not requested. Valid until the next run. */
 const void *sy_plan_output(const sy_plan *plan, sy_node node);

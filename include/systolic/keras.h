@@ -122,7 +122,10 @@ const char *sy_layer_class_name(sy_layer_kind kind);
 
 typedef struct sy_model sy_model;
 
-/* An empty Sequential model named `name` (NULL: "sequential"). */
+/* An empty Sequential model named `name` (NULL: "sequential"). Created
+ * inside a strategy's scope (systolic/distribute.h), it runs one replica
+ * per device of that strategy, which must outlive it; outside any scope,
+ * one replica whose kernels use every core. */
 sy_status sy_model_new(const char *name, sy_model **out);
 void sy_model_free(sy_model *m);
 
@@ -174,7 +177,9 @@ typedef struct sy_compile_options {
                                     categorical_accuracy, binary_accuracy */
     int32_t n_metrics;
     const char *backend;         /* "cpu" (default) or "ref" */
-    int32_t threads;             /* kernel threads; 0: one per core */
+    int32_t steps_per_execution; /* steps per host round trip: 1; the progress bar and
+                                    callbacks see every n-th step, results are the same */
+    int32_t threads;             /* outside a strategy scope: kernel threads; 0: one per core */
 } sy_compile_options;
 
 sy_compile_options sy_compile_options_default(void);

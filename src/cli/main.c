@@ -26,12 +26,37 @@ static int cmd_version(int argc, char **argv) {
 }
 
 static int cmd_devices(int argc, char **argv) {
-    (void)argc, (void)argv;
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    printf("host: %d cores, %.1f GiB memory\n", sy_cpu_count(),
-           pages > 0 && page > 0 ? (double)pages * (double)page / (1024.0 * 1024 * 1024) : 0.0);
-    printf("backends:\n");
+    const char *tpu = NULL;
+    flag f[1] = {{"--tpu", FLAG_STRING, &tpu, "SPEC", "devices to resolve: local, cpu, cpu:N (default $SYSTOLIC_TPU, else local)", false}};
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: systolic devices [--tpu SPEC]\n\nList the devices a spec resolves to (one replica each), "
+                   "this host's cores and memory, and the compute backends.\n\nflags:\n");
+            flags_help(stdout, f, 1);
+            return 0;
+        }
+    int n_pos;
+    int rc = flags_parse(argc, argv, f, 1, NULL, 0, &n_pos, "devices");
+    if (rc) return rc;
+    sy_cluster *c;
+    if (sy_cluster_resolve(tpu, &c)) {
+        fprintf(stderr, "systolic devices: %s\n", sy_last_error());
+        return 1;
+    }
+    int32_t n = sy_cluster_device_count(c), cores = sy_cluster_host_cores(c);
+    printf("%s: %d replica%s in sync\n", sy_cluster_spec(c), n, n == 1 ? "" : "s");
+    printf("  %-7s %-5s %s\n", "replica", "kind", "name");
+    for (int32_t i = 0; i < n; i++) {
+        const sy_device *d = sy_cluster_device(c, i);
+        printf("  %7d %-5s %s\n", d->replica, "CPU", d->name);
+    }
+    printf("host: %d cores, %.1f GiB memory; the replicas run on %d thread%s", cores,
+           (double)sy_cluster_host_memory(c) / (1024.0 * 1024 * 1024), n < cores ? n : cores,
+           (n < cores ? n : cores) == 1 ? "" : "s");
+    if (n < cores) printf(", each with %d for its kernels", cores / n);
+    printf("\nbackends:\n");
     for (int i = 0; i < sy_backend_count(); i++) printf("  %-5s %s\n", sy_backend_name(i), sy_backend_description(i));
+    sy_cluster_free(c);
     return 0;
 }
 
@@ -47,7 +72,7 @@ static const command commands[] = {
     {"predict", "run a model on its test data and print predictions", cmd_predict, NULL},
     {"summary", "print a model's Keras summary", cmd_summary, NULL},
     {"version", "print the version", cmd_version, "usage: systolic version\n"},
-    {"devices", "list this host's cores, memory and compute backends", cmd_devices, "usage: systolic devices\n"},
+    {"devices", "list the devices (replicas) a --tpu spec resolves to, and the host", cmd_devices, NULL},
     {"ops", "list the ops in the registry", cmd_ops, "usage: systolic ops\n"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])

@@ -17,17 +17,18 @@ static double now_seconds(void) {
 }
 
 typedef struct run_opts {
-    int64_t epochs, steps_per_epoch, batch_size, validation_freq, seed, verbose, count;
+    int64_t epochs, steps_per_epoch, batch_size, validation_freq, seed, verbose, count, steps_per_execution;
     double learning_rate;
-    const char *optimizer;
+    const char *optimizer, *tpu;
 } run_opts;
 
-enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_SEED, F_VERBOSE, F_COUNT, F_N };
+enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, F_N };
 
 static void make_flags(flag *f, run_opts *o) {
     memset(o, 0, sizeof *o);
     o->verbose = 1;
     o->count = 10;
+    o->steps_per_execution = 1;
     f[F_EPOCHS] = (flag){"--epochs", FLAG_INT, &o->epochs, "N", "epochs to train", false};
     f[F_STEPS] = (flag){"--steps-per-epoch", FLAG_INT, &o->steps_per_epoch, "N", "steps per epoch (0: one pass over the training set)", false};
     f[F_BATCH] = (flag){"--batch-size", FLAG_INT, &o->batch_size, "N", "global batch size", false};
@@ -37,6 +38,10 @@ static void make_flags(flag *f, run_opts *o) {
     f[F_SEED] = (flag){"--seed", FLAG_INT, &o->seed, "N", "seed of the initial weights, dropout and shuffling (default 0)", false};
     f[F_VERBOSE] = (flag){"--verbose", FLAG_INT, &o->verbose, "N", "0 silent, 1 progress bar, 2 one line per epoch (default 1)", false};
     f[F_COUNT] = (flag){"--count", FLAG_INT, &o->count, "N", "predictions to print (default 10)", false};
+    f[F_TPU] = (flag){"--tpu", FLAG_STRING, &o->tpu, "SPEC",
+                      "devices to run replicas on: local, cpu, cpu:N (default $SYSTOLIC_TPU, else local: one per core)", false};
+    f[F_SPE] = (flag){"--steps-per-execution", FLAG_INT, &o->steps_per_execution, "N",
+                      "steps per host round trip; the progress bar updates every N steps (default 1)", false};
 }
 
 typedef struct command_spec {
@@ -44,9 +49,9 @@ typedef struct command_spec {
     const int *flags; /* indices into the flag table, -1 terminated */
 } command_spec;
 
-static const int train_flags[] = {F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_SEED, F_VERBOSE, -1};
-static const int eval_flags[] = {F_BATCH, F_SEED, F_VERBOSE, -1};
-static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, -1};
+static const int train_flags[] = {F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_SEED, F_VERBOSE, F_TPU, F_SPE, -1};
+static const int eval_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_TPU, F_SPE, -1};
+static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, -1};
 static const int summary_flags[] = {F_SEED, -1};
 
 static void print_models(FILE *out, bool with_defaults) {
@@ -114,6 +119,7 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
                       : !(o->learning_rate >= 0) || isinf(o->learning_rate) ? "--learning-rate must be a number >= 0"
                       : o->seed < 0                ? "--seed must be >= 0"
                       : o->count < 0               ? "--count must be >= 0"
+                      : o->steps_per_execution < 1 ? "--steps-per-execution must be >= 1"
                                                    : NULL;
     if (bad) {
         fprintf(stderr, "systolic %s: %s\n", c->name, bad);
@@ -127,17 +133,27 @@ static int fail(const char *command, const char *what) {
     return 1;
 }
 
-/* Build and compile the model; load its data. */
-static int prepare(const char *command, const builtin_model *b, const run_opts *o, sy_model **m, sy_data_split *d,
-                   bool with_data) {
+/* Resolve the devices, build and compile the model in the strategy's
+ * scope; load its data. */
+static int prepare(const char *command, const builtin_model *b, const run_opts *o, sy_strategy **s, sy_model **m,
+                   sy_data_split *d, bool with_data) {
     memset(d, 0, sizeof *d);
-    if (b->build((uint64_t)o->seed, m)) return fail(command, b->name);
+    sy_cluster *cluster;
+    if (sy_cluster_resolve(o->tpu, &cluster)) return fail(command, "--tpu");
+    sy_status st = sy_strategy_new(cluster, s);
+    sy_cluster_free(cluster);
+    if (st) return fail(command, NULL);
+    sy_strategy_scope_enter(*s);
+    st = b->build((uint64_t)o->seed, m);
+    sy_strategy_scope_exit(*s);
+    if (st) return fail(command, b->name);
     sy_compile_options c = sy_compile_options_default();
     if (sy_optimizer_from_name(o->optimizer, &c.optimizer)) return fail(command, NULL);
     c.optimizer.learning_rate = (float)o->learning_rate;
     c.loss = b->loss;
     c.metrics = b->metrics;
     c.n_metrics = b->n_metrics;
+    c.steps_per_execution = (int32_t)o->steps_per_execution;
     if (sy_model_compile(*m, &c)) return fail(command, b->name);
     if (with_data && b->load(d)) return fail(command, NULL);
     return 0;
@@ -156,15 +172,17 @@ typedef int (*body_fn)(const command_spec *c, const builtin_model *b, const run_
 static int run(const command_spec *c, int argc, char **argv, bool with_data, body_fn body) {
     flag f[F_N];
     run_opts o;
-    const builtin_model *b;
+    const builtin_model *b = NULL;
     int rc = parse(c, argc, argv, f, &o, &b);
     if (rc >= 0) return rc;
     sy_model *m = NULL;
+    sy_strategy *s = NULL;
     sy_data_split d;
-    rc = prepare(c->name, b, &o, &m, &d, with_data);
+    rc = prepare(c->name, b, &o, &s, &m, &d, with_data);
     if (rc == 0) rc = body(c, b, &o, m, &d);
     sy_data_split_free(&d);
     sy_model_free(m);
+    sy_strategy_free(s);
     return rc;
 }
 
@@ -186,7 +204,7 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     int32_t n = sy_history_epochs(h);
     int64_t steps = o->steps_per_epoch ? o->steps_per_epoch
                                        : (sy_tensor_shape(d->x_train).dims[0] + o->batch_size - 1) / o->batch_size;
-    printf("%s: %d epochs of %lld steps in %.1f s (%.0f samples/s)", b->name, n, (long long)steps, secs,
+    printf("%s: %d epoch%s of %lld steps in %.1f s (%.0f samples/s)", b->name, n, n == 1 ? "" : "s", (long long)steps, secs,
            secs > 0 ? (double)(n * steps * o->batch_size) / secs : 0.0);
     if (n > 0) {
         printf("; ");

@@ -87,4 +87,17 @@ typedef struct sy_buffer_req {
 
 sy_status memplan(sy_buffer_req *bufs, int64_t n, int64_t *total);
 
+/* ---- running parts of a plan (distribute's replicas) --------------------------------
+ * plan_prepare once per run (re-binds moved variables, takes the step
+ * count, clears the failure flag), then plan_run_steps over ranges of the
+ * schedule; the optimizer's steps are [plan_first_update, plan_step_count).
+ * Different update steps of one plan may run on different threads at once
+ * (each writes only its own parameter) when the plan's kernels run on one
+ * thread. */
+void plan_prepare(sy_plan *p);
+sy_status plan_run_steps(sy_plan *p, int32_t first, int32_t last);
+int32_t plan_step_count(const sy_plan *p);
+int32_t plan_first_update(const sy_plan *p);
+int64_t plan_step_elements(const sy_plan *p, int32_t step); /* of the step's first input */
+
 #endif

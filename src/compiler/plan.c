@@ -64,6 +64,7 @@ struct sy_plan {
     int32_t n_grads;
     sy_exec ex;
     bool has_updates;
+    int32_t first_update; /* steps [first_update, n_steps) are the optimizer's */
     sy_plan_info info;
 };
 
@@ -542,6 +543,14 @@ sy_status sy_plan_compile(const sy_graph *graph, const sy_plan_options *o, sy_pl
     if ((st = plan_buffers(&c))) goto fail;
     if ((st = bind_vars(&c))) goto fail;
     p->has_updates = c.n_updates > 0;
+    p->first_update = p->n_steps;
+    for (int32_t s = 0; s < p->n_steps; s++)
+        if (sy_op_def_of(p->g->nodes[p->steps[s].node].op)->flags & SY_OPF_UPDATE) {
+            p->first_update = s;
+            break;
+        }
+    for (int32_t s = p->first_update; s < p->n_steps; s++) /* updates are scheduled last */
+        SY_ASSERT(sy_op_def_of(p->g->nodes[p->steps[s].node].op)->flags & SY_OPF_UPDATE);
     p->info.steps = p->n_steps;
     bind(p);
     goto done;
@@ -580,11 +589,18 @@ void *sy_plan_input(sy_plan *p, sy_node input) {
     return resolve(p, p->places[input]);
 }
 
-sy_status sy_plan_run(sy_plan *p) {
+void plan_prepare(sy_plan *p) {
     if (p->vars->generation != p->bound_generation) bind(p);
     p->ex.iterations = p->vars->iterations;
     atomic_store_explicit(&p->ex.failed, 0, memory_order_relaxed);
-    for (int32_t s = 0; s < p->n_steps; s++) {
+}
+
+int32_t plan_step_count(const sy_plan *p) { return p->n_steps; }
+int32_t plan_first_update(const sy_plan *p) { return p->first_update; }
+int64_t plan_step_elements(const sy_plan *p, int32_t s) { return sy_shape_count(&p->steps[s].args.in_shape[0]); }
+
+sy_status plan_run_steps(sy_plan *p, int32_t first, int32_t last) {
+    for (int32_t s = first; s < last; s++) {
         step *st = &p->steps[s];
         st->kernel->run(&st->args);
         if (atomic_load_explicit(&p->ex.failed, memory_order_relaxed)) {
@@ -592,8 +608,32 @@ sy_status sy_plan_run(sy_plan *p) {
             return sy_error(SY_ERR_INVALID_ARGUMENT, "%s (%s): %s", sy_op_name(r->op), r->name, p->ex.error);
         }
     }
-    if (p->has_updates) p->vars->iterations++;
     return SY_OK;
+}
+
+sy_status sy_plan_run(sy_plan *p) {
+    plan_prepare(p);
+    sy_status st = plan_run_steps(p, 0, p->n_steps);
+    if (st == SY_OK && p->has_updates) p->vars->iterations++;
+    return st;
+}
+
+sy_status sy_plan_run_gradients(sy_plan *p) {
+    plan_prepare(p);
+    return plan_run_steps(p, 0, p->first_update);
+}
+
+sy_status sy_plan_run_update(sy_plan *p) {
+    if (!p->has_updates) return sy_error(SY_ERR_STATE, "this plan has no optimizer update to run");
+    plan_prepare(p);
+    sy_status st = plan_run_steps(p, p->first_update, p->n_steps);
+    if (st == SY_OK) p->vars->iterations++;
+    return st;
+}
+
+void *sy_plan_gradients(sy_plan *p, size_t *bytes) {
+    if (bytes) *bytes = (size_t)p->info.grad_bytes;
+    return p->grads;
 }
 
 const void *sy_plan_output(const sy_plan *p, sy_node node) {

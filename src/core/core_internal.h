@@ -56,6 +56,15 @@ static inline void sy_split_range(int64_t n, int index, int count, int64_t *begi
     *end = *begin + q + (index < r ? 1 : 0);
 }
 
+/* A reusable barrier for `count` threads (C11 atomics and a condition
+ * variable: waiters spin briefly on the generation, then sleep). */
+typedef struct sy_barrier {
+    void *impl;
+} sy_barrier;
+sy_status sy_barrier_init(sy_barrier *b, int count);
+void sy_barrier_destroy(sy_barrier *b);
+void sy_barrier_wait(sy_barrier *b);
+
 /* Monotonic seconds, for benchmarks and the progress bar. */
 double sy_now(void);
 

@@ -12,13 +12,18 @@
  * on the atomic generation counter (with a pause hint) before it sleeps on
  * the condition variable. That is a bounded wait on a C11 atomic, not a spin
  * on a volatile flag.
+ *
+ * Threads, mutexes and condition variables are POSIX's rather than C11's:
+ * glibc's thrd_create and mtx_lock bypass the symbols ThreadSanitizer
+ * intercepts, so under TSan a C11 thread crashed at its first instrumented
+ * call and locks were invisible to the race detector.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "core_internal.h"
 
 #include <sched.h>
 #include <stdatomic.h>
-#include <threads.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -33,15 +38,15 @@
 typedef struct worker {
     struct sy_pool *pool;
     int index;
-    thrd_t thread;
+    pthread_t thread;
     atomic_uint assigned; /* the generation this worker takes part in */
 } worker;
 
 struct sy_pool {
     int size;
     worker *workers; /* size - 1 of them; the caller is index 0 */
-    mtx_t mu;
-    cnd_t wake, done;
+    pthread_mutex_t mu;
+    pthread_cond_t wake, done;
     atomic_uint generation;
     atomic_int pending;
     bool stop;
@@ -50,7 +55,7 @@ struct sy_pool {
     int count;
 };
 
-static int worker_main(void *arg) {
+static void *worker_main(void *arg) {
     worker *w = arg;
     sy_pool *p = w->pool;
     unsigned seen = 0; /* the pool starts at generation 0; a thread that starts late must not skip region 1 */
@@ -63,11 +68,11 @@ static int worker_main(void *arg) {
             spins++;
         }
         if (gen == seen) {
-            mtx_lock(&p->mu);
-            while ((gen = atomic_load(&p->generation)) == seen && !p->stop) cnd_wait(&p->wake, &p->mu);
+            pthread_mutex_lock(&p->mu);
+            while ((gen = atomic_load(&p->generation)) == seen && !p->stop) pthread_cond_wait(&p->wake, &p->mu);
             bool stop = p->stop;
-            mtx_unlock(&p->mu);
-            if (stop) return 0;
+            pthread_mutex_unlock(&p->mu);
+            if (stop) return NULL;
         }
         seen = gen;
         /* A worker left out of this region must not read fn/ctx/count: the
@@ -76,9 +81,9 @@ static int worker_main(void *arg) {
         if (atomic_load_explicit(&w->assigned, memory_order_acquire) == gen) {
             p->fn(p->ctx, w->index, p->count);
             if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
-                mtx_lock(&p->mu);
-                cnd_signal(&p->done);
-                mtx_unlock(&p->mu);
+                pthread_mutex_lock(&p->mu);
+                pthread_cond_signal(&p->done);
+                pthread_mutex_unlock(&p->mu);
             }
         }
     }
@@ -102,9 +107,9 @@ sy_status sy_pool_new(int threads, sy_pool **out) {
     sy_pool *p = sy_calloc(1, sizeof *p);
     if (!p) return sy_error(SY_ERR_OUT_OF_MEMORY, "thread pool: out of memory");
     p->size = threads;
-    mtx_init(&p->mu, mtx_plain);
-    cnd_init(&p->wake);
-    cnd_init(&p->done);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    pthread_cond_init(&p->done, NULL);
     atomic_init(&p->generation, 0);
     atomic_init(&p->pending, 0);
     if (threads > 1) {
@@ -119,7 +124,7 @@ sy_status sy_pool_new(int threads, sy_pool **out) {
         w->pool = p;
         w->index = i;
         atomic_init(&w->assigned, 0);
-        if (thrd_create(&w->thread, worker_main, w) != thrd_success) {
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             p->size = i; /* only the started ones are joined */
             sy_pool_free(p);
             return sy_error(SY_ERR_OUT_OF_MEMORY, "thread pool: could not start thread %d of %d", i, threads);
@@ -131,15 +136,15 @@ sy_status sy_pool_new(int threads, sy_pool **out) {
 
 void sy_pool_free(sy_pool *p) {
     if (!p) return;
-    mtx_lock(&p->mu);
+    pthread_mutex_lock(&p->mu);
     p->stop = true;
     atomic_fetch_add(&p->generation, 1);
-    cnd_broadcast(&p->wake);
-    mtx_unlock(&p->mu);
-    for (int i = 1; i < p->size; i++) thrd_join(p->workers[i - 1].thread, NULL);
-    cnd_destroy(&p->wake);
-    cnd_destroy(&p->done);
-    mtx_destroy(&p->mu);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 1; i < p->size; i++) pthread_join(p->workers[i - 1].thread, NULL);
+    pthread_cond_destroy(&p->wake);
+    pthread_cond_destroy(&p->done);
+    pthread_mutex_destroy(&p->mu);
     sy_free(p->workers);
     sy_free(p);
 }
@@ -152,7 +157,7 @@ void sy_pool_run(sy_pool *p, sy_pool_fn fn, void *ctx, int count) {
         return;
     }
     SY_ASSERT(count <= p->size);
-    mtx_lock(&p->mu);
+    pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->ctx = ctx;
     p->count = count;
@@ -160,8 +165,8 @@ void sy_pool_run(sy_pool *p, sy_pool_fn fn, void *ctx, int count) {
     unsigned gen = atomic_load(&p->generation) + 1;
     for (int i = 1; i < count; i++) atomic_store_explicit(&p->workers[i - 1].assigned, gen, memory_order_relaxed);
     atomic_store_explicit(&p->generation, gen, memory_order_release);
-    cnd_broadcast(&p->wake);
-    mtx_unlock(&p->mu);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
 
     fn(ctx, 0, count);
 
@@ -171,8 +176,62 @@ void sy_pool_run(sy_pool *p, sy_pool_fn fn, void *ctx, int count) {
         spins++;
     }
     if (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
-        mtx_lock(&p->mu);
-        while (atomic_load(&p->pending) > 0) cnd_wait(&p->done, &p->mu);
-        mtx_unlock(&p->mu);
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
     }
+}
+
+/* ---- barriers -------------------------------------------------------------------
+ * The last thread to arrive bumps the generation and wakes the sleepers;
+ * the others wait for the generation to change, spinning a short while
+ * first (replicas reach a barrier within microseconds of each other). */
+
+typedef struct barrier_impl {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int count, arrived;
+    atomic_uint generation;
+} barrier_impl;
+
+sy_status sy_barrier_init(sy_barrier *b, int count) {
+    barrier_impl *i = sy_calloc(1, sizeof *i);
+    if (!i) return sy_error(SY_ERR_OUT_OF_MEMORY, "barrier: out of memory");
+    pthread_mutex_init(&i->mu, NULL);
+    pthread_cond_init(&i->cv, NULL);
+    i->count = count;
+    atomic_init(&i->generation, 0);
+    b->impl = i;
+    return SY_OK;
+}
+
+void sy_barrier_destroy(sy_barrier *b) {
+    barrier_impl *i = b->impl;
+    if (!i) return;
+    pthread_cond_destroy(&i->cv);
+    pthread_mutex_destroy(&i->mu);
+    sy_free(i);
+    b->impl = NULL;
+}
+
+void sy_barrier_wait(sy_barrier *b) {
+    barrier_impl *i = b->impl;
+    if (i->count <= 1) return;
+    pthread_mutex_lock(&i->mu);
+    unsigned gen = atomic_load_explicit(&i->generation, memory_order_relaxed);
+    if (++i->arrived == i->count) {
+        i->arrived = 0;
+        atomic_store_explicit(&i->generation, gen + 1, memory_order_release);
+        pthread_cond_broadcast(&i->cv);
+        pthread_mutex_unlock(&i->mu);
+        return;
+    }
+    pthread_mutex_unlock(&i->mu);
+    for (int spins = 0; spins < SPIN_ITERS; spins++) {
+        if (atomic_load_explicit(&i->generation, memory_order_acquire) != gen) return;
+        CPU_RELAX();
+    }
+    pthread_mutex_lock(&i->mu);
+    while (atomic_load_explicit(&i->generation, memory_order_acquire) == gen) pthread_cond_wait(&i->cv, &i->mu);
+    pthread_mutex_unlock(&i->mu);
 }

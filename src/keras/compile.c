@@ -14,6 +14,7 @@
  */
 #include "keras_internal.h"
 
+#include <stdatomic.h>
 #include <string.h>
 #include <strings.h>
 
@@ -144,13 +145,17 @@ sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
     m->optimizer = o->optimizer;
     m->from_logits = o->from_logits;
     snprintf(m->backend, sizeof m->backend, "%s", backend->name);
-    int threads = o->threads ? o->threads : sy_cpu_count();
-    if (!m->pool || sy_pool_size(m->pool) != threads) {
-        sy_pool_free(m->pool);
-        m->pool = NULL;
-        if ((st = sy_pool_new(threads, &m->pool))) goto fail;
+    if (o->steps_per_execution < 0) {
+        st = sy_error(SY_ERR_INVALID_ARGUMENT, "compile: steps_per_execution must be >= 1, got %d", o->steps_per_execution);
+        goto fail;
     }
-    m->threads = threads;
+    if (!m->strategy) { /* outside any scope: one replica, kernels on every core (or o->threads) */
+        sy_strategy *own;
+        if ((st = strategy_new(1, o->threads ? o->threads : sy_cpu_count(), &own))) goto fail;
+        sy_strategy_free(m->own_strategy);
+        m->own_strategy = own;
+    }
+    m->steps_per_execution = o->steps_per_execution ? o->steps_per_execution : 1;
     reset_optimizer_state(m);
     m->compiled = true;
     return SY_OK;
@@ -175,7 +180,7 @@ sy_dtype model_label_dtype(const sy_model *m) {
 }
 
 static void plan_clear(model_plan *p) {
-    sy_plan_free(p->plan);
+    replicas_free(p->rs);
     sy_graph_free(p->g);
     memset(p, 0, sizeof *p);
 }
@@ -220,6 +225,8 @@ static sy_node build_loss(sy_model *m, sy_graph *g, sy_node pred, sy_node y) {
     return l;
 }
 
+static sy_strategy *model_strategy(const sy_model *m) { return m->strategy ? m->strategy : m->own_strategy; }
+
 static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_plan *p) {
     sy_status st = sy_graph_new(&p->g);
     if (st) return st;
@@ -248,10 +255,24 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
     o.outputs = outputs;
     o.n_outputs = n_out;
     o.vars = m->vars;
-    o.pool = m->pool;
     o.backend = m->backend;
     o.seed = m->seed;
-    return sy_plan_compile(g, &o, &p->plan);
+    return replicas_compile(model_strategy(m), g, &o, &p->rs);
+}
+
+int32_t model_replicas(const sy_model *m) { return m->strategy ? sy_strategy_num_replicas_in_sync(m->strategy) : 1; }
+
+/* Fewer than 8 rows per replica leave a core too little work per step; the
+ * TPU guides warn about it, and so does systolic, once per process. */
+static void warn_small_batch(const sy_model *m, int64_t batch) {
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+    if (batch >= 8 || atomic_flag_test_and_set(&warned)) return;
+    int32_t r = model_replicas(m);
+    sy_log(SY_LOG_WARNING,
+           "fit: a global batch of %lld over %d replica%s gives %lld samples per replica; with fewer than 8 each core "
+           "has too little work per step (the TPU guides advise 8 or more, ideally 128). Use a global batch of at "
+           "least %d (--batch-size), or fewer replicas (--tpu cpu:N).",
+           (long long)(batch * r), r, r == 1 ? "" : "s", (long long)batch, 8 * r);
 }
 
 sy_status model_plan_get(sy_model *m, plan_mode mode, int64_t batch, model_plan **out) {
@@ -260,16 +281,17 @@ sy_status model_plan_get(sy_model *m, plan_mode mode, int64_t batch, model_plan 
     if (!m->compiled && mode != MODE_PREDICT)
         return sy_error(SY_ERR_STATE, "model '%s' must be compiled (sy_model_compile) before fit or evaluate", m->name);
     if (!m->built) return sy_error(SY_ERR_STATE, "model '%s' has no input shape yet", m->name);
-    if (p->plan && p->batch == batch) {
+    if (p->rs && p->batch == batch) {
         *out = p;
         return SY_OK;
     }
     plan_clear(p);
-    if (!m->pool) {
-        sy_status st = sy_pool_new(0, &m->pool);
+    if (!m->strategy && !m->own_strategy) { /* predict before any compile() */
+        sy_status st = strategy_new(1, sy_cpu_count(), &m->own_strategy);
         if (st) return st;
-        if (!m->backend[0]) snprintf(m->backend, sizeof m->backend, "cpu");
     }
+    if (!m->backend[0]) snprintf(m->backend, sizeof m->backend, "cpu");
+    if (mode == MODE_TRAIN) warn_small_batch(m, batch);
     sy_status st = compile_plan(m, mode, batch, p);
     if (st) {
         char msg[2048];

@@ -132,40 +132,93 @@ static void copy_row(void *dst, sy_dtype dst_type, const sy_tensor *t, int64_t r
     }
 }
 
-/* Fill the plan's inputs with samples idx[0..rows); rows up to the plan's
- * batch are zero padding. */
-static void feed(const sy_model *m, model_plan *p, const sy_tensor *x, const sy_tensor *y, const int64_t *idx,
-                 int64_t rows) {
-    int64_t xn = sy_shape_count(&m->input_shape);
-    float *xin = sy_plan_input(p->plan, p->x);
-    for (int64_t k = 0; k < rows; k++) copy_row(xin + k * xn, SY_F32, x, idx[k], xn);
-    memset(xin + rows * xn, 0, (size_t)((p->batch - rows) * xn) * sizeof(float));
-    if (!y || p->y == SY_NONE) return;
-    sy_shape ls = model_label_shape(m);
-    int64_t yn = sy_shape_count(&ls);
-    sy_dtype dt = model_label_dtype(m);
-    char *yin = sy_plan_input(p->plan, p->y);
-    for (int64_t k = 0; k < rows; k++) copy_row(yin + (size_t)(k * yn) * 4, dt, y, idx[k], yn);
-    memset(yin + (size_t)(rows * yn) * 4, 0, (size_t)((p->batch - rows) * yn) * 4);
-}
-
-/* Running sums of an epoch or an evaluation. */
+/* Running sums of an epoch or an evaluation (or of one replica's shard of
+ * one step). */
 typedef struct sums {
     double loss;
     double metric[8];
     int64_t seen;
 } sums;
 
-/* Add the first `rows` samples of the last run to s. */
-static void accumulate(const sy_model *m, model_plan *p, int64_t rows, sums *s) {
-    const float *l = sy_plan_output(p->plan, p->per_example);
+/* One host round trip: the sample indices of each (step, replica) shard
+ * and, per shard, the sums its replica read. idx holds `steps` global
+ * batches; -1 marks a padding row. */
+typedef struct trip {
+    const sy_model *m;
+    model_plan *p;
+    const sy_tensor *x, *y;
+    int64_t *idx;     /* (steps, replicas * per-replica batch) */
+    sums *parts;      /* (steps, replicas) */
+    sy_tensor *pred_out; /* predict: rows land at their sample's index */
+    int32_t replicas;
+} trip;
+
+static const int64_t *shard(const trip *t, int64_t step, int32_t replica) {
+    return t->idx + (step * t->replicas + replica) * t->p->batch;
+}
+
+/* Fill a replica's inputs with its shard; padding rows are zeros (class 0). */
+static void feed_shard(void *ctx, int64_t step, int32_t replica, sy_plan *plan) {
+    const trip *t = ctx;
+    const model_plan *p = t->p;
+    const int64_t *idx = shard(t, step, replica);
+    int64_t xn = sy_shape_count(&t->m->input_shape);
+    float *xin = sy_plan_input(plan, p->x);
+    for (int64_t k = 0; k < p->batch; k++) {
+        if (idx[k] >= 0) copy_row(xin + k * xn, SY_F32, t->x, idx[k], xn);
+        else memset(xin + k * xn, 0, (size_t)xn * sizeof(float));
+    }
+    if (!t->y || p->y == SY_NONE) return;
+    sy_shape ls = model_label_shape(t->m);
+    int64_t yn = sy_shape_count(&ls);
+    sy_dtype dt = model_label_dtype(t->m);
+    char *yin = sy_plan_input(plan, p->y);
+    for (int64_t k = 0; k < p->batch; k++) {
+        if (idx[k] >= 0) copy_row(yin + (size_t)(k * yn) * 4, dt, t->y, idx[k], yn);
+        else memset(yin + (size_t)(k * yn) * 4, 0, (size_t)yn * 4);
+    }
+}
+
+/* A replica's loss and metric sums over the real rows of its shard (real
+ * rows come first: padding only ever ends the last batch). */
+static void read_sums(void *ctx, int64_t step, int32_t replica, sy_plan *plan) {
+    const trip *t = ctx;
+    const model_plan *p = t->p;
+    const sy_model *m = t->m;
+    const int64_t *idx = shard(t, step, replica);
+    sums *s = &t->parts[step * t->replicas + replica];
+    memset(s, 0, sizeof *s);
+    int64_t rows = 0;
+    while (rows < p->batch && idx[rows] >= 0) rows++;
+    const float *l = sy_plan_output(plan, p->per_example);
     for (int64_t k = 0; k < rows; k++) s->loss += l[k];
-    const float *pred = sy_plan_output(p->plan, p->pred);
-    const void *labels = sy_plan_input(p->plan, p->y);
+    const float *pred = sy_plan_output(plan, p->pred);
+    const void *labels = sy_plan_input(plan, p->y);
     sy_shape out = m->layers[m->n_layers - 1].out_shape;
     int64_t per_row = out.dims[out.rank - 1], rows_of_pred = rows * (sy_shape_count(&out) / per_row);
-    for (int32_t i = 0; i < m->n_metrics; i++) metric_accumulate(m->metrics[i].kind, pred, labels, rows_of_pred, per_row, &s->metric[i]);
-    s->seen += rows;
+    for (int32_t i = 0; i < m->n_metrics; i++)
+        metric_accumulate(m->metrics[i].kind, pred, labels, rows_of_pred, per_row, &s->metric[i]);
+    s->seen = rows;
+}
+
+/* predict: copy a replica's predictions to their samples' rows. */
+static void read_predictions(void *ctx, int64_t step, int32_t replica, sy_plan *plan) {
+    const trip *t = ctx;
+    const int64_t *idx = shard(t, step, replica);
+    size_t row = (size_t)sy_shape_count(&t->m->layers[t->m->n_layers - 1].out_shape) * sizeof(float);
+    const char *pred = sy_plan_output(plan, t->p->pred);
+    for (int64_t k = 0; k < t->p->batch && idx[k] >= 0; k++)
+        memcpy((char *)sy_tensor_data(t->pred_out) + (size_t)idx[k] * row, pred + (size_t)k * row, row);
+}
+
+/* Add shard sums in (step, replica) order: the same order whatever the
+ * steps per execution, so the logs do not depend on it. */
+static void fold(const trip *t, int64_t steps, sums *into) {
+    for (int64_t i = 0; i < steps * t->replicas; i++) {
+        into->loss += t->parts[i].loss;
+        for (int32_t k = 0; k < t->m->n_metrics; k++) into->metric[k] += t->parts[i].metric[k];
+        into->seen += t->parts[i].seen;
+    }
 }
 
 static void sums_to_logs(const sy_model *m, const sums *s, const char *prefix, sy_logs *logs) {
@@ -183,49 +236,66 @@ static void sums_to_logs(const sy_model *m, const sums *s, const char *prefix, s
 
 static FILE *progress_file(FILE *f) { return f ? f : stderr; }
 
+static sy_status trip_alloc(trip *t, int64_t steps, int64_t global) {
+    t->idx = sy_malloc((size_t)(steps * global) * sizeof *t->idx);
+    t->parts = sy_calloc((size_t)(steps * t->replicas), sizeof *t->parts);
+    if (!t->idx || !t->parts) return sy_error(SY_ERR_OUT_OF_MEMORY, "out of memory for %lld steps of %lld samples",
+                                              (long long)steps, (long long)global);
+    return SY_OK;
+}
+
+static void trip_free(trip *t) {
+    sy_free(t->idx);
+    sy_free(t->parts);
+}
+
 /* ---- evaluate and predict ------------------------------------------------------------- */
 
+/* Samples in order, batch_size at a time (rounded up to a multiple of the
+ * replicas); the last batch padded; steps_per_execution batches a trip. */
 static sy_status run_over(sy_model *m, plan_mode mode, const sy_tensor *x, const sy_tensor *y, int64_t batch_size,
                           int verbose, FILE *progress, const char *prefix, sy_logs *logs, sy_tensor *pred_out) {
-    int64_t n = samples(x), batch = batch_size < n ? batch_size : n;
+    int64_t n = samples(x), r = model_replicas(m);
+    int64_t global = batch_size < n ? batch_size : n;
+    int64_t per = (global + r - 1) / r;
+    global = per * r;
     model_plan *p;
-    sy_status st = model_plan_get(m, mode, batch, &p);
+    sy_status st = model_plan_get(m, mode, per, &p);
     if (st) return st;
-    int64_t *idx = sy_malloc((size_t)batch * sizeof *idx);
-    if (!idx) return sy_error(SY_ERR_OUT_OF_MEMORY, "out of memory");
-    int64_t steps = (n + batch - 1) / batch, out_row = 0;
-    sums s;
-    memset(&s, 0, sizeof s);
+    int64_t steps = (n + global - 1) / global, spe = m->steps_per_execution;
+    trip t = {m, p, x, y, NULL, NULL, pred_out, (int32_t)r};
+    if ((st = trip_alloc(&t, spe < steps ? spe : steps, global))) {
+        trip_free(&t);
+        return st;
+    }
+    sums total;
+    memset(&total, 0, sizeof total);
     progbar bar;
     if (verbose) progbar_init(&bar, progress_file(progress), verbose, steps);
-    for (int64_t step = 0; step < steps; step++) {
-        int64_t first = step * batch, rows = n - first < batch ? n - first : batch;
-        for (int64_t k = 0; k < rows; k++) idx[k] = first + k;
-        feed(m, p, x, y, idx, rows);
-        if ((st = sy_plan_run(p->plan))) {
+    for (int64_t step = 0; step < steps; step += spe) {
+        int64_t k = steps - step < spe ? steps - step : spe;
+        for (int64_t i = 0; i < k * global; i++) {
+            int64_t sample = (step * global) + i;
+            t.idx[i] = sample < n ? sample : -1;
+        }
+        if (mode == MODE_EVAL) st = replicas_infer(p->rs, k, feed_shard, read_sums, &t);
+        else st = replicas_infer(p->rs, k, feed_shard, read_predictions, &t);
+        if (st) {
             char msg[2048];
             snprintf(msg, sizeof msg, "%s", sy_last_error());
-            st = sy_error(st, "%s: batch %lld (samples %lld-%lld): %s", mode == MODE_EVAL ? "evaluate" : "predict",
-                          (long long)step, (long long)first, (long long)(first + rows - 1), msg);
+            st = sy_error(st, "%s: batch %lld (samples from %lld): %s", mode == MODE_EVAL ? "evaluate" : "predict",
+                          (long long)step, (long long)(step * global), msg);
             break;
         }
+        sy_logs l = {0};
         if (mode == MODE_EVAL) {
-            accumulate(m, p, rows, &s);
-            if (verbose) {
-                sy_logs l = {0};
-                sums_to_logs(m, &s, prefix, &l);
-                progbar_update(&bar, step + 1, &l, step + 1 == steps);
-            }
-        } else {
-            size_t row_bytes = (size_t)sy_shape_count(&m->layers[m->n_layers - 1].out_shape) * sizeof(float);
-            memcpy((char *)sy_tensor_data(pred_out) + (size_t)out_row * row_bytes, sy_plan_output(p->plan, p->pred),
-                   (size_t)rows * row_bytes);
-            out_row += rows;
-            if (verbose) progbar_update(&bar, step + 1, NULL, step + 1 == steps);
+            fold(&t, k, &total);
+            sums_to_logs(m, &total, prefix, &l);
         }
+        if (verbose) progbar_update(&bar, step + k, mode == MODE_EVAL ? &l : NULL, step + k == steps);
     }
-    sy_free(idx);
-    if (st == SY_OK && logs) sums_to_logs(m, &s, prefix, logs);
+    trip_free(&t);
+    if (st == SY_OK && logs && mode == MODE_EVAL) sums_to_logs(m, &total, prefix, logs);
     return st;
 }
 
@@ -328,14 +398,22 @@ sy_status sy_model_fit(sy_model *m, const sy_tensor *x, const sy_tensor *y, cons
     if (!st) st = check_data(m, "fit", "x", x, "y", y);
     if (!st && o->x_val) st = check_data(m, "fit", "validation x", o->x_val, "validation y", o->y_val);
     if (st) return st;
-    int64_t n = samples(x), batch = o->batch_size;
-    int64_t steps = o->steps_per_epoch ? o->steps_per_epoch : (n + batch - 1) / batch;
+    int64_t n = samples(x), batch = o->batch_size, r = model_replicas(m);
+    if (batch % r != 0) {
+        int64_t below = batch / r * r, above = below + r;
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "fit: the global batch size %lld does not divide among the %lld replicas in sync; every "
+                        "replica takes an equal shard, so use a multiple of %lld (e.g. %lld or %lld)",
+                        (long long)batch, (long long)r, (long long)r, (long long)(below ? below : above),
+                        (long long)(below ? above : above + r));
+    }
+    int64_t steps = o->steps_per_epoch ? o->steps_per_epoch : (n + batch - 1) / batch, spe = m->steps_per_execution;
     model_plan *p;
-    if ((st = model_plan_get(m, MODE_TRAIN, batch, &p))) return st;
+    if ((st = model_plan_get(m, MODE_TRAIN, batch / r, &p))) return st;
     sy_history *h = NULL;
     stream s = {sy_malloc((size_t)n * sizeof(int64_t)), n, n, 0, o->shuffle, sy_mix64(m->seed ^ sy_mix64(o->seed + 0x5F1F))};
-    int64_t *idx = sy_malloc((size_t)batch * sizeof *idx);
-    if (!s.perm || !idx || (st = history_new(&h))) {
+    trip t = {m, p, x, y, NULL, NULL, NULL, (int32_t)r};
+    if (!s.perm || (st = trip_alloc(&t, spe < steps ? spe : steps, batch)) || (st = history_new(&h))) {
         if (!st) st = sy_error(SY_ERR_OUT_OF_MEMORY, "fit: out of memory");
         goto done;
     }
@@ -354,19 +432,20 @@ sy_status sy_model_fit(sy_model *m, const sy_tensor *x, const sy_tensor *y, cons
         sums sm;
         memset(&sm, 0, sizeof sm);
         memset(&logs, 0, sizeof logs);
-        for (int64_t step = 0; step < steps && st == SY_OK; step++) {
-            take(&s, idx, batch);
-            feed(m, p, x, y, idx, batch);
-            if ((st = sy_plan_run(p->plan))) {
+        for (int64_t step = 0; step < steps && st == SY_OK; step += spe) {
+            int64_t k = steps - step < spe ? steps - step : spe;
+            take(&s, t.idx, k * batch);
+            if ((st = replicas_train(p->rs, k, feed_shard, read_sums, &t))) {
                 char msg[2048];
                 snprintf(msg, sizeof msg, "%s", sy_last_error());
-                st = sy_error(st, "fit: epoch %d, step %lld: %s", epoch + 1, (long long)step, msg);
+                st = sy_error(st, "fit: epoch %d, steps %lld-%lld: %s", epoch + 1, (long long)step,
+                              (long long)(step + k - 1), msg);
                 break;
             }
-            accumulate(m, p, batch, &sm);
+            fold(&t, k, &sm);
             sums_to_logs(m, &sm, "", &logs);
-            if (o->verbose == 1) progbar_update(&bar, step + 1, &logs, false);
-            CALLBACKS(o, on_train_batch_end, step, &logs);
+            if (o->verbose == 1) progbar_update(&bar, step + k, &logs, false);
+            CALLBACKS(o, on_train_batch_end, step + k - 1, &logs);
         }
         if (st) break;
         if (o->x_val && (epoch + 1) % o->validation_freq == 0) {
@@ -380,7 +459,7 @@ sy_status sy_model_fit(sy_model *m, const sy_tensor *x, const sy_tensor *y, cons
     CALLBACKS(o, on_train_end, &logs);
 done:
     sy_free(s.perm);
-    sy_free(idx);
+    trip_free(&t);
     if (history && st == SY_OK) *history = h;
     else sy_history_free(h);
     return st;

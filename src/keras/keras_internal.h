@@ -14,7 +14,7 @@
 #define SY_KERAS_INTERNAL_H
 
 #include "systolic/keras.h"
-#include "../compiler/compiler_internal.h"
+#include "../distribute/distribute_internal.h"
 
 #define LAYER_MAX_WEIGHTS 4
 #define LAYER_NAME_MAX 64
@@ -90,12 +90,13 @@ void metric_accumulate(keras_metric kind, const float *pred, const void *labels,
 
 typedef enum plan_mode { MODE_TRAIN, MODE_EVAL, MODE_PREDICT, MODE_COUNT } plan_mode;
 
-/* A compiled plan for one mode and batch size, with the nodes the host
- * feeds and reads. */
+/* The plans of one mode at one batch size -- one per replica of the
+ * model's strategy, compiled from one graph -- and the nodes the host feeds
+ * and reads. */
 typedef struct model_plan {
     sy_graph *g;
-    sy_plan *plan;
-    int64_t batch;
+    replica_set *rs;
+    int64_t batch;          /* per replica */
     sy_node x, y;           /* inputs (y: SY_NONE in predict) */
     sy_node pred;           /* the model's output */
     sy_node per_example;    /* loss per sample (batch,); SY_NONE in predict */
@@ -130,8 +131,9 @@ struct sy_model {
     metric_spec metrics[8];
     int32_t n_metrics;
     char backend[16];
-    int32_t threads;
-    sy_pool *pool;
+    int32_t steps_per_execution;
+    sy_strategy *strategy;     /* the scope's at sy_model_new, or own_strategy */
+    sy_strategy *own_strategy; /* one replica on all cores, outside any scope */
     model_plan plans[MODE_COUNT];
 };
 
@@ -140,9 +142,10 @@ struct sy_model {
  * compiled with the model's store uses them. */
 sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training);
 
-/* The plan for `mode` at `batch` rows, compiled on first use (or when the
- * batch size changes). */
+/* The plans for `mode` at `batch` rows per replica, compiled on first use
+ * (or when the batch size changes). */
 sy_status model_plan_get(sy_model *m, plan_mode mode, int64_t batch, model_plan **out);
+int32_t model_replicas(const sy_model *m);
 void model_plans_free(sy_model *m);
 
 /* The label tensor's per-sample shape and dtype the loss wants. */

@@ -21,6 +21,8 @@ sy_status sy_model_new(const char *name, sy_model **out) {
     sy_model *m = sy_calloc(1, sizeof *m);
     if (!m) return sy_error(SY_ERR_OUT_OF_MEMORY, "model: out of memory");
     snprintf(m->name, sizeof m->name, "%s", name && *name ? name : "sequential");
+    m->strategy = sy_strategy_current();
+    m->steps_per_execution = 1;
     sy_status st = sy_vars_new(&m->vars);
     if (st) {
         sy_free(m);
@@ -33,7 +35,7 @@ sy_status sy_model_new(const char *name, sy_model **out) {
 void sy_model_free(sy_model *m) {
     if (!m) return;
     model_plans_free(m);
-    sy_pool_free(m->pool);
+    sy_strategy_free(m->own_strategy);
     sy_vars_free(m->vars);
     sy_free(m->layers);
     sy_free(m);
