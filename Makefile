@@ -17,7 +17,7 @@ CMAKE_FLAGS ?=
 # Warnings are errors here (and so in CI); plain cmake builds default to off.
 CONFIG = -DCMAKE_BUILD_TYPE=Release -DSY_WERROR=ON $(CMAKE_FLAGS)
 
-DEBIAN_PACKAGES = build-essential cmake pkg-config libdnnl-dev zlib1g-dev libcurl4-openssl-dev python3
+DEBIAN_PACKAGES = build-essential cmake pkg-config libdnnl-dev zlib1g-dev libcurl4-openssl-dev libjansson-dev python3
 # For the side-by-side benchmarks (make bench-deps).
 BENCH_PACKAGES = python3-torch python3-venv
 

@@ -472,6 +472,113 @@ static void test_progress_bar_terminal(void) {
     sy_tensor_free(y);
 }
 
+/* Embedding, LSTM and GRU: Keras's defaults, shapes, refusals, and a
+ * sequence task they learn. */
+static void test_recurrent_layers(void) {
+    sy_model *m;
+    CHECK_OK(sy_model_new(NULL, &m));
+    sy_layer e = sy_layer_embedding(50, 8), l = sy_layer_lstm(6), d = sy_layer_dense(1);
+    e.input_length = 12; /* sets the model's input, as in Keras */
+    d.activation = SY_ACTIVATION_SIGMOID;
+    CHECK_OK(sy_model_add(m, &e));
+    CHECK_OK(sy_model_add(m, &l));
+    CHECK_OK(sy_model_add(m, &d));
+    sy_shape in = sy_model_input_shape(m), out = sy_model_output_shape(m, 1);
+    CHECK(in.rank == 1 && in.dims[0] == 12, "input_length gives the input shape");
+    CHECK(out.rank == 1 && out.dims[0] == 6, "LSTM output (None, 6)");
+    CHECK(sy_model_param_count(m, 1) == 4 * 6 * (8 + 6 + 1), "LSTM params %lld", (long long)sy_model_param_count(m, 1));
+    CHECK(!strcmp(sy_model_weight_name(m, 0), "embedding/embeddings:0") &&
+              !strcmp(sy_model_weight_name(m, 1), "lstm/lstm_cell/kernel:0") &&
+              !strcmp(sy_model_weight_name(m, 2), "lstm/lstm_cell/recurrent_kernel:0") &&
+              !strcmp(sy_model_weight_name(m, 3), "lstm/lstm_cell/bias:0"),
+          "Keras's weight names");
+    /* embeddings uniform(-0.05, 0.05); forget-gate biases 1, others 0;
+     * the recurrent kernel (6, 24) has orthonormal rows */
+    const float *emb = sy_model_weight_data(m, 0), *bias = sy_model_weight_data(m, 3), *rec = sy_model_weight_data(m, 2);
+    float lo = 1, hi = -1;
+    for (int i = 0; i < 50 * 8; i++) {
+        lo = fminf(lo, emb[i]);
+        hi = fmaxf(hi, emb[i]);
+    }
+    CHECK(lo >= -0.05f && hi <= 0.05f && hi - lo > 0.09f, "embeddings in [-0.05, 0.05]: [%g, %g]", lo, hi);
+    for (int j = 0; j < 24; j++) CHECK(bias[j] == (j >= 6 && j < 12 ? 1.0f : 0.0f), "bias[%d] = %g", j, bias[j]);
+    double worst = 0;
+    for (int a = 0; a < 6; a++)
+        for (int c = 0; c < 6; c++) {
+            double dot = 0;
+            for (int j = 0; j < 24; j++) dot += rec[a * 24 + j] * rec[c * 24 + j];
+            worst = fmax(worst, fabs(dot - (a == c)));
+        }
+    CHECK(worst < 1e-5, "orthogonal recurrent kernel: rows orthonormal to %g", worst);
+    /* learn: label = whether word 7 occurs in the sequence */
+    sy_compile_options c = sy_compile_options_default();
+    c.optimizer = sy_optimizer_adam(0.01f);
+    c.loss = "binary_crossentropy";
+    const char *metrics[] = {"accuracy"};
+    c.metrics = metrics;
+    c.n_metrics = 1;
+    CHECK_OK(sy_model_compile(m, &c));
+    sy_tensor *x, *y;
+    sy_tensor_new(SY_I32, sy_shape_of(2, (int64_t)512, (int64_t)12), &x);
+    sy_tensor_new(SY_F32, sy_shape_of(1, (int64_t)512), &y);
+    int32_t *xd = sy_tensor_data(x);
+    float *yd = sy_tensor_data(y);
+    sy_rng r = sy_rng_new(5, 1);
+    for (int i = 0; i < 512; i++) {
+        yd[i] = 0;
+        for (int t = 0; t < 12; t++) {
+            xd[i * 12 + t] = 1 + (int32_t)(sy_rng_u32(&r) % 49);
+            if (i % 2 == 0 && xd[i * 12 + t] == 7) xd[i * 12 + t] = 8;
+        }
+        if (i % 2) xd[i * 12 + (int)(sy_rng_u32(&r) % 12)] = 7;
+        for (int t = 0; t < 12; t++) yd[i] = yd[i] || xd[i * 12 + t] == 7;
+    }
+    sy_fit_options f = sy_fit_options_default();
+    f.batch_size = 32;
+    f.epochs = 12;
+    f.verbose = 0;
+    sy_history *h = NULL;
+    CHECK_OK(sy_model_fit(m, x, y, &f, &h));
+    if (h) {
+        double acc = sy_logs_get(sy_history_logs(h, sy_history_epochs(h) - 1), "accuracy");
+        CHECK(acc > 0.9, "the LSTM learns whether word 7 occurs: accuracy %g", acc);
+        sy_history_free(h);
+    }
+    xd[5] = 50;
+    sy_status st = sy_model_fit(m, x, y, &f, NULL);
+    CHECK(st == SY_ERR_INVALID_ARGUMENT && strstr(sy_last_error(), "x[5] = 50") && strstr(sy_last_error(), "[0, 50)"),
+          "a word index past input_dim is refused: %s", sy_last_error());
+    sy_model_free(m);
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+
+    /* refusals */
+    CHECK_OK(sy_model_new(NULL, &m));
+    sy_layer bad = sy_layer_embedding(10, 4);
+    bad.mask_zero = true;
+    bad.input_shape = sy_shape_of(1, (int64_t)5);
+    CHECK_ERROR(sy_model_add(m, &bad), SY_ERR_UNSUPPORTED, "mask_zero");
+    sy_layer first = sy_layer_embedding(10, 4);
+    first.input_shape = sy_shape_of(1, (int64_t)5);
+    CHECK_OK(sy_model_add(m, &first));
+    sy_layer st_lstm = sy_layer_lstm(3);
+    st_lstm.return_state = true;
+    CHECK_ERROR(sy_model_add(m, &st_lstm), SY_ERR_UNSUPPORTED, "return_state", "Sequential");
+    sy_layer gru = sy_layer_gru(3);
+    gru.reset_after = false;
+    CHECK_ERROR(sy_model_add(m, &gru), SY_ERR_UNSUPPORTED, "reset_after");
+    sy_layer seq = sy_layer_gru(3);
+    seq.return_sequences = true;
+    CHECK_OK(sy_model_add(m, &seq));
+    CHECK(sy_model_output_shape(m, -1).rank == 2 && sy_model_output_shape(m, -1).dims[0] == 5, "return_sequences (None, 5, 3)");
+    CHECK(!strcmp(sy_model_weight_name(m, 3), "gru/gru_cell/bias:0") && sy_model_weight_shape(m, 3).rank == 2,
+          "GRU bias (2, 9) named as Keras names it");
+    sy_layer flat = sy_layer_flatten(), lstm2 = sy_layer_lstm(2);
+    CHECK_OK(sy_model_add(m, &flat));
+    CHECK_ERROR(sy_model_add(m, &lstm2), SY_ERR_SHAPE, "lstm", "(None, 15)", "(None, steps, features)");
+    sy_model_free(m);
+}
+
 int main(void) {
     test_summary();
     test_weights_api();
@@ -482,5 +589,6 @@ int main(void) {
     test_fit_errors();
     test_progress_bar();
     test_progress_bar_terminal();
+    test_recurrent_layers();
     return check_report("test_keras");
 }

@@ -146,6 +146,19 @@ static sy_node b_slice(ctx *c) {
     int64_t begin[3] = {1, 0, 2}, size[3] = {2, 3, 2};
     return sy_graph_slice(c->g, var(c, R(3, 4L, 3L, 5L), -1, 1), begin, size);
 }
+/* the cpu kernel's runs: inner axes covered fully, only the outer one cut, rank 1 */
+static sy_node b_slice_rows(ctx *c) {
+    int64_t begin[3] = {1, 0, 0}, size[3] = {2, 3, 5};
+    return sy_graph_slice(c->g, var(c, R(3, 4L, 3L, 5L), -1, 1), begin, size);
+}
+static sy_node b_slice_middle(ctx *c) {
+    int64_t begin[3] = {0, 1, 0}, size[3] = {4, 2, 5};
+    return sy_graph_slice(c->g, var(c, R(3, 4L, 3L, 5L), -1, 1), begin, size);
+}
+static sy_node b_slice_1d(ctx *c) {
+    int64_t begin[1] = {3}, size[1] = {4};
+    return sy_graph_slice(c->g, var(c, R(1, 9L), -1, 1), begin, size);
+}
 static sy_node b_broadcast_to(ctx *c) { return sy_graph_broadcast_to(c->g, var(c, R(2, 1L, 3L), -1, 1), R(3, 2L, 4L, 3L)); }
 
 static sy_node b_conv_valid(ctx *c) {
@@ -322,6 +335,63 @@ static sy_node b_sparse_softmax_ce_grad_37(ctx *c) {
     sy_node in[3] = {cin(c, R(1, 9L), -1, 1), cin(c, R(2, 9L, 37L), -3, 3), iin(c, R(1, 9L), 0, 37)};
     return add_op(c, SY_OP_SPARSE_SOFTMAX_CE_GRAD, in, 3, NULL, NULL);
 }
+static sy_node b_reverse(ctx *c) { return sy_graph_reverse(c->g, var(c, R(3, 2L, 5L, 3L), -1, 1), 1); }
+static sy_node b_reverse_last(ctx *c) { return sy_graph_reverse(c->g, var(c, R(2, 3L, 4L), -1, 1), -1); }
+
+/* recurrent scans: (B, T, D) = (3, 5, 2), 4 units; weights small enough
+ * that the gates stay away from saturation, so finite differences are
+ * accurate. Only h is differentiable, so the gradient rows read h through
+ * a slice, over every step or at the last, as the layers do. */
+typedef struct scan_opts {
+    bool gru, bias, mask, last;
+    int act, rec_act;
+} scan_opts;
+
+static sy_node scan_seq(ctx *c, scan_opts o) {
+    int64_t gu = (o.gru ? 3 : 4) * 4;
+    sy_node x = var(c, R(3, 3L, 5L, 2L), -1, 1), k = var(c, R(2, 2L, gu), -0.6, 0.6), r = var(c, R(2, 4L, gu), -0.5, 0.5);
+    sy_node b = o.bias ? var(c, o.gru ? R(2, 2L, gu) : R(1, gu), -0.5, 0.5) : SY_NONE;
+    sy_node m = o.mask ? cin(c, R(2, 3L, 4L), 0, 2) : SY_NONE;
+    return o.gru ? graph_gru_scan(c->g, x, k, r, b, m, o.act, o.rec_act) : graph_lstm_scan(c->g, x, k, r, b, m, o.act, o.rec_act);
+}
+
+static sy_node scan_h(ctx *c, scan_opts o) {
+    sy_node seq = scan_seq(c, o);
+    int64_t at = (o.gru ? 4 : 5) * 4, begin[3] = {0, o.last ? 4 : 0, at}, size[3] = {3, o.last ? 1 : 5, 4};
+    return sy_graph_slice(c->g, seq, begin, size);
+}
+
+#define TANH SY_ACT_TANH
+#define SIGM SY_ACT_SIGMOID
+static sy_node b_lstm_seq(ctx *c) { return scan_seq(c, (scan_opts){false, true, false, false, TANH, SIGM}); }
+static sy_node b_lstm(ctx *c) { return scan_h(c, (scan_opts){false, true, false, false, TANH, SIGM}); }
+static sy_node b_lstm_last_mask(ctx *c) { return scan_h(c, (scan_opts){false, false, true, true, TANH, SIGM}); }
+static sy_node b_lstm_sigmoid_tanh(ctx *c) { return scan_h(c, (scan_opts){false, true, false, true, SIGM, TANH}); }
+static sy_node b_lstm_linear(ctx *c) { return scan_h(c, (scan_opts){false, true, true, false, SY_ACT_NONE, SIGM}); }
+static sy_node b_gru_seq(ctx *c) { return scan_seq(c, (scan_opts){true, true, true, false, TANH, SIGM}); }
+static sy_node b_gru(ctx *c) { return scan_h(c, (scan_opts){true, true, false, false, TANH, SIGM}); }
+static sy_node b_gru_last_mask(ctx *c) { return scan_h(c, (scan_opts){true, false, true, true, TANH, SIGM}); }
+static sy_node b_gru_sigmoid_tanh(ctx *c) { return scan_h(c, (scan_opts){true, true, true, true, SIGM, TANH}); }
+
+/* the grad ops forward, on sequences the scans made */
+static sy_node scan_grad(ctx *c, bool gru, bool mask, bool last) {
+    sy_node seq = scan_seq(c, (scan_opts){gru, true, mask, last, TANH, SIGM});
+    sy_shape out = sy_graph_shape(c->g, seq);
+    out.dims[2] = gru ? 6 * 4 : 4 * 4;
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.rnn.act = TANH;
+    at.rnn.rec_act = SIGM;
+    at.rnn.has_mask = mask;
+    sy_node in[4] = {cin(c, R(3, 3L, last ? 1L : 5L, 4L), -1, 1), seq, graph_input(c->g, seq, 2),
+                     mask ? graph_input(c->g, seq, 4) : SY_NONE};
+    return add_op(c, gru ? SY_OP_GRU_SCAN_GRAD : SY_OP_LSTM_SCAN_GRAD, in, mask ? 4 : 3, &at, &out);
+}
+static sy_node b_lstm_grad(ctx *c) { return scan_grad(c, false, false, false); }
+static sy_node b_lstm_grad_mask_last(ctx *c) { return scan_grad(c, false, true, true); }
+static sy_node b_gru_grad(ctx *c) { return scan_grad(c, true, false, false); }
+static sy_node b_gru_grad_mask_last(ctx *c) { return scan_grad(c, true, true, true); }
+
 static sy_node b_gather_grad(ctx *c) {
     sy_shape ps = R(2, 5L, 3L);
     sy_node in[2] = {cin(c, R(3, 4L, 3L, 3L), -1, 1), iin(c, R(2, 4L, 3L), 0, 5)};
@@ -400,6 +470,9 @@ static const row rows[] = {
     {"transpose", SY_OP_TRANSPOSE, b_transpose, FWD | GRAD},
     {"concat", SY_OP_CONCAT, b_concat, FWD | GRAD},
     {"slice", SY_OP_SLICE, b_slice, FWD | GRAD},
+    {"slice whole rows", SY_OP_SLICE, b_slice_rows, FWD | GRAD},
+    {"slice middle axis", SY_OP_SLICE, b_slice_middle, FWD | GRAD},
+    {"slice rank 1", SY_OP_SLICE, b_slice_1d, FWD | GRAD},
     {"broadcast_to", SY_OP_BROADCAST_TO, b_broadcast_to, FWD | GRAD},
     {"conv2d valid", SY_OP_CONV2D, b_conv_valid, FWD | GRAD},
     {"conv2d same stride 2", SY_OP_CONV2D, b_conv_same_s2, FWD | GRAD},
@@ -466,6 +539,21 @@ static const row rows[] = {
     {"log_softmax axis 0", SY_OP_LOG_SOFTMAX, b_log_softmax_axis0, FWD},
     {"sparse_softmax_cross_entropy 37 classes", SY_OP_SPARSE_SOFTMAX_CE, b_sparse_softmax_ce_37, FWD},
     {"sparse_softmax_cross_entropy_grad 37 classes", SY_OP_SPARSE_SOFTMAX_CE_GRAD, b_sparse_softmax_ce_grad_37, FWD},
+    {"reverse", SY_OP_REVERSE, b_reverse, FWD | GRAD},
+    {"reverse last axis", SY_OP_REVERSE, b_reverse_last, FWD | GRAD},
+    {"lstm_scan packed sequence", SY_OP_LSTM_SCAN, b_lstm_seq, FWD},
+    {"lstm_scan h every step", SY_OP_LSTM_SCAN, b_lstm, FWD | GRAD},
+    {"lstm_scan h last step, mask, no bias", SY_OP_LSTM_SCAN, b_lstm_last_mask, FWD | GRAD},
+    {"lstm_scan sigmoid cell, tanh gates", SY_OP_LSTM_SCAN, b_lstm_sigmoid_tanh, FWD | GRAD},
+    {"lstm_scan linear cell, mask", SY_OP_LSTM_SCAN, b_lstm_linear, FWD | GRAD},
+    {"gru_scan packed sequence, mask", SY_OP_GRU_SCAN, b_gru_seq, FWD},
+    {"gru_scan h every step", SY_OP_GRU_SCAN, b_gru, FWD | GRAD},
+    {"gru_scan h last step, mask, no bias", SY_OP_GRU_SCAN, b_gru_last_mask, FWD | GRAD},
+    {"gru_scan sigmoid candidate, tanh gates, mask", SY_OP_GRU_SCAN, b_gru_sigmoid_tanh, FWD | GRAD},
+    {"lstm_scan_grad", SY_OP_LSTM_SCAN_GRAD, b_lstm_grad, FWD},
+    {"lstm_scan_grad mask, last step", SY_OP_LSTM_SCAN_GRAD, b_lstm_grad_mask_last, FWD},
+    {"gru_scan_grad", SY_OP_GRU_SCAN_GRAD, b_gru_grad, FWD},
+    {"gru_scan_grad mask, last step", SY_OP_GRU_SCAN_GRAD, b_gru_grad_mask_last, FWD},
     {"fused_eltwise", SY_OP_FUSED_ELTWISE, b_fused_chain, FWD | GRAD | CHECK_FUSED},
     /* optimizer updates: see check_optimizers() */
 };

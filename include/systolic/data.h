@@ -46,6 +46,67 @@ sy_status sy_fashion_mnist_load_data(sy_data_split *out);
 /* MNIST (LeCun, Cortes, Burges): the same layout as Fashion-MNIST. */
 sy_status sy_mnist_load_data(sy_data_split *out);
 
+/* ---- IMDB reviews (Keras's imdb) --------------------------------------------- */
+
+/* Sequences of different lengths (a ragged array of int32): reviews as
+ * word indices. */
+typedef struct sy_sequences sy_sequences;
+int64_t sy_sequences_count(const sy_sequences *s);
+int64_t sy_sequences_length(const sy_sequences *s, int64_t index);
+const int32_t *sy_sequences_data(const sy_sequences *s, int64_t index);
+void sy_sequences_free(sy_sequences *s);
+
+/* Keras's imdb.load_data() arguments and defaults. */
+typedef struct sy_imdb_options {
+    int32_t num_words;  /* keep the num_words most frequent words, rarer ones become oov_char: 0 (all) */
+    int32_t skip_top;   /* the skip_top most frequent words become oov_char too: 0 */
+    int32_t maxlen;     /* drop reviews longer than this (after start_char): 0 (keep all) */
+    uint64_t seed;      /* shuffling: 113 */
+    int32_t start_char; /* marks the start of a review: 1; -1 for none */
+    int32_t oov_char;   /* replaces dropped words: 2; -1 removes them instead */
+    int32_t index_from; /* word indices are their frequency rank + index_from: 3 */
+} sy_imdb_options;
+
+sy_imdb_options sy_imdb_options_default(void);
+
+typedef struct sy_imdb_split {
+    sy_sequences *x_train, *x_test; /* 25,000 reviews each (fewer with maxlen) */
+    sy_tensor *y_train, *y_test;    /* uint8 (N,): 1 positive, 0 negative */
+} sy_imdb_split;
+
+void sy_imdb_split_free(sy_imdb_split *split);
+
+/* The IMDB sentiment dataset as Keras's imdb.load_data() gives it, rebuilt
+ * from the labelled Stanford review texts (aclImdb) and Keras's own
+ * imdb_word_index.json: each review is lower-cased, its HTML line breaks
+ * and punctuation removed, split into words, and each word mapped to its
+ * index in the word index (docs/design/datasets.md compares the result with
+ * Keras's imdb.npz). Files are found as for the other datasets. */
+sy_status sy_imdb_load_data(const sy_imdb_options *options, sy_imdb_split *out);
+
+/* Keras's imdb.get_word_index(): word -> frequency rank (1 = "the"). */
+typedef struct sy_word_index sy_word_index;
+sy_status sy_imdb_get_word_index(sy_word_index **out);
+void sy_word_index_free(sy_word_index *wi);
+int64_t sy_word_index_count(const sy_word_index *wi);
+/* The word's rank, or 0 if the word is not in the index. */
+int32_t sy_word_index_get(const sy_word_index *wi, const char *word);
+/* The word of rank `rank` (1-based), or NULL. */
+const char *sy_word_index_word(const sy_word_index *wi, int32_t rank);
+
+/* Keras's pad_sequences: every sequence cut or padded to maxlen (0: the
+ * longest), padding and truncating at the start ("pre", the default) or
+ * the end ("post"), padded with `value`. Returns int32 (count, maxlen). */
+typedef struct sy_pad_options {
+    int64_t maxlen;
+    const char *padding;    /* "pre" or "post"; NULL: "pre" */
+    const char *truncating; /* "pre" or "post"; NULL: "pre" */
+    int32_t value;          /* 0 */
+} sy_pad_options;
+
+sy_pad_options sy_pad_options_default(void);
+sy_status sy_pad_sequences(const sy_sequences *s, const sy_pad_options *options, sy_tensor **out);
+
 /* The path of a dataset file, found or fetched as described above, with its
  * checksum verified: `dataset` is "fashion_mnist", "mnist", ...; `file` a
  * file name of that dataset ("train-images-idx3-ubyte.gz"). Writes at most

@@ -68,7 +68,9 @@ typedef enum sy_init_kind {
     SY_INIT_HE_UNIFORM,
     SY_INIT_HE_NORMAL,
     SY_INIT_LECUN_UNIFORM,
-    SY_INIT_LECUN_NORMAL
+    SY_INIT_LECUN_NORMAL,
+    SY_INIT_ORTHOGONAL,       /* gain a: Keras's Orthogonal (orthonormal rows or columns) */
+    SY_INIT_UNIT_FORGET_BIAS  /* zeros, but ones in the second quarter (an LSTM's forget gate) */
 } sy_init_kind;
 
 typedef struct sy_init {
@@ -82,6 +84,7 @@ sy_init sy_init_constant(double value);
 sy_init sy_init_uniform(double lo, double hi, uint64_t seed);
 sy_init sy_init_normal(double mean, double stddev, uint64_t seed);
 sy_init sy_init_glorot_uniform(uint64_t seed);
+sy_init sy_init_orthogonal(double gain, uint64_t seed);
 
 /* Fill `data` (count = product of shape) as `init` says, in double. */
 sy_status sy_init_fill(const sy_init *init, const sy_shape *shape, double *data);
@@ -126,6 +129,8 @@ sy_node sy_graph_concat(sy_graph *g, const sy_node *xs, int n, int axis);
 /* The box of extent size[] at begin[] (both of x's rank). */
 sy_node sy_graph_slice(sy_graph *g, sy_node x, const int64_t *begin, const int64_t *size);
 sy_node sy_graph_broadcast_to(sy_graph *g, sy_node x, sy_shape shape);
+/* x with the order of its elements along `axis` reversed. */
+sy_node sy_graph_reverse(sy_graph *g, sy_node x, int axis);
 
 typedef enum sy_padding { SY_PADDING_VALID = 0, SY_PADDING_SAME = 1 } sy_padding;
 

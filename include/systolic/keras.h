@@ -80,7 +80,10 @@ typedef enum sy_layer_kind {
     SY_LAYER_ACTIVATION,
     SY_LAYER_FLATTEN,
     SY_LAYER_RESHAPE,
-    SY_LAYER_DROPOUT
+    SY_LAYER_DROPOUT,
+    SY_LAYER_EMBEDDING,
+    SY_LAYER_LSTM,
+    SY_LAYER_GRU
 } sy_layer_kind;
 
 /* A layer's configuration: Keras's constructor arguments. Make one with a
@@ -91,9 +94,9 @@ typedef struct sy_layer {
     sy_layer_kind kind;
     const char *name;         /* NULL: Keras's automatic name (conv2d, conv2d_1, ...) */
     sy_shape input_shape;     /* first layer only: the input without the batch axis; rank 0: not given */
-    sy_activation activation; /* Dense, Conv2D, Activation */
-    bool use_bias;            /* Dense, Conv2D: true */
-    int32_t units;            /* Dense */
+    sy_activation activation; /* Dense, Conv2D, Activation; LSTM, GRU: tanh */
+    bool use_bias;            /* Dense, Conv2D, LSTM, GRU: true */
+    int32_t units;            /* Dense, LSTM, GRU */
     int32_t filters;          /* Conv2D */
     int32_t kernel_size[2];   /* Conv2D */
     int32_t strides[2];       /* Conv2D: (1, 1); pooling: the pool size */
@@ -102,8 +105,21 @@ typedef struct sy_layer {
     float rate;               /* Dropout */
     uint64_t seed;            /* Dropout's mask stream; 0: derived from the model's seed */
     sy_shape target_shape;    /* Reshape, without the batch axis; one dimension may be -1 */
-    sy_init kernel_initializer; /* Dense, Conv2D: glorot_uniform (seed 0: from the model's seed) */
-    sy_init bias_initializer;   /* Dense, Conv2D: zeros */
+    sy_init kernel_initializer; /* Dense, Conv2D, LSTM, GRU: glorot_uniform (seed 0: from the model's seed) */
+    sy_init bias_initializer;   /* Dense, Conv2D, LSTM, GRU: zeros */
+    /* Embedding: input_dim words to vectors of output_dim; input_length, if
+     * given, is the input's length (and the model's input shape when first);
+     * mask_zero is refused (no masking yet) */
+    int32_t input_dim, output_dim, input_length;
+    bool mask_zero;
+    sy_init embeddings_initializer; /* uniform(-0.05, 0.05) */
+    /* LSTM, GRU */
+    sy_activation recurrent_activation; /* sigmoid */
+    bool return_sequences, return_state, go_backwards;
+    bool unit_forget_bias;              /* LSTM: true (forget-gate biases start at 1) */
+    bool reset_after;                   /* GRU: true, Keras 2's default (the only form here) */
+    float dropout, recurrent_dropout;   /* of the inputs and of h(t-1); masks fixed per sequence */
+    sy_init recurrent_initializer;      /* orthogonal */
 } sy_layer;
 
 sy_layer sy_layer_dense(int32_t units);
@@ -114,6 +130,9 @@ sy_layer sy_layer_activation(sy_activation activation);
 sy_layer sy_layer_flatten(void);
 sy_layer sy_layer_reshape(sy_shape target_shape);
 sy_layer sy_layer_dropout(float rate);
+sy_layer sy_layer_embedding(int32_t input_dim, int32_t output_dim);
+sy_layer sy_layer_lstm(int32_t units);
+sy_layer sy_layer_gru(int32_t units);
 
 /* Keras's class name of a kind ("Conv2D"). */
 const char *sy_layer_class_name(sy_layer_kind kind);

@@ -72,6 +72,7 @@ typedef union sy_attrs {
     struct { int32_t perm[SY_MAX_RANK]; } transpose;
     struct { int64_t begin[SY_MAX_RANK]; } slice;                  /* SLICE, SLICE_GRAD */
     struct { float rate; uint64_t seed; } dropout;
+    struct { uint8_t act, rec_act, has_bias, has_mask; } rnn;     /* LSTM_SCAN, GRU_SCAN and their grads */
     struct { uint32_t axes; uint8_t keepdims; } reduce;            /* bit i: reduce axis i */
     struct { double value; } fill;
     struct {

@@ -25,6 +25,7 @@
  */
 #include "compiler_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 enum { BLK_NONE, BLK_ARENA, BLK_PARAMS, BLK_SLOTS, BLK_GRADS, BLK_CONST };
@@ -65,6 +66,8 @@ struct sy_plan {
     sy_exec ex;
     bool has_updates;
     int32_t first_update; /* steps [first_update, n_steps) are the optimizer's */
+    double *profile;      /* seconds per step, summed over runs, when $SYSTOLIC_PROFILE is set */
+    int64_t profile_runs;
     sy_plan_info info;
 };
 
@@ -117,8 +120,32 @@ static void bind(sy_plan *p) {
     p->bound_generation = p->vars->generation;
 }
 
+/* $SYSTOLIC_PROFILE: at plan_free, the steps that took the most time. */
+static void profile_report(const sy_plan *p) {
+    double total = 0;
+    for (int32_t s = 0; s < p->n_steps; s++) total += p->profile[s];
+    if (total <= 0) return;
+    fprintf(stderr, "systolic profile: %d steps, %lld runs, %.1f ms per run\n", p->n_steps, (long long)p->profile_runs,
+            1e3 * total / (double)(p->profile_runs ? p->profile_runs : 1));
+    bool *shown = sy_calloc((size_t)p->n_steps, sizeof *shown);
+    for (int k = 0; shown && k < 25 && k < p->n_steps; k++) {
+        int32_t best = -1;
+        for (int32_t s = 0; s < p->n_steps; s++)
+            if (!shown[s] && (best < 0 || p->profile[s] > p->profile[best])) best = s;
+        shown[best] = true;
+        const sy_node_rec *r = &p->g->nodes[p->steps[best].node];
+        char sh[SY_SHAPE_STR_MAX];
+        fprintf(stderr, "  %5.1f%% %8.3f ms  %-24s %-36s %s\n", 100 * p->profile[best] / total,
+                1e3 * p->profile[best] / (double)(p->profile_runs ? p->profile_runs : 1), sy_op_name(r->op), r->name,
+                sy_shape_format(&r->shape, sh, sizeof sh));
+    }
+    sy_free(shown);
+}
+
 void sy_plan_free(sy_plan *p) {
     if (!p) return;
+    if (p->profile) profile_report(p);
+    sy_free(p->profile);
     if (p->owns_vars) sy_vars_free(p->vars);
     sy_graph_free(p->g);
     sy_free(p->steps);
@@ -552,6 +579,7 @@ sy_status sy_plan_compile(const sy_graph *graph, const sy_plan_options *o, sy_pl
     for (int32_t s = p->first_update; s < p->n_steps; s++) /* updates are scheduled last */
         SY_ASSERT(sy_op_def_of(p->g->nodes[p->steps[s].node].op)->flags & SY_OPF_UPDATE);
     p->info.steps = p->n_steps;
+    if (getenv("SYSTOLIC_PROFILE") && *getenv("SYSTOLIC_PROFILE")) p->profile = sy_calloc((size_t)(p->n_steps ? p->n_steps : 1), sizeof *p->profile);
     bind(p);
     goto done;
 fail:
@@ -600,9 +628,12 @@ int32_t plan_first_update(const sy_plan *p) { return p->first_update; }
 int64_t plan_step_elements(const sy_plan *p, int32_t s) { return sy_shape_count(&p->steps[s].args.in_shape[0]); }
 
 sy_status plan_run_steps(sy_plan *p, int32_t first, int32_t last) {
+    if (p->profile && first == 0) p->profile_runs++;
     for (int32_t s = first; s < last; s++) {
         step *st = &p->steps[s];
+        double t0 = p->profile ? sy_now() : 0;
         st->kernel->run(&st->args);
+        if (p->profile) p->profile[s] += sy_now() - t0;
         if (atomic_load_explicit(&p->ex.failed, memory_order_relaxed)) {
             const sy_node_rec *r = &p->g->nodes[st->node];
             return sy_error(SY_ERR_INVALID_ARGUMENT, "%s (%s): %s", sy_op_name(r->op), r->name, p->ex.error);

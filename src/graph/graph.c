@@ -220,6 +220,35 @@ sy_init sy_init_normal(double mean, double stddev, uint64_t seed) {
     return (sy_init){SY_INIT_NORMAL, mean, stddev, seed};
 }
 sy_init sy_init_glorot_uniform(uint64_t seed) { return (sy_init){SY_INIT_GLOROT_UNIFORM, 0, 0, seed}; }
+sy_init sy_init_orthogonal(double gain, uint64_t seed) { return (sy_init){SY_INIT_ORTHOGONAL, gain, 0, seed}; }
+
+/* Keras's Orthogonal: the Q of a normal matrix of shape (max(rows, cols),
+ * min(rows, cols)) with rows = prod(shape[:-1]), cols = shape[-1], its
+ * columns' signs fixed so that R has a positive diagonal, transposed when
+ * rows < cols, times the gain. Modified Gram-Schmidt gives that Q directly
+ * (its R diagonal is the positive column norms). */
+static sy_status orthogonal(const sy_init *init, const sy_shape *shape, double *data, sy_rng *r) {
+    int64_t cols = shape->rank ? shape->dims[shape->rank - 1] : 1, n = sy_shape_count(shape), rows = cols ? n / cols : 0;
+    int64_t m = rows > cols ? rows : cols, k = rows > cols ? cols : rows;
+    double *q = sy_malloc((size_t)(m * k > 0 ? m * k : 1) * sizeof *q);
+    if (!q) return sy_error(SY_ERR_OUT_OF_MEMORY, "orthogonal initializer: out of memory for (%lld, %lld)", (long long)m, (long long)k);
+    for (int64_t i = 0; i < m * k; i++) q[i] = sy_rng_normal(r); /* (m, k) row-major */
+    for (int64_t j = 0; j < k; j++) {
+        for (int64_t p = 0; p < j; p++) {
+            double dot = 0;
+            for (int64_t i = 0; i < m; i++) dot += q[i * k + p] * q[i * k + j];
+            for (int64_t i = 0; i < m; i++) q[i * k + j] -= dot * q[i * k + p];
+        }
+        double norm = 0;
+        for (int64_t i = 0; i < m; i++) norm += q[i * k + j] * q[i * k + j];
+        norm = sqrt(norm);
+        for (int64_t i = 0; i < m; i++) q[i * k + j] = norm > 0 ? q[i * k + j] / norm : 0;
+    }
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) data[i * cols + j] = init->a * (rows >= cols ? q[i * k + j] : q[j * k + i]);
+    sy_free(q);
+    return SY_OK;
+}
 
 /* Keras's _compute_fans. */
 static void fans(const sy_shape *s, double *fan_in, double *fan_out) {
@@ -276,6 +305,12 @@ sy_status sy_init_fill(const sy_init *init, const sy_shape *shape, double *data)
     case SY_INIT_HE_NORMAL: scale = 2.0 / fan_in; normal = true; break;
     case SY_INIT_LECUN_UNIFORM: scale = 1.0 / fan_in; uniform = true; break;
     case SY_INIT_LECUN_NORMAL: scale = 1.0 / fan_in; normal = true; break;
+    case SY_INIT_ORTHOGONAL: return orthogonal(init, shape, data, &r);
+    case SY_INIT_UNIT_FORGET_BIAS: {
+        int64_t last = shape->rank ? shape->dims[shape->rank - 1] : 1, u = last / 4;
+        for (int64_t i = 0; i < n; i++) data[i] = (i % last) >= u && (i % last) < 2 * u ? 1.0 : 0.0;
+        return SY_OK;
+    }
     default: return sy_error(SY_ERR_INVALID_ARGUMENT, "initializer: unknown kind %d", (int)init->kind);
     }
     if (uniform) {

@@ -91,6 +91,14 @@ sy_node graph_unbroadcast(sy_graph *g, sy_node dy, const sy_shape *shape);
 sy_status require_float_inputs(sy_graph *g, sy_node_rec *n, int count);
 sy_status normalize_axis(sy_graph *g, sy_node_rec *n, int rank);
 
+/* The recurrent scans (ops_rnn.c): x (B, T, D) through kernel, recurrent
+ * kernel, bias (SY_NONE: none) and recurrent dropout mask (SY_NONE: none);
+ * act and rec_act are sy_act values. */
+sy_node graph_lstm_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask, int act,
+                        int rec_act);
+sy_node graph_gru_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask, int act,
+                       int rec_act);
+
 /* Deep copy (nodes, edges, names, programs). */
 sy_status graph_clone(const sy_graph *g, sy_graph **out);
 

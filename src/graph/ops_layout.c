@@ -294,3 +294,25 @@ sy_status infer_GATHER_GRAD(sy_graph *g, sy_node_rec *n) {
     n->dtype = graph_in_rec(g, n, 0)->dtype;
     return SY_OK;
 }
+
+/* ---- reverse ------------------------------------------------------------------- */
+
+sy_node sy_graph_reverse(sy_graph *g, sy_node x, int axis) {
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.axis.axis = axis;
+    return graph_add(g, SY_OP_REVERSE, &x, 1, &at, NULL);
+}
+
+sy_status infer_REVERSE(sy_graph *g, sy_node_rec *n) {
+    const sy_node_rec *x = graph_in_rec(g, n, 0);
+    if (x->shape.rank < 1) return graph_fail(g, n, SY_ERR_SHAPE, "needs at least one axis; got a scalar");
+    n->dtype = x->dtype;
+    n->shape = x->shape;
+    return normalize_axis(g, n, x->shape.rank);
+}
+
+sy_status grad_REVERSE(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx) {
+    if (need[0]) dx[0] = sy_graph_reverse(g, dy, graph_node(g, y)->attr.axis.axis);
+    return sy_graph_status(g);
+}

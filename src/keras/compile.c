@@ -175,6 +175,10 @@ sy_shape model_label_shape(const sy_model *m) {
     return s;
 }
 
+sy_dtype model_input_dtype(const sy_model *m) {
+    return m->n_layers && m->layers[0].cfg.kind == SY_LAYER_EMBEDDING ? SY_I32 : SY_F32;
+}
+
 sy_dtype model_label_dtype(const sy_model *m) {
     return m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE ? SY_I32 : SY_F32;
 }
@@ -198,7 +202,7 @@ sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training) {
         sy_graph_push_scope(g, L->name);
         for (int j = 0; j < L->n_weights; j++) {
             const char *full = sy_vars_name(m->vars, L->weight_var[j]);
-            const char *leaf = strrchr(full, '/') + 1;
+            const char *leaf = full + strlen(L->name) + 1; /* the name within the layer's scope */
             w[j] = sy_graph_param(g, leaf, SY_F32, sy_vars_shape(m->vars, L->weight_var[j]), sy_init_zeros());
         }
         layer_ctx ctx = {training, L->cfg.seed ? L->cfg.seed : sy_mix64(m->seed ^ sy_mix64((uint64_t)i + 0xD0D0ull))};
@@ -232,7 +236,7 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
     if (st) return st;
     sy_graph *g = p->g;
     p->batch = batch;
-    p->x = sy_graph_input(g, "x", SY_F32, keras_batch_shape(batch, &m->input_shape));
+    p->x = sy_graph_input(g, "x", model_input_dtype(m), keras_batch_shape(batch, &m->input_shape));
     p->y = p->per_example = p->loss = SY_NONE;
     p->pred = keras_build_layers(m, g, p->x, mode == MODE_TRAIN);
     sy_node outputs[2];

@@ -83,6 +83,17 @@ static sy_status check_data(const sy_model *m, const char *what, const char *xna
                         same_count ? "; the sizes agree: reshape it to " : "",
                         same_count ? sy_shape_format(&want, b, sizeof b) : "");
     }
+    if (m->layers[0].cfg.kind == SY_LAYER_EMBEDDING) { /* word indices */
+        int64_t n = sy_tensor_count(x), vocab = m->layers[0].cfg.input_dim;
+        for (int64_t i = 0; i < n; i++) {
+            double v = sy_tensor_get(x, i);
+            if (!(v >= 0 && v < (double)vocab && v == floor(v)))
+                return sy_error(SY_ERR_INVALID_ARGUMENT,
+                                "%s: %s[%lld] = %g is not a word index in [0, %lld) for layer '%s' (Embedding with "
+                                "input_dim %lld)",
+                                what, xname, (long long)i, v, (long long)vocab, m->layers[0].name, (long long)vocab);
+        }
+    }
     if (!y) return SY_OK;
     if (samples(y) != samples(x) || sy_tensor_shape(y).rank < 1)
         return sy_error(SY_ERR_SHAPE, "%s: %s has %lld samples but %s has %lld", what, xname, (long long)samples(x),
@@ -163,10 +174,11 @@ static void feed_shard(void *ctx, int64_t step, int32_t replica, sy_plan *plan) 
     const model_plan *p = t->p;
     const int64_t *idx = shard(t, step, replica);
     int64_t xn = sy_shape_count(&t->m->input_shape);
-    float *xin = sy_plan_input(plan, p->x);
+    char *xin = sy_plan_input(plan, p->x); /* float32, or int32 word indices: 4 bytes either way */
+    sy_dtype xt = model_input_dtype(t->m);
     for (int64_t k = 0; k < p->batch; k++) {
-        if (idx[k] >= 0) copy_row(xin + k * xn, SY_F32, t->x, idx[k], xn);
-        else memset(xin + k * xn, 0, (size_t)xn * sizeof(float));
+        if (idx[k] >= 0) copy_row(xin + (size_t)(k * xn) * 4, xt, t->x, idx[k], xn);
+        else memset(xin + (size_t)(k * xn) * 4, 0, (size_t)xn * 4);
     }
     if (!t->y || p->y == SY_NONE) return;
     sy_shape ls = model_label_shape(t->m);

@@ -22,7 +22,7 @@
 /* ---- layer implementations --------------------------------------------------- */
 
 typedef struct layer_weight {
-    const char *name; /* "kernel", "bias" */
+    const char *name; /* "kernel", "bias", "lstm_cell/kernel": the variable is "<layer>/<name>" */
     sy_shape shape;
     sy_init init;
 } layer_weight;
@@ -51,7 +51,11 @@ typedef struct layer_impl {
 const layer_impl *layer_impl_of(sy_layer_kind kind);
 
 extern const layer_impl keras_dense, keras_conv2d, keras_max_pooling2d, keras_average_pooling2d,
-    keras_activation_layer, keras_flatten, keras_reshape, keras_dropout;
+    keras_activation_layer, keras_flatten, keras_reshape, keras_dropout, keras_embedding, keras_lstm, keras_gru;
+
+/* The sy_act of a Keras activation that can run inside another op (all but
+ * softmax). */
+int keras_act_code(sy_activation a);
 
 /* Apply a Keras activation (softmax over the last axis). */
 sy_node keras_activate(sy_graph *g, sy_activation act, sy_node x);
@@ -151,6 +155,9 @@ void model_plans_free(sy_model *m);
 /* The label tensor's per-sample shape and dtype the loss wants. */
 sy_shape model_label_shape(const sy_model *m);
 sy_dtype model_label_dtype(const sy_model *m);
+/* What the model's input is fed as: int32 word indices before an
+ * Embedding, float32 otherwise (Keras casts the data the same way). */
+sy_dtype model_input_dtype(const sy_model *m);
 
 /* ---- the progress bar (Keras's Progbar, through the callback interface) -------- */
 

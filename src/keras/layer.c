@@ -68,9 +68,32 @@ sy_layer sy_layer_dropout(float rate) {
     return l;
 }
 
+sy_layer sy_layer_embedding(int32_t input_dim, int32_t output_dim) {
+    sy_layer l = base(SY_LAYER_EMBEDDING);
+    l.input_dim = input_dim;
+    l.output_dim = output_dim;
+    l.embeddings_initializer = sy_init_uniform(-0.05, 0.05, 0);
+    return l;
+}
+
+static sy_layer recurrent(sy_layer_kind kind, int32_t units) {
+    sy_layer l = base(kind);
+    l.units = units;
+    l.activation = SY_ACTIVATION_TANH;
+    l.recurrent_activation = SY_ACTIVATION_SIGMOID;
+    l.unit_forget_bias = true;
+    l.reset_after = true;
+    l.recurrent_initializer = sy_init_orthogonal(1.0, 0);
+    return l;
+}
+
+sy_layer sy_layer_lstm(int32_t units) { return recurrent(SY_LAYER_LSTM, units); }
+sy_layer sy_layer_gru(int32_t units) { return recurrent(SY_LAYER_GRU, units); }
+
 static const layer_impl *const impls[] = {
     &keras_dense,   &keras_conv2d,  &keras_max_pooling2d, &keras_average_pooling2d, &keras_activation_layer,
-    &keras_flatten, &keras_reshape, &keras_dropout,
+    &keras_flatten, &keras_reshape, &keras_dropout,       &keras_embedding,         &keras_lstm,
+    &keras_gru,
 };
 
 const layer_impl *layer_impl_of(sy_layer_kind kind) {
@@ -129,4 +152,13 @@ char *keras_shape_str(const sy_shape *s, char *buf, size_t size) {
     for (int i = 0; i < s->rank && used < size; i++) used += (size_t)snprintf(buf + used, size - used, ", %lld", (long long)s->dims[i]);
     if (used < size) snprintf(buf + used, size - used, ")");
     return buf;
+}
+
+int keras_act_code(sy_activation a) {
+    switch (a) {
+    case SY_ACTIVATION_RELU: return SY_ACT_RELU;
+    case SY_ACTIVATION_SIGMOID: return SY_ACT_SIGMOID;
+    case SY_ACTIVATION_TANH: return SY_ACT_TANH;
+    default: return SY_ACT_NONE;
+    }
 }

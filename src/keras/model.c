@@ -146,10 +146,12 @@ sy_status sy_model_add(sy_model *m, const sy_layer *layer) {
         auto_name(m, i, impl->prefix, L->name);
     }
     L->cfg.name = L->name;
-    if (i == 0 && layer->input_shape.rank > 0) {
-        sy_status st = check_input_shape(&layer->input_shape, L->name);
+    if (i == 0 && layer->input_shape.rank == 0 && layer->kind == SY_LAYER_EMBEDDING && layer->input_length > 0)
+        L->cfg.input_shape = sy_shape_of(1, (int64_t)layer->input_length); /* Keras: input_length sets the input */
+    if (i == 0 && L->cfg.input_shape.rank > 0) {
+        sy_status st = check_input_shape(&L->cfg.input_shape, L->name);
         if (st) return st;
-        m->input_shape = layer->input_shape;
+        m->input_shape = L->cfg.input_shape;
         m->built = true;
     }
     if (m->built) {

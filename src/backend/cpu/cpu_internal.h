@@ -29,6 +29,14 @@ void sy_sgemm_parallel(const sy_exec *ex, bool ta, bool tb, int64_t M, int64_t N
                        const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc,
                        const float *bias, int act);
 
+/* Products with one B used many times (smallgemm.c): pack B (K, N) -- or
+ * B^T when tb, B then stored (N, K) -- into sy_pack_b_floats(k, n) floats,
+ * then C (M, N) (+)= A (M, K) x B over ex's threads. */
+int64_t sy_pack_b_floats(int64_t k, int64_t n);
+void sy_pack_b(float *packed, const float *b, int64_t ldb, bool tb, int64_t k, int64_t n);
+void sy_sgemm_packed(const sy_exec *ex, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                     const float *bpacked, bool accumulate, float *c, int64_t ldc);
+
 /* rows x n block of C (row stride ldc, column offset col0 into bias):
  * c += bias[col0 + j]; c = act(c). */
 void sy_epilogue_f32(float *c, int64_t rows, int64_t n, int64_t ldc, const float *bias, int64_t col0, int act);
@@ -43,7 +51,9 @@ void sy_parallel_parts(const sy_exec *ex, int64_t parts, sy_part_fn fn, void *ct
  * [-87.3, 88.3] (inputs are clamped to it). sigmoid and tanh are built on it. */
 static inline float sy_vexpf(float x) {
     x = x < -87.3f ? -87.3f : x > 88.3f ? 88.3f : x;
-    float n = __builtin_roundf(x * 1.44269504088896341f);
+    /* round to nearest by the 1.5 * 2^23 trick: plain adds, which vectorise
+     * (roundf is a library call GCC will not inline without -ffast-math) */
+    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     float r = x - n * 0.693145751953125f;
     r = r - n * 1.428606765330187045e-06f;
     float p = 1.9875691500e-4f;
@@ -84,5 +94,7 @@ extern const sy_kernel sy_cpu_reduce_sum, sy_cpu_reduce_mean;
 extern const sy_kernel sy_cpu_softmax, sy_cpu_log_softmax;
 extern const sy_kernel sy_cpu_sparse_softmax_ce, sy_cpu_sparse_softmax_ce_grad;
 extern const sy_kernel sy_cpu_sgd_update, sy_cpu_adam_update, sy_cpu_rmsprop_update;
+extern const sy_kernel sy_cpu_slice, sy_cpu_slice_grad;
+extern const sy_kernel sy_cpu_lstm_scan, sy_cpu_lstm_scan_grad, sy_cpu_gru_scan, sy_cpu_gru_scan_grad;
 
 #endif

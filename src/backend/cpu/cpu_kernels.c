@@ -37,6 +37,12 @@ static const sy_kernel *const fast[SY_OP_COUNT] = {
     [SY_OP_SGD_UPDATE] = &sy_cpu_sgd_update,
     [SY_OP_ADAM_UPDATE] = &sy_cpu_adam_update,
     [SY_OP_RMSPROP_UPDATE] = &sy_cpu_rmsprop_update,
+    [SY_OP_SLICE] = &sy_cpu_slice,
+    [SY_OP_SLICE_GRAD] = &sy_cpu_slice_grad,
+    [SY_OP_LSTM_SCAN] = &sy_cpu_lstm_scan,
+    [SY_OP_LSTM_SCAN_GRAD] = &sy_cpu_lstm_scan_grad,
+    [SY_OP_GRU_SCAN] = &sy_cpu_gru_scan,
+    [SY_OP_GRU_SCAN_GRAD] = &sy_cpu_gru_scan_grad,
 };
 
 const sy_kernel *sy_cpu_kernel(sy_op op, sy_dtype dtype) {

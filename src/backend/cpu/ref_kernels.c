@@ -128,6 +128,16 @@ static void slice_grad_any(const sy_kargs *k) {
     box_copy(k->out, k->in[0], k->out_shape, &k->in_shape[0], k->attr->slice.begin, esize(k), false);
 }
 
+static void reverse_any(const sy_kargs *k) {
+    int64_t outer, n, inner;
+    axis_split(k->out_shape, k->attr->axis.axis, &outer, &n, &inner);
+    size_t run = (size_t)inner * esize(k);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < n; i++)
+            memcpy((char *)k->out + ((size_t)(o * n + i)) * run, (const char *)k->in[0] + ((size_t)(o * n + n - 1 - i)) * run,
+                   run);
+}
+
 static void broadcast_to_any(const sy_kargs *k) {
     int64_t strides[SY_MAX_RANK];
     size_t es = esize(k);
@@ -184,6 +194,7 @@ static const sy_kernel layout_kernels[SY_OP_COUNT] = {
     [SY_OP_SLICE_GRAD] = {slice_grad_any, NULL},
     [SY_OP_BROADCAST_TO] = {broadcast_to_any, NULL},
     [SY_OP_GATHER] = {gather_any, NULL},
+    [SY_OP_REVERSE] = {reverse_any, NULL},
 };
 
 const sy_kernel *sy_ref_kernel(sy_op op, sy_dtype dtype) {

@@ -1,0 +1,225 @@
+/*
+ * ops_rnn.c - the recurrent scans: a whole LSTM or GRU sequence per op,
+ * with shape inference and gradient rules.
+ *
+ * A scan takes the layer's input x (B, T, D), its kernel (D, gU), its
+ * recurrent kernel (U, gU), an optional bias and an optional recurrent
+ * dropout mask (B, U), runs the T steps, and returns everything a backward
+ * pass needs, packed per step (B, T, kU):
+ *
+ *   lstm_scan  i f g o c h     (6U: the activated gates i, f, c~, o; the
+ *                               cell state; the output)
+ *   gru_scan   z r hh rh h     (5U: update and reset gates, the candidate,
+ *                               the recurrent candidate input h.U_h + b_h
+ *                               that r multiplies, the output)
+ *
+ * The input half x . kernel + bias is one GEMM over all B * T rows, written
+ * straight into the gate columns of the packed output; each step then adds
+ * h(t-1) . recurrent into them. The layer reads h with a slice; only h is
+ * differentiable (the other columns are the op's working state), and the
+ * gradient rule takes dh straight from that slice's gradient, so no
+ * (B, T, kU) gradient full of zeros is ever made. The grad op runs the steps
+ * backwards and returns the pre-activation gate gradients for every step
+ * (for GRU also those of the recurrent input, which differ because r
+ * multiplies it); the kernels', recurrent kernel's and bias's gradients are
+ * then big matmuls and sums over all B * T rows, at GEMM speed.
+ *
+ * Keras's recurrent dropout multiplies h(t-1) by a mask fixed for the
+ * sequence (B, U); GRU, as Keras's GRUCell, then also blends the masked
+ * h(t-1) into h. h(-1) and c(-1) are zeros (Keras's default initial state).
+ * go_backwards is a reverse op on the input (the output stays in processing
+ * order, as Keras returns it).
+ */
+#include "graph_internal.h"
+
+#include <string.h>
+
+static sy_node scan(sy_graph *g, sy_op op, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask,
+                    int act, int rec_act) {
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.rnn.act = (uint8_t)act;
+    at.rnn.rec_act = (uint8_t)rec_act;
+    at.rnn.has_bias = bias != SY_NONE;
+    at.rnn.has_mask = mask != SY_NONE;
+    sy_node in[5] = {x, kernel, recurrent};
+    int n = 3;
+    if (bias != SY_NONE) in[n++] = bias;
+    if (mask != SY_NONE) in[n++] = mask;
+    return graph_add(g, op, in, n, &at, NULL);
+}
+
+sy_node graph_lstm_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask, int act,
+                        int rec_act) {
+    return scan(g, SY_OP_LSTM_SCAN, x, kernel, recurrent, bias, mask, act, rec_act);
+}
+
+sy_node graph_gru_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask, int act,
+                       int rec_act) {
+    return scan(g, SY_OP_GRU_SCAN, x, kernel, recurrent, bias, mask, act, rec_act);
+}
+
+/* The optional inputs' positions. */
+static int bias_input(const sy_node_rec *n) { return n->attr.rnn.has_bias ? 3 : -1; }
+static int mask_input(const sy_node_rec *n) { return n->attr.rnn.has_mask ? 3 + n->attr.rnn.has_bias : -1; }
+
+/* x (B, T, D), kernel (D, gU), recurrent (U, gU), bias (gU) or (2, gU),
+ * mask (B, U); sets the output (B, T, per_step * U). */
+static sy_status infer_scan(sy_graph *g, sy_node_rec *n, int gates, int bias_rows, int per_step) {
+    int want = 3 + n->attr.rnn.has_bias + n->attr.rnn.has_mask;
+    if (n->n_in != want) return graph_fail(g, n, SY_ERR_INTERNAL, "takes %d inputs here, got %d", want, n->n_in);
+    sy_status st = require_float_inputs(g, n, n->n_in);
+    if (st) return st;
+    const sy_shape *x = &graph_in_rec(g, n, 0)->shape, *k = &graph_in_rec(g, n, 1)->shape, *r = &graph_in_rec(g, n, 2)->shape;
+    char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
+    if (x->rank != 3)
+        return graph_fail(g, n, SY_ERR_SHAPE, "input %s must be (batch, steps, features)", sy_shape_format(x, a, sizeof a));
+    if (r->rank != 2 || r->dims[1] != gates * r->dims[0])
+        return graph_fail(g, n, SY_ERR_SHAPE, "recurrent kernel %s must be (units, %d * units)", sy_shape_format(r, b, sizeof b),
+                          gates);
+    int64_t u = r->dims[0];
+    if (k->rank != 2 || k->dims[0] != x->dims[2] || k->dims[1] != gates * u)
+        return graph_fail(g, n, SY_ERR_SHAPE, "kernel %s does not match input %s and %lld units (expected (%lld, %lld))",
+                          sy_shape_format(k, b, sizeof b), sy_shape_format(x, a, sizeof a), (long long)u,
+                          (long long)x->dims[2], (long long)(gates * u));
+    if (bias_input(n) >= 0) {
+        const sy_shape *bs = &graph_in_rec(g, n, bias_input(n))->shape;
+        bool ok = bias_rows == 1 ? bs->rank == 1 && bs->dims[0] == gates * u
+                                 : bs->rank == 2 && bs->dims[0] == bias_rows && bs->dims[1] == gates * u;
+        if (!ok)
+            return graph_fail(g, n, SY_ERR_SHAPE, "bias %s must be %s(%lld)", sy_shape_format(bs, b, sizeof b),
+                              bias_rows == 1 ? "" : "(2, ) x ", (long long)(gates * u));
+    }
+    if (mask_input(n) >= 0) {
+        const sy_shape *m = &graph_in_rec(g, n, mask_input(n))->shape;
+        if (m->rank != 2 || m->dims[0] != x->dims[0] || m->dims[1] != u)
+            return graph_fail(g, n, SY_ERR_SHAPE, "recurrent dropout mask %s must be (%lld, %lld)",
+                              sy_shape_format(m, b, sizeof b), (long long)x->dims[0], (long long)u);
+    }
+    if (n->attr.rnn.act > SY_ACT_TANH || n->attr.rnn.rec_act > SY_ACT_TANH)
+        return graph_fail(g, n, SY_ERR_INVALID_ARGUMENT, "unknown activation %d or %d", n->attr.rnn.act, n->attr.rnn.rec_act);
+    n->shape = sy_shape_of(3, x->dims[0], x->dims[1], per_step * u);
+    return SY_OK;
+}
+
+sy_status infer_LSTM_SCAN(sy_graph *g, sy_node_rec *n) { return infer_scan(g, n, 4, 1, 6); }
+sy_status infer_GRU_SCAN(sy_graph *g, sy_node_rec *n) { return infer_scan(g, n, 3, 2, 5); }
+
+/* (dh (B, T or 1, U), seq, recurrent [, mask]) -> the preset shape */
+static sy_status infer_scan_grad(sy_graph *g, sy_node_rec *n) {
+    if (n->n_in != 3 + n->attr.rnn.has_mask) return graph_fail(g, n, SY_ERR_INTERNAL, "takes 3 or 4 inputs, got %d", n->n_in);
+    sy_status st = require_float_inputs(g, n, n->n_in);
+    if (st) return st;
+    const sy_shape *dh = &graph_in_rec(g, n, 0)->shape, *seq = &graph_in_rec(g, n, 1)->shape;
+    int64_t u = graph_in_rec(g, n, 2)->shape.dims[0];
+    if (dh->rank != 3 || dh->dims[0] != seq->dims[0] || (dh->dims[1] != seq->dims[1] && dh->dims[1] != 1) ||
+        dh->dims[2] != u)
+        return graph_fail(g, n, SY_ERR_SHAPE, "dh must be (batch, steps or 1, units)");
+    return SY_OK;
+}
+sy_status infer_LSTM_SCAN_GRAD(sy_graph *g, sy_node_rec *n) { return infer_scan_grad(g, n); }
+sy_status infer_GRU_SCAN_GRAD(sy_graph *g, sy_node_rec *n) { return infer_scan_grad(g, n); }
+
+/* h(t-1) for every step, (B * T, U), times the mask if there is one: the
+ * outputs shifted one step later, with zeros first. */
+static sy_node previous_outputs(sy_graph *g, sy_node seq, int64_t h_offset, int64_t u, sy_node mask) {
+    sy_shape s = graph_node(g, seq)->shape;
+    int64_t b = s.dims[0], t = s.dims[1];
+    sy_node zeros = sy_graph_fill(g, graph_node(g, seq)->dtype, sy_shape_of(3, b, (int64_t)1, u), 0.0);
+    sy_node prev = zeros;
+    if (t > 1) {
+        int64_t begin[3] = {0, 0, h_offset}, size[3] = {b, t - 1, u};
+        sy_node parts[2] = {zeros, sy_graph_slice(g, seq, begin, size)};
+        prev = sy_graph_concat(g, parts, 2, 1);
+    }
+    if (mask != SY_NONE) prev = sy_graph_mul(g, prev, sy_graph_reshape(g, mask, sy_shape_of(3, b, (int64_t)1, u)));
+    return sy_graph_reshape(g, prev, sy_shape_of(2, b * t, u));
+}
+
+/* dh (B, T or 1, U): what reaches the scan y through a slice of its h
+ * columns, over every step or the last; anything else is refused. */
+static sy_node h_gradient(sy_graph *g, sy_node y, sy_node dy, int64_t h_at, int64_t u) {
+    const sy_node_rec *d = graph_node(g, dy), *n = graph_node(g, y);
+    int64_t t = n->shape.dims[1];
+    if (d->op == SY_OP_SLICE_GRAD) {
+        const sy_shape *hs = &graph_in_rec(g, d, 0)->shape;
+        const int64_t *begin = d->attr.slice.begin;
+        bool all = begin[1] == 0 && hs->dims[1] == t, last = begin[1] == t - 1 && hs->dims[1] == 1;
+        if (begin[0] == 0 && begin[2] == h_at && hs->dims[2] == u && (all || last)) return graph_input(g, dy, 0);
+    }
+    graph_fail(g, n, SY_ERR_UNSUPPORTED,
+               "the gradient reaches the scan's working state or part of its steps; only h, over every step or at the "
+               "last one, is differentiable");
+    return SY_NONE;
+}
+
+/* The gradients of x, kernel, recurrent kernel and bias from the gate
+ * gradients: dgates (B * T, gU) of the input half, dinner of the recurrent
+ * half (the same tensor for LSTM). */
+static void input_half_grads(sy_graph *g, sy_node y, const bool *need, sy_node *dx, sy_node dgates, sy_node dinner,
+                             int64_t h_at, int gates) {
+    const sy_node_rec *n = graph_node(g, y);
+    int bi = bias_input(n), mi = mask_input(n);
+    sy_node x = graph_input(g, y, 0), kernel = graph_input(g, y, 1), mask = mi >= 0 ? graph_input(g, y, mi) : SY_NONE;
+    sy_shape xs = graph_node(g, x)->shape;
+    int64_t b = xs.dims[0], t = xs.dims[1], d = xs.dims[2], u = graph_node(g, graph_input(g, y, 2))->shape.dims[0];
+    if (need[0]) dx[0] = sy_graph_reshape(g, sy_graph_matmul(g, dgates, kernel, false, true), xs);
+    if (need[1]) dx[1] = sy_graph_matmul(g, sy_graph_reshape(g, x, sy_shape_of(2, b * t, d)), dgates, true, false);
+    if (need[2]) dx[2] = sy_graph_matmul(g, previous_outputs(g, y, h_at, u, mask), dinner, true, false);
+    if (bi >= 0 && need[bi]) {
+        int32_t axis0 = 0;
+        sy_node db = sy_graph_reduce_sum(g, dgates, &axis0, 1, false);
+        if (gates == 3) { /* GRU: (input bias; recurrent bias) */
+            sy_shape row = sy_shape_of(2, (int64_t)1, 3 * u);
+            sy_node rows[2] = {sy_graph_reshape(g, db, row),
+                               sy_graph_reshape(g, sy_graph_reduce_sum(g, dinner, &axis0, 1, false), row)};
+            db = sy_graph_concat(g, rows, 2, 0);
+        }
+        dx[bi] = db;
+    }
+}
+
+static sy_status no_mask_grad(sy_graph *g, sy_node y, const bool *need) {
+    int mi = mask_input(graph_node(g, y));
+    if (mi >= 0 && need[mi])
+        return graph_fail(g, graph_node(g, y), SY_ERR_UNSUPPORTED, "the recurrent dropout mask is not differentiable");
+    return SY_OK;
+}
+
+/* Both scans: dh from the h slice, the grad op, then the input half's
+ * matmuls. LSTM's grad op gives the gate gradients (B, T, 4U); GRU's gives
+ * those of the input gates and of the recurrent input side by side. */
+static sy_status grad_scan(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx, bool gru) {
+    sy_status st = no_mask_grad(g, y, need);
+    if (st) return st;
+    sy_node_rec *n = graph_node(g, y);
+    sy_attrs at = n->attr;
+    sy_shape ys = n->shape;
+    int64_t u = ys.dims[2] / (gru ? 5 : 6), b = ys.dims[0], t = ys.dims[1], gu = (gru ? 3 : 4) * u;
+    int64_t h_at = (gru ? 4 : 5) * u;
+    int mi = mask_input(n);
+    sy_node dh = h_gradient(g, y, dy, h_at, u);
+    if (dh == SY_NONE) return sy_graph_status(g);
+    at.rnn.has_bias = 0;
+    sy_node in[4] = {dh, y, graph_input(g, y, 2), mi >= 0 ? graph_input(g, y, mi) : SY_NONE};
+    sy_shape gs = sy_shape_of(3, b, t, gru ? 2 * gu : gu), flat = sy_shape_of(2, b * t, gu);
+    sy_node grads = graph_add(g, gru ? SY_OP_GRU_SCAN_GRAD : SY_OP_LSTM_SCAN_GRAD, in, mi >= 0 ? 4 : 3, &at, &gs);
+    sy_node dgates = grads, dinner = grads;
+    if (gru) {
+        int64_t begin_x[3] = {0, 0, 0}, begin_inner[3] = {0, 0, gu}, size[3] = {b, t, gu};
+        dgates = sy_graph_slice(g, grads, begin_x, size);
+        dinner = sy_graph_slice(g, grads, begin_inner, size);
+    }
+    dgates = sy_graph_reshape(g, dgates, flat);
+    dinner = gru ? sy_graph_reshape(g, dinner, flat) : dgates;
+    input_half_grads(g, y, need, dx, dgates, dinner, h_at, gru ? 3 : 4);
+    return sy_graph_status(g);
+}
+
+sy_status grad_LSTM_SCAN(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx) {
+    return grad_scan(g, y, dy, need, dx, false);
+}
+
+sy_status grad_GRU_SCAN(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx) {
+    return grad_scan(g, y, dy, need, dx, true);
+}

@@ -1,0 +1,45 @@
+/*
+ * embedding.c - Embedding: integer word indices (batch, ...) to rows of
+ * the embeddings matrix (input_dim, output_dim), (batch, ..., output_dim).
+ * A gather; its gradient adds up the rows of repeated indices. Weights
+ * start uniform in [-0.05, 0.05], as Keras's. Indices outside
+ * [0, input_dim) are refused when the data is checked (fit, evaluate,
+ * predict) and, should one get through, fail the step with its position.
+ */
+#include "../keras_internal.h"
+
+static sy_status embedding_output_shape(const sy_layer *l, const char *name, const sy_shape *in, sy_shape *out) {
+    char s[SY_SHAPE_STR_MAX];
+    if (l->input_dim <= 0 || l->output_dim <= 0)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (Embedding): input_dim %d and output_dim %d must be positive",
+                        name, l->input_dim, l->output_dim);
+    if (l->mask_zero)
+        return sy_error(SY_ERR_UNSUPPORTED,
+                        "layer '%s' (Embedding): mask_zero=True is not supported yet (systolic has no masking); pad "
+                        "with 'pre' padding, as the Keras tutorials do, and leave mask_zero off",
+                        name);
+    if (in->rank < 1 || in->rank >= SY_MAX_RANK)
+        return sy_error(SY_ERR_SHAPE, "layer '%s' (Embedding): input %s must be (None, length, ...)", name,
+                        keras_shape_str(in, s, sizeof s));
+    if (l->input_length > 0 && (in->rank != 1 || in->dims[0] != l->input_length))
+        return sy_error(SY_ERR_SHAPE, "layer '%s' (Embedding): input_length is %d but the input is %s", name,
+                        l->input_length, keras_shape_str(in, s, sizeof s));
+    *out = *in;
+    out->dims[out->rank++] = l->output_dim;
+    return SY_OK;
+}
+
+static int embedding_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) {
+    (void)in;
+    w[0] = (layer_weight){"embeddings", sy_shape_of(2, (int64_t)l->input_dim, (int64_t)l->output_dim),
+                          l->embeddings_initializer};
+    return 1;
+}
+
+static sy_node embedding_build(sy_graph *g, const sy_layer *l, sy_node x, const sy_node *w, const layer_ctx *ctx) {
+    (void)l, (void)ctx;
+    return sy_graph_gather(g, w[0], x);
+}
+
+const layer_impl keras_embedding = {SY_LAYER_EMBEDDING, "Embedding", "embedding", embedding_output_shape,
+                                    embedding_weights,  embedding_build};
