@@ -35,6 +35,19 @@ static int check_failures, check_count;
         CHECK(st_ == SY_OK, "%s: %s", sy_status_name(st_), sy_last_error());                       \
     } while (0)
 
+/* expr returns `status`, and sy_last_error() mentions each of the strings
+ * that follow (needs string.h and systolic's core.h). */
+#define CHECK_ERR(expr, status, ...)                                                               \
+    do {                                                                                           \
+        sy_status got_ = (expr);                                                                   \
+        CHECK(got_ == (status), "%s instead of %s (%s): ", sy_status_name(got_),                   \
+              sy_status_name(status), sy_last_error());                                            \
+        const char *needles_[] = {__VA_ARGS__};                                                    \
+        for (size_t k_ = 0; k_ < sizeof needles_ / sizeof needles_[0]; k_++)                       \
+            CHECK(strstr(sy_last_error(), needles_[k_]), "the message should mention '%s': %s",    \
+                  needles_[k_], sy_last_error());                                                  \
+    } while (0)
+
 static int check_report(const char *name) {
     if (check_failures) {
         fprintf(stderr, "%s: %d of %d checks failed\n", name, check_failures, check_count);

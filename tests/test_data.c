@@ -31,17 +31,6 @@
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
-#define CHECK_ERR(expr, status, ...)                                                               \
-    do {                                                                                           \
-        sy_status got_ = (expr);                                                                   \
-        CHECK(got_ == (status), "%s instead of %s (%s): ", sy_status_name(got_),                   \
-              sy_status_name(status), sy_last_error());                                            \
-        const char *needles_[] = {__VA_ARGS__};                                                    \
-        for (size_t k_ = 0; k_ < sizeof needles_ / sizeof needles_[0]; k_++)                       \
-            CHECK(strstr(sy_last_error(), needles_[k_]), "the message should mention '%s': %s",    \
-                  needles_[k_], sy_last_error());                                                  \
-    } while (0)
-
 typedef struct bytes {
     uint8_t p[1 << 15];
     size_t n;
@@ -854,7 +843,7 @@ static void test_fetch(void) {
     sy_set_log(capture_log, NULL);
 
     /* found in $SYSTOLIC_DATASETS: no request */
-    data_file_spec spec = {"my_set", "local.bin", good_hex, sizeof good_body, urls};
+    data_file_spec spec = {"my_set", "local.bin", good_hex, sizeof good_body, urls, NULL};
     CHECK_OK(data_fetch(&spec, path, sizeof path));
     snprintf(file, sizeof file, "%s/local.bin", dir);
     CHECK(strcmp(path, file) == 0, "found at %s", path);

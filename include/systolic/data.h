@@ -48,19 +48,27 @@ sy_status sy_mnist_load_data(sy_data_split *out);
 
 /* ---- IMDB reviews (Keras's imdb) --------------------------------------------- */
 
-/* Sequences of different lengths (a ragged array of int32): reviews as
- * word indices. */
+/* Sequences of different lengths (a ragged array of int32): reviews as word
+ * indices. Count 0 for NULL; length 0 and data NULL for an index outside
+ * [0, count). The data of sequence i is sy_sequences_length(s, i) int32
+ * values owned by s. sy_sequences_free(NULL) does nothing. */
 typedef struct sy_sequences sy_sequences;
 int64_t sy_sequences_count(const sy_sequences *s);
 int64_t sy_sequences_length(const sy_sequences *s, int64_t index);
 const int32_t *sy_sequences_data(const sy_sequences *s, int64_t index);
 void sy_sequences_free(sy_sequences *s);
 
-/* Keras's imdb.load_data() arguments and defaults. */
+/* Keras's imdb.load_data() arguments and defaults (Keras's None is 0 or -1
+ * here). As in Keras, an index counts as a word only when
+ * skip_top <= index < num_words (start_char included); other indices
+ * become oov_char. */
 typedef struct sy_imdb_options {
-    int32_t num_words;  /* keep the num_words most frequent words, rarer ones become oov_char: 0 (all) */
-    int32_t skip_top;   /* the skip_top most frequent words become oov_char too: 0 */
-    int32_t maxlen;     /* drop reviews longer than this (after start_char): 0 (keep all) */
+    int32_t num_words;  /* keep the words with index < num_words, rarer ones become oov_char:
+                           0 (all: Keras then takes the largest index present, so that one
+                           word becomes oov_char; kept for the same results) */
+    int32_t skip_top;   /* indices below skip_top become oov_char too: 0 */
+    int32_t maxlen;     /* drop reviews of maxlen or more indices (start_char included;
+                           Keras keeps length < maxlen): 0 (keep all) */
     uint64_t seed;      /* shuffling: 113 */
     int32_t start_char; /* marks the start of a review: 1; -1 for none */
     int32_t oov_char;   /* replaces dropped words: 2; -1 removes them instead */
@@ -74,31 +82,52 @@ typedef struct sy_imdb_split {
     sy_tensor *y_train, *y_test;    /* uint8 (N,): 1 positive, 0 negative */
 } sy_imdb_split;
 
+/* Free the four members and set them to NULL; NULL members are skipped. */
 void sy_imdb_split_free(sy_imdb_split *split);
 
 /* The IMDB sentiment dataset as Keras's imdb.load_data() gives it, rebuilt
- * from the labelled Stanford review texts (aclImdb) and Keras's own
- * imdb_word_index.json: each review is lower-cased, its HTML line breaks
- * and punctuation removed, split into words, and each word mapped to its
- * index in the word index (docs/design/datasets.md compares the result with
- * Keras's imdb.npz). Files are found as for the other datasets. */
+ * from the labelled Stanford review texts (aclImdb_v1_labeled.tar.gz:
+ * aclImdb/{train,test}/{pos,neg}/<id>_<rating>.txt) and Keras's own
+ * imdb_word_index.json, as Keras made its imdb.npz: each review is split
+ * into words as Keras's text_to_word_sequence does (ASCII letters
+ * lower-cased; !"#$%&()*+,-./:;<=>?@[\]^_`{|}~, tab and newline are
+ * separators, so the HTML line break "<br />" becomes the word "br", as in
+ * Keras's data; UTF-8 bytes stay inside words), each word mapped to its
+ * rank in the word index, and words the index lacks (seen only in test
+ * reviews) dropped. The sequences are Keras's; their order is not: each
+ * split is read in a fixed order, then shuffled with `seed` by systolic's
+ * own RNG (docs/design/datasets.md compares the result with imdb.npz).
+ * options NULL: the defaults. Files are found as for the other datasets;
+ * the review archive has no public URL (see docs/design/datasets.md).
+ * SY_ERR_INVALID_ARGUMENT for a negative option, or a maxlen that keeps no
+ * review of a split (Keras's ValueError); SY_ERR_IO, SY_ERR_CORRUPT as
+ * sy_dataset_file, or for a damaged archive or word index (with the byte
+ * offset, or the JSON line and column). On failure every member of *out is
+ * NULL. */
 sy_status sy_imdb_load_data(const sy_imdb_options *options, sy_imdb_split *out);
 
-/* Keras's imdb.get_word_index(): word -> frequency rank (1 = "the"). */
+/* Keras's imdb.get_word_index(): word -> frequency rank (1 = "the"), the
+ * 88,584 words of the training reviews. Found and verified as the dataset
+ * files are; SY_ERR_CORRUPT for bad JSON (with its line and column) or
+ * ranks that are not 1..count, each once. sy_word_index_free(NULL) does
+ * nothing. */
 typedef struct sy_word_index sy_word_index;
 sy_status sy_imdb_get_word_index(sy_word_index **out);
 void sy_word_index_free(sy_word_index *wi);
 int64_t sy_word_index_count(const sy_word_index *wi);
 /* The word's rank, or 0 if the word is not in the index. */
 int32_t sy_word_index_get(const sy_word_index *wi, const char *word);
-/* The word of rank `rank` (1-based), or NULL. */
+/* The word of rank `rank` (1-based), owned by wi, or NULL. */
 const char *sy_word_index_word(const sy_word_index *wi, int32_t rank);
 
 /* Keras's pad_sequences: every sequence cut or padded to maxlen (0: the
  * longest), padding and truncating at the start ("pre", the default) or
- * the end ("post"), padded with `value`. Returns int32 (count, maxlen). */
+ * the end ("post"), padded with `value`. Returns a new int32 tensor
+ * (count, maxlen); options NULL: the defaults. SY_ERR_INVALID_ARGUMENT for
+ * a negative maxlen or a padding or truncating other than "pre" and
+ * "post". */
 typedef struct sy_pad_options {
-    int64_t maxlen;
+    int64_t maxlen;         /* 0 */
     const char *padding;    /* "pre" or "post"; NULL: "pre" */
     const char *truncating; /* "pre" or "post"; NULL: "pre" */
     int32_t value;          /* 0 */
@@ -108,8 +137,8 @@ sy_pad_options sy_pad_options_default(void);
 sy_status sy_pad_sequences(const sy_sequences *s, const sy_pad_options *options, sy_tensor **out);
 
 /* The path of a dataset file, found or fetched as described above, with its
- * checksum verified: `dataset` is "fashion_mnist", "mnist", ...; `file` a
- * file name of that dataset ("train-images-idx3-ubyte.gz"). Writes at most
+ * checksum verified: `dataset` is "fashion_mnist", "mnist", "imdb"; `file`
+ * a file name of that dataset ("train-images-idx3-ubyte.gz"). Writes at most
  * `size` bytes into `path`. SY_ERR_NOT_FOUND for a file the zoo does not
  * know; SY_ERR_IO when it can be neither found nor downloaded;
  * SY_ERR_CORRUPT when its checksum is wrong. */

@@ -29,7 +29,9 @@
  * no_proxy, ...).
  *
  * When every place fails, the message names the file, every place searched,
- * every URL tried with curl's reason, and how to fix it.
+ * every URL tried with curl's reason, and how to fix it. A file with no
+ * public URL (IMDB's labelled review archive) is only looked for, or
+ * fetched from $SYSTOLIC_DATASETS_MIRROR, and its spec's note says why.
  */
 #include "data_internal.h"
 
@@ -339,8 +341,10 @@ sy_status data_fetch(const data_file_spec *spec, char *path, size_t size) {
     /* 2. the cache */
     char cache[PATH_MAX], dir[PATH_MAX], target[PATH_MAX];
     if ((st = data_cache_dir(cache, sizeof cache)))
-        return sy_error(st, "%s/%s: not found (looked in %s), and there is nowhere to download it to: %s",
-                        spec->dataset, spec->file, looked.text, sy_last_error());
+        return sy_error(
+            st, "%s/%s: not found (looked in %s), and there is nowhere to download it to: %s%s%s",
+            spec->dataset, spec->file, looked.text, sy_last_error(), spec->note ? "\n  note: " : "",
+            spec->note ? spec->note : "");
     if ((st = path_join(dir, sizeof dir, cache, "datasets", spec->dataset))) return st;
     if ((st = path_join(target, sizeof target, dir, spec->file, NULL))) return st;
     if (exists(target)) return verify(spec, target, FOUND_IN_CACHE, path, size);
@@ -350,7 +354,9 @@ sy_status data_fetch(const data_file_spec *spec, char *path, size_t size) {
     pthread_once(&curl_once, curl_init);
     const char *mirror = env("SYSTOLIC_DATASETS_MIRROR");
     sy_status worst = SY_ERR_IO;
-    if (curl_init_rc != CURLE_OK) {
+    if (!mirror && !spec->urls[0]) {
+        report_add(&tried, "\n  no download: the file has no public URL");
+    } else if (curl_init_rc != CURLE_OK) {
         report_add(&tried, "\n  no download: libcurl failed to start (%s)",
                    curl_easy_strerror(curl_init_rc));
     } else if ((st = make_dirs(dir))) {
@@ -372,11 +378,12 @@ sy_status data_fetch(const data_file_spec *spec, char *path, size_t size) {
     }
     return sy_error(worst,
                     "%s/%s: not found, and it could not be downloaded.\n"
-                    "  looked in %s%s%s%s\n"
+                    "  looked in %s%s%s%s%s%s\n"
                     "  to fix: set SYSTOLIC_DATASETS to a directory holding %s/%s, or download the "
                     "file yourself "
                     "and place it at %s (its SHA-256 is %s)",
                     spec->dataset, spec->file, looked.text,
                     mirror ? "\n  $SYSTOLIC_DATASETS_MIRROR is " : "", mirror ? mirror : "",
-                    tried.text, spec->dataset, spec->file, target, spec->sha256);
+                    tried.text, spec->note ? "\n  note: " : "", spec->note ? spec->note : "",
+                    spec->dataset, spec->file, target, spec->sha256);
 }

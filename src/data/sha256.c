@@ -32,7 +32,7 @@ static inline uint32_t rotr(uint32_t x, int n) {
     return x >> n | x << (32 - n);
 }
 
-static void compress(uint32_t h[8], const uint8_t *p) {
+static void sha256_compress(uint32_t h[8], const uint8_t *p) {
     uint32_t w[64];
     for (int i = 0; i < 16; i++) w[i] = data_be32(p + 4 * i);
     for (int i = 16; i < 64; i++) {
@@ -82,10 +82,10 @@ void sha256_update(sha256_ctx *c, const void *data, size_t n) {
         p += take;
         n -= take;
         if (c->fill < 64) return;
-        compress(c->h, c->block);
+        sha256_compress(c->h, c->block);
         c->fill = 0;
     }
-    for (; n >= 64; p += 64, n -= 64) compress(c->h, p);
+    for (; n >= 64; p += 64, n -= 64) sha256_compress(c->h, p);
     if (n) memcpy(c->block, p, n);
     c->fill = n;
 }

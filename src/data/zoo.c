@@ -2,13 +2,18 @@
  * zoo.c - the dataset zoo: Keras's load_data() for the datasets systolic
  * knows, with each file's published SHA-256, size and download mirrors.
  *
- * A dataset is a name, a list of base URLs tried in order, and its files.
- * The SHA-256 values are those of the original files as their publishers
- * serve them (docs/design/datasets.md says how they were checked); Keras and
- * torchvision download the same bytes. The mirrors come first where they are
- * reliable: for Fashion-MNIST, Keras's Google Cloud Storage copy, then
- * Zalando's own bucket; for MNIST, PyTorch's S3 copy and Google's CVDF copy
- * before yann.lecun.com, which often refuses automated downloads.
+ * A dataset is a name, a list of base URLs tried in order, and its files
+ * (a file may have URLs of its own). The SHA-256 values are those of the
+ * original files as their publishers serve them (docs/design/datasets.md
+ * says how they were checked); Keras and torchvision download the same
+ * bytes. The mirrors come first where they are reliable: for Fashion-MNIST,
+ * Keras's Google Cloud Storage copy, then Zalando's own bucket; for MNIST,
+ * PyTorch's S3 copy and Google's CVDF copy before yann.lecun.com, which
+ * often refuses automated downloads. IMDB's word index comes from Keras's
+ * bucket; its review archive, the labelled part of Stanford's
+ * aclImdb_v1.tar.gz repackaged, has no public URL: only a copy in
+ * $SYSTOLIC_DATASETS or the cache, or $SYSTOLIC_DATASETS_MIRROR, can serve
+ * it, and the error says so (imdb.c reads it).
  *
  * Loading a split fetches (finds, downloads, verifies) all four files before
  * parsing any, so a missing file is reported before seconds are spent
@@ -24,9 +29,12 @@ typedef struct zoo_file {
     const char *name;
     const char *sha256;
     int64_t size;
+    const char *const *urls; /* NULL: the dataset's */
+    const char *note;        /* said when the file cannot be found */
 } zoo_file;
 
-/* Files in sy_data_split's order: x_train, y_train, x_test, y_test. */
+/* For the IDX datasets, files in sy_data_split's order: x_train, y_train,
+ * x_test, y_test; unused entries have no name. */
 typedef struct zoo_dataset {
     const char *name;
     const char *const *urls;
@@ -45,31 +53,49 @@ static const char *const mnist_urls[] = {
     "http://yann.lecun.com/exdb/mnist/",                   /* the publisher; often refuses */
     NULL};
 
+static const char *const keras_urls[] = {
+    "https://storage.googleapis.com/tensorflow/tf-keras-datasets/", NULL};
+
+static const char *const no_urls[] = {NULL};
+
 static const zoo_dataset zoo[] = {
     {"fashion_mnist",
      fashion_mnist_urls,
      {{"train-images-idx3-ubyte.gz",
-       "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84", 26421880},
+       "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84", 26421880, NULL, NULL},
       {"train-labels-idx1-ubyte.gz",
-       "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845", 29515},
+       "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845", 29515, NULL, NULL},
       {"t10k-images-idx3-ubyte.gz",
-       "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073", 4422102},
+       "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073", 4422102, NULL, NULL},
       {"t10k-labels-idx1-ubyte.gz",
-       "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5", 5148}},
+       "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5", 5148, NULL, NULL}},
      60000,
      10000},
     {"mnist",
      mnist_urls,
      {{"train-images-idx3-ubyte.gz",
-       "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609", 9912422},
+       "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609", 9912422, NULL, NULL},
       {"train-labels-idx1-ubyte.gz",
-       "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c", 28881},
+       "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c", 28881, NULL, NULL},
       {"t10k-images-idx3-ubyte.gz",
-       "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6", 1648877},
+       "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6", 1648877, NULL, NULL},
       {"t10k-labels-idx1-ubyte.gz",
-       "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6", 4542}},
+       "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6", 4542, NULL, NULL}},
      60000,
      10000},
+    {"imdb",
+     keras_urls,
+     {{"imdb_word_index.json", /* Keras's own, byte for byte (its MD5 is Keras's file_hash) */
+       "027313fe9a320280f3bf0fac5baf58c4a683cf39a7ed9c3d3d3912bde4284cf6", 1641221, NULL, NULL},
+      {"aclImdb_v1_labeled.tar.gz",
+       "fc132c2a23a4d23eec474b518907765dbc9c59e648c1e57ac8010670238ed697", 28630965, no_urls,
+       "aclImdb_v1_labeled.tar.gz is not published for download: it is the labelled part "
+       "(train and test, pos and neg) of Stanford's aclImdb_v1.tar.gz "
+       "(https://ai.stanford.edu/~amaas/data/sentiment/), repackaged as a reproducible tar; "
+       "only a copy in $SYSTOLIC_DATASETS/imdb/ or in the cache, or a mirror given by "
+       "$SYSTOLIC_DATASETS_MIRROR (<mirror>/imdb/aclImdb_v1_labeled.tar.gz), can serve it"}},
+     25000,
+     25000},
 };
 
 #define ZOO_COUNT ((int)(sizeof zoo / sizeof zoo[0]))
@@ -96,7 +122,7 @@ static sy_status find_file(const char *dataset, const char *file, const zoo_data
         return sy_error(SY_ERR_NOT_FOUND, "no dataset named '%s' in the zoo; it has %s", dataset,
                         known);
     len = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 4 && (*d)->files[i].name; i++) {
         if (strcmp(file, (*d)->files[i].name) == 0) {
             *f = &(*d)->files[i];
             return SY_OK;
@@ -110,7 +136,7 @@ static sy_status find_file(const char *dataset, const char *file, const zoo_data
 }
 
 static data_file_spec spec_of(const zoo_dataset *d, const zoo_file *f) {
-    data_file_spec s = {d->name, f->name, f->sha256, f->size, d->urls};
+    data_file_spec s = {d->name, f->name, f->sha256, f->size, f->urls ? f->urls : d->urls, f->note};
     return s;
 }
 
