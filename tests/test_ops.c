@@ -338,59 +338,91 @@ static sy_node b_sparse_softmax_ce_grad_37(ctx *c) {
 static sy_node b_reverse(ctx *c) { return sy_graph_reverse(c->g, var(c, R(3, 2L, 5L, 3L), -1, 1), 1); }
 static sy_node b_reverse_last(ctx *c) { return sy_graph_reverse(c->g, var(c, R(2, 3L, 4L), -1, 1), -1); }
 
-/* recurrent scans: (B, T, D) = (3, 5, 2), 4 units; weights small enough
- * that the gates stay away from saturation, so finite differences are
- * accurate. Only h is differentiable, so the gradient rows read h through
- * a slice, over every step or at the last, as the layers do. */
+/* recurrent scans: (B, T, D) = (3, 5, 2), 4 units, or with `big` (13, 4,
+ * 10) and 9 units, which spans several row blocks and column panels of the
+ * fast kernels; weights small enough that the gates stay away from
+ * saturation, so finite differences are accurate. Only h is
+ * differentiable, so the gradient rows read h through a slice, over every
+ * step or at the last, as the layers do. */
 typedef struct scan_opts {
     bool gru, bias, mask, last;
     int act, rec_act;
+    bool big;
 } scan_opts;
 
+typedef struct scan_dims {
+    int64_t b, t, d, u;
+} scan_dims;
+
+static scan_dims dims_of(scan_opts o) { return o.big ? (scan_dims){13, 4, 10, 9} : (scan_dims){3, 5, 2, 4}; }
+
 static sy_node scan_seq(ctx *c, scan_opts o) {
-    int64_t gu = (o.gru ? 3 : 4) * 4;
-    sy_node x = var(c, R(3, 3L, 5L, 2L), -1, 1), k = var(c, R(2, 2L, gu), -0.6, 0.6), r = var(c, R(2, 4L, gu), -0.5, 0.5);
+    scan_dims n = dims_of(o);
+    int64_t gu = (o.gru ? 3 : 4) * n.u;
+    sy_node x = var(c, R(3, n.b, n.t, n.d), -1, 1), k = var(c, R(2, n.d, gu), -0.6, 0.6), r = var(c, R(2, n.u, gu), -0.5, 0.5);
     sy_node b = o.bias ? var(c, o.gru ? R(2, 2L, gu) : R(1, gu), -0.5, 0.5) : SY_NONE;
-    sy_node m = o.mask ? cin(c, R(2, 3L, 4L), 0, 2) : SY_NONE;
+    sy_node m = o.mask ? cin(c, R(2, n.b, n.u), 0, 2) : SY_NONE;
     return o.gru ? graph_gru_scan(c->g, x, k, r, b, m, o.act, o.rec_act) : graph_lstm_scan(c->g, x, k, r, b, m, o.act, o.rec_act);
 }
 
 static sy_node scan_h(ctx *c, scan_opts o) {
+    scan_dims n = dims_of(o);
     sy_node seq = scan_seq(c, o);
-    int64_t at = (o.gru ? 4 : 5) * 4, begin[3] = {0, o.last ? 4 : 0, at}, size[3] = {3, o.last ? 1 : 5, 4};
+    int64_t begin[3] = {0, o.last ? n.t - 1 : 0, graph_scan_h_column(c->g, seq)}, size[3] = {n.b, o.last ? 1 : n.t, n.u};
     return sy_graph_slice(c->g, seq, begin, size);
 }
 
 #define TANH SY_ACT_TANH
 #define SIGM SY_ACT_SIGMOID
-static sy_node b_lstm_seq(ctx *c) { return scan_seq(c, (scan_opts){false, true, false, false, TANH, SIGM}); }
-static sy_node b_lstm(ctx *c) { return scan_h(c, (scan_opts){false, true, false, false, TANH, SIGM}); }
-static sy_node b_lstm_last_mask(ctx *c) { return scan_h(c, (scan_opts){false, false, true, true, TANH, SIGM}); }
-static sy_node b_lstm_sigmoid_tanh(ctx *c) { return scan_h(c, (scan_opts){false, true, false, true, SIGM, TANH}); }
-static sy_node b_lstm_linear(ctx *c) { return scan_h(c, (scan_opts){false, true, true, false, SY_ACT_NONE, SIGM}); }
-static sy_node b_gru_seq(ctx *c) { return scan_seq(c, (scan_opts){true, true, true, false, TANH, SIGM}); }
-static sy_node b_gru(ctx *c) { return scan_h(c, (scan_opts){true, true, false, false, TANH, SIGM}); }
-static sy_node b_gru_last_mask(ctx *c) { return scan_h(c, (scan_opts){true, false, true, true, TANH, SIGM}); }
-static sy_node b_gru_sigmoid_tanh(ctx *c) { return scan_h(c, (scan_opts){true, true, true, true, SIGM, TANH}); }
+static sy_node b_lstm_seq(ctx *c) { return scan_seq(c, (scan_opts){false, true, false, false, TANH, SIGM, false}); }
+static sy_node b_lstm_seq_big(ctx *c) { return scan_seq(c, (scan_opts){false, true, true, false, TANH, SIGM, true}); }
+static sy_node b_lstm(ctx *c) { return scan_h(c, (scan_opts){false, true, false, false, TANH, SIGM, false}); }
+static sy_node b_lstm_big(ctx *c) { return scan_h(c, (scan_opts){false, true, true, false, TANH, SIGM, true}); }
+static sy_node b_lstm_last_mask(ctx *c) { return scan_h(c, (scan_opts){false, false, true, true, TANH, SIGM, false}); }
+static sy_node b_lstm_sigmoid_tanh(ctx *c) { return scan_h(c, (scan_opts){false, true, false, true, SIGM, TANH, false}); }
+static sy_node b_lstm_linear(ctx *c) { return scan_h(c, (scan_opts){false, true, true, false, SY_ACT_NONE, SIGM, false}); }
+static sy_node b_gru_seq(ctx *c) { return scan_seq(c, (scan_opts){true, true, true, false, TANH, SIGM, false}); }
+static sy_node b_gru(ctx *c) { return scan_h(c, (scan_opts){true, true, false, false, TANH, SIGM, false}); }
+static sy_node b_gru_last_mask(ctx *c) { return scan_h(c, (scan_opts){true, false, true, true, TANH, SIGM, false}); }
+static sy_node b_gru_sigmoid_tanh(ctx *c) { return scan_h(c, (scan_opts){true, true, true, true, SIGM, TANH, false}); }
 
 /* the grad ops forward, on sequences the scans made */
-static sy_node scan_grad(ctx *c, bool gru, bool mask, bool last) {
-    sy_node seq = scan_seq(c, (scan_opts){gru, true, mask, last, TANH, SIGM});
-    sy_shape out = sy_graph_shape(c->g, seq);
-    out.dims[2] = gru ? 6 * 4 : 4 * 4;
+static sy_node scan_grad(ctx *c, scan_opts o, bool need_dx) {
+    scan_dims n = dims_of(o);
+    sy_node seq = scan_seq(c, o);
     sy_attrs at;
     memset(&at, 0, sizeof at);
-    at.rnn.act = TANH;
-    at.rnn.rec_act = SIGM;
-    at.rnn.has_mask = mask;
-    sy_node in[4] = {cin(c, R(3, 3L, last ? 1L : 5L, 4L), -1, 1), seq, graph_input(c->g, seq, 2),
-                     mask ? graph_input(c->g, seq, 4) : SY_NONE};
-    return add_op(c, gru ? SY_OP_GRU_SCAN_GRAD : SY_OP_LSTM_SCAN_GRAD, in, mask ? 4 : 3, &at, &out);
+    at.rnn.act = (uint8_t)o.act;
+    at.rnn.rec_act = (uint8_t)o.rec_act;
+    at.rnn.has_mask = o.mask;
+    at.rnn.need_dx = need_dx;
+    sy_node dh = cin(c, R(3, n.b, o.last ? 1L : n.t, n.u), -1, 1), mask = o.mask ? graph_input(c->g, seq, o.bias ? 4 : 3) : SY_NONE;
+    if (o.gru) {
+        sy_shape out = sy_graph_shape(c->g, seq);
+        out.dims[2] = 6 * n.u;
+        sy_node in[4] = {dh, seq, graph_input(c->g, seq, 2), mask};
+        return add_op(c, SY_OP_GRU_SCAN_GRAD, in, o.mask ? 4 : 3, &at, &out);
+    }
+    sy_node in[5] = {dh, seq, graph_input(c->g, seq, 1), graph_input(c->g, seq, 2), mask};
+    return add_op(c, SY_OP_LSTM_SCAN_GRAD, in, o.mask ? 5 : 4, &at, NULL);
 }
-static sy_node b_lstm_grad(ctx *c) { return scan_grad(c, false, false, false); }
-static sy_node b_lstm_grad_mask_last(ctx *c) { return scan_grad(c, false, true, true); }
-static sy_node b_gru_grad(ctx *c) { return scan_grad(c, true, false, false); }
-static sy_node b_gru_grad_mask_last(ctx *c) { return scan_grad(c, true, true, true); }
+static sy_node b_lstm_grad(ctx *c) { return scan_grad(c, (scan_opts){false, true, false, false, TANH, SIGM, false}, true); }
+static sy_node b_lstm_grad_mask_last(ctx *c) {
+    return scan_grad(c, (scan_opts){false, true, true, true, TANH, SIGM, false}, false);
+}
+static sy_node b_lstm_grad_big(ctx *c) { return scan_grad(c, (scan_opts){false, true, true, false, TANH, SIGM, true}, true); }
+static sy_node b_lstm_grad_linear(ctx *c) {
+    return scan_grad(c, (scan_opts){false, false, false, true, SY_ACT_NONE, SIGM, true}, true);
+}
+static sy_node b_gru_grad(ctx *c) { return scan_grad(c, (scan_opts){true, true, false, false, TANH, SIGM, false}, false); }
+static sy_node b_gru_grad_mask_last(ctx *c) { return scan_grad(c, (scan_opts){true, true, true, true, TANH, SIGM, false}, false); }
+static sy_node lstm_wgrad(ctx *c, bool big) {
+    sy_node grads = scan_grad(c, (scan_opts){false, true, big, false, TANH, SIGM, big}, true);
+    sy_node seq = graph_input(c->g, grads, 1), in[3] = {seq, grads, graph_input(c->g, seq, 1)};
+    return add_op(c, SY_OP_LSTM_SCAN_WGRAD, in, 3, NULL, NULL);
+}
+static sy_node b_lstm_wgrad(ctx *c) { return lstm_wgrad(c, false); }
+static sy_node b_lstm_wgrad_big(ctx *c) { return lstm_wgrad(c, true); }
 
 static sy_node b_gather_grad(ctx *c) {
     sy_shape ps = R(2, 5L, 3L);
@@ -542,6 +574,8 @@ static const row rows[] = {
     {"reverse", SY_OP_REVERSE, b_reverse, FWD | GRAD},
     {"reverse last axis", SY_OP_REVERSE, b_reverse_last, FWD | GRAD},
     {"lstm_scan packed sequence", SY_OP_LSTM_SCAN, b_lstm_seq, FWD},
+    {"lstm_scan packed sequence, 13 x 4 x 10, 9 units, mask", SY_OP_LSTM_SCAN, b_lstm_seq_big, FWD},
+    {"lstm_scan h every step, 13 x 4 x 10, 9 units, mask", SY_OP_LSTM_SCAN, b_lstm_big, FWD | GRAD},
     {"lstm_scan h every step", SY_OP_LSTM_SCAN, b_lstm, FWD | GRAD},
     {"lstm_scan h last step, mask, no bias", SY_OP_LSTM_SCAN, b_lstm_last_mask, FWD | GRAD},
     {"lstm_scan sigmoid cell, tanh gates", SY_OP_LSTM_SCAN, b_lstm_sigmoid_tanh, FWD | GRAD},
@@ -551,7 +585,11 @@ static const row rows[] = {
     {"gru_scan h last step, mask, no bias", SY_OP_GRU_SCAN, b_gru_last_mask, FWD | GRAD},
     {"gru_scan sigmoid candidate, tanh gates, mask", SY_OP_GRU_SCAN, b_gru_sigmoid_tanh, FWD | GRAD},
     {"lstm_scan_grad", SY_OP_LSTM_SCAN_GRAD, b_lstm_grad, FWD},
-    {"lstm_scan_grad mask, last step", SY_OP_LSTM_SCAN_GRAD, b_lstm_grad_mask_last, FWD},
+    {"lstm_scan_grad mask, last step, no dx", SY_OP_LSTM_SCAN_GRAD, b_lstm_grad_mask_last, FWD},
+    {"lstm_scan_grad 13 x 4 x 10, 9 units, mask", SY_OP_LSTM_SCAN_GRAD, b_lstm_grad_big, FWD},
+    {"lstm_scan_grad linear cell, last step, no bias", SY_OP_LSTM_SCAN_GRAD, b_lstm_grad_linear, FWD},
+    {"lstm_scan_wgrad", SY_OP_LSTM_SCAN_WGRAD, b_lstm_wgrad, FWD},
+    {"lstm_scan_wgrad 13 x 4 x 10, 9 units, mask", SY_OP_LSTM_SCAN_WGRAD, b_lstm_wgrad_big, FWD},
     {"gru_scan_grad", SY_OP_GRU_SCAN_GRAD, b_gru_grad, FWD},
     {"gru_scan_grad mask, last step", SY_OP_GRU_SCAN_GRAD, b_gru_grad_mask_last, FWD},
     {"fused_eltwise", SY_OP_FUSED_ELTWISE, b_fused_chain, FWD | GRAD | CHECK_FUSED},

@@ -72,7 +72,7 @@ typedef union sy_attrs {
     struct { int32_t perm[SY_MAX_RANK]; } transpose;
     struct { int64_t begin[SY_MAX_RANK]; } slice;                  /* SLICE, SLICE_GRAD */
     struct { float rate; uint64_t seed; } dropout;
-    struct { uint8_t act, rec_act, has_bias, has_mask; } rnn;     /* LSTM_SCAN, GRU_SCAN and their grads */
+    struct { uint8_t act, rec_act, has_bias, has_mask, need_dx; } rnn; /* LSTM_SCAN, GRU_SCAN and their grads */
     struct { uint32_t axes; uint8_t keepdims; } reduce;            /* bit i: reduce axis i */
     struct { double value; } fill;
     struct {
@@ -157,6 +157,39 @@ static inline void sy_conv_out(int64_t in, int64_t k, int64_t stride, int paddin
         *out = in >= k ? (in - k) / stride + 1 : 0;
         *pad_before = 0;
     }
+}
+
+/* The rows of the LSTM scan ops, per (batch, step), in elements:
+ *
+ *   lstm_scan       i f g o (activated gates) | c | act(c) | h | x | h(t-1) | 1
+ *   lstm_scan_grad  d gates (pre-activation) | dx (only with need_dx) | dh(t-1)
+ *
+ * A step's product [x, h(t-1), 1] (D + U + 1) x [kernel; recurrent; bias]
+ * reads its operand straight from the row, so the kernels' gradient is one
+ * product of those columns of every row with the d gates (lstm_scan_wgrad);
+ * backwards, [dx, dh(t-1)] = d gates x [kernel; recurrent]^T lands in the
+ * grad row. h(t-1) is stored times the recurrent dropout mask, as the step
+ * uses it; dh(t-1) before the mask. */
+typedef struct sy_lstm_cols {
+    int64_t gates, c, ac, h, x, hp, one, width; /* lstm_scan */
+    int64_t dgates, dx, dhp, grad_width;         /* lstm_scan_grad */
+} sy_lstm_cols;
+
+static inline sy_lstm_cols sy_lstm_layout(int64_t d, int64_t u, bool need_dx) {
+    sy_lstm_cols l;
+    l.gates = 0;
+    l.c = 4 * u;
+    l.ac = 5 * u;
+    l.h = 6 * u;
+    l.x = 7 * u;
+    l.hp = l.x + d;
+    l.one = l.hp + u;
+    l.width = l.one + 1;
+    l.dgates = 0;
+    l.dx = 4 * u;
+    l.dhp = l.dx + (need_dx ? d : 0);
+    l.grad_width = l.dhp + u;
+    return l;
 }
 
 /* Run fn over `threads` parts on the exec context's pool. */

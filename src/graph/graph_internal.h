@@ -98,6 +98,8 @@ sy_node graph_lstm_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurren
                         int rec_act);
 sy_node graph_gru_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask, int act,
                        int rec_act);
+/* The column where a scan's rows hold h (U columns from there). */
+int64_t graph_scan_h_column(const sy_graph *g, sy_node scan);
 
 /* Deep copy (nodes, edges, names, programs). */
 sy_status graph_clone(const sy_graph *g, sy_graph **out);

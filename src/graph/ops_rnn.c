@@ -5,24 +5,29 @@
  * A scan takes the layer's input x (B, T, D), its kernel (D, gU), its
  * recurrent kernel (U, gU), an optional bias and an optional recurrent
  * dropout mask (B, U), runs the T steps, and returns everything a backward
- * pass needs, packed per step (B, T, kU):
+ * pass needs, one row per (batch, step):
  *
- *   lstm_scan  i f g o c h     (6U: the activated gates i, f, c~, o; the
- *                               cell state; the output)
+ *   lstm_scan  i f g o | c | act(c) | h | x | h(t-1) | 1
+ *              (sy_lstm_layout in backend_internal.h: the activated gates,
+ *              the cell state and its activation, the output, then the
+ *              operand [x, h(t-1), 1] of the step's one product with
+ *              [kernel; recurrent; bias])
  *   gru_scan   z r hh rh h     (5U: update and reset gates, the candidate,
  *                               the recurrent candidate input h.U_h + b_h
  *                               that r multiplies, the output)
  *
- * The input half x . kernel + bias is one GEMM over all B * T rows, written
- * straight into the gate columns of the packed output; each step then adds
- * h(t-1) . recurrent into them. The layer reads h with a slice; only h is
- * differentiable (the other columns are the op's working state), and the
- * gradient rule takes dh straight from that slice's gradient, so no
- * (B, T, kU) gradient full of zeros is ever made. The grad op runs the steps
- * backwards and returns the pre-activation gate gradients for every step
- * (for GRU also those of the recurrent input, which differ because r
- * multiplies it); the kernels', recurrent kernel's and bias's gradients are
- * then big matmuls and sums over all B * T rows, at GEMM speed.
+ * The layer reads h with a slice; only h is differentiable (the other
+ * columns are the op's working state), and the gradient rule takes dh
+ * straight from that slice's gradient, so no gradient of the whole rows is
+ * ever made. The grad op runs the steps backwards. For LSTM it returns the
+ * pre-activation gate gradients of every step and, from the same per-step
+ * product with [kernel; recurrent]^T, dx and dh(t-1); lstm_scan_wgrad then
+ * gives the gradients of kernel, recurrent kernel and bias at once, as one
+ * product of the rows' [x, h(t-1), 1] columns with the gate gradients over
+ * all B * T rows, at GEMM speed. For GRU the grad op returns the gate
+ * gradients of the input and of the recurrent side (they differ because r
+ * multiplies the latter), and the weights' gradients are matmuls over all
+ * rows.
  *
  * Keras's recurrent dropout multiplies h(t-1) by a mask fixed for the
  * sequence (B, U); GRU, as Keras's GRUCell, then also blends the masked
@@ -64,8 +69,8 @@ static int bias_input(const sy_node_rec *n) { return n->attr.rnn.has_bias ? 3 : 
 static int mask_input(const sy_node_rec *n) { return n->attr.rnn.has_mask ? 3 + n->attr.rnn.has_bias : -1; }
 
 /* x (B, T, D), kernel (D, gU), recurrent (U, gU), bias (gU) or (2, gU),
- * mask (B, U); sets the output (B, T, per_step * U). */
-static sy_status infer_scan(sy_graph *g, sy_node_rec *n, int gates, int bias_rows, int per_step) {
+ * mask (B, U); sets the output (B, T, row) with row(D, U) floats a step. */
+static sy_status infer_scan(sy_graph *g, sy_node_rec *n, int gates, int bias_rows, int64_t (*row)(int64_t, int64_t)) {
     int want = 3 + n->attr.rnn.has_bias + n->attr.rnn.has_mask;
     if (n->n_in != want) return graph_fail(g, n, SY_ERR_INTERNAL, "takes %d inputs here, got %d", want, n->n_in);
     sy_status st = require_float_inputs(g, n, n->n_in);
@@ -98,27 +103,62 @@ static sy_status infer_scan(sy_graph *g, sy_node_rec *n, int gates, int bias_row
     }
     if (n->attr.rnn.act > SY_ACT_TANH || n->attr.rnn.rec_act > SY_ACT_TANH)
         return graph_fail(g, n, SY_ERR_INVALID_ARGUMENT, "unknown activation %d or %d", n->attr.rnn.act, n->attr.rnn.rec_act);
-    n->shape = sy_shape_of(3, x->dims[0], x->dims[1], per_step * u);
+    n->shape = sy_shape_of(3, x->dims[0], x->dims[1], row(x->dims[2], u));
     return SY_OK;
 }
 
-sy_status infer_LSTM_SCAN(sy_graph *g, sy_node_rec *n) { return infer_scan(g, n, 4, 1, 6); }
-sy_status infer_GRU_SCAN(sy_graph *g, sy_node_rec *n) { return infer_scan(g, n, 3, 2, 5); }
+static int64_t lstm_row(int64_t d, int64_t u) { return sy_lstm_layout(d, u, false).width; }
+static int64_t gru_row(int64_t d, int64_t u) { return (void)d, 5 * u; }
 
-/* (dh (B, T or 1, U), seq, recurrent [, mask]) -> the preset shape */
-static sy_status infer_scan_grad(sy_graph *g, sy_node_rec *n) {
-    if (n->n_in != 3 + n->attr.rnn.has_mask) return graph_fail(g, n, SY_ERR_INTERNAL, "takes 3 or 4 inputs, got %d", n->n_in);
+sy_status infer_LSTM_SCAN(sy_graph *g, sy_node_rec *n) { return infer_scan(g, n, 4, 1, lstm_row); }
+sy_status infer_GRU_SCAN(sy_graph *g, sy_node_rec *n) { return infer_scan(g, n, 3, 2, gru_row); }
+
+/* (dh (B, T or 1, U), seq, [kernel,] recurrent [, mask]): the inputs' count
+ * and dh's shape; u receives the units. */
+static sy_status check_scan_grad(sy_graph *g, sy_node_rec *n, int weights, int64_t *u) {
+    if (n->n_in != 2 + weights + n->attr.rnn.has_mask)
+        return graph_fail(g, n, SY_ERR_INTERNAL, "takes %d inputs here, got %d", 2 + weights + n->attr.rnn.has_mask, n->n_in);
     sy_status st = require_float_inputs(g, n, n->n_in);
     if (st) return st;
     const sy_shape *dh = &graph_in_rec(g, n, 0)->shape, *seq = &graph_in_rec(g, n, 1)->shape;
-    int64_t u = graph_in_rec(g, n, 2)->shape.dims[0];
+    *u = graph_in_rec(g, n, 1 + weights)->shape.dims[0];
     if (dh->rank != 3 || dh->dims[0] != seq->dims[0] || (dh->dims[1] != seq->dims[1] && dh->dims[1] != 1) ||
-        dh->dims[2] != u)
+        dh->dims[2] != *u)
         return graph_fail(g, n, SY_ERR_SHAPE, "dh must be (batch, steps or 1, units)");
     return SY_OK;
 }
-sy_status infer_LSTM_SCAN_GRAD(sy_graph *g, sy_node_rec *n) { return infer_scan_grad(g, n); }
-sy_status infer_GRU_SCAN_GRAD(sy_graph *g, sy_node_rec *n) { return infer_scan_grad(g, n); }
+
+/* (dh, seq, kernel, recurrent [, mask]) -> (B, T, the grad row) */
+sy_status infer_LSTM_SCAN_GRAD(sy_graph *g, sy_node_rec *n) {
+    int64_t u = 0;
+    sy_status st = check_scan_grad(g, n, 2, &u);
+    if (st) return st;
+    const sy_shape *seq = &graph_in_rec(g, n, 1)->shape;
+    int64_t d = graph_in_rec(g, n, 2)->shape.dims[0];
+    n->shape = sy_shape_of(3, seq->dims[0], seq->dims[1], sy_lstm_layout(d, u, n->attr.rnn.need_dx).grad_width);
+    return SY_OK;
+}
+
+/* (dh, seq, recurrent [, mask]) -> the preset shape */
+sy_status infer_GRU_SCAN_GRAD(sy_graph *g, sy_node_rec *n) {
+    int64_t u = 0;
+    return check_scan_grad(g, n, 1, &u);
+}
+
+/* (seq, grads, kernel (D, 4U)) -> (D + U + 1, 4U) */
+sy_status infer_LSTM_SCAN_WGRAD(sy_graph *g, sy_node_rec *n) {
+    sy_status st = require_float_inputs(g, n, 3);
+    if (st) return st;
+    const sy_shape *seq = &graph_in_rec(g, n, 0)->shape, *gr = &graph_in_rec(g, n, 1)->shape,
+                   *k = &graph_in_rec(g, n, 2)->shape;
+    int64_t d = k->dims[0], u = k->dims[1] / 4;
+    sy_lstm_cols l = sy_lstm_layout(d, u, false);
+    if (seq->rank != 3 || seq->dims[2] != l.width || gr->rank != 3 || gr->dims[0] != seq->dims[0] ||
+        gr->dims[1] != seq->dims[1] || gr->dims[2] < 4 * u)
+        return graph_fail(g, n, SY_ERR_SHAPE, "sequence and gradient rows do not match the kernel");
+    n->shape = sy_shape_of(2, d + u + 1, 4 * u);
+    return SY_OK;
+}
 
 /* h(t-1) for every step, (B * T, U), times the mask if there is one: the
  * outputs shifted one step later, with zeros first. */
@@ -153,11 +193,11 @@ static sy_node h_gradient(sy_graph *g, sy_node y, sy_node dy, int64_t h_at, int6
     return SY_NONE;
 }
 
-/* The gradients of x, kernel, recurrent kernel and bias from the gate
- * gradients: dgates (B * T, gU) of the input half, dinner of the recurrent
- * half (the same tensor for LSTM). */
-static void input_half_grads(sy_graph *g, sy_node y, const bool *need, sy_node *dx, sy_node dgates, sy_node dinner,
-                             int64_t h_at, int gates) {
+/* GRU: the gradients of x, kernel, recurrent kernel and bias from the gate
+ * gradients: dgates (B * T, 3U) of the input side, dinner of the recurrent
+ * side. */
+static void gru_weight_grads(sy_graph *g, sy_node y, const bool *need, sy_node *dx, sy_node dgates, sy_node dinner,
+                             int64_t h_at) {
     const sy_node_rec *n = graph_node(g, y);
     int bi = bias_input(n), mi = mask_input(n);
     sy_node x = graph_input(g, y, 0), kernel = graph_input(g, y, 1), mask = mi >= 0 ? graph_input(g, y, mi) : SY_NONE;
@@ -166,16 +206,12 @@ static void input_half_grads(sy_graph *g, sy_node y, const bool *need, sy_node *
     if (need[0]) dx[0] = sy_graph_reshape(g, sy_graph_matmul(g, dgates, kernel, false, true), xs);
     if (need[1]) dx[1] = sy_graph_matmul(g, sy_graph_reshape(g, x, sy_shape_of(2, b * t, d)), dgates, true, false);
     if (need[2]) dx[2] = sy_graph_matmul(g, previous_outputs(g, y, h_at, u, mask), dinner, true, false);
-    if (bi >= 0 && need[bi]) {
+    if (bi >= 0 && need[bi]) { /* (input bias; recurrent bias) */
         int32_t axis0 = 0;
-        sy_node db = sy_graph_reduce_sum(g, dgates, &axis0, 1, false);
-        if (gates == 3) { /* GRU: (input bias; recurrent bias) */
-            sy_shape row = sy_shape_of(2, (int64_t)1, 3 * u);
-            sy_node rows[2] = {sy_graph_reshape(g, db, row),
-                               sy_graph_reshape(g, sy_graph_reduce_sum(g, dinner, &axis0, 1, false), row)};
-            db = sy_graph_concat(g, rows, 2, 0);
-        }
-        dx[bi] = db;
+        sy_shape row = sy_shape_of(2, (int64_t)1, 3 * u);
+        sy_node rows[2] = {sy_graph_reshape(g, sy_graph_reduce_sum(g, dgates, &axis0, 1, false), row),
+                           sy_graph_reshape(g, sy_graph_reduce_sum(g, dinner, &axis0, 1, false), row)};
+        dx[bi] = sy_graph_concat(g, rows, 2, 0);
     }
 }
 
@@ -186,40 +222,70 @@ static sy_status no_mask_grad(sy_graph *g, sy_node y, const bool *need) {
     return SY_OK;
 }
 
-/* Both scans: dh from the h slice, the grad op, then the input half's
- * matmuls. LSTM's grad op gives the gate gradients (B, T, 4U); GRU's gives
- * those of the input gates and of the recurrent input side by side. */
-static sy_status grad_scan(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx, bool gru) {
+/* LSTM: dh from the h slice; the grad op gives the gate gradients, dx and
+ * dh(t-1) per row; lstm_scan_wgrad the weights' gradients, stacked
+ * [kernel; recurrent; bias], which slices hand out. */
+sy_status grad_LSTM_SCAN(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx) {
     sy_status st = no_mask_grad(g, y, need);
     if (st) return st;
     sy_node_rec *n = graph_node(g, y);
     sy_attrs at = n->attr;
     sy_shape ys = n->shape;
-    int64_t u = ys.dims[2] / (gru ? 5 : 6), b = ys.dims[0], t = ys.dims[1], gu = (gru ? 3 : 4) * u;
-    int64_t h_at = (gru ? 4 : 5) * u;
+    sy_node kernel = graph_input(g, y, 1), recurrent = graph_input(g, y, 2);
+    int64_t b = ys.dims[0], t = ys.dims[1], d = graph_node(g, kernel)->shape.dims[0],
+            u = graph_node(g, recurrent)->shape.dims[0];
+    int mi = mask_input(n), bi = bias_input(n);
+    sy_lstm_cols l = sy_lstm_layout(d, u, need[0]);
+    sy_node dh = h_gradient(g, y, dy, l.h, u);
+    if (dh == SY_NONE) return sy_graph_status(g);
+    at.rnn.has_bias = 0;
+    at.rnn.need_dx = need[0];
+    sy_node in[5] = {dh, y, kernel, recurrent, mi >= 0 ? graph_input(g, y, mi) : SY_NONE};
+    sy_node grads = graph_add(g, SY_OP_LSTM_SCAN_GRAD, in, mi >= 0 ? 5 : 4, &at, NULL);
+    if (need[0]) {
+        int64_t begin[3] = {0, 0, l.dx}, size[3] = {b, t, d};
+        dx[0] = sy_graph_slice(g, grads, begin, size);
+    }
+    if (need[1] || need[2] || (bi >= 0 && need[bi])) {
+        sy_node wg_in[3] = {y, grads, kernel};
+        sy_node w = graph_add(g, SY_OP_LSTM_SCAN_WGRAD, wg_in, 3, NULL, NULL);
+        int64_t k_begin[2] = {0, 0}, k_size[2] = {d, 4 * u}, r_begin[2] = {d, 0}, r_size[2] = {u, 4 * u},
+                b_begin[2] = {d + u, 0}, b_size[2] = {1, 4 * u};
+        if (need[1]) dx[1] = sy_graph_slice(g, w, k_begin, k_size);
+        if (need[2]) dx[2] = sy_graph_slice(g, w, r_begin, r_size);
+        if (bi >= 0 && need[bi])
+            dx[bi] = sy_graph_reshape(g, sy_graph_slice(g, w, b_begin, b_size), sy_shape_of(1, 4 * u));
+    }
+    return sy_graph_status(g);
+}
+
+/* GRU: dh from the h slice, the grad op (the gate gradients of the input
+ * and of the recurrent side, side by side), then the weights' matmuls. */
+sy_status grad_GRU_SCAN(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx) {
+    sy_status st = no_mask_grad(g, y, need);
+    if (st) return st;
+    sy_node_rec *n = graph_node(g, y);
+    sy_attrs at = n->attr;
+    sy_shape ys = n->shape;
+    int64_t u = ys.dims[2] / 5, b = ys.dims[0], t = ys.dims[1], gu = 3 * u, h_at = 4 * u;
     int mi = mask_input(n);
     sy_node dh = h_gradient(g, y, dy, h_at, u);
     if (dh == SY_NONE) return sy_graph_status(g);
     at.rnn.has_bias = 0;
     sy_node in[4] = {dh, y, graph_input(g, y, 2), mi >= 0 ? graph_input(g, y, mi) : SY_NONE};
-    sy_shape gs = sy_shape_of(3, b, t, gru ? 2 * gu : gu), flat = sy_shape_of(2, b * t, gu);
-    sy_node grads = graph_add(g, gru ? SY_OP_GRU_SCAN_GRAD : SY_OP_LSTM_SCAN_GRAD, in, mi >= 0 ? 4 : 3, &at, &gs);
-    sy_node dgates = grads, dinner = grads;
-    if (gru) {
-        int64_t begin_x[3] = {0, 0, 0}, begin_inner[3] = {0, 0, gu}, size[3] = {b, t, gu};
-        dgates = sy_graph_slice(g, grads, begin_x, size);
-        dinner = sy_graph_slice(g, grads, begin_inner, size);
-    }
-    dgates = sy_graph_reshape(g, dgates, flat);
-    dinner = gru ? sy_graph_reshape(g, dinner, flat) : dgates;
-    input_half_grads(g, y, need, dx, dgates, dinner, h_at, gru ? 3 : 4);
+    sy_shape gs = sy_shape_of(3, b, t, 2 * gu), flat = sy_shape_of(2, b * t, gu);
+    sy_node grads = graph_add(g, SY_OP_GRU_SCAN_GRAD, in, mi >= 0 ? 4 : 3, &at, &gs);
+    int64_t begin_x[3] = {0, 0, 0}, begin_inner[3] = {0, 0, gu}, size[3] = {b, t, gu};
+    sy_node dgates = sy_graph_reshape(g, sy_graph_slice(g, grads, begin_x, size), flat);
+    sy_node dinner = sy_graph_reshape(g, sy_graph_slice(g, grads, begin_inner, size), flat);
+    gru_weight_grads(g, y, need, dx, dgates, dinner, h_at);
     return sy_graph_status(g);
 }
 
-sy_status grad_LSTM_SCAN(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx) {
-    return grad_scan(g, y, dy, need, dx, false);
-}
-
-sy_status grad_GRU_SCAN(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx) {
-    return grad_scan(g, y, dy, need, dx, true);
+/* The column of h in a scan's rows (the layers slice it out). */
+int64_t graph_scan_h_column(const sy_graph *g, sy_node scan) {
+    const sy_node_rec *n = graph_node(g, scan);
+    int64_t d = graph_node(g, graph_input(g, scan, 1))->shape.dims[0];
+    int64_t u = graph_node(g, graph_input(g, scan, 2))->shape.dims[0];
+    return n->op == SY_OP_LSTM_SCAN ? sy_lstm_layout(d, u, false).h : 4 * u;
 }

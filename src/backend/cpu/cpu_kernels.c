@@ -41,6 +41,7 @@ static const sy_kernel *const fast[SY_OP_COUNT] = {
     [SY_OP_SLICE_GRAD] = &sy_cpu_slice_grad,
     [SY_OP_LSTM_SCAN] = &sy_cpu_lstm_scan,
     [SY_OP_LSTM_SCAN_GRAD] = &sy_cpu_lstm_scan_grad,
+    [SY_OP_LSTM_SCAN_WGRAD] = &sy_cpu_lstm_scan_wgrad,
     [SY_OP_GRU_SCAN] = &sy_cpu_gru_scan,
     [SY_OP_GRU_SCAN_GRAD] = &sy_cpu_gru_scan_grad,
 };

@@ -105,104 +105,321 @@ static void add_dh(float *restrict acc, const sy_kargs *k, int64_t b, int64_t t,
 
 /* ---- LSTM -------------------------------------------------------------------- */
 
-/* The recurrent kernel (U, gU) packed for the steps' products, or its
- * transpose for the backward ones; SY_ALIGN-aligned floats. */
-static int64_t packed_floats(int64_t u, int64_t gu, bool backward) {
-    return floats_aligned_rnn(backward ? sy_pack_b_floats(gu, u) : sy_pack_b_floats(u, gu));
+/* Keras's default activations (tanh, sigmoid gates): the gates i f g o
+ * activated in place, c = f c(t-1) + i g (cp NULL: c(t-1) is zero), act(c)
+ * and h = o act(c). */
+#if SY_HAVE_AVX2_FMA
+/* With AVX2 the product gives g's columns doubled (their packed weights are
+ * doubled, which is exact), so that one sigmoid pass over the 4U gates
+ * serves all four: tanh(z) = 2 sigmoid(2 z) - 1. Four vectors per
+ * iteration: one sigmoid is a chain of some 20 dependent instructions, and
+ * independent chains side by side keep both FMA pipes busy (17 cycles a
+ * vector alone, 12 four at a time). */
+static inline __m256i tail_mask(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+static void sigmoid_in_place(float *p, int64_t n) {
+    int64_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+        __m256 a = sy_sigmoid8(_mm256_loadu_ps(p + j)), b = sy_sigmoid8(_mm256_loadu_ps(p + j + 8)),
+               c = sy_sigmoid8(_mm256_loadu_ps(p + j + 16)), d = sy_sigmoid8(_mm256_loadu_ps(p + j + 24));
+        _mm256_storeu_ps(p + j, a);
+        _mm256_storeu_ps(p + j + 8, b);
+        _mm256_storeu_ps(p + j + 16, c);
+        _mm256_storeu_ps(p + j + 24, d);
+    }
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(p + j, sy_sigmoid8(_mm256_loadu_ps(p + j)));
+    if (j < n) {
+        __m256i m = tail_mask(n - j);
+        _mm256_maskstore_ps(p + j, m, sy_sigmoid8(_mm256_maskload_ps(p + j, m)));
+    }
+}
+
+/* Eight units of the state, g still sigmoid(2 z); `full` is a constant
+ * where this is inlined, so the masked loads and stores of the last units
+ * cost nothing elsewhere. */
+static inline __attribute__((always_inline)) void lstm_state8(const float *i, const float *f, float *g, const float *o,
+                                                               float *c, float *ac, float *h, const float *cp, bool full,
+                                                               __m256i mask) {
+#define LD(p) (full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask))
+#define ST(p, v) (full ? _mm256_storeu_ps(p, v) : _mm256_maskstore_ps(p, mask, v))
+    __m256 gv = _mm256_fmsub_ps(_mm256_set1_ps(2.0f), LD(g), _mm256_set1_ps(1.0f)), ig = _mm256_mul_ps(LD(i), gv);
+    __m256 cv = cp ? _mm256_fmadd_ps(LD(f), LD(cp), ig) : ig, acv = sy_tanh8(cv);
+    ST(g, gv);
+    ST(c, cv);
+    ST(ac, acv);
+    ST(h, _mm256_mul_ps(LD(o), acv));
+#undef LD
+#undef ST
+}
+
+static void lstm_cell_default(float *s, float *c, float *ac, float *h, const float *cp, int64_t u) {
+    sigmoid_in_place(s, 4 * u);
+    float *i = s, *f = s + u, *g = s + 2 * u, *o = s + 3 * u;
+    int64_t j = 0;
+    for (; j + 16 <= u; j += 16) {
+        lstm_state8(i + j, f + j, g + j, o + j, c + j, ac + j, h + j, cp ? cp + j : NULL, true, _mm256_setzero_si256());
+        lstm_state8(i + j + 8, f + j + 8, g + j + 8, o + j + 8, c + j + 8, ac + j + 8, h + j + 8, cp ? cp + j + 8 : NULL,
+                    true, _mm256_setzero_si256());
+    }
+    for (; j + 8 <= u; j += 8)
+        lstm_state8(i + j, f + j, g + j, o + j, c + j, ac + j, h + j, cp ? cp + j : NULL, true, _mm256_setzero_si256());
+    if (j < u) lstm_state8(i + j, f + j, g + j, o + j, c + j, ac + j, h + j, cp ? cp + j : NULL, false, tail_mask(u - j));
+}
+#define LSTM_G_DOUBLED 1
+#else
+/* Each column gets its own restrict pointer: with one pointer and offsets
+ * GCC cannot prove the stores and loads apart and leaves the loop scalar. */
+static void lstm_cell_columns(float *restrict i, float *restrict f, float *restrict g, float *restrict o,
+                              float *restrict c, float *restrict ac, float *restrict h, const float *restrict cp,
+                              int64_t u) {
+    for (int64_t j = 0; j < u; j++) {
+        float ij = sy_vsigmoidf(i[j]), fj = sy_vsigmoidf(f[j]), gj = sy_vtanhf(g[j]), oj = sy_vsigmoidf(o[j]);
+        float cj = (cp ? fj * cp[j] : 0.0f) + ij * gj, acj = sy_vtanhf(cj);
+        i[j] = ij;
+        f[j] = fj;
+        g[j] = gj;
+        o[j] = oj;
+        c[j] = cj;
+        ac[j] = acj;
+        h[j] = oj * acj;
+    }
+}
+
+static void lstm_cell_default(float *s, float *c, float *ac, float *h, const float *cp, int64_t u) {
+    lstm_cell_columns(s, s + u, s + 2 * u, s + 3 * u, c, ac, h, cp, u);
+}
+#define LSTM_G_DOUBLED 0
+#endif
+
+/* Any activations: the gates of row s (i f g o, then c, act(c), h). */
+static void lstm_cell_any(float *s, const sy_lstm_cols *l, const float *cp, int64_t u, int act, int rec_act) {
+    apply(s, u, rec_act);
+    apply(s + u, u, rec_act);
+    apply(s + 2 * u, u, act);
+    apply(s + 3 * u, u, rec_act);
+    float *c = s + l->c, *ac = s + l->ac, *h = s + l->h;
+    for (int64_t j = 0; j < u; j++) c[j] = (cp ? s[u + j] * cp[j] : 0.0f) + s[j] * s[2 * u + j];
+    memcpy(ac, c, (size_t)u * sizeof(float));
+    apply(ac, u, act);
+    for (int64_t j = 0; j < u; j++) h[j] = s[3 * u + j] * ac[j];
+}
+
+/* dh(t) of one row, into dh: the layer's gradient at step t (from_y, or
+ * NULL) plus dh(t-1) of the later step (later, or NULL) times the mask (m,
+ * or NULL). */
+static void lstm_dh(float *restrict dh, const float *restrict from_y, const float *restrict later,
+                    const float *restrict m, int64_t u) {
+    if (!later)
+        for (int64_t q = 0; q < u; q++) dh[q] = from_y ? from_y[q] : 0.0f;
+    else if (m)
+        for (int64_t q = 0; q < u; q++) dh[q] = (from_y ? from_y[q] : 0.0f) + later[q] * m[q];
+    else
+        for (int64_t q = 0; q < u; q++) dh[q] = (from_y ? from_y[q] : 0.0f) + later[q];
+}
+
+/* The gate gradients of one row for Keras's default activations, from dh
+ * and the dc carried from the next step, which becomes dc of the previous.
+ * cp (c(t-1)) is NULL at the first step; the test is outside the loop (an
+ * always-inlined body per case) so that GCC vectorises both. */
+static inline __attribute__((always_inline)) void lstm_grad_loop(float *restrict di, float *restrict df,
+                                                                  float *restrict dg, float *restrict dout,
+                                                                  float *restrict dc, const float *restrict dh,
+                                                                  const float *restrict i, const float *restrict f,
+                                                                  const float *restrict g, const float *restrict o,
+                                                                  const float *restrict ac, const float *restrict cp,
+                                                                  int64_t u) {
+    for (int64_t j = 0; j < u; j++) {
+        float ij = i[j], fj = f[j], gj = g[j], oj = o[j], tc = ac[j];
+        float c_grad = dc[j] + dh[j] * oj * (1 - tc * tc);
+        di[j] = c_grad * gj * ij * (1 - ij);
+        df[j] = cp ? c_grad * cp[j] * fj * (1 - fj) : 0.0f;
+        dg[j] = c_grad * ij * (1 - gj * gj);
+        dout[j] = dh[j] * tc * oj * (1 - oj);
+        dc[j] = c_grad * fj;
+    }
+}
+
+static void lstm_cell_grad_default(float *di, float *df, float *dg, float *dout, float *dc, const float *dh,
+                                   const float *i, const float *f, const float *g, const float *o, const float *ac,
+                                   const float *cp, int64_t u) {
+    if (cp)
+        lstm_grad_loop(di, df, dg, dout, dc, dh, i, f, g, o, ac, cp, u);
+    else
+        lstm_grad_loop(di, df, dg, dout, dc, dh, i, f, g, o, ac, NULL, u);
+}
+
+/* Any activations; s the row (i f g o ...), dz its gate gradients, sl
+ * scratch for 4 x U slopes. */
+static void lstm_cell_grad_any(float *dz, float *dc, const float *dh, const float *s, const sy_lstm_cols *l,
+                               const float *cp, float *sl, int64_t u, int act, int rec_act) {
+    float *s_ac = sl, *s_i = sl + u, *s_f = sl + 2 * u, *s_o = sl + 3 * u;
+    const float *i = s, *f = s + u, *g = s + 2 * u, *o = s + 3 * u, *ac = s + l->ac;
+    slope(s_ac, ac, u, act);
+    slope(s_i, i, u, rec_act);
+    slope(s_f, f, u, rec_act);
+    slope(s_o, o, u, rec_act);
+    slope(dz + 2 * u, g, u, act); /* the candidate's slope, multiplied in below */
+    for (int64_t j = 0; j < u; j++) {
+        float c_grad = dc[j] + dh[j] * o[j] * s_ac[j];
+        dz[j] = c_grad * g[j] * s_i[j];
+        dz[u + j] = cp ? c_grad * cp[j] * s_f[j] : 0.0f;
+        dz[2 * u + j] *= c_grad * i[j];
+        dz[3 * u + j] = dh[j] * ac[j] * s_o[j];
+        dc[j] = c_grad * f[j];
+    }
+}
+
+typedef struct lstm_job {
+    const sy_kargs *k;
+    sy_lstm_cols l;
+    int64_t b, t, d, u;
+    int act, rec_act;
+    bool need_dx;
+    const float *bp, *mask;
+    float *scratch; /* backward: dc (B, U), then 4U slopes per block */
+} lstm_job;
+
+#define MR SY_SMALLGEMM_MR
+
+/* Forward, rows [MR part, MR part + MR) through every step: copy x in, one
+ * product [x, h(t-1), 1] x [kernel; recurrent; bias] for the block's rows,
+ * the cells, and h (times the mask) into the next step's row. Rows never
+ * meet, so blocks run on any thread without a barrier between steps. */
+static void lstm_fwd_rows(void *ctx, int64_t part) {
+    const lstm_job *j = ctx;
+    const sy_lstm_cols *l = &j->l;
+    const float *x = j->k->in[0];
+    int64_t u = j->u, d = j->d, w = l->width, ld = j->t * w, r0 = part * MR, nr = sy_min64(MR, j->b - r0);
+    bool fast = j->act == SY_ACT_TANH && j->rec_act == SY_ACT_SIGMOID;
+    for (int64_t t = 0; t < j->t; t++) {
+        float *base = (float *)j->k->out + (r0 * j->t + t) * w;
+        for (int64_t r = 0; r < nr; r++) {
+            float *s = base + r * ld;
+            memcpy(s + l->x, x + ((r0 + r) * j->t + t) * d, (size_t)d * sizeof(float));
+            if (t == 0) memset(s + l->hp, 0, (size_t)u * sizeof(float));
+            s[l->one] = 1.0f;
+        }
+        sy_sgemm_packed_serial(nr, 4 * u, d + u + 1, base + l->x, ld, j->bp, false, base + l->gates, ld);
+        for (int64_t r = 0; r < nr; r++) {
+            float *s = base + r * ld;
+            const float *cp = t > 0 ? s - w + l->c : NULL;
+            if (fast)
+                lstm_cell_default(s, s + l->c, s + l->ac, s + l->h, cp, u);
+            else
+                lstm_cell_any(s, l, cp, u, j->act, j->rec_act);
+            if (t + 1 < j->t) {
+                float *next = s + w + l->hp;
+                const float *h = s + l->h, *m = j->mask ? j->mask + (r0 + r) * u : NULL;
+                for (int64_t q = 0; q < u; q++) next[q] = m ? h[q] * m[q] : h[q];
+            }
+        }
+    }
+}
+
+/* Row pointers of [kernel; recurrent] (without the kernel's rows unless
+ * with_x), for sy_pack_b_rows; returns how many. */
+static int64_t lstm_weight_rows(const float **rows, const float *kernel, const float *recurrent, int64_t d, int64_t u,
+                                bool with_x) {
+    int64_t n = 0;
+    for (int64_t p = 0; with_x && p < d; p++) rows[n++] = kernel + p * 4 * u;
+    for (int64_t p = 0; p < u; p++) rows[n++] = recurrent + p * 4 * u;
+    return n;
 }
 
 static size_t lstm_fwd_ws(const sy_kargs *k, int threads) {
     (void)threads;
-    int64_t u = k->in_shape[2].dims[0];
-    return (size_t)(packed_floats(u, 4 * u, false) + k->in_shape[0].dims[0] * u) * sizeof(float);
+    int64_t d = k->in_shape[1].dims[0], u = k->in_shape[2].dims[0], kk = d + u + 1;
+    return (size_t)floats_aligned_rnn(sy_pack_b_floats(kk, 4 * u)) * sizeof(float) + (size_t)kk * sizeof(float *);
 }
 
-/* (x, kernel, recurrent [, bias] [, mask]) -> seq (B,T,6U): i f g o c h */
+/* (x, kernel, recurrent [, bias] [, mask]) -> rows of sy_lstm_layout */
 static void lstm_scan_fwd_f32_fast(const sy_kargs *k) {
-    scan_dims d = dims_of(k, k->out_shape);
-    const float *rk = k->in[2], *mask = scan_mask(k);
-    int64_t u = d.u, ld = d.t * 6 * u;
-    float *seq = k->out, *bp = k->ws, *tmp = bp + packed_floats(u, 4 * u, false);
-    sy_pack_b(bp, rk, 4 * u, false, u, 4 * u);
-    input_gates(k, seq, 6 * u, 4 * u, scan_bias(k));
-    for (int64_t t = 0; t < d.t; t++) {
-        float *gates = seq + t * 6 * u;
-        if (t > 0) {
-            int64_t lda;
-            const float *a = masked_prev(gates - 6 * u + 5 * u, ld, mask, tmp, &d, &lda);
-            sy_sgemm_packed(k->ex, d.b, 4 * u, u, a, lda, bp, true, gates, ld);
+    scan_dims sd = dims_of(k, k->out_shape);
+    int64_t d = k->in_shape[1].dims[0], u = sd.u, kk = d + u + 1;
+    float *bp = k->ws;
+    const float **rows = (const float **)(bp + floats_aligned_rnn(sy_pack_b_floats(kk, 4 * u)));
+    rows[lstm_weight_rows(rows, k->in[1], k->in[2], d, u, true)] = scan_bias(k); /* NULL: zeros */
+    sy_pack_b_rows(bp, rows, false, kk, 4 * u);
+    if (LSTM_G_DOUBLED && sd.act == SY_ACT_TANH && sd.rec_act == SY_ACT_SIGMOID)
+        sy_packed_b_scale_columns(bp, kk, 4 * u, 2 * u, 3 * u, 2.0f); /* lstm_cell_default's doubled g */
+    lstm_job j = {k, sy_lstm_layout(d, u, false), sd.b, sd.t, d, u, sd.act, sd.rec_act, false, bp, scan_mask(k), NULL};
+    sy_parallel_parts(k->ex, (sd.b + MR - 1) / MR, lstm_fwd_rows, &j);
+}
+
+/* Backward, rows [MR part, MR part + MR) from the last step to the first:
+ * dh = the layer's dh + dh(t-1) of the later step (times the mask), the
+ * gate gradients into the grad row, then one product d gates x [kernel;
+ * recurrent]^T gives dx and dh(t-1) in the same row. */
+static void lstm_bwd_rows(void *ctx, int64_t part) {
+    const lstm_job *j = ctx;
+    const sy_lstm_cols *l = &j->l;
+    const float *dy = j->k->in[0], *seq = j->k->in[1];
+    int64_t u = j->u, w = l->width, gw = l->grad_width, ld = j->t * w, ldg = j->t * gw, r0 = part * MR,
+            nr = sy_min64(MR, j->b - r0), ty = j->k->in_shape[0].dims[1];
+    float *dc = j->scratch + r0 * u, *sl = j->scratch + j->b * u + part * 4 * u;
+    bool fast = j->act == SY_ACT_TANH && j->rec_act == SY_ACT_SIGMOID;
+    memset(dc, 0, (size_t)(nr * u) * sizeof(float));
+    for (int64_t t = j->t - 1; t >= 0; t--) {
+        const float *sbase = seq + (r0 * j->t + t) * w;
+        float *gbase = (float *)j->k->out + (r0 * j->t + t) * gw;
+        for (int64_t r = 0; r < nr; r++) {
+            const float *s = sbase + r * ld, *cp = t > 0 ? s - w + l->c : NULL;
+            float *gr = gbase + r * ldg, *dh = gr + l->dhp; /* dh(t) here until the product overwrites it */
+            const float *from_y = ty == j->t ? dy + ((r0 + r) * j->t + t) * u : t == j->t - 1 ? dy + (r0 + r) * u : NULL;
+            lstm_dh(dh, from_y, t + 1 < j->t ? gr + gw + l->dhp : NULL, j->mask ? j->mask + (r0 + r) * u : NULL, u);
+            float *dz = gr + l->dgates, *dcr = dc + r * u;
+            if (fast)
+                lstm_cell_grad_default(dz, dz + u, dz + 2 * u, dz + 3 * u, dcr, dh, s, s + u, s + 2 * u, s + 3 * u,
+                                       s + l->ac, cp, u);
+            else
+                lstm_cell_grad_any(dz, dcr, dh, s, l, cp, sl, u, j->act, j->rec_act);
         }
-        for (int64_t b = 0; b < d.b; b++) {
-            float *s = gates + b * ld, *c = s + 4 * u, *h = s + 5 * u;
-            apply(s, u, d.rec_act);
-            apply(s + u, u, d.rec_act);
-            apply(s + 2 * u, u, d.act);
-            apply(s + 3 * u, u, d.rec_act);
-            if (t > 0) {
-                const float *cp = s - 6 * u + 4 * u;
-                for (int64_t j = 0; j < u; j++) c[j] = s[u + j] * cp[j] + s[j] * s[2 * u + j];
-            } else {
-                for (int64_t j = 0; j < u; j++) c[j] = s[j] * s[2 * u + j];
-            }
-            memcpy(h, c, (size_t)u * sizeof(float));
-            apply(h, u, d.act);
-            for (int64_t j = 0; j < u; j++) h[j] *= s[3 * u + j];
-        }
+        sy_sgemm_packed_serial(nr, (j->need_dx ? j->d : 0) + u, 4 * u, gbase + l->dgates, ldg, j->bp, false, gbase + l->dx,
+                               ldg);
     }
 }
 
-/* workspace: dh, dc (B, U) each; the masked-GEMM result (B, U); per row
- * act(c) and four slopes (U each) */
 static size_t lstm_bwd_ws(const sy_kargs *k, int threads) {
     (void)threads;
-    int64_t b = k->in_shape[1].dims[0], u = k->in_shape[2].dims[0];
-    return (size_t)(packed_floats(u, 4 * u, true) + 3 * b * u + 5 * u) * sizeof(float);
+    int64_t b = k->in_shape[1].dims[0], d = k->in_shape[2].dims[0], u = k->in_shape[3].dims[0];
+    int64_t n = (k->attr->rnn.need_dx ? d : 0) + u, blocks = (b + MR - 1) / MR;
+    return (size_t)(floats_aligned_rnn(sy_pack_b_floats(4 * u, n)) + floats_aligned_rnn(b * u + blocks * 4 * u)) *
+               sizeof(float) +
+           (size_t)n * sizeof(float *);
 }
 
-/* (dh, seq, recurrent [, mask]) -> d gates (B,T,4U) */
+/* (dh, seq, kernel, recurrent [, mask]) -> rows of sy_lstm_layout: d gates,
+ * dx, dh(t-1) */
 static void lstm_scan_bwd_f32_fast(const sy_kargs *k) {
-    scan_dims d = dims_of(k, &k->in_shape[1]);
-    const float *seq = k->in[1], *rk = k->in[2], *mask = k->attr->rnn.has_mask ? k->in[3] : NULL;
-    float *dgates = k->out;
-    int64_t u = d.u, ld = d.t * 6 * u;
-    float *bp = k->ws, *dh = bp + packed_floats(u, 4 * u, true), *dc = dh + d.b * u, *gemm = dc + d.b * u,
-          *ac = gemm + d.b * u, *s_ac = ac + u, *s_i = s_ac + u, *s_f = s_i + u, *s_o = s_f + u;
-    sy_pack_b(bp, rk, 4 * u, true, 4 * u, u);
-    memset(dh, 0, (size_t)(2 * d.b * u) * sizeof(float));
-    for (int64_t t = d.t - 1; t >= 0; t--) {
-        for (int64_t b = 0; b < d.b; b++) {
-            const float *s = seq + b * ld + t * 6 * u;
-            const float *i = s, *f = s + u, *g = s + 2 * u, *o = s + 3 * u, *c = s + 4 * u;
-            float *dz = dgates + (b * d.t + t) * 4 * u, *dhb = dh + b * u, *dcb = dc + b * u;
-            add_dh(dhb, k, b, t, &d);
-            memcpy(ac, c, (size_t)u * sizeof(float));
-            apply(ac, u, d.act);
-            slope(s_ac, ac, u, d.act);
-            slope(s_i, i, u, d.rec_act);
-            slope(s_f, f, u, d.rec_act);
-            slope(s_o, o, u, d.rec_act);
-            slope(dz + 2 * u, g, u, d.act); /* the candidate's slope, multiplied in below */
-            for (int64_t j = 0; j < u; j++) {
-                float c_grad = dcb[j] + dhb[j] * o[j] * s_ac[j];
-                dz[j] = c_grad * g[j] * s_i[j];
-                dz[2 * u + j] *= c_grad * i[j];
-                dz[3 * u + j] = dhb[j] * ac[j] * s_o[j];
-                dcb[j] = c_grad;
-            }
-            if (t > 0) {
-                const float *cp = s - 6 * u + 4 * u;
-                for (int64_t j = 0; j < u; j++) dz[u + j] = dcb[j] * cp[j] * s_f[j];
-            } else {
-                for (int64_t j = 0; j < u; j++) dz[u + j] = 0;
-            }
-            for (int64_t j = 0; j < u; j++) dcb[j] *= f[j]; /* dc of step t - 1 */
-        }
-        if (t > 0) {
-            sy_sgemm_packed(k->ex, d.b, u, 4 * u, dgates + t * 4 * u, d.t * 4 * u, bp, false, mask ? gemm : dh, u);
-            if (mask)
-                for (int64_t q = 0; q < d.b * u; q++) dh[q] = gemm[q] * mask[q];
-        }
-    }
+    scan_dims sd = dims_of(k, &k->in_shape[1]);
+    int64_t d = k->in_shape[2].dims[0], u = k->in_shape[3].dims[0], blocks = (sd.b + MR - 1) / MR;
+    bool need_dx = k->attr->rnn.need_dx;
+    int64_t n = (need_dx ? d : 0) + u;
+    float *bp = k->ws, *scratch = bp + floats_aligned_rnn(sy_pack_b_floats(4 * u, n));
+    const float **rows = (const float **)(scratch + floats_aligned_rnn(sd.b * u + blocks * 4 * u));
+    lstm_weight_rows(rows, k->in[2], k->in[3], d, u, need_dx);
+    sy_pack_b_rows(bp, rows, true, 4 * u, n);
+    lstm_job j = {k, sy_lstm_layout(d, u, need_dx), sd.b, sd.t, d, u, sd.act, sd.rec_act, need_dx, bp,
+                  k->attr->rnn.has_mask ? k->in[4] : NULL, scratch};
+    sy_parallel_parts(k->ex, blocks, lstm_bwd_rows, &j);
+}
+
+/* (seq, grads, kernel) -> (D + U + 1, 4U) = [x, h(t-1), 1]^T d gates over all
+ * rows: one GEMM through the rows' strides. */
+static void lstm_scan_wgrad_f32_fast(const sy_kargs *k) {
+    int64_t rows = k->in_shape[0].dims[0] * k->in_shape[0].dims[1], d = k->in_shape[2].dims[0],
+            gu = k->in_shape[2].dims[1];
+    sy_lstm_cols l = sy_lstm_layout(d, gu / 4, false);
+    sy_sgemm_parallel(k->ex, true, false, d + gu / 4 + 1, gu, rows, 1.0f, (const float *)k->in[0] + l.x, l.width, k->in[1],
+                      k->in_shape[1].dims[2], 0.0f, k->out, gu, NULL, SY_ACT_NONE);
+}
+
+/* The recurrent kernel (U, gU) packed for the steps' products, or its
+ * transpose for the backward ones; SY_ALIGN-aligned floats. */
+static int64_t packed_floats(int64_t u, int64_t gu, bool backward) {
+    return floats_aligned_rnn(backward ? sy_pack_b_floats(gu, u) : sy_pack_b_floats(u, gu));
 }
 
 /* ---- GRU (reset_after) ----------------------------------------------------------- */
@@ -307,5 +524,6 @@ static void gru_scan_bwd_f32_fast(const sy_kargs *k) {
 
 const sy_kernel sy_cpu_lstm_scan = {lstm_scan_fwd_f32_fast, lstm_fwd_ws};
 const sy_kernel sy_cpu_lstm_scan_grad = {lstm_scan_bwd_f32_fast, lstm_bwd_ws};
+const sy_kernel sy_cpu_lstm_scan_wgrad = {lstm_scan_wgrad_f32_fast, NULL};
 const sy_kernel sy_cpu_gru_scan = {gru_scan_fwd_f32_fast, gru_fwd_ws};
 const sy_kernel sy_cpu_gru_scan_grad = {gru_scan_bwd_f32_fast, gru_bwd_ws};

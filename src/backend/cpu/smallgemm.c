@@ -15,7 +15,7 @@
  */
 #include "cpu_internal.h"
 
-#define MR 6
+#define MR SY_SMALLGEMM_MR
 #define NR 16
 
 typedef float v8 __attribute__((vector_size(32)));
@@ -39,16 +39,35 @@ static inline v8 broadcast(const float *p) { return (v8){*p, *p, *p, *p, *p, *p,
 
 int64_t sy_pack_b_floats(int64_t k, int64_t n) { return k * ((n + NR - 1) / NR) * NR; }
 
-void sy_pack_b(float *restrict packed, const float *restrict b, int64_t ldb, bool tb, int64_t k, int64_t n) {
+/* B (K, N) into panels: element (kk, col) from the matrix b (stride ldb,
+ * transposed when tb) or, when rows is given, from rows as sy_pack_b_rows
+ * says. Columns past N are zeros. */
+static void pack(float *restrict packed, const float *b, int64_t ldb, const float *const *rows, bool tb, int64_t k,
+                 int64_t n) {
     int64_t panels = (n + NR - 1) / NR;
     for (int64_t p = 0; p < panels; p++)
         for (int64_t kk = 0; kk < k; kk++) {
             float *dst = packed + (p * k + kk) * NR;
             for (int64_t j = 0; j < NR; j++) {
-                int64_t col = p * NR + j;
-                dst[j] = col < n ? (tb ? b[col * ldb + kk] : b[kk * ldb + col]) : 0.0f;
+                int64_t col = p * NR + j, r = tb ? col : kk, c = tb ? kk : col;
+                const float *row = col >= n ? NULL : rows ? rows[r] : b + r * ldb;
+                dst[j] = row ? row[c] : 0.0f;
             }
         }
+}
+
+void sy_pack_b(float *packed, const float *b, int64_t ldb, bool tb, int64_t k, int64_t n) {
+    pack(packed, b, ldb, NULL, tb, k, n);
+}
+
+void sy_pack_b_rows(float *packed, const float *const *rows, bool transposed, int64_t k, int64_t n) {
+    pack(packed, NULL, 0, rows, transposed, k, n);
+}
+
+void sy_packed_b_scale_columns(float *packed, int64_t k, int64_t n, int64_t c0, int64_t c1, float scale) {
+    (void)n;
+    for (int64_t col = c0; col < c1; col++)
+        for (int64_t kk = 0; kk < k; kk++) packed[((col / NR) * k + kk) * NR + col % NR] *= scale;
 }
 
 /* One MR x NR tile (rows < MR or cols < NR at the edges go through a
@@ -97,14 +116,25 @@ typedef struct small_job {
     bool accumulate;
 } small_job;
 
-static void row_block(void *ctx, int64_t block) {
-    const small_job *j = ctx;
-    int64_t i0 = block * MR, rows = j->m - i0 < MR ? j->m - i0 : MR;
+/* Rows [i0, i0 + rows) of C, rows <= MR, every panel. */
+static void row_tiles(const small_job *j, int64_t i0, int64_t rows) {
     for (int64_t p = 0, c0 = 0; c0 < j->n; p++, c0 += NR) {
         int64_t cols = j->n - c0 < NR ? j->n - c0 : NR;
         tile(j->c + i0 * j->ldc + c0, j->ldc, j->a + i0 * j->lda, j->lda, j->bp + p * j->k * NR, j->k, j->accumulate, rows,
              cols);
     }
+}
+
+static void row_block(void *ctx, int64_t block) {
+    const small_job *j = ctx;
+    int64_t i0 = block * MR;
+    row_tiles(j, i0, j->m - i0 < MR ? j->m - i0 : MR);
+}
+
+void sy_sgemm_packed_serial(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bpacked,
+                            bool accumulate, float *c, int64_t ldc) {
+    small_job j = {c, a, bpacked, m, n, k, lda, ldc, accumulate};
+    for (int64_t i0 = 0; i0 < m; i0 += MR) row_tiles(&j, i0, m - i0 < MR ? m - i0 : MR);
 }
 
 void sy_sgemm_packed(const sy_exec *ex, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,

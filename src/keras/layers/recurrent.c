@@ -88,7 +88,7 @@ static sy_node rnn_build(sy_graph *g, const sy_layer *l, sy_node x, const sy_nod
     int act = keras_act_code(l->activation), rec_act = keras_act_code(l->recurrent_activation);
     sy_node seq = lstm ? graph_lstm_scan(g, x, w[0], w[1], bias, rec_mask, act, rec_act)
                        : graph_gru_scan(g, x, w[0], w[1], bias, rec_mask, act, rec_act);
-    int64_t h_at = (lstm ? 5 : 4) * u;
+    int64_t h_at = graph_scan_h_column(g, seq);
     if (l->return_sequences) {
         int64_t begin[3] = {0, 0, h_at}, size[3] = {b, t, u};
         return sy_graph_slice(g, seq, begin, size);
