@@ -4,16 +4,19 @@
 Runs tf.keras (TensorFlow 2.15, Keras 2.15) on fixed weights and inputs and
 writes what it computes into tests/golden/*.npz, which test_golden.c reads:
 layer outputs and gradients, a stacked model, losses (with the softmax and
-sigmoid logits shortcut), metrics, optimizer trajectories, and five training
-steps of the Fashion-MNIST tutorial model. tests/golden/README.md documents
-every array; keep it in step with this file.
+sigmoid logits shortcut), metrics, optimizer trajectories, five training
+steps of the Fashion-MNIST tutorial model, the recurrent layers (Embedding,
+LSTM, GRU, each checked against a float64 numpy reference), two stacked
+recurrent models, and three training steps of the IMDB tutorial model.
+tests/golden/README.md documents every array; keep it in step with this file.
 
 How it stays deterministic:
 - every case draws from its own numpy Generator, seeded with the CRC-32 of
   the case's name, so adding or reordering cases changes no other fixture;
-- weights are set from those draws (uniform [-0.5, 0.5]), never from Keras's
-  initializers, except the Fashion-MNIST model, whose Keras initializers run
-  right after tf.keras.utils.set_random_seed(FASHION_SEED);
+- weights are set from those draws (uniform [-0.5, 0.5], or [-0.3, 0.3] for
+  the long recurrent cases), never from Keras's initializers, except the
+  Fashion-MNIST model, whose Keras initializers run right after
+  tf.keras.utils.set_random_seed(FASHION_SEED);
 - TensorFlow runs one thread per op and per graph, with op determinism on
   and oneDNN off (TF_ENABLE_ONEDNN_OPTS=0, set before the import), so the
   numbers come from TF's own Eigen CPU kernels (one code path on every x86
@@ -21,7 +24,9 @@ How it stays deterministic:
   timing; the README gives the size of the oneDNN differences;
 - np.savez_compressed stamps every zip member 1980-01-01 00:00 (zipfile's
   default for ZipFile.open(name, "w")), and arrays are written in a fixed
-  order, so the same numbers give the same bytes (given the same zlib).
+  order, so the same numbers give the same bytes (given the same zlib);
+- the recurrent fixtures run last, so the earlier ones run exactly as they
+  did before those were added.
 
 Usage (from the repository root):
     SYSTOLIC_DATASETS=../shared/datasets .gl/bin/python tools/golden/make_fixtures.py [--out DIR]
@@ -756,6 +761,480 @@ def fashion_fixture(out_dir, data_dir):
     ]
 
 
+# ---- 7. recurrent layers: Embedding, LSTM, GRU ---------------------------------------------
+
+
+def _sigmoid(v):
+    return 1.0 / (1.0 + np.exp(-v))
+
+
+NP_ACTIVATIONS = {"tanh": np.tanh, "sigmoid": _sigmoid, "relu": lambda v: np.maximum(v, 0.0)}
+
+
+def lstm_reference(
+    x, kernel, recurrent_kernel, bias, activation="tanh", recurrent_activation="sigmoid", go_backwards=False
+):
+    """float64 numpy LSTM, written from keras/src/layers/rnn/lstm.py (LSTMCell.call,
+    implementation=2). Returns (sequence in the order Keras returns it, h, c)."""
+    act, ract = NP_ACTIVATIONS[activation], NP_ACTIVATIONS[recurrent_activation]
+    x = x.astype(np.float64)
+    k, rk = kernel.astype(np.float64), recurrent_kernel.astype(np.float64)
+    b = 0.0 if bias is None else bias.astype(np.float64)
+    n, steps, _ = x.shape
+    u = rk.shape[0]
+    h, c = np.zeros((n, u)), np.zeros((n, u))
+    seq = []
+    for t in range(steps - 1, -1, -1) if go_backwards else range(steps):
+        z = x[:, t] @ k + h @ rk + b  # gate blocks along the last axis: i, f, c, o
+        i, f, g, o = ract(z[:, :u]), ract(z[:, u : 2 * u]), act(z[:, 2 * u : 3 * u]), ract(z[:, 3 * u :])
+        c = f * c + i * g
+        h = o * act(c)
+        seq.append(h)  # written at the index of the processing step
+    return np.stack(seq, axis=1), h, c
+
+
+def gru_reference(
+    x, kernel, recurrent_kernel, bias, activation="tanh", recurrent_activation="sigmoid", go_backwards=False
+):
+    """float64 numpy GRU with reset_after=True, written from keras/src/layers/rnn/gru.py
+    (GRUCell.call, implementation=2). Returns (sequence in Keras's order, h)."""
+    act, ract = NP_ACTIVATIONS[activation], NP_ACTIVATIONS[recurrent_activation]
+    x = x.astype(np.float64)
+    k, rk = kernel.astype(np.float64), recurrent_kernel.astype(np.float64)
+    b_in, b_rec = (0.0, 0.0) if bias is None else (bias[0].astype(np.float64), bias[1].astype(np.float64))
+    n, steps, _ = x.shape
+    u = rk.shape[0]
+    h = np.zeros((n, u))
+    seq = []
+    for t in range(steps - 1, -1, -1) if go_backwards else range(steps):
+        mx = x[:, t] @ k + b_in  # blocks z, r, h
+        mi = h @ rk + b_rec
+        z = ract(mx[:, :u] + mi[:, :u])
+        r = ract(mx[:, u : 2 * u] + mi[:, u : 2 * u])
+        hh = act(mx[:, 2 * u :] + r * mi[:, 2 * u :])  # the reset gate multiplies (h W_h + b_rec_h)
+        h = z * h + (1.0 - z) * hh
+        seq.append(h)
+    return np.stack(seq, axis=1), h
+
+
+def assert_close(what, got, ref, tol=1e-5):
+    """max |got - ref| <= tol * max(1, max |ref|)."""
+    err = float(np.max(np.abs(got.astype(np.float64) - ref)))
+    scale = max(1.0, float(np.max(np.abs(ref))))
+    assert err <= tol * scale, f"{what}: max error {err:.3g} against the numpy reference (scale {scale:.3g})"
+    return err
+
+
+def embedding_indices(rng, shape, vocab):
+    """int32 indices: a uniform draw in [0, vocab), then index 0 forced at [0,0]
+    and [2,4], index 7 at [0,1], [0,5] and [1,2] (repeated within row 0 and
+    across rows), and [1,6] set equal to [2,0] (another across-row repeat)."""
+    x = rng.integers(0, vocab, shape).astype(np.int32)
+    x[0, 0] = x[2, 4] = 0
+    x[0, 1] = x[0, 5] = x[1, 2] = 7
+    x[1, 6] = x[2, 0]
+    return x
+
+
+# (case, layer factory, x shape, x distribution, weight range). A distribution is
+# (lo, hi) for uniform float input, or ("int", vocab) for Embedding indices.
+RECURRENT_CASES = [
+    ("embedding", lambda: L.Embedding(20, 4), (3, 7), ("int", 20), 0.5),
+    ("embedding_input_length", lambda: L.Embedding(50, 8, input_length=5), (2, 5), ("int", 50), 0.5),
+    ("lstm", lambda: L.LSTM(5), (3, 6, 4), (-1, 1), 0.5),
+    ("lstm_return_sequences", lambda: L.LSTM(5, return_sequences=True), (3, 6, 4), (-1, 1), 0.5),
+    ("lstm_go_backwards", lambda: L.LSTM(4, go_backwards=True, return_sequences=True), (2, 5, 3), (-1, 1), 0.5),
+    ("lstm_go_backwards_last", lambda: L.LSTM(4, go_backwards=True), (2, 5, 3), (-1, 1), 0.5),
+    ("lstm_no_bias", lambda: L.LSTM(3, use_bias=False), (2, 4, 3), (-1, 1), 0.5),
+    ("lstm_relu_tanh", lambda: L.LSTM(4, activation="relu", recurrent_activation="tanh"), (2, 5, 3), (-1, 1), 0.5),
+    ("lstm_return_state", lambda: L.LSTM(4, return_state=True, return_sequences=True), (2, 5, 3), (-1, 1), 0.5),
+    ("lstm_long", lambda: L.LSTM(8), (2, 60, 5), (-1, 1), 0.3),
+    ("gru", lambda: L.GRU(5), (3, 6, 4), (-1, 1), 0.5),
+    ("gru_return_sequences", lambda: L.GRU(5, return_sequences=True), (3, 6, 4), (-1, 1), 0.5),
+    ("gru_go_backwards", lambda: L.GRU(4, go_backwards=True, return_sequences=True), (2, 5, 3), (-1, 1), 0.5),
+    ("gru_no_bias", lambda: L.GRU(3, use_bias=False), (2, 4, 3), (-1, 1), 0.5),
+    ("gru_relu_tanh", lambda: L.GRU(4, activation="relu", recurrent_activation="tanh"), (2, 5, 3), (-1, 1), 0.5),
+    ("gru_return_state", lambda: L.GRU(4, return_state=True, return_sequences=True), (2, 5, 3), (-1, 1), 0.5),
+    ("gru_long", lambda: L.GRU(8), (2, 60, 5), (-1, 1), 0.3),
+]
+
+
+def dense_grad(g):
+    """A gradient as a dense numpy array; an IndexedSlices (Embedding) is summed
+    over repeated indices by the conversion (unsorted_segment_sum)."""
+    return tf.convert_to_tensor(g).numpy()
+
+
+def recurrent_reference(layer, x, w):
+    """The numpy reference output(s) of an LSTM/GRU layer, as Keras returns them."""
+    cfg = dict(
+        activation=tf.keras.activations.serialize(layer.activation),
+        recurrent_activation=tf.keras.activations.serialize(layer.recurrent_activation),
+        go_backwards=layer.go_backwards,
+    )
+    if isinstance(layer, L.LSTM):
+        seq, h, c = lstm_reference(x, w["w_kernel"], w["w_recurrent_kernel"], w.get("w_bias"), **cfg)
+        states = [h, c]
+    else:
+        assert layer.reset_after
+        seq, h = gru_reference(x, w["w_kernel"], w["w_recurrent_kernel"], w.get("w_bias"), **cfg)
+        states = [h]
+    out = seq if layer.return_sequences else h
+    return [out] + states if layer.return_state else [out]
+
+
+def recurrent_layer_fixtures(out_dir):
+    notes = []
+    for case, make, xshape, dist, wr in RECURRENT_CASES:
+        rng = rng_for("layer_" + case)
+        integer_input = dist[0] == "int"
+        if integer_input:
+            if case == "embedding":
+                x = embedding_indices(rng, xshape, dist[1])
+            else:
+                x = rng.integers(0, dist[1], xshape).astype(np.int32)
+        else:
+            x = uniform(rng, dist[0], dist[1], xshape)
+        layer = make()
+        xt = tf.constant(x)
+        layer(xt, training=False)  # build; Keras's initial values are overwritten below
+        arrays = {"x": x}
+        for var in layer.weights:
+            value = uniform(rng, -wr, wr, tuple(var.shape))
+            var.assign(value)
+            arrays["w_" + short_weight_name(var)] = value
+        out_names = ["y"]
+        if getattr(layer, "return_state", False):
+            out_names += ["y_h", "y_c"] if isinstance(layer, L.LSTM) else ["y_h"]
+        cot_names = ["r" + n[1:] for n in out_names]  # r, r_h, r_c
+        with tf.GradientTape() as tape:
+            if not integer_input:
+                tape.watch(xt)
+            outs = layer(xt, training=False)
+            outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+            assert len(outs) == len(out_names), (case, len(outs))
+            rs = [uniform(rng, -1, 1, tuple(o.shape)) for o in outs]
+            s = tf.add_n([tf.reduce_sum(o * r) for o, r in zip(outs, rs)])
+        weights = list(layer.trainable_weights)
+        sources = weights if integer_input else [xt] + weights
+        grads = tape.gradient(s, sources)
+        for name, o in zip(out_names, outs):
+            arrays[name] = o.numpy()
+        for name, r in zip(cot_names, rs):
+            arrays[name] = r
+        if not integer_input:
+            arrays["dx"] = grads[0].numpy()
+            grads = grads[1:]
+        for var, g in zip(weights, grads):
+            if isinstance(layer, L.Embedding):
+                assert isinstance(g, tf.IndexedSlices), type(g)  # the gradient of a gather
+            arrays["dw_" + short_weight_name(var)] = dense_grad(g)
+
+        # Checks of the behaviours the README states.
+        if isinstance(layer, L.Embedding):
+            w = arrays["w_embeddings"]
+            assert np.array_equal(arrays["y"], w[x]), "Embedding forward is not a plain row gather"
+            # float32 sums over the occurrences in row-major order of x: bit-exact
+            ref = np.zeros(w.shape, F32)
+            np.add.at(ref, x.reshape(-1), arrays["r"].reshape(-1, w.shape[1]))
+            assert np.array_equal(arrays["dw_embeddings"], ref), f"{case}: dw_embeddings is not the scatter-add of r"
+            unused = np.setdiff1d(np.arange(w.shape[0]), x)
+            assert np.all(arrays["dw_embeddings"][unused] == 0)
+            if case == "embedding":
+                counts = np.bincount(x.reshape(-1), minlength=w.shape[0])
+                assert counts[7] >= 3 and counts[0] >= 2 and len(set(x[0])) < x.shape[1]
+                assert len(set(x[0]) & set(x[1])) and len(set(x[1]) & set(x[2]))
+                notes.append(
+                    f"embedding: dw_embeddings sums r over every occurrence of an index "
+                    f"(index 7 occurs {counts[7]} times, index 0 {counts[0]} times); unused rows get exactly 0"
+                )
+        else:
+            w = {k: v for k, v in arrays.items() if k.startswith("w_")}
+            refs = recurrent_reference(layer, x, w)
+            err = max(assert_close(f"{case} {n}", arrays[n], ref) for n, ref in zip(out_names, refs))
+            notes.append(f"{case}: y matches the numpy reference to {err:.2g}")
+            if layer.go_backwards and layer.return_sequences:
+                # The sequence comes back in processing order: y[:, t] is the state
+                # after consuming x[:, T-1-t]; it is not flipped back. It equals the
+                # forward layer run on the time-reversed input.
+                fwd = type(layer).from_config({**layer.get_config(), "go_backwards": False, "name": None})
+                fwd(xt)
+                fwd.set_weights(layer.get_weights())
+                y_rev = fwd(tf.constant(x[:, ::-1].copy())).numpy()
+                assert np.array_equal(arrays["y"], y_rev), f"{case}: not the forward pass on x[:, ::-1]"
+                notes.append(
+                    f"{case}: y[:, t] = forward layer on x[:, ::-1] at t (bit-identical); y[:, -1] is the final state"
+                )
+            if getattr(layer, "return_state", False):
+                assert np.array_equal(arrays["y_h"], arrays["y"][:, -1]), f"{case}: h != last output"
+        save(out_dir, f"layer_{case}.npz", arrays)
+    return notes
+
+
+def model_weight_name(layer, var):
+    """layer 'lstm_1', variable 'lstm_1/lstm_cell/kernel:0' -> 'lstm_1_kernel'."""
+    return layer.name + "_" + short_weight_name(var)
+
+
+def stacked_recurrent_fixture(out_dir, case, layers, xshape):
+    rng = rng_for(case)
+    x = uniform(rng, -1, 1, xshape)
+    model = tf.keras.Sequential(layers)
+    model.build((None,) + xshape[1:])
+    arrays = {"x": x}
+    for layer in model.layers:
+        for var in layer.weights:
+            value = uniform(rng, -0.5, 0.5, tuple(var.shape))
+            var.assign(value)
+            arrays["w_" + model_weight_name(layer, var)] = value
+    xt = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        y = model(xt, training=False)
+        r = uniform(rng, -1, 1, tuple(y.shape))
+        s = tf.reduce_sum(y * r)
+    weights = [(layer, var) for layer in model.layers for var in layer.trainable_weights]
+    grads = tape.gradient(s, [xt] + [v for _, v in weights])
+    arrays["y"] = y.numpy()
+    arrays["r"] = r
+    arrays["dx"] = grads[0].numpy()
+    for (layer, var), g in zip(weights, grads[1:]):
+        arrays["dw_" + model_weight_name(layer, var)] = g.numpy()
+    names = [layer.name for layer in model.layers]
+    expect = ["w_" + n + "_" + w for n in names for w in ("kernel", "recurrent_kernel", "bias")]
+    assert [k for k in arrays if k.startswith("w_")] == expect, list(arrays)
+    # numpy reference: the first layer's whole sequence feeds the second
+    ref = x
+    for n in names:
+        wts = {k: arrays[f"w_{n}_{k[2:]}"] for k in ("w_kernel", "w_recurrent_kernel", "w_bias")}
+        lay = model.get_layer(n)
+        ref = recurrent_reference(lay, ref, wts)[0]
+    err = assert_close(case, arrays["y"], ref)
+    save(out_dir, f"{case}.npz", arrays)
+    return [f"{case}: y matches the chained numpy reference to {err:.2g}"]
+
+
+IMDB_N = 16
+IMDB_LEN = 10
+IMDB_VOCAB = 30
+IMDB_BATCHES = [slice(0, 8), slice(8, 16), slice(0, 8)]
+
+
+def imdb_fixture(out_dir):
+    """The IMDB tutorial model on 16 made-up reviews: initial weights, the loss
+    and gradient at w0, three train_on_batch steps and an evaluate."""
+    rng = rng_for("imdb_lstm")
+    lengths = rng.integers(3, IMDB_LEN + 1, IMDB_N)
+    lengths[0] = IMDB_LEN  # one row without padding
+    lengths[5] = 1  # one row that is almost all padding
+    x = np.zeros((IMDB_N, IMDB_LEN), np.int32)
+    for i, n in enumerate(lengths):
+        x[i, IMDB_LEN - n :] = rng.integers(1, IMDB_VOCAB, n)  # pad_sequences 'pre': zeros first
+    y = rng.integers(0, 2, IMDB_N).astype(F32)
+    assert 0 < y.sum() < IMDB_N and np.any(x[:, 0] == 0) and np.all(x[0] != 0)
+
+    model = tf.keras.Sequential(
+        [
+            L.Embedding(IMDB_VOCAB, 8, input_length=IMDB_LEN, name="embedding"),
+            L.LSTM(6, name="lstm"),
+            L.Dense(1, activation="sigmoid", name="dense"),
+        ]
+    )
+    model.compile(
+        optimizer=tf.keras.optimizers.Adam(learning_rate=0.01),
+        loss="binary_crossentropy",
+        metrics=["accuracy"],
+    )
+    arrays = {"x": x, "y": y}
+    pairs = [(layer, var) for layer in model.layers for var in layer.weights]
+    for layer, var in pairs:
+        value = uniform(rng, -0.5, 0.5, tuple(var.shape))
+        var.assign(value)
+        arrays["w0_" + model_weight_name(layer, var)] = value
+    wnames = [model_weight_name(layer, var) for layer, var in pairs]
+    assert wnames == [
+        "embedding_embeddings",
+        "lstm_kernel",
+        "lstm_recurrent_kernel",
+        "lstm_bias",
+        "dense_kernel",
+        "dense_bias",
+    ], wnames
+    assert [v.ref() for _, v in pairs] == [v.ref() for v in model.trainable_variables]
+
+    arrays["pred0"] = model.predict(x, verbose=0).astype(F32)
+
+    # loss0 / grad0: the training step's loss, computed as train_step does it.
+    xt, yt = tf.constant(x), tf.constant(y)
+    with tf.GradientTape() as tape:
+        y_pred = model(xt, training=True)
+        loss = model.compute_loss(x=xt, y=yt, y_pred=y_pred)
+    grads = tape.gradient(loss, model.trainable_variables)
+    model.reset_metrics()  # compute_loss fed the loss tracker; start step 0 clean
+    assert isinstance(grads[0], tf.IndexedSlices), type(grads[0])  # Adam takes its sparse branch here
+    arrays["loss0"] = f32_scalar(loss.numpy())
+    for name, g in zip(wnames, grads):
+        arrays["grad0_" + name] = dense_grad(g)
+
+    # numpy check of the forward pass and of the loss (BCE from the logits: the
+    # sigmoid output carries _keras_logits)
+    w0 = {n: arrays["w0_" + n] for n in wnames}
+    emb = w0["embedding_embeddings"][x]
+    _, h, _ = lstm_reference(emb, w0["lstm_kernel"], w0["lstm_recurrent_kernel"], w0["lstm_bias"])
+    z = (h @ w0["dense_kernel"].astype(np.float64) + w0["dense_bias"]).reshape(-1)
+    assert_close("imdb pred0", arrays["pred0"].reshape(-1), _sigmoid(z))
+    assert_close("imdb y_pred(training=True)", y_pred.numpy().reshape(-1), _sigmoid(z))
+    bce = np.maximum(z, 0) - z * y + np.log1p(np.exp(-np.abs(z)))
+    assert_close("imdb loss0", arrays["loss0"], bce.mean())
+    assert hasattr(y_pred, "_keras_logits")
+
+    losses, accs = [], []
+    for sl in IMDB_BATCHES:
+        step_loss, step_acc = model.train_on_batch(x[sl], y[sl], reset_metrics=True)
+        losses.append(step_loss)
+        accs.append(step_acc)
+    acc_metric = [m for m in model.metrics if m.name == "accuracy"]
+    assert len(acc_metric) == 1 and acc_metric[0]._fn.__name__ == "binary_accuracy", model.metrics
+    arrays["loss"] = np.asarray(losses, F32)
+    arrays["acc"] = np.asarray(accs, F32)
+    for layer, var in pairs:
+        arrays["w3_" + model_weight_name(layer, var)] = var.numpy()
+    ev = model.evaluate(x, y, batch_size=IMDB_N, verbose=0, return_dict=True)
+    arrays["eval_loss"] = f32_scalar(ev["loss"])
+    arrays["eval_acc"] = f32_scalar(ev["accuracy"])
+    for n in wnames:
+        assert not np.array_equal(arrays["w0_" + n], arrays["w3_" + n]), n
+    save(out_dir, "imdb_lstm.npz", arrays)
+
+    notes = [
+        "imdb: loss0 "
+        + f"{float(arrays['loss0']):.6g}; per-step train_on_batch loss "
+        + ", ".join(f"{v:.6g}" for v in losses)
+        + "; acc "
+        + ", ".join(f"{v:.4g}" for v in accs)
+        + f"; evaluate after 3 steps: loss {ev['loss']:.6g}, acc {ev['accuracy']:.4g}",
+    ]
+    notes += imdb_adam_check(arrays, wnames)
+    return notes
+
+
+def imdb_adam_check(arrays, wnames):
+    """Replays the three Adam steps in float32 numpy from eager GradientTape
+    gradients, once with Keras's sparse (IndexedSlices) update for the embedding
+    and once with the dense update, and reports how far each lands from w3."""
+    x, y = arrays["x"], arrays["y"]
+    lr, b1, b2, eps = F32(0.01), F32(0.9), F32(0.999), F32(1e-7)
+    c1, c2 = F32(1 - 0.9), F32(1 - 0.999)  # (1 - beta) as Python doubles rounded to float32
+    model = tf.keras.Sequential(
+        [
+            L.Embedding(IMDB_VOCAB, 8, input_length=IMDB_LEN, name="embedding"),
+            L.LSTM(6, name="lstm"),
+            L.Dense(1, activation="sigmoid", name="dense"),
+        ]
+    )
+    bce = tf.keras.losses.BinaryCrossentropy()
+    out, final = {}, {}
+    for mode in ("sparse", "dense"):
+        w = {n: arrays["w0_" + n].copy() for n in wnames}
+        m = {n: np.zeros_like(w[n]) for n in wnames}
+        v = {n: np.zeros_like(w[n]) for n in wnames}
+        for t, sl in enumerate(IMDB_BATCHES, start=1):
+            model.set_weights([w[n] for n in wnames])
+            with tf.GradientTape() as tape:
+                yp = model(tf.constant(x[sl]), training=True)
+                loss = bce(tf.constant(y[sl].reshape(-1, 1)), yp)
+            gs = [dense_grad(g) for g in tape.gradient(loss, model.trainable_variables)]
+            alpha = lr * np.sqrt(F32(1) - b2 ** F32(t)) / (F32(1) - b1 ** F32(t))
+            for n, g in zip(wnames, gs):
+                if mode == "sparse" and n == "embedding_embeddings":
+                    rows = np.unique(x[sl])
+                    m[n] = m[n] + (-m[n] * c1)
+                    v[n] = v[n] + (-v[n] * c2)
+                    m[n][rows] += g[rows] * c1
+                    v[n][rows] += np.square(g[rows]) * c2
+                else:
+                    m[n] = m[n] + (g - m[n]) * c1
+                    v[n] = v[n] + (np.square(g) - v[n]) * c2
+                w[n] = w[n] - (m[n] * alpha) / (np.sqrt(v[n]) + eps)
+        final[mode] = w
+        out[mode] = max(float(np.max(np.abs(w[n] - arrays["w3_" + n]))) for n in wnames)
+        out[mode + "_emb"] = float(np.max(np.abs(w["embedding_embeddings"] - arrays["w3_embedding_embeddings"])))
+    assert out["sparse"] < 1e-5 and out["dense"] < 1e-5, out
+    emb = "embedding_embeddings"
+    sparse_vs_dense = float(np.max(np.abs(final["sparse"][emb] - final["dense"][emb])))
+    return [
+        f"imdb: sparse vs dense Adam formula on the embedding after 3 steps: max |diff| {sparse_vs_dense:.2g}",
+        "imdb: numpy Adam replay from eager gradients vs w3: max |diff| "
+        f"{out['sparse']:.2g} with the sparse embedding update (embedding {out['sparse_emb']:.2g}), "
+        f"{out['dense']:.2g} with the dense one (embedding {out['dense_emb']:.2g})"
+    ]
+
+
+def recurrent_facts():
+    """Asserts the initializer facts the README states for LSTM, GRU and Embedding."""
+    notes = []
+    # LSTM: unit_forget_bias=True -> bias init zeros except the forget quarter (i, f, c, o order)
+    lstm = L.LSTM(3)
+    lstm.build((None, 2, 2))
+    b = lstm.cell.bias.numpy()
+    assert np.array_equal(b, np.array([0] * 3 + [1] * 3 + [0] * 6, F32)), b
+    assert isinstance(lstm.cell.kernel_initializer, tf.keras.initializers.GlorotUniform)
+    assert isinstance(lstm.cell.recurrent_initializer, tf.keras.initializers.Orthogonal)
+    lstm_nf = L.LSTM(3, unit_forget_bias=False)
+    lstm_nf.build((None, 2, 2))
+    assert np.all(lstm_nf.cell.bias.numpy() == 0)
+    notes.append("LSTM bias init with unit_forget_bias=True (default): " + str(b.astype(int).tolist()))
+    # GRU: bias (2, 3*units) zeros; same kernel initializers
+    gru = L.GRU(3)
+    gru.build((None, 2, 2))
+    assert gru.cell.bias.shape == (2, 9) and np.all(gru.cell.bias.numpy() == 0)
+    assert isinstance(gru.cell.recurrent_initializer, tf.keras.initializers.Orthogonal)
+    # Orthogonal: QR of a normal (max(rows, cols), min(rows, cols)) matrix, sign fix
+    # by diag(r), transposed when rows < cols. Reproduced from the initializer's own
+    # normal draw (a seeded stateless generator gives the same draw again).
+    for shape in [(5, 20), (4, 12), (20, 5), (6, 6)]:
+        init = tf.keras.initializers.Orthogonal(seed=11)
+        q = init(shape).numpy()
+        rows, cols = shape
+        a = init._random_generator.random_normal((max(rows, cols), min(rows, cols)), dtype=tf.float32).numpy()
+        qq, rr = np.linalg.qr(a.astype(np.float64))
+        qq = qq * np.sign(np.diag(rr))
+        ref = qq.T if rows < cols else qq
+        assert_close(f"orthogonal {shape}", q, ref, 1e-6)
+        gram = q @ q.T if rows < cols else q.T @ q
+        assert_close(f"orthogonal {shape} gram", gram, np.eye(min(rows, cols)), 1e-6)
+    notes.append(
+        "Orthogonal: numpy QR of the initializer's own normal draw reproduces it (rows < cols: orthonormal rows)"
+    )
+    # Embedding: embeddings_initializer 'uniform' = RandomUniform(-0.05, 0.05); mask_zero=False
+    emb = L.Embedding(20, 4)
+    cfg = emb.embeddings_initializer.get_config()
+    assert isinstance(emb.embeddings_initializer, tf.keras.initializers.RandomUniform)
+    assert cfg["minval"] == -0.05 and cfg["maxval"] == 0.05, cfg
+    assert emb.mask_zero is False
+    notes.append("Embedding default initializer: RandomUniform(-0.05, 0.05); mask_zero=False")
+    return notes
+
+
+def recurrent_fixtures(out_dir):
+    notes = recurrent_facts()
+    notes += recurrent_layer_fixtures(out_dir)
+    notes += stacked_recurrent_fixture(
+        out_dir,
+        "model_lstm_stacked",
+        [L.LSTM(6, return_sequences=True, name="lstm"), L.LSTM(4, name="lstm_1")],
+        (2, 5, 3),
+    )
+    notes += stacked_recurrent_fixture(
+        out_dir,
+        "model_gru_stacked",
+        [L.GRU(6, return_sequences=True, name="gru"), L.GRU(4, name="gru_1")],
+        (2, 5, 3),
+    )
+    notes += imdb_fixture(out_dir)
+    return notes
+
+
 # ---- main -----------------------------------------------------------------------------------
 
 
@@ -773,6 +1252,7 @@ def main():
     notes += metric_fixtures(args.out)
     optimizer_fixtures(args.out)
     notes += fashion_fixture(args.out, data_dir)
+    notes += recurrent_fixtures(args.out)  # last, so the fixtures above run exactly as before
     print("observed:")
     for n in notes:
         print("  - " + n)
