@@ -164,6 +164,8 @@ static inline void sy_conv_out(int64_t in, int64_t k, int64_t stride, int paddin
  *   lstm_scan       i f g o (activated gates) | c | act(c) | h | x | h(t-1) | 1
  *   lstm_scan_grad  d gates (pre-activation) | dx (only with need_dx) | dh(t-1)
  *
+ * each padded with zeros to a multiple of 16 elements, so that rows start
+ * on cache lines (the cpu kernels write them whole with streaming stores).
  * A step's product [x, h(t-1), 1] (D + U + 1) x [kernel; recurrent; bias]
  * reads its operand straight from the row, so the kernels' gradient is one
  * product of those columns of every row with the d gates (lstm_scan_wgrad);
@@ -184,11 +186,11 @@ static inline sy_lstm_cols sy_lstm_layout(int64_t d, int64_t u, bool need_dx) {
     l.x = 7 * u;
     l.hp = l.x + d;
     l.one = l.hp + u;
-    l.width = l.one + 1;
+    l.width = (l.one + 1 + 15) / 16 * 16;
     l.dgates = 0;
     l.dx = 4 * u;
     l.dhp = l.dx + (need_dx ? d : 0);
-    l.grad_width = l.dhp + u;
+    l.grad_width = (l.dhp + u + 15) / 16 * 16;
     return l;
 }
 

@@ -106,8 +106,8 @@ static void add_dh(float *restrict acc, const sy_kargs *k, int64_t b, int64_t t,
 /* ---- LSTM -------------------------------------------------------------------- */
 
 /* Keras's default activations (tanh, sigmoid gates): the gates i f g o
- * activated in place, c = f c(t-1) + i g (cp NULL: c(t-1) is zero), act(c)
- * and h = o act(c). */
+ * activated in place, c = f c(t-1) + i g over c(t-1) in place, act(c) and
+ * h = o act(c). */
 #if SY_HAVE_AVX2_FMA
 /* With AVX2 the product gives g's columns doubled (their packed weights are
  * doubled, which is exact), so that one sigmoid pass over the 4U gates
@@ -136,16 +136,15 @@ static void sigmoid_in_place(float *p, int64_t n) {
     }
 }
 
-/* Eight units of the state, g still sigmoid(2 z); `full` is a constant
- * where this is inlined, so the masked loads and stores of the last units
- * cost nothing elsewhere. */
+/* Eight units of the state, g still sigmoid(2 z), c holding c(t-1);
+ * `full` is a constant where this is inlined, so the masked loads and
+ * stores of the last units cost nothing elsewhere. */
 static inline __attribute__((always_inline)) void lstm_state8(const float *i, const float *f, float *g, const float *o,
-                                                               float *c, float *ac, float *h, const float *cp, bool full,
-                                                               __m256i mask) {
+                                                               float *c, float *ac, float *h, bool full, __m256i mask) {
 #define LD(p) (full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask))
 #define ST(p, v) (full ? _mm256_storeu_ps(p, v) : _mm256_maskstore_ps(p, mask, v))
     __m256 gv = _mm256_fmsub_ps(_mm256_set1_ps(2.0f), LD(g), _mm256_set1_ps(1.0f)), ig = _mm256_mul_ps(LD(i), gv);
-    __m256 cv = cp ? _mm256_fmadd_ps(LD(f), LD(cp), ig) : ig, acv = sy_tanh8(cv);
+    __m256 cv = _mm256_fmadd_ps(LD(f), LD(c), ig), acv = sy_tanh8(cv);
     ST(g, gv);
     ST(c, cv);
     ST(ac, acv);
@@ -154,29 +153,27 @@ static inline __attribute__((always_inline)) void lstm_state8(const float *i, co
 #undef ST
 }
 
-static void lstm_cell_default(float *s, float *c, float *ac, float *h, const float *cp, int64_t u) {
+static void lstm_cell_default(float *s, float *c, float *ac, float *h, int64_t u) {
     sigmoid_in_place(s, 4 * u);
     float *i = s, *f = s + u, *g = s + 2 * u, *o = s + 3 * u;
     int64_t j = 0;
+    __m256i all = _mm256_setzero_si256();
     for (; j + 16 <= u; j += 16) {
-        lstm_state8(i + j, f + j, g + j, o + j, c + j, ac + j, h + j, cp ? cp + j : NULL, true, _mm256_setzero_si256());
-        lstm_state8(i + j + 8, f + j + 8, g + j + 8, o + j + 8, c + j + 8, ac + j + 8, h + j + 8, cp ? cp + j + 8 : NULL,
-                    true, _mm256_setzero_si256());
+        lstm_state8(i + j, f + j, g + j, o + j, c + j, ac + j, h + j, true, all);
+        lstm_state8(i + j + 8, f + j + 8, g + j + 8, o + j + 8, c + j + 8, ac + j + 8, h + j + 8, true, all);
     }
-    for (; j + 8 <= u; j += 8)
-        lstm_state8(i + j, f + j, g + j, o + j, c + j, ac + j, h + j, cp ? cp + j : NULL, true, _mm256_setzero_si256());
-    if (j < u) lstm_state8(i + j, f + j, g + j, o + j, c + j, ac + j, h + j, cp ? cp + j : NULL, false, tail_mask(u - j));
+    for (; j + 8 <= u; j += 8) lstm_state8(i + j, f + j, g + j, o + j, c + j, ac + j, h + j, true, all);
+    if (j < u) lstm_state8(i + j, f + j, g + j, o + j, c + j, ac + j, h + j, false, tail_mask(u - j));
 }
 #define LSTM_G_DOUBLED 1
 #else
 /* Each column gets its own restrict pointer: with one pointer and offsets
  * GCC cannot prove the stores and loads apart and leaves the loop scalar. */
 static void lstm_cell_columns(float *restrict i, float *restrict f, float *restrict g, float *restrict o,
-                              float *restrict c, float *restrict ac, float *restrict h, const float *restrict cp,
-                              int64_t u) {
+                              float *restrict c, float *restrict ac, float *restrict h, int64_t u) {
     for (int64_t j = 0; j < u; j++) {
         float ij = sy_vsigmoidf(i[j]), fj = sy_vsigmoidf(f[j]), gj = sy_vtanhf(g[j]), oj = sy_vsigmoidf(o[j]);
-        float cj = (cp ? fj * cp[j] : 0.0f) + ij * gj, acj = sy_vtanhf(cj);
+        float cj = fj * c[j] + ij * gj, acj = sy_vtanhf(cj);
         i[j] = ij;
         f[j] = fj;
         g[j] = gj;
@@ -187,20 +184,21 @@ static void lstm_cell_columns(float *restrict i, float *restrict f, float *restr
     }
 }
 
-static void lstm_cell_default(float *s, float *c, float *ac, float *h, const float *cp, int64_t u) {
-    lstm_cell_columns(s, s + u, s + 2 * u, s + 3 * u, c, ac, h, cp, u);
+static void lstm_cell_default(float *s, float *c, float *ac, float *h, int64_t u) {
+    lstm_cell_columns(s, s + u, s + 2 * u, s + 3 * u, c, ac, h, u);
 }
 #define LSTM_G_DOUBLED 0
 #endif
 
-/* Any activations: the gates of row s (i f g o, then c, act(c), h). */
-static void lstm_cell_any(float *s, const sy_lstm_cols *l, const float *cp, int64_t u, int act, int rec_act) {
+/* Any activations: the gates of row s (i f g o, then c holding c(t-1),
+ * act(c), h). */
+static void lstm_cell_any(float *s, const sy_lstm_cols *l, int64_t u, int act, int rec_act) {
     apply(s, u, rec_act);
     apply(s + u, u, rec_act);
     apply(s + 2 * u, u, act);
     apply(s + 3 * u, u, rec_act);
     float *c = s + l->c, *ac = s + l->ac, *h = s + l->h;
-    for (int64_t j = 0; j < u; j++) c[j] = (cp ? s[u + j] * cp[j] : 0.0f) + s[j] * s[2 * u + j];
+    for (int64_t j = 0; j < u; j++) c[j] = s[u + j] * c[j] + s[j] * s[2 * u + j];
     memcpy(ac, c, (size_t)u * sizeof(float));
     apply(ac, u, act);
     for (int64_t j = 0; j < u; j++) h[j] = s[3 * u + j] * ac[j];
@@ -278,44 +276,71 @@ typedef struct lstm_job {
     int act, rec_act;
     bool need_dx;
     const float *bp, *mask;
-    float *scratch; /* backward: dc (B, U), then 4U slopes per block */
+    float *scratch; /* per row block: block_floats() */
 } lstm_job;
 
 #define MR SY_SMALLGEMM_MR
 
-/* Forward, rows [MR part, MR part + MR) through every step: copy x in, one
- * product [x, h(t-1), 1] x [kernel; recurrent; bias] for the block's rows,
- * the cells, and h (times the mask) into the next step's row. Rows never
- * meet, so blocks run on any thread without a barrier between steps. */
+/* A row block's scratch: the rows' images (forward: scan rows, backward:
+ * grad rows), and backward dc, dh (U each a row) and 4U slopes. */
+static int64_t block_floats(const sy_lstm_cols *l, int64_t u, bool backward) {
+    return floats_aligned_rnn(backward ? MR * (l->grad_width + 2 * u) + 4 * u : MR * l->width);
+}
+
+/* A finished row image out to its place in the tensor. The rows are
+ * written once and read only by later ops, so with AVX streaming stores
+ * take them past the cache: no read of the old line first (which plain
+ * stores of lines not in cache cost), and no eviction of the weights and
+ * images the next steps use. Both pointers are 64-byte aligned and n a
+ * multiple of 16 (sy_lstm_layout's padding). */
+static void stream_row(float *restrict dst, const float *restrict src, int64_t n) {
+#if defined(__AVX__)
+    for (int64_t j = 0; j < n; j += 8) _mm256_stream_ps(dst + j, _mm256_load_ps(src + j));
+#else
+    memcpy(dst, src, (size_t)n * sizeof(float));
+#endif
+}
+
+static void stream_done(void) {
+#if defined(__AVX__)
+    _mm_sfence(); /* streaming stores are weakly ordered: finish them before the next op reads */
+#endif
+}
+
+/* Forward, rows [MR part, MR part + MR) through every step. Each row is
+ * built in an image in L1 -- x(t) copied in beside h(t-1) and 1, one
+ * product [x, h(t-1), 1] x [kernel; recurrent; bias] for the block's rows
+ * into the gate columns, the cell (c(t-1) is still in the image's c
+ * columns) -- then streamed out, and h (times the mask) becomes the next
+ * step's h(t-1). Rows never meet, so blocks run on any thread without a
+ * barrier between steps. */
 static void lstm_fwd_rows(void *ctx, int64_t part) {
     const lstm_job *j = ctx;
     const sy_lstm_cols *l = &j->l;
     const float *x = j->k->in[0];
-    int64_t u = j->u, d = j->d, w = l->width, ld = j->t * w, r0 = part * MR, nr = sy_min64(MR, j->b - r0);
+    float *seq = j->k->out;
+    int64_t u = j->u, d = j->d, w = l->width, r0 = part * MR, nr = sy_min64(MR, j->b - r0);
+    float *img = j->scratch + part * block_floats(l, u, false);
     bool fast = j->act == SY_ACT_TANH && j->rec_act == SY_ACT_SIGMOID;
+    memset(img, 0, (size_t)(nr * w) * sizeof(float)); /* h(-1), c(-1) and the padding are zeros */
+    for (int64_t r = 0; r < nr; r++) img[r * w + l->one] = 1.0f;
     for (int64_t t = 0; t < j->t; t++) {
-        float *base = (float *)j->k->out + (r0 * j->t + t) * w;
+        for (int64_t r = 0; r < nr; r++)
+            memcpy(img + r * w + l->x, x + ((r0 + r) * j->t + t) * d, (size_t)d * sizeof(float));
+        sy_sgemm_packed_serial(nr, 4 * u, d + u + 1, img + l->x, w, j->bp, false, img + l->gates, w);
         for (int64_t r = 0; r < nr; r++) {
-            float *s = base + r * ld;
-            memcpy(s + l->x, x + ((r0 + r) * j->t + t) * d, (size_t)d * sizeof(float));
-            if (t == 0) memset(s + l->hp, 0, (size_t)u * sizeof(float));
-            s[l->one] = 1.0f;
-        }
-        sy_sgemm_packed_serial(nr, 4 * u, d + u + 1, base + l->x, ld, j->bp, false, base + l->gates, ld);
-        for (int64_t r = 0; r < nr; r++) {
-            float *s = base + r * ld;
-            const float *cp = t > 0 ? s - w + l->c : NULL;
+            float *s = img + r * w;
             if (fast)
-                lstm_cell_default(s, s + l->c, s + l->ac, s + l->h, cp, u);
+                lstm_cell_default(s, s + l->c, s + l->ac, s + l->h, u);
             else
-                lstm_cell_any(s, l, cp, u, j->act, j->rec_act);
-            if (t + 1 < j->t) {
-                float *next = s + w + l->hp;
-                const float *h = s + l->h, *m = j->mask ? j->mask + (r0 + r) * u : NULL;
-                for (int64_t q = 0; q < u; q++) next[q] = m ? h[q] * m[q] : h[q];
-            }
+                lstm_cell_any(s, l, u, j->act, j->rec_act);
+            stream_row(seq + ((r0 + r) * j->t + t) * w, s, w);
+            const float *h = s + l->h, *m = j->mask ? j->mask + (r0 + r) * u : NULL;
+            float *hp = s + l->hp;
+            for (int64_t q = 0; q < u; q++) hp[q] = m ? h[q] * m[q] : h[q];
         }
     }
+    stream_done();
 }
 
 /* Row pointers of [kernel; recurrent] (without the kernel's rows unless
@@ -328,65 +353,79 @@ static int64_t lstm_weight_rows(const float **rows, const float *kernel, const f
     return n;
 }
 
+/* workspace: the packed weights, the blocks' scratch, the row pointers */
 static size_t lstm_fwd_ws(const sy_kargs *k, int threads) {
     (void)threads;
-    int64_t d = k->in_shape[1].dims[0], u = k->in_shape[2].dims[0], kk = d + u + 1;
-    return (size_t)floats_aligned_rnn(sy_pack_b_floats(kk, 4 * u)) * sizeof(float) + (size_t)kk * sizeof(float *);
+    int64_t b = k->in_shape[0].dims[0], d = k->in_shape[1].dims[0], u = k->in_shape[2].dims[0], kk = d + u + 1;
+    sy_lstm_cols l = sy_lstm_layout(d, u, false);
+    return (size_t)(floats_aligned_rnn(sy_pack_b_floats(kk, 4 * u)) + (b + MR - 1) / MR * block_floats(&l, u, false)) *
+               sizeof(float) +
+           (size_t)kk * sizeof(float *);
 }
 
 /* (x, kernel, recurrent [, bias] [, mask]) -> rows of sy_lstm_layout */
 static void lstm_scan_fwd_f32_fast(const sy_kargs *k) {
     scan_dims sd = dims_of(k, k->out_shape);
-    int64_t d = k->in_shape[1].dims[0], u = sd.u, kk = d + u + 1;
-    float *bp = k->ws;
-    const float **rows = (const float **)(bp + floats_aligned_rnn(sy_pack_b_floats(kk, 4 * u)));
+    int64_t d = k->in_shape[1].dims[0], u = sd.u, kk = d + u + 1, blocks = (sd.b + MR - 1) / MR;
+    sy_lstm_cols l = sy_lstm_layout(d, u, false);
+    float *bp = k->ws, *scratch = bp + floats_aligned_rnn(sy_pack_b_floats(kk, 4 * u));
+    const float **rows = (const float **)(scratch + blocks * block_floats(&l, u, false));
     rows[lstm_weight_rows(rows, k->in[1], k->in[2], d, u, true)] = scan_bias(k); /* NULL: zeros */
     sy_pack_b_rows(bp, rows, false, kk, 4 * u);
     if (LSTM_G_DOUBLED && sd.act == SY_ACT_TANH && sd.rec_act == SY_ACT_SIGMOID)
         sy_packed_b_scale_columns(bp, kk, 4 * u, 2 * u, 3 * u, 2.0f); /* lstm_cell_default's doubled g */
-    lstm_job j = {k, sy_lstm_layout(d, u, false), sd.b, sd.t, d, u, sd.act, sd.rec_act, false, bp, scan_mask(k), NULL};
-    sy_parallel_parts(k->ex, (sd.b + MR - 1) / MR, lstm_fwd_rows, &j);
+    lstm_job j = {k, l, sd.b, sd.t, d, u, sd.act, sd.rec_act, false, bp, scan_mask(k), scratch};
+    sy_parallel_parts(k->ex, blocks, lstm_fwd_rows, &j);
 }
 
 /* Backward, rows [MR part, MR part + MR) from the last step to the first:
  * dh = the layer's dh + dh(t-1) of the later step (times the mask), the
- * gate gradients into the grad row, then one product d gates x [kernel;
- * recurrent]^T gives dx and dh(t-1) in the same row. */
+ * gate gradients into the grad row's image, one product d gates x [kernel;
+ * recurrent]^T giving dx and dh(t-1) in the same image, which is then
+ * streamed out; its dh(t-1) serves the next (earlier) step. The scan rows
+ * come from memory (written long ago), so the next step's are prefetched
+ * while this one computes. */
 static void lstm_bwd_rows(void *ctx, int64_t part) {
     const lstm_job *j = ctx;
     const sy_lstm_cols *l = &j->l;
     const float *dy = j->k->in[0], *seq = j->k->in[1];
-    int64_t u = j->u, w = l->width, gw = l->grad_width, ld = j->t * w, ldg = j->t * gw, r0 = part * MR,
-            nr = sy_min64(MR, j->b - r0), ty = j->k->in_shape[0].dims[1];
-    float *dc = j->scratch + r0 * u, *sl = j->scratch + j->b * u + part * 4 * u;
+    float *grads = j->k->out;
+    int64_t u = j->u, w = l->width, gw = l->grad_width, r0 = part * MR, nr = sy_min64(MR, j->b - r0),
+            ty = j->k->in_shape[0].dims[1];
+    float *img = j->scratch + part * block_floats(l, u, true), *dc = img + MR * gw, *dh = dc + MR * u, *sl = dh + MR * u;
     bool fast = j->act == SY_ACT_TANH && j->rec_act == SY_ACT_SIGMOID;
-    memset(dc, 0, (size_t)(nr * u) * sizeof(float));
+    memset(img, 0, (size_t)(MR * gw + nr * u) * sizeof(float)); /* no later step: dh(t-1), dc zeros */
     for (int64_t t = j->t - 1; t >= 0; t--) {
-        const float *sbase = seq + (r0 * j->t + t) * w;
-        float *gbase = (float *)j->k->out + (r0 * j->t + t) * gw;
+        for (int64_t r = 0; t > 0 && r < nr; r++) {
+            const char *next = (const char *)(seq + ((r0 + r) * j->t + t - 1) * w);
+            for (int64_t off = 0; off < (l->ac + u) * (int64_t)sizeof(float); off += 64)
+                __builtin_prefetch(next + off, 0, 3);
+        }
         for (int64_t r = 0; r < nr; r++) {
-            const float *s = sbase + r * ld, *cp = t > 0 ? s - w + l->c : NULL;
-            float *gr = gbase + r * ldg, *dh = gr + l->dhp; /* dh(t) here until the product overwrites it */
+            const float *s = seq + ((r0 + r) * j->t + t) * w, *cp = t > 0 ? s - w + l->c : NULL;
+            float *gi = img + r * gw, *dhr = dh + r * u;
             const float *from_y = ty == j->t ? dy + ((r0 + r) * j->t + t) * u : t == j->t - 1 ? dy + (r0 + r) * u : NULL;
-            lstm_dh(dh, from_y, t + 1 < j->t ? gr + gw + l->dhp : NULL, j->mask ? j->mask + (r0 + r) * u : NULL, u);
-            float *dz = gr + l->dgates, *dcr = dc + r * u;
+            lstm_dh(dhr, from_y, gi + l->dhp, j->mask ? j->mask + (r0 + r) * u : NULL, u);
+            float *dz = gi + l->dgates, *dcr = dc + r * u;
             if (fast)
-                lstm_cell_grad_default(dz, dz + u, dz + 2 * u, dz + 3 * u, dcr, dh, s, s + u, s + 2 * u, s + 3 * u,
+                lstm_cell_grad_default(dz, dz + u, dz + 2 * u, dz + 3 * u, dcr, dhr, s, s + u, s + 2 * u, s + 3 * u,
                                        s + l->ac, cp, u);
             else
-                lstm_cell_grad_any(dz, dcr, dh, s, l, cp, sl, u, j->act, j->rec_act);
+                lstm_cell_grad_any(dz, dcr, dhr, s, l, cp, sl, u, j->act, j->rec_act);
         }
-        sy_sgemm_packed_serial(nr, (j->need_dx ? j->d : 0) + u, 4 * u, gbase + l->dgates, ldg, j->bp, false, gbase + l->dx,
-                               ldg);
+        sy_sgemm_packed_serial(nr, (j->need_dx ? j->d : 0) + u, 4 * u, img + l->dgates, gw, j->bp, false, img + l->dx,
+                               gw);
+        for (int64_t r = 0; r < nr; r++) stream_row(grads + ((r0 + r) * j->t + t) * gw, img + r * gw, gw);
     }
+    stream_done();
 }
 
 static size_t lstm_bwd_ws(const sy_kargs *k, int threads) {
     (void)threads;
     int64_t b = k->in_shape[1].dims[0], d = k->in_shape[2].dims[0], u = k->in_shape[3].dims[0];
     int64_t n = (k->attr->rnn.need_dx ? d : 0) + u, blocks = (b + MR - 1) / MR;
-    return (size_t)(floats_aligned_rnn(sy_pack_b_floats(4 * u, n)) + floats_aligned_rnn(b * u + blocks * 4 * u)) *
-               sizeof(float) +
+    sy_lstm_cols l = sy_lstm_layout(d, u, k->attr->rnn.need_dx);
+    return (size_t)(floats_aligned_rnn(sy_pack_b_floats(4 * u, n)) + blocks * block_floats(&l, u, true)) * sizeof(float) +
            (size_t)n * sizeof(float *);
 }
 
@@ -397,11 +436,12 @@ static void lstm_scan_bwd_f32_fast(const sy_kargs *k) {
     int64_t d = k->in_shape[2].dims[0], u = k->in_shape[3].dims[0], blocks = (sd.b + MR - 1) / MR;
     bool need_dx = k->attr->rnn.need_dx;
     int64_t n = (need_dx ? d : 0) + u;
+    sy_lstm_cols l = sy_lstm_layout(d, u, need_dx);
     float *bp = k->ws, *scratch = bp + floats_aligned_rnn(sy_pack_b_floats(4 * u, n));
-    const float **rows = (const float **)(scratch + floats_aligned_rnn(sd.b * u + blocks * 4 * u));
+    const float **rows = (const float **)(scratch + blocks * block_floats(&l, u, true));
     lstm_weight_rows(rows, k->in[2], k->in[3], d, u, need_dx);
     sy_pack_b_rows(bp, rows, true, 4 * u, n);
-    lstm_job j = {k, sy_lstm_layout(d, u, need_dx), sd.b, sd.t, d, u, sd.act, sd.rec_act, need_dx, bp,
+    lstm_job j = {k, l, sd.b, sd.t, d, u, sd.act, sd.rec_act, need_dx, bp,
                   k->attr->rnn.has_mask ? k->in[4] : NULL, scratch};
     sy_parallel_parts(k->ex, blocks, lstm_bwd_rows, &j);
 }
