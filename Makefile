@@ -18,8 +18,11 @@ CMAKE_FLAGS ?=
 CONFIG = -DCMAKE_BUILD_TYPE=Release -DSY_WERROR=ON $(CMAKE_FLAGS)
 
 DEBIAN_PACKAGES = build-essential cmake pkg-config libdnnl-dev zlib1g-dev libcurl4-openssl-dev libjansson-dev python3
-# For the side-by-side benchmarks (make bench-deps).
-BENCH_PACKAGES = python3-torch python3-venv
+# For the side-by-side benchmarks (make bench-deps). python3-torch alone
+# pulls in the reference BLAS (libblas3, about 3 GFLOP/s here), which
+# would make PyTorch a straw man; OpenBLAS (OpenMP, as PyTorch's own
+# threads) takes its place through Debian's alternatives.
+BENCH_PACKAGES = python3-torch python3-venv libopenblas0-openmp
 
 .PHONY: all configure test test-long asan tsan fuzz bench deps bench-deps format clean
 
@@ -63,8 +66,9 @@ fuzz:
 	    -artifact_prefix=build-fuzz/$$t- build-fuzz/corpus/$$t tests/fuzz/corpus/$$t || exit 1; \
 	done
 
-# Kernels beside PyTorch, then the tutorial models' training beside
-# TensorFlow (.gl/ venv) and PyTorch, where make bench-deps installed them.
+# Kernels beside PyTorch, then the tutorial models (Fashion-MNIST CNN, IMDB
+# LSTM: training, prediction, a whole IMDB epoch) beside TensorFlow (.gl/
+# venv) and PyTorch, where make bench-deps installed them.
 bench: all
 	@if /usr/bin/python3 -c 'import torch' 2>/dev/null; then \
 	  /usr/bin/python3 bench/compare_kernels.py --build $(BUILD); \

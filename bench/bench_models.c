@@ -1,23 +1,31 @@
 /*
- * bench_models.c - training throughput of the tutorial models, end to end
- * through the Keras-style API (model.fit: input copy, forward, loss,
- * backward, optimizer update, metrics), on the real dataset.
+ * bench_models.c - training and prediction throughput of the built-in
+ * models (src/cli/builtin.c, compiled in: the models, data and optimizer
+ * `systolic train MODEL` uses), end to end through the Keras-style API
+ * (model.fit: input copy, forward, loss, backward, optimizer update,
+ * metrics; model.predict), on the real dataset.
  *
- *   build/bench/bench_models [--model fashion_mnist_cnn] [--batch N] [--steps N]
- *                            [--threads N | --tpu SPEC] [--steps-per-execution N]
+ *   build/bench/bench_models [--model fashion_mnist_cnn|imdb_lstm] [--batch N] [--steps N]
+ *                            [--threads N | --tpu SPEC] [--steps-per-execution N] [--predict]
+ *   build/bench/bench_models --model imdb_lstm --dump-data DIR
  *
  * --threads N: one replica whose kernels use N threads (default: all
- * cores); --tpu SPEC: one replica per device of the spec (cpu:N), as
- * TPUStrategy runs them.
+ * cores); --tpu SPEC: one replica per device of the spec (cpu:N, local),
+ * as TPUStrategy runs them.
  *
- * Prints samples/s and ms/step over `steps` steps after two warm-up steps,
- * best of 3 runs, and the achieved GFLOP/s (the model's dense FLOP count
- * per sample) as a fraction of this machine's GEMM peak (a 2048^3 sgemm
- * through the same oneDNN path, on the same number of threads).
- * bench/compare_models.py runs the same model in TensorFlow and PyTorch on
- * the same data and prints the ratios.
+ * Training: samples/s and ms/step over `steps` steps (the training data in
+ * order) after two warm-up steps, best of 3 runs. --predict: model.predict
+ * over the first steps x batch test samples after a warm-up call, best of
+ * 3. Then the achieved GFLOP/s (the model's dense FLOP count per sample,
+ * below) as a fraction of this machine's GEMM peak (a 2048^3 sgemm through
+ * the same oneDNN path, on the same number of threads).
+ *
+ * --dump-data DIR writes the model's data as NumPy files,
+ * DIR/<model>_x_train.npy, _y_train.npy and _x_test.npy, so that
+ * bench/train_peers.py trains TensorFlow and PyTorch on exactly the same
+ * arrays (bench/compare_models.py does both and prints the ratios).
  */
-#include "systolic.h"
+#include "cli/cli_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +42,22 @@ static void die(const char *what) {
     fprintf(stderr, "bench_models: %s: %s\n", what, sy_last_error());
     exit(1);
 }
+
+/* Multiply-adds x 2 per sample of the products that dominate each model. */
+typedef struct model_flops {
+    const char *name;
+    double train, predict;
+} model_flops;
+
+static const model_flops flops_table[] = {
+    /* conv fwd + filter grad (no input grad: first layer), dense fwd + two grads */
+    {"fashion_mnist_cnn", 2 * (2.0 * 26 * 26 * 64 * 9) + 3 * (2.0 * 10816 * 10),
+     2.0 * 26 * 26 * 64 * 9 + 2.0 * 10816 * 10},
+    /* 250 steps of the LSTM's input (32) and recurrent (100) products to
+     * its 4 x 100 gates, then the dense; backward twice forward (both
+     * gradients of each product: the embeddings are trained too) */
+    {"imdb_lstm", 3 * (250 * 2.0 * (32 + 100) * 400 + 2.0 * 100), 250 * 2.0 * (32 + 100) * 400 + 2.0 * 100},
+};
 
 /* GFLOP/s of a 2048^3 matmul plan on `threads` threads. */
 static double gemm_peak(int threads) {
@@ -65,6 +89,33 @@ static double gemm_peak(int threads) {
     return 2.0 * 2048.0 * 2048.0 * 2048.0 / best * 1e-9;
 }
 
+/* Write t as DIR/<model>_<name>.npy (NumPy format 1.0). */
+static void dump_npy(const char *dir, const char *model, const char *name, const sy_tensor *t) {
+    char path[4096], header[256];
+    snprintf(path, sizeof path, "%s/%s_%s.npy", dir, model, name);
+    sy_shape s = sy_tensor_shape(t);
+    sy_dtype dt = sy_tensor_dtype(t);
+    const char *descr = dt == SY_I32 ? "<i4" : dt == SY_U8 ? "|u1" : dt == SY_F32 ? "<f4" : NULL;
+    if (!descr) {
+        fprintf(stderr, "bench_models: %s: no NumPy type for this dtype\n", path);
+        exit(1);
+    }
+    int n = snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    for (int i = 0; i < s.rank; i++)
+        n += snprintf(header + n, sizeof header - (size_t)n, "%lld,%s", (long long)s.dims[i], i + 1 < s.rank ? " " : "");
+    n += snprintf(header + n, sizeof header - (size_t)n, "), }");
+    while ((10 + n + 1) % 64) header[n++] = ' '; /* the data starts 64-byte aligned */
+    header[n++] = '\n';
+    FILE *f = fopen(path, "wb");
+    unsigned char magic[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(n & 0xff), (unsigned char)(n >> 8)};
+    if (!f || fwrite(magic, 1, 10, f) != 10 || fwrite(header, 1, (size_t)n, f) != (size_t)n ||
+        fwrite(sy_tensor_data(t), 1, sy_tensor_bytes(t), f) != sy_tensor_bytes(t) || fclose(f) != 0) {
+        fprintf(stderr, "bench_models: cannot write %s\n", path);
+        exit(1);
+    }
+    printf("%s\n", path);
+}
+
 typedef struct timing {
     int64_t steps, step; /* steps: the warm-up steps */
     double t_start;
@@ -78,10 +129,49 @@ static sy_status on_batch_end(void *ctx, sy_model *m, int64_t step, const sy_log
     return SY_OK;
 }
 
+/* Samples/s of `steps` training steps after the warm-up ones. */
+static double train_rate(sy_model *m, const sy_data_split *d, int64_t batch, int64_t steps, int spe) {
+    int64_t warm = spe * ((2 + spe - 1) / spe); /* whole executions, at least two steps */
+    timing t = {warm, 0, 0};
+    sy_callback cb = {&t, NULL, NULL, on_batch_end, NULL, NULL};
+    sy_fit_options f = sy_fit_options_default();
+    f.batch_size = batch;
+    f.steps_per_epoch = warm + steps;
+    f.verbose = 0;
+    f.callbacks = &cb;
+    f.n_callbacks = 1;
+    if (sy_model_fit(m, d->x_train, d->y_train, &f, NULL)) die("fit");
+    return (double)(steps * batch) / (now() - t.t_start);
+}
+
+/* Samples/s of model.predict over the first steps x batch test samples. */
+static double predict_rate(sy_model *m, const sy_data_split *d, int64_t batch, int64_t steps) {
+    int64_t n = steps * batch;
+    if (n > sy_tensor_shape(d->x_test).dims[0]) {
+        fprintf(stderr, "bench_models: --steps %lld x --batch %lld is more than the %lld test samples\n", (long long)steps,
+                (long long)batch, (long long)sy_tensor_shape(d->x_test).dims[0]);
+        exit(2);
+    }
+    sy_tensor *x, *p;
+    if (builtin_head(d->x_test, n, &x)) die("test samples");
+    sy_evaluate_options o = sy_evaluate_options_default();
+    o.batch_size = batch;
+    o.verbose = 0;
+    if (sy_model_predict(m, x, &o, &p)) die("predict"); /* warm-up: compiles the predict plan */
+    sy_tensor_free(p);
+    double t0 = now();
+    if (sy_model_predict(m, x, &o, &p)) die("predict");
+    double rate = (double)n / (now() - t0);
+    sy_tensor_free(p);
+    sy_tensor_free(x);
+    return rate;
+}
+
 int main(int argc, char **argv) {
-    const char *model = "fashion_mnist_cnn", *tpu = NULL;
+    const char *model = "fashion_mnist_cnn", *tpu = NULL, *dump = NULL;
     int64_t batch = 1000, steps = 20;
     int threads = sy_cpu_count(), spe = 1;
+    bool predict = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoll(argv[++i]);
@@ -89,21 +179,32 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--tpu") && i + 1 < argc) tpu = argv[++i];
         else if (!strcmp(argv[i], "--steps-per-execution") && i + 1 < argc) spe = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--dump-data") && i + 1 < argc) dump = argv[++i];
+        else if (!strcmp(argv[i], "--predict")) predict = true;
         else {
-            fprintf(stderr, "usage: bench_models [--model fashion_mnist_cnn] [--batch N] [--steps N] [--threads N | "
-                            "--tpu SPEC] [--steps-per-execution N]\n");
+            fprintf(stderr, "usage: bench_models [--model fashion_mnist_cnn|imdb_lstm] [--batch N] [--steps N] [--threads N | "
+                            "--tpu SPEC] [--steps-per-execution N] [--predict] [--dump-data DIR]\n");
             return 2;
         }
     }
-    if (strcmp(model, "fashion_mnist_cnn") != 0) {
-        fprintf(stderr, "bench_models: unknown model '%s' (fashion_mnist_cnn)\n", model);
+    const builtin_model *b = builtin_find(model);
+    const model_flops *flops = NULL;
+    for (size_t i = 0; i < sizeof flops_table / sizeof flops_table[0]; i++)
+        if (!strcmp(flops_table[i].name, model)) flops = &flops_table[i];
+    if (!b || !flops || batch <= 0 || steps <= 0) {
+        fprintf(stderr, "bench_models: unknown model '%s' (fashion_mnist_cnn, imdb_lstm), or --batch or --steps not positive\n",
+                model);
         return 2;
     }
     sy_data_split d;
-    if (sy_fashion_mnist_load_data(&d)) die("loading fashion_mnist");
-    sy_tensor_reshape(d.x_train, sy_shape_of(4, (int64_t)-1, (int64_t)28, (int64_t)28, (int64_t)1));
-    /* conv fwd + filter grad (no input grad: first layer), dense fwd + two grads */
-    double flops = 2 * (2.0 * 26 * 26 * 64 * 9) + 3 * (2.0 * 10816 * 10);
+    if (b->load(&d)) die(model);
+    if (dump) {
+        dump_npy(dump, model, "x_train", d.x_train);
+        dump_npy(dump, model, "y_train", d.y_train);
+        dump_npy(dump, model, "x_test", d.x_test);
+        sy_data_split_free(&d);
+        return 0;
+    }
     sy_strategy *strategy = NULL;
     int replicas = 1;
     if (tpu) {
@@ -117,41 +218,27 @@ int main(int argc, char **argv) {
     for (int run = 0; run < 3; run++) {
         sy_model *m;
         if (strategy) sy_strategy_scope_enter(strategy);
-        sy_model_new(NULL, &m);
+        sy_status st = b->build(0, &m);
         if (strategy) sy_strategy_scope_exit(strategy);
-        sy_layer l[6] = {sy_layer_conv2d(64, 3, 3), sy_layer_max_pooling2d(2, 2), sy_layer_activation(SY_ACTIVATION_RELU),
-                         sy_layer_flatten(), sy_layer_dense(10), sy_layer_activation(SY_ACTIVATION_SOFTMAX)};
-        l[0].input_shape = sy_shape_of(3, (int64_t)28, (int64_t)28, (int64_t)1);
-        for (int i = 0; i < 6; i++)
-            if (sy_model_add(m, &l[i])) die("model");
+        if (st) die("model");
         sy_compile_options c = sy_compile_options_default();
-        c.optimizer = sy_optimizer_adam(1e-3f);
-        c.loss = "sparse_categorical_crossentropy";
-        const char *metrics[] = {"sparse_categorical_accuracy"};
-        c.metrics = metrics;
-        c.n_metrics = 1;
+        if (sy_optimizer_from_name(b->optimizer, &c.optimizer)) die("optimizer");
+        c.optimizer.learning_rate = b->learning_rate;
+        c.loss = b->loss;
+        c.metrics = b->metrics;
+        c.n_metrics = b->n_metrics;
         c.threads = threads;
         c.steps_per_execution = spe;
         if (sy_model_compile(m, &c)) die("compile");
-        int64_t warm = spe * ((2 + spe - 1) / spe); /* whole executions, at least two steps */
-        timing t = {warm, 0, 0};
-        sy_callback cb = {&t, NULL, NULL, on_batch_end, NULL, NULL};
-        sy_fit_options f = sy_fit_options_default();
-        f.batch_size = batch;
-        f.steps_per_epoch = warm + steps;
-        f.verbose = 0;
-        f.callbacks = &cb;
-        f.n_callbacks = 1;
-        if (sy_model_fit(m, d.x_train, d.y_train, &f, NULL)) die("fit");
-        double rate = (double)(steps * batch) / (now() - t.t_start);
+        double rate = predict ? predict_rate(m, &d, batch, steps) : train_rate(m, &d, batch, steps, spe);
         if (rate > best) best = rate;
         sy_model_free(m);
     }
-    double peak = gemm_peak(threads);
-    printf("systolic %s: batch %lld, %d replica%s, %d threads, %d steps/execution: %.0f samples/s (%.1f ms/step); %.1f GFLOP/s = %.0f%% of the %.1f "
-           "GFLOP/s GEMM peak\n",
-           model, (long long)batch, replicas, replicas == 1 ? "" : "s", threads, spe, best, 1e3 * (double)batch / best, best * flops * 1e-9,
-           100 * best * flops * 1e-9 / peak, peak);
+    double peak = gemm_peak(threads), per_sample = predict ? flops->predict : flops->train;
+    printf("systolic %s %s: batch %lld, %d replica%s, %d threads, %d steps/execution: %.0f samples/s (%.1f ms/step); %.1f "
+           "GFLOP/s = %.0f%% of the %.1f GFLOP/s GEMM peak\n",
+           model, predict ? "predict" : "train", (long long)batch, replicas, replicas == 1 ? "" : "s", threads, spe, best,
+           1e3 * (double)batch / best, best * per_sample * 1e-9, 100 * best * per_sample * 1e-9 / peak, peak);
     sy_data_split_free(&d);
     sy_strategy_free(strategy);
     return 0;

@@ -260,6 +260,7 @@ typedef struct sy_fit_options {
     int64_t steps_per_epoch;   /* 0: ceil(samples / batch_size) */
     const sy_tensor *x_val, *y_val; /* validation_data; NULL: none */
     int64_t validation_batch_size; /* 0: batch_size */
+    int64_t validation_steps;  /* batches of the validation data to evaluate: 0 (Keras's None) all of it */
     int32_t validation_freq;   /* validate after every n-th epoch: 1 */
     bool shuffle;              /* reshuffle the samples before each pass: true */
     int32_t initial_epoch;     /* 0 */
@@ -284,15 +285,17 @@ sy_status sy_model_fit(sy_model *m, const sy_tensor *x, const sy_tensor *y, cons
 
 typedef struct sy_evaluate_options {
     int64_t batch_size; /* 32 */
+    int64_t steps;      /* batches to evaluate, from the first: 0 (Keras's None) all of them */
     int32_t verbose;    /* 0, 1 (progress bar) or 2: 1 */
     FILE *progress;     /* NULL: stderr */
 } sy_evaluate_options;
 
 sy_evaluate_options sy_evaluate_options_default(void);
 
-/* Loss and metrics over every sample of (x, y). The last partial batch is
- * padded and the padding left out of every result, so the whole dataset is
- * covered exactly whatever the batch size. */
+/* Loss and metrics over every sample of (x, y) (or over the first `steps`
+ * batches). The last partial batch is padded and the padding left out of
+ * every result, so the whole dataset is covered exactly whatever the batch
+ * size. */
 sy_status sy_model_evaluate(sy_model *m, const sy_tensor *x, const sy_tensor *y, const sy_evaluate_options *options,
                             sy_logs *results);
 

@@ -1,6 +1,7 @@
 /*
  * cli_internal.h - what the `systolic` command's files share: the built-in
- * models and the flag parser.
+ * models and the flag parser. bench/bench_models.c compiles builtin.c too,
+ * to time exactly the models the command trains.
  */
 #ifndef SY_CLI_INTERNAL_H
 #define SY_CLI_INTERNAL_H
@@ -31,6 +32,9 @@ typedef struct builtin_model {
 const builtin_model *builtin_find(const char *name);
 int builtin_count(void);
 const builtin_model *builtin_at(int index);
+/* The first n samples of x (0 < n <= x's first dimension), as a new
+ * tensor: Keras's x[:n]. */
+sy_status builtin_head(const sy_tensor *x, int64_t n, sy_tensor **out);
 
 /* ---- flags --------------------------------------------------------------- */
 

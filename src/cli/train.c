@@ -17,12 +17,13 @@ static double now_seconds(void) {
 }
 
 typedef struct run_opts {
-    int64_t epochs, steps_per_epoch, batch_size, validation_freq, seed, verbose, count, steps_per_execution;
+    int64_t epochs, steps_per_epoch, batch_size, validation_freq, validation_steps, eval_steps, seed, verbose, count,
+        steps_per_execution;
     double learning_rate;
     const char *optimizer, *tpu;
 } run_opts;
 
-enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, F_N };
+enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_EVALSTEPS, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, F_N };
 
 static void make_flags(flag *f, run_opts *o) {
     memset(o, 0, sizeof *o);
@@ -35,6 +36,9 @@ static void make_flags(flag *f, run_opts *o) {
     f[F_OPTIMIZER] = (flag){"--optimizer", FLAG_STRING, &o->optimizer, "NAME", "sgd, adam or rmsprop, with Keras's defaults", false};
     f[F_LR] = (flag){"--learning-rate", FLAG_FLOAT, &o->learning_rate, "X", "the optimizer's learning rate", false};
     f[F_VALFREQ] = (flag){"--validation-freq", FLAG_INT, &o->validation_freq, "N", "validate on the test split after every N-th epoch", false};
+    f[F_VALSTEPS] = (flag){"--validation-steps", FLAG_INT, &o->validation_steps, "N",
+                           "validate on the first N batches of the test split only (default 0: all of it)", false};
+    f[F_EVALSTEPS] = (flag){"--steps", FLAG_INT, &o->eval_steps, "N", "evaluate the first N batches only (default 0: all)", false};
     f[F_SEED] = (flag){"--seed", FLAG_INT, &o->seed, "N", "seed of the initial weights, dropout and shuffling (default 0)", false};
     f[F_VERBOSE] = (flag){"--verbose", FLAG_INT, &o->verbose, "N", "0 silent, 1 progress bar, 2 one line per epoch (default 1)", false};
     f[F_COUNT] = (flag){"--count", FLAG_INT, &o->count, "N", "predictions to print (default 10)", false};
@@ -49,8 +53,8 @@ typedef struct command_spec {
     const int *flags; /* indices into the flag table, -1 terminated */
 } command_spec;
 
-static const int train_flags[] = {F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_SEED, F_VERBOSE, F_TPU, F_SPE, -1};
-static const int eval_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_TPU, F_SPE, -1};
+static const int train_flags[] = {F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_SEED, F_VERBOSE, F_TPU, F_SPE, -1};
+static const int eval_flags[] = {F_BATCH, F_EVALSTEPS, F_SEED, F_VERBOSE, F_TPU, F_SPE, -1};
 static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, -1};
 static const int summary_flags[] = {F_SEED, -1};
 
@@ -73,7 +77,8 @@ static void usage(FILE *out, const command_spec *c, const flag *all) {
     for (const int *k = c->flags; *k >= 0; k++) shown[n++] = all[*k];
     flags_help(out, shown, n);
     print_models(out, c->flags == train_flags);
-    fprintf(out, "\nDatasets are read from $SYSTOLIC_DATASETS, then the cache, else downloaded.\n");
+    fprintf(out, "\nDatasets are read from $SYSTOLIC_DATASETS, then the cache, else downloaded (but IMDB's review archive\n"
+                 "has no public download: put aclImdb_v1_labeled.tar.gz in $SYSTOLIC_DATASETS/imdb/).\n");
 }
 
 /* Parse the command line; returns -1 to go on, else an exit status. */
@@ -115,6 +120,8 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
                       : o->steps_per_epoch < 0     ? "--steps-per-epoch must be >= 0"
                       : o->batch_size <= 0         ? "--batch-size must be positive"
                       : o->validation_freq <= 0    ? "--validation-freq must be positive"
+                      : o->validation_steps < 0    ? "--validation-steps must be >= 0"
+                      : o->eval_steps < 0          ? "--steps must be >= 0"
                       : o->verbose < 0 || o->verbose > 2 ? "--verbose must be 0, 1 or 2"
                       : !(o->learning_rate >= 0) || isinf(o->learning_rate) ? "--learning-rate must be a number >= 0"
                       : o->seed < 0                ? "--seed must be >= 0"
@@ -193,6 +200,7 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     fo.epochs = (int32_t)o->epochs;
     fo.steps_per_epoch = o->steps_per_epoch;
     fo.validation_freq = (int32_t)o->validation_freq;
+    fo.validation_steps = o->validation_steps;
     fo.x_val = d->x_test;
     fo.y_val = d->y_test;
     fo.seed = (uint64_t)o->seed;
@@ -220,6 +228,7 @@ static int evaluate_body(const command_spec *c, const builtin_model *b, const ru
                          const sy_data_split *d) {
     sy_evaluate_options eo = sy_evaluate_options_default();
     eo.batch_size = o->batch_size;
+    eo.steps = o->eval_steps;
     eo.verbose = (int32_t)o->verbose;
     sy_logs l;
     if (sy_model_evaluate(m, d->x_test, d->y_test, &eo, &l)) return fail(c->name, b->name);
@@ -227,23 +236,38 @@ static int evaluate_body(const command_spec *c, const builtin_model *b, const ru
     return 0;
 }
 
+/* Predictions of the first --count test samples (each sample's prediction
+ * is the same whatever else is in its batch). A one-unit output is a
+ * sigmoid's probability of class 1: the predicted class is 1 above 0.5, as
+ * binary_accuracy counts it, and the probability printed is that class's. */
 static int predict_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
                         const sy_data_split *d) {
+    int64_t samples = sy_tensor_shape(d->x_test).dims[0], n = samples < o->count ? samples : o->count;
+    printf("sample label predicted probability\n");
+    if (n == 0) return 0;
     sy_evaluate_options eo = sy_evaluate_options_default();
     eo.batch_size = o->batch_size;
     eo.verbose = (int32_t)o->verbose;
-    sy_tensor *p;
-    if (sy_model_predict(m, d->x_test, &eo, &p)) return fail(c->name, b->name);
+    sy_tensor *x = NULL, *p = NULL;
+    if (builtin_head(d->x_test, n, &x) || sy_model_predict(m, x, &eo, &p)) {
+        sy_tensor_free(x);
+        return fail(c->name, b->name);
+    }
+    sy_tensor_free(x);
     sy_shape s = sy_tensor_shape(p);
-    int64_t classes = s.dims[s.rank - 1], n = s.dims[0] < o->count ? s.dims[0] : o->count;
+    int64_t classes = s.dims[s.rank - 1];
     const float *v = sy_tensor_data(p);
-    printf("sample label predicted probability\n");
     for (int64_t i = 0; i < n; i++) {
+        const float *row = v + i * classes;
         int64_t best = 0;
+        float prob = row[0];
+        if (classes == 1) {
+            best = row[0] > 0.5f;
+            prob = best ? row[0] : 1.0f - row[0];
+        }
         for (int64_t j = 1; j < classes; j++)
-            if (v[i * classes + j] > v[i * classes + best]) best = j;
-        printf("%6lld %5.0f %9lld %11.4f\n", (long long)i, sy_tensor_get(d->y_test, i), (long long)best,
-               v[i * classes + best]);
+            if (row[j] > row[best]) best = j, prob = row[j];
+        printf("%6lld %5.0f %9lld %11.4f\n", (long long)i, sy_tensor_get(d->y_test, i), (long long)best, prob);
     }
     sy_tensor_free(p);
     return 0;
@@ -272,8 +296,9 @@ int cmd_evaluate(int argc, char **argv) {
 
 int cmd_predict(int argc, char **argv) {
     static const command_spec c = {"predict",
-                                   "Run a built-in model on its test split (model.predict) and print the first "
-                                   "predictions: sample, label, predicted class and its probability.",
+                                   "Run a built-in model on the first --count samples of its test split (model.predict) and "
+                                   "print its predictions: sample, label, predicted class and its probability (for a "
+                                   "one-unit sigmoid output, class 1 when the output is above 0.5).",
                                    predict_flags};
     return run(&c, argc, argv, true, predict_body);
 }

@@ -264,9 +264,11 @@ static void trip_free(trip *t) {
 /* ---- evaluate and predict ------------------------------------------------------------- */
 
 /* Samples in order, batch_size at a time (rounded up to a multiple of the
- * replicas); the last batch padded; steps_per_execution batches a trip. */
+ * replicas), max_steps batches at most (0: all); the last batch padded;
+ * steps_per_execution batches a trip. */
 static sy_status run_over(sy_model *m, plan_mode mode, const sy_tensor *x, const sy_tensor *y, int64_t batch_size,
-                          int verbose, FILE *progress, const char *prefix, sy_logs *logs, sy_tensor *pred_out) {
+                          int64_t max_steps, int verbose, FILE *progress, const char *prefix, sy_logs *logs,
+                          sy_tensor *pred_out) {
     int64_t n = samples(x), r = model_replicas(m);
     int64_t global = batch_size < n ? batch_size : n;
     int64_t per = (global + r - 1) / r;
@@ -275,6 +277,7 @@ static sy_status run_over(sy_model *m, plan_mode mode, const sy_tensor *x, const
     sy_status st = model_plan_get(m, mode, per, &p);
     if (st) return st;
     int64_t steps = (n + global - 1) / global, spe = m->steps_per_execution;
+    if (max_steps && max_steps < steps) steps = max_steps;
     trip t = {m, p, x, y, NULL, NULL, pred_out, (int32_t)r};
     if ((st = trip_alloc(&t, spe < steps ? spe : steps, global))) {
         trip_free(&t);
@@ -323,10 +326,13 @@ sy_status sy_model_evaluate(sy_model *m, const sy_tensor *x, const sy_tensor *y,
     if (results) memset(results, 0, sizeof *results);
     if (!m->compiled) return sy_error(SY_ERR_STATE, "evaluate: model '%s' must be compiled first", m->name);
     sy_status st = check_batch("evaluate", o->batch_size);
+    if (!st && o->steps < 0)
+        st = sy_error(SY_ERR_INVALID_ARGUMENT, "evaluate: steps must be >= 0 (0: all batches), got %lld",
+                      (long long)o->steps);
     if (!st) st = check_data(m, "evaluate", "x", x, "y", y);
     if (st) return st;
     sy_logs l = {0};
-    st = run_over(m, MODE_EVAL, x, y, o->batch_size, o->verbose, o->progress, "", &l, NULL);
+    st = run_over(m, MODE_EVAL, x, y, o->batch_size, o->steps, o->verbose, o->progress, "", &l, NULL);
     if (st == SY_OK && results) *results = l;
     return st;
 }
@@ -341,7 +347,7 @@ sy_status sy_model_predict(sy_model *m, const sy_tensor *x, const sy_evaluate_op
     if (st) return st;
     sy_tensor *t;
     if ((st = sy_tensor_new(SY_F32, keras_batch_shape(samples(x), &m->layers[m->n_layers - 1].out_shape), &t))) return st;
-    st = run_over(m, MODE_PREDICT, x, NULL, o->batch_size, o->verbose, o->progress, "", NULL, t);
+    st = run_over(m, MODE_PREDICT, x, NULL, o->batch_size, 0, o->verbose, o->progress, "", NULL, t);
     if (st) sy_tensor_free(t);
     else *out = t;
     return st;
@@ -386,11 +392,12 @@ static sy_status check_fit_options(const sy_fit_options *o) {
     sy_status st = check_batch("fit", o->batch_size);
     if (st) return st;
     if (o->epochs < 0 || o->initial_epoch < 0 || o->steps_per_epoch < 0 || o->validation_freq < 1 ||
-        o->validation_batch_size < 0)
+        o->validation_batch_size < 0 || o->validation_steps < 0)
         return sy_error(SY_ERR_INVALID_ARGUMENT,
-                        "fit: epochs (%d), initial_epoch (%d) and steps_per_epoch (%lld) must be >= 0 and "
-                        "validation_freq (%d) >= 1",
-                        o->epochs, o->initial_epoch, (long long)o->steps_per_epoch, o->validation_freq);
+                        "fit: epochs (%d), initial_epoch (%d), steps_per_epoch (%lld), validation_batch_size (%lld) "
+                        "and validation_steps (%lld) must be >= 0 and validation_freq (%d) >= 1",
+                        o->epochs, o->initial_epoch, (long long)o->steps_per_epoch,
+                        (long long)o->validation_batch_size, (long long)o->validation_steps, o->validation_freq);
     if (o->verbose < 0 || o->verbose > 2)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: verbose must be 0, 1 or 2, got %d", o->verbose);
     if (o->n_callbacks < 0 || (o->n_callbacks > 0 && !o->callbacks))
@@ -462,7 +469,8 @@ sy_status sy_model_fit(sy_model *m, const sy_tensor *x, const sy_tensor *y, cons
         if (st) break;
         if (o->x_val && (epoch + 1) % o->validation_freq == 0) {
             int64_t vb = o->validation_batch_size ? o->validation_batch_size : batch;
-            if ((st = run_over(m, MODE_EVAL, o->x_val, o->y_val, vb, 0, NULL, "val_", &logs, NULL))) break;
+            if ((st = run_over(m, MODE_EVAL, o->x_val, o->y_val, vb, o->validation_steps, 0, NULL, "val_", &logs, NULL)))
+                break;
         }
         if (o->verbose) progbar_update(&bar, steps, &logs, true);
         if ((st = history_append(h, epoch, &logs))) break;
