@@ -347,7 +347,7 @@ static sy_node b_reverse_last(ctx *c) { return sy_graph_reverse(c->g, var(c, R(2
 typedef struct scan_opts {
     bool gru, bias, mask, last;
     int act, rec_act;
-    bool big;
+    bool big, inference;
 } scan_opts;
 
 typedef struct scan_dims {
@@ -362,7 +362,7 @@ static sy_node scan_seq(ctx *c, scan_opts o) {
     sy_node x = var(c, R(3, n.b, n.t, n.d), -1, 1), k = var(c, R(2, n.d, gu), -0.6, 0.6), r = var(c, R(2, n.u, gu), -0.5, 0.5);
     sy_node b = o.bias ? var(c, o.gru ? R(2, 2L, gu) : R(1, gu), -0.5, 0.5) : SY_NONE;
     sy_node m = o.mask ? cin(c, R(2, n.b, n.u), 0, 2) : SY_NONE;
-    return o.gru ? graph_gru_scan(c->g, x, k, r, b, m, o.act, o.rec_act) : graph_lstm_scan(c->g, x, k, r, b, m, o.act, o.rec_act);
+    return o.gru ? graph_gru_scan(c->g, x, k, r, b, m, o.act, o.rec_act) : graph_lstm_scan(c->g, x, k, r, b, m, o.act, o.rec_act, o.inference);
 }
 
 static sy_node scan_h(ctx *c, scan_opts o) {
@@ -374,17 +374,24 @@ static sy_node scan_h(ctx *c, scan_opts o) {
 
 #define TANH SY_ACT_TANH
 #define SIGM SY_ACT_SIGMOID
-static sy_node b_lstm_seq(ctx *c) { return scan_seq(c, (scan_opts){false, true, false, false, TANH, SIGM, false}); }
-static sy_node b_lstm_seq_big(ctx *c) { return scan_seq(c, (scan_opts){false, true, true, false, TANH, SIGM, true}); }
-static sy_node b_lstm(ctx *c) { return scan_h(c, (scan_opts){false, true, false, false, TANH, SIGM, false}); }
-static sy_node b_lstm_big(ctx *c) { return scan_h(c, (scan_opts){false, true, true, false, TANH, SIGM, true}); }
-static sy_node b_lstm_last_mask(ctx *c) { return scan_h(c, (scan_opts){false, false, true, true, TANH, SIGM, false}); }
-static sy_node b_lstm_sigmoid_tanh(ctx *c) { return scan_h(c, (scan_opts){false, true, false, true, SIGM, TANH, false}); }
-static sy_node b_lstm_linear(ctx *c) { return scan_h(c, (scan_opts){false, true, true, false, SY_ACT_NONE, SIGM, false}); }
-static sy_node b_gru_seq(ctx *c) { return scan_seq(c, (scan_opts){true, true, true, false, TANH, SIGM, false}); }
-static sy_node b_gru(ctx *c) { return scan_h(c, (scan_opts){true, true, false, false, TANH, SIGM, false}); }
-static sy_node b_gru_last_mask(ctx *c) { return scan_h(c, (scan_opts){true, false, true, true, TANH, SIGM, false}); }
-static sy_node b_gru_sigmoid_tanh(ctx *c) { return scan_h(c, (scan_opts){true, true, true, true, SIGM, TANH, false}); }
+static sy_node b_lstm_seq(ctx *c) { return scan_seq(c, (scan_opts){false, true, false, false, TANH, SIGM, false, false}); }
+static sy_node b_lstm_seq_big(ctx *c) { return scan_seq(c, (scan_opts){false, true, true, false, TANH, SIGM, true, false}); }
+static sy_node b_lstm(ctx *c) { return scan_h(c, (scan_opts){false, true, false, false, TANH, SIGM, false, false}); }
+static sy_node b_lstm_big(ctx *c) { return scan_h(c, (scan_opts){false, true, true, false, TANH, SIGM, true, false}); }
+static sy_node b_lstm_last_mask(ctx *c) { return scan_h(c, (scan_opts){false, false, true, true, TANH, SIGM, false, false}); }
+static sy_node b_lstm_sigmoid_tanh(ctx *c) { return scan_h(c, (scan_opts){false, true, false, true, SIGM, TANH, false, false}); }
+static sy_node b_lstm_inference(ctx *c) { return scan_h(c, (scan_opts){false, true, false, false, TANH, SIGM, false, true}); }
+static sy_node b_lstm_inference_big(ctx *c) {
+    return scan_h(c, (scan_opts){false, true, true, true, TANH, SIGM, true, true});
+}
+static sy_node b_lstm_inference_linear(ctx *c) {
+    return scan_seq(c, (scan_opts){false, false, true, false, SY_ACT_NONE, SIGM, true, true});
+}
+static sy_node b_lstm_linear(ctx *c) { return scan_h(c, (scan_opts){false, true, true, false, SY_ACT_NONE, SIGM, false, false}); }
+static sy_node b_gru_seq(ctx *c) { return scan_seq(c, (scan_opts){true, true, true, false, TANH, SIGM, false, false}); }
+static sy_node b_gru(ctx *c) { return scan_h(c, (scan_opts){true, true, false, false, TANH, SIGM, false, false}); }
+static sy_node b_gru_last_mask(ctx *c) { return scan_h(c, (scan_opts){true, false, true, true, TANH, SIGM, false, false}); }
+static sy_node b_gru_sigmoid_tanh(ctx *c) { return scan_h(c, (scan_opts){true, true, true, true, SIGM, TANH, false, false}); }
 
 /* the grad ops forward, on sequences the scans made */
 static sy_node scan_grad(ctx *c, scan_opts o, bool need_dx) {
@@ -406,18 +413,18 @@ static sy_node scan_grad(ctx *c, scan_opts o, bool need_dx) {
     sy_node in[5] = {dh, seq, graph_input(c->g, seq, 1), graph_input(c->g, seq, 2), mask};
     return add_op(c, SY_OP_LSTM_SCAN_GRAD, in, o.mask ? 5 : 4, &at, NULL);
 }
-static sy_node b_lstm_grad(ctx *c) { return scan_grad(c, (scan_opts){false, true, false, false, TANH, SIGM, false}, true); }
+static sy_node b_lstm_grad(ctx *c) { return scan_grad(c, (scan_opts){false, true, false, false, TANH, SIGM, false, false}, true); }
 static sy_node b_lstm_grad_mask_last(ctx *c) {
-    return scan_grad(c, (scan_opts){false, true, true, true, TANH, SIGM, false}, false);
+    return scan_grad(c, (scan_opts){false, true, true, true, TANH, SIGM, false, false}, false);
 }
-static sy_node b_lstm_grad_big(ctx *c) { return scan_grad(c, (scan_opts){false, true, true, false, TANH, SIGM, true}, true); }
+static sy_node b_lstm_grad_big(ctx *c) { return scan_grad(c, (scan_opts){false, true, true, false, TANH, SIGM, true, false}, true); }
 static sy_node b_lstm_grad_linear(ctx *c) {
-    return scan_grad(c, (scan_opts){false, false, false, true, SY_ACT_NONE, SIGM, true}, true);
+    return scan_grad(c, (scan_opts){false, false, false, true, SY_ACT_NONE, SIGM, true, false}, true);
 }
-static sy_node b_gru_grad(ctx *c) { return scan_grad(c, (scan_opts){true, true, false, false, TANH, SIGM, false}, false); }
-static sy_node b_gru_grad_mask_last(ctx *c) { return scan_grad(c, (scan_opts){true, true, true, true, TANH, SIGM, false}, false); }
+static sy_node b_gru_grad(ctx *c) { return scan_grad(c, (scan_opts){true, true, false, false, TANH, SIGM, false, false}, false); }
+static sy_node b_gru_grad_mask_last(ctx *c) { return scan_grad(c, (scan_opts){true, true, true, true, TANH, SIGM, false, false}, false); }
 static sy_node lstm_wgrad(ctx *c, bool big) {
-    sy_node grads = scan_grad(c, (scan_opts){false, true, big, false, TANH, SIGM, big}, true);
+    sy_node grads = scan_grad(c, (scan_opts){false, true, big, false, TANH, SIGM, big, false}, true);
     sy_node seq = graph_input(c->g, grads, 1), in[3] = {seq, grads, graph_input(c->g, seq, 1)};
     return add_op(c, SY_OP_LSTM_SCAN_WGRAD, in, 3, NULL, NULL);
 }
@@ -580,6 +587,9 @@ static const row rows[] = {
     {"lstm_scan h last step, mask, no bias", SY_OP_LSTM_SCAN, b_lstm_last_mask, FWD | GRAD},
     {"lstm_scan sigmoid cell, tanh gates", SY_OP_LSTM_SCAN, b_lstm_sigmoid_tanh, FWD | GRAD},
     {"lstm_scan linear cell, mask", SY_OP_LSTM_SCAN, b_lstm_linear, FWD | GRAD},
+    {"lstm_scan inference", SY_OP_LSTM_SCAN, b_lstm_inference, FWD},
+    {"lstm_scan inference, 13 x 4 x 10, mask, last step", SY_OP_LSTM_SCAN, b_lstm_inference_big, FWD},
+    {"lstm_scan inference, linear cell, mask, no bias", SY_OP_LSTM_SCAN, b_lstm_inference_linear, FWD},
     {"gru_scan packed sequence, mask", SY_OP_GRU_SCAN, b_gru_seq, FWD},
     {"gru_scan h every step", SY_OP_GRU_SCAN, b_gru, FWD | GRAD},
     {"gru_scan h last step, mask, no bias", SY_OP_GRU_SCAN, b_gru_last_mask, FWD | GRAD},
@@ -873,8 +883,29 @@ static void check_optimizers(bool *covered) {
     check_optimizer("RMSprop momentum centered", rms, covered);
 }
 
+/* An LSTM scan built for inference keeps only h: differentiating it is
+ * refused by name when the gradient is built, not at run time. */
+static void check_inference_scan_has_no_gradient(void) {
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.dt = SY_F32;
+    c.seed = 7;
+    CHECK_OK(sy_graph_new(&c.g));
+    sy_node h = scan_h(&c, (scan_opts){false, true, false, true, TANH, SIGM, false, true});
+    sy_node loss = sy_graph_reduce_sum(c.g, h, NULL, 0, false);
+    sy_plan_options o = sy_plan_options_default();
+    o.loss = loss;
+    sy_plan *p = NULL;
+    sy_status st = sy_plan_compile(c.g, &o, &p);
+    CHECK(st == SY_ERR_UNSUPPORTED && strstr(sy_last_error(), "lstm_scan") && strstr(sy_last_error(), "inference"),
+          "gradient of an inference scan: %s (%s)", sy_status_name(st), sy_last_error());
+    sy_plan_free(p);
+    free_ctx(&c);
+}
+
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL;
+    check_inference_scan_has_no_gradient();
     bool covered[SY_OP_COUNT] = {false};
     sy_pool *pool2;
     CHECK_OK(sy_pool_new(2, &pool2));

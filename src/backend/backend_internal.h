@@ -72,7 +72,7 @@ typedef union sy_attrs {
     struct { int32_t perm[SY_MAX_RANK]; } transpose;
     struct { int64_t begin[SY_MAX_RANK]; } slice;                  /* SLICE, SLICE_GRAD */
     struct { float rate; uint64_t seed; } dropout;
-    struct { uint8_t act, rec_act, has_bias, has_mask, need_dx; } rnn; /* LSTM_SCAN, GRU_SCAN and their grads */
+    struct { uint8_t act, rec_act, has_bias, has_mask, need_dx, inference; } rnn; /* LSTM_SCAN, GRU_SCAN, grads */
     struct { uint32_t axes; uint8_t keepdims; } reduce;            /* bit i: reduce axis i */
     struct { double value; } fill;
     struct {
@@ -171,7 +171,8 @@ static inline void sy_conv_out(int64_t in, int64_t k, int64_t stride, int paddin
  * product of those columns of every row with the d gates (lstm_scan_wgrad);
  * backwards, [dx, dh(t-1)] = d gates x [kernel; recurrent]^T lands in the
  * grad row. h(t-1) is stored times the recurrent dropout mask, as the step
- * uses it; dh(t-1) before the mask. */
+ * uses it; dh(t-1) before the mask. An lstm_scan for inference (no
+ * gradient) returns only h, (B, T, U). */
 typedef struct sy_lstm_cols {
     int64_t gates, c, ac, h, x, hp, one, width; /* lstm_scan */
     int64_t dgates, dx, dhp, grad_width;         /* lstm_scan_grad */

@@ -93,9 +93,10 @@ sy_status normalize_axis(sy_graph *g, sy_node_rec *n, int rank);
 
 /* The recurrent scans (ops_rnn.c): x (B, T, D) through kernel, recurrent
  * kernel, bias (SY_NONE: none) and recurrent dropout mask (SY_NONE: none);
- * act and rec_act are sy_act values. */
+ * act and rec_act are sy_act values. An LSTM scan for inference returns h
+ * only and has no gradient. */
 sy_node graph_lstm_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask, int act,
-                        int rec_act);
+                        int rec_act, bool inference);
 sy_node graph_gru_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask, int act,
                        int rec_act);
 /* The column where a scan's rows hold h (U columns from there). */

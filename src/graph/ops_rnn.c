@@ -40,9 +40,10 @@
 #include <string.h>
 
 static sy_node scan(sy_graph *g, sy_op op, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask,
-                    int act, int rec_act) {
+                    int act, int rec_act, bool inference) {
     sy_attrs at;
     memset(&at, 0, sizeof at);
+    at.rnn.inference = inference;
     at.rnn.act = (uint8_t)act;
     at.rnn.rec_act = (uint8_t)rec_act;
     at.rnn.has_bias = bias != SY_NONE;
@@ -55,13 +56,13 @@ static sy_node scan(sy_graph *g, sy_op op, sy_node x, sy_node kernel, sy_node re
 }
 
 sy_node graph_lstm_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask, int act,
-                        int rec_act) {
-    return scan(g, SY_OP_LSTM_SCAN, x, kernel, recurrent, bias, mask, act, rec_act);
+                        int rec_act, bool inference) {
+    return scan(g, SY_OP_LSTM_SCAN, x, kernel, recurrent, bias, mask, act, rec_act, inference);
 }
 
 sy_node graph_gru_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask, int act,
                        int rec_act) {
-    return scan(g, SY_OP_GRU_SCAN, x, kernel, recurrent, bias, mask, act, rec_act);
+    return scan(g, SY_OP_GRU_SCAN, x, kernel, recurrent, bias, mask, act, rec_act, false);
 }
 
 /* The optional inputs' positions. */
@@ -70,7 +71,8 @@ static int mask_input(const sy_node_rec *n) { return n->attr.rnn.has_mask ? 3 + 
 
 /* x (B, T, D), kernel (D, gU), recurrent (U, gU), bias (gU) or (2, gU),
  * mask (B, U); sets the output (B, T, row) with row(D, U) floats a step. */
-static sy_status infer_scan(sy_graph *g, sy_node_rec *n, int gates, int bias_rows, int64_t (*row)(int64_t, int64_t)) {
+static sy_status infer_scan(sy_graph *g, sy_node_rec *n, int gates, int bias_rows,
+                            int64_t (*row)(const sy_node_rec *, int64_t, int64_t)) {
     int want = 3 + n->attr.rnn.has_bias + n->attr.rnn.has_mask;
     if (n->n_in != want) return graph_fail(g, n, SY_ERR_INTERNAL, "takes %d inputs here, got %d", want, n->n_in);
     sy_status st = require_float_inputs(g, n, n->n_in);
@@ -103,12 +105,14 @@ static sy_status infer_scan(sy_graph *g, sy_node_rec *n, int gates, int bias_row
     }
     if (n->attr.rnn.act > SY_ACT_TANH || n->attr.rnn.rec_act > SY_ACT_TANH)
         return graph_fail(g, n, SY_ERR_INVALID_ARGUMENT, "unknown activation %d or %d", n->attr.rnn.act, n->attr.rnn.rec_act);
-    n->shape = sy_shape_of(3, x->dims[0], x->dims[1], row(x->dims[2], u));
+    n->shape = sy_shape_of(3, x->dims[0], x->dims[1], row(n, x->dims[2], u));
     return SY_OK;
 }
 
-static int64_t lstm_row(int64_t d, int64_t u) { return sy_lstm_layout(d, u, false).width; }
-static int64_t gru_row(int64_t d, int64_t u) { return (void)d, 5 * u; }
+static int64_t lstm_row(const sy_node_rec *n, int64_t d, int64_t u) {
+    return n->attr.rnn.inference ? u : sy_lstm_layout(d, u, false).width;
+}
+static int64_t gru_row(const sy_node_rec *n, int64_t d, int64_t u) { return (void)n, (void)d, 5 * u; }
 
 sy_status infer_LSTM_SCAN(sy_graph *g, sy_node_rec *n) { return infer_scan(g, n, 4, 1, lstm_row); }
 sy_status infer_GRU_SCAN(sy_graph *g, sy_node_rec *n) { return infer_scan(g, n, 3, 2, gru_row); }
@@ -229,6 +233,8 @@ sy_status grad_LSTM_SCAN(sy_graph *g, sy_node y, sy_node dy, const bool *need, s
     sy_status st = no_mask_grad(g, y, need);
     if (st) return st;
     sy_node_rec *n = graph_node(g, y);
+    if (n->attr.rnn.inference)
+        return graph_fail(g, n, SY_ERR_UNSUPPORTED, "an LSTM scan built for inference keeps no state for a gradient");
     sy_attrs at = n->attr;
     sy_shape ys = n->shape;
     sy_node kernel = graph_input(g, y, 1), recurrent = graph_input(g, y, 2);
@@ -287,5 +293,6 @@ int64_t graph_scan_h_column(const sy_graph *g, sy_node scan) {
     const sy_node_rec *n = graph_node(g, scan);
     int64_t d = graph_node(g, graph_input(g, scan, 1))->shape.dims[0];
     int64_t u = graph_node(g, graph_input(g, scan, 2))->shape.dims[0];
-    return n->op == SY_OP_LSTM_SCAN ? sy_lstm_layout(d, u, false).h : 4 * u;
+    if (n->op == SY_OP_LSTM_SCAN) return n->attr.rnn.inference ? 0 : sy_lstm_layout(d, u, false).h;
+    return 4 * u;
 }

@@ -193,7 +193,7 @@ void model_plans_free(sy_model *m) {
     for (int i = 0; i < MODE_COUNT; i++) plan_clear(&m->plans[i]);
 }
 
-sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training) {
+sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training, bool gradients) {
     sy_node h = x;
     for (int64_t i = 0; i < m->n_layers && h != SY_NONE; i++) {
         model_layer *L = &m->layers[i];
@@ -205,7 +205,8 @@ sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training) {
             const char *leaf = full + strlen(L->name) + 1; /* the name within the layer's scope */
             w[j] = sy_graph_param(g, leaf, SY_F32, sy_vars_shape(m->vars, L->weight_var[j]), sy_init_zeros());
         }
-        layer_ctx ctx = {training, L->cfg.seed ? L->cfg.seed : sy_mix64(m->seed ^ sy_mix64((uint64_t)i + 0xD0D0ull))};
+        layer_ctx ctx = {training, L->cfg.seed ? L->cfg.seed : sy_mix64(m->seed ^ sy_mix64((uint64_t)i + 0xD0D0ull)),
+                         gradients};
         h = impl->build(g, &L->cfg, h, w, &ctx);
         sy_graph_pop_scope(g);
     }
@@ -238,7 +239,7 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
     p->batch = batch;
     p->x = sy_graph_input(g, "x", model_input_dtype(m), keras_batch_shape(batch, &m->input_shape));
     p->y = p->per_example = p->loss = SY_NONE;
-    p->pred = keras_build_layers(m, g, p->x, mode == MODE_TRAIN);
+    p->pred = keras_build_layers(m, g, p->x, mode == MODE_TRAIN, mode == MODE_TRAIN);
     sy_node outputs[2];
     int n_out = 0;
     sy_plan_options o = sy_plan_options_default();

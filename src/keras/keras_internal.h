@@ -30,6 +30,7 @@ typedef struct layer_weight {
 typedef struct layer_ctx {
     bool training;  /* dropout active */
     uint64_t seed;  /* the layer's stream (dropout) */
+    bool gradients; /* the graph will be differentiated (training, or a test taking gradients without dropout) */
 } layer_ctx;
 
 typedef struct layer_impl {
@@ -144,7 +145,7 @@ struct sy_model {
 /* Add the model's layers to g over x (batch, input_shape...); returns the
  * output node. Weights are params named as the model's variables, so a plan
  * compiled with the model's store uses them. */
-sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training);
+sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training, bool gradients);
 
 /* The plans for `mode` at `batch` rows per replica, compiled on first use
  * (or when the batch size changes). */

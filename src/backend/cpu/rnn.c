@@ -274,7 +274,7 @@ typedef struct lstm_job {
     sy_lstm_cols l;
     int64_t b, t, d, u;
     int act, rec_act;
-    bool need_dx;
+    bool need_dx, inference;
     const float *bp, *mask;
     float *scratch; /* per row block: block_floats() */
 } lstm_job;
@@ -311,9 +311,9 @@ static void stream_done(void) {
  * built in an image in L1 -- x(t) copied in beside h(t-1) and 1, one
  * product [x, h(t-1), 1] x [kernel; recurrent; bias] for the block's rows
  * into the gate columns, the cell (c(t-1) is still in the image's c
- * columns) -- then streamed out, and h (times the mask) becomes the next
- * step's h(t-1). Rows never meet, so blocks run on any thread without a
- * barrier between steps. */
+ * columns) -- then streamed out (for inference only h is copied out), and
+ * h (times the mask) becomes the next step's h(t-1). Rows never meet, so
+ * blocks run on any thread without a barrier between steps. */
 static void lstm_fwd_rows(void *ctx, int64_t part) {
     const lstm_job *j = ctx;
     const sy_lstm_cols *l = &j->l;
@@ -334,7 +334,10 @@ static void lstm_fwd_rows(void *ctx, int64_t part) {
                 lstm_cell_default(s, s + l->c, s + l->ac, s + l->h, u);
             else
                 lstm_cell_any(s, l, u, j->act, j->rec_act);
-            stream_row(seq + ((r0 + r) * j->t + t) * w, s, w);
+            if (j->inference)
+                memcpy(seq + ((r0 + r) * j->t + t) * u, s + l->h, (size_t)u * sizeof(float));
+            else
+                stream_row(seq + ((r0 + r) * j->t + t) * w, s, w);
             const float *h = s + l->h, *m = j->mask ? j->mask + (r0 + r) * u : NULL;
             float *hp = s + l->hp;
             for (int64_t q = 0; q < u; q++) hp[q] = m ? h[q] * m[q] : h[q];
@@ -374,7 +377,7 @@ static void lstm_scan_fwd_f32_fast(const sy_kargs *k) {
     sy_pack_b_rows(bp, rows, false, kk, 4 * u);
     if (LSTM_G_DOUBLED && sd.act == SY_ACT_TANH && sd.rec_act == SY_ACT_SIGMOID)
         sy_packed_b_scale_columns(bp, kk, 4 * u, 2 * u, 3 * u, 2.0f); /* lstm_cell_default's doubled g */
-    lstm_job j = {k, l, sd.b, sd.t, d, u, sd.act, sd.rec_act, false, bp, scan_mask(k), scratch};
+    lstm_job j = {k, l, sd.b, sd.t, d, u, sd.act, sd.rec_act, false, k->attr->rnn.inference, bp, scan_mask(k), scratch};
     sy_parallel_parts(k->ex, blocks, lstm_fwd_rows, &j);
 }
 
@@ -441,7 +444,7 @@ static void lstm_scan_bwd_f32_fast(const sy_kargs *k) {
     const float **rows = (const float **)(scratch + blocks * block_floats(&l, u, true));
     lstm_weight_rows(rows, k->in[2], k->in[3], d, u, need_dx);
     sy_pack_b_rows(bp, rows, true, 4 * u, n);
-    lstm_job j = {k, l, sd.b, sd.t, d, u, sd.act, sd.rec_act, need_dx, bp,
+    lstm_job j = {k, l, sd.b, sd.t, d, u, sd.act, sd.rec_act, need_dx, false, bp,
                   k->attr->rnn.has_mask ? k->in[4] : NULL, scratch};
     sy_parallel_parts(k->ex, blocks, lstm_bwd_rows, &j);
 }

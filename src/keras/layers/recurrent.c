@@ -86,7 +86,7 @@ static sy_node rnn_build(sy_graph *g, const sy_layer *l, sy_node x, const sy_nod
         rec_mask = mask(g, sy_shape_of(2, b, u), l->recurrent_dropout, sy_mix64(ctx->seed + 0x2EC));
     sy_node bias = l->use_bias ? w[2] : SY_NONE;
     int act = keras_act_code(l->activation), rec_act = keras_act_code(l->recurrent_activation);
-    sy_node seq = lstm ? graph_lstm_scan(g, x, w[0], w[1], bias, rec_mask, act, rec_act)
+    sy_node seq = lstm ? graph_lstm_scan(g, x, w[0], w[1], bias, rec_mask, act, rec_act, !ctx->gradients)
                        : graph_gru_scan(g, x, w[0], w[1], bias, rec_mask, act, rec_act);
     int64_t h_at = graph_scan_h_column(g, seq);
     if (l->return_sequences) {
