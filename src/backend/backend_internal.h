@@ -161,37 +161,36 @@ static inline void sy_conv_out(int64_t in, int64_t k, int64_t stride, int paddin
 
 /* The rows of the LSTM scan ops, per (batch, step), in elements:
  *
- *   lstm_scan       i f g o (activated gates) | c | act(c) | h | x | h(t-1) | 1
- *   lstm_scan_grad  d gates (pre-activation) | dx (only with need_dx) | dh(t-1)
+ *   lstm_scan       i f g o (activated gates) | c | h | x | h(t-1) | 1
+ *   lstm_scan_grad  d gates (pre-activation) | dx (only with need_dx)
  *
  * each padded with zeros to a multiple of 16 elements, so that rows start
  * on cache lines (the cpu kernels write them whole with streaming stores).
  * A step's product [x, h(t-1), 1] (D + U + 1) x [kernel; recurrent; bias]
  * reads its operand straight from the row, so the kernels' gradient is one
  * product of those columns of every row with the d gates (lstm_scan_wgrad);
- * backwards, [dx, dh(t-1)] = d gates x [kernel; recurrent]^T lands in the
- * grad row. h(t-1) is stored times the recurrent dropout mask, as the step
- * uses it; dh(t-1) before the mask. An lstm_scan for inference (no
- * gradient) returns only h, (B, T, U). */
+ * backwards, dx and dh(t-1) come from d gates x [kernel; recurrent]^T (dh
+ * stays in the kernel). h(t-1) is stored times the recurrent dropout mask,
+ * as the step uses it. act(c) is not stored: the backward pass computes it
+ * again, which costs less than moving it through memory twice. An
+ * lstm_scan for inference (no gradient) returns only h, (B, T, U). */
 typedef struct sy_lstm_cols {
-    int64_t gates, c, ac, h, x, hp, one, width; /* lstm_scan */
-    int64_t dgates, dx, dhp, grad_width;         /* lstm_scan_grad */
+    int64_t gates, c, h, x, hp, one, width; /* lstm_scan */
+    int64_t dgates, dx, grad_width;          /* lstm_scan_grad */
 } sy_lstm_cols;
 
 static inline sy_lstm_cols sy_lstm_layout(int64_t d, int64_t u, bool need_dx) {
     sy_lstm_cols l;
     l.gates = 0;
     l.c = 4 * u;
-    l.ac = 5 * u;
-    l.h = 6 * u;
-    l.x = 7 * u;
+    l.h = 5 * u;
+    l.x = 6 * u;
     l.hp = l.x + d;
     l.one = l.hp + u;
     l.width = (l.one + 1 + 15) / 16 * 16;
     l.dgates = 0;
     l.dx = 4 * u;
-    l.dhp = l.dx + (need_dx ? d : 0);
-    l.grad_width = (l.dhp + u + 15) / 16 * 16;
+    l.grad_width = (l.dx + (need_dx ? d : 0) + 15) / 16 * 16;
     return l;
 }
 

@@ -7,11 +7,10 @@
  * dropout mask (B, U), runs the T steps, and returns everything a backward
  * pass needs, one row per (batch, step):
  *
- *   lstm_scan  i f g o | c | act(c) | h | x | h(t-1) | 1
+ *   lstm_scan  i f g o | c | h | x | h(t-1) | 1
  *              (sy_lstm_layout in backend_internal.h: the activated gates,
- *              the cell state and its activation, the output, then the
- *              operand [x, h(t-1), 1] of the step's one product with
- *              [kernel; recurrent; bias])
+ *              the cell state, the output, then the operand [x, h(t-1), 1]
+ *              of the step's one product with [kernel; recurrent; bias])
  *   gru_scan   z r hh rh h     (5U: update and reset gates, the candidate,
  *                               the recurrent candidate input h.U_h + b_h
  *                               that r multiplies, the output)
@@ -20,8 +19,8 @@
  * columns are the op's working state), and the gradient rule takes dh
  * straight from that slice's gradient, so no gradient of the whole rows is
  * ever made. The grad op runs the steps backwards. For LSTM it returns the
- * pre-activation gate gradients of every step and, from the same per-step
- * product with [kernel; recurrent]^T, dx and dh(t-1); lstm_scan_wgrad then
+ * pre-activation gate gradients of every step and dx, which with dh(t-1)
+ * come from the step's product with [kernel; recurrent]^T; lstm_scan_wgrad then
  * gives the gradients of kernel, recurrent kernel and bias at once, as one
  * product of the rows' [x, h(t-1), 1] columns with the gate gradients over
  * all B * T rows, at GEMM speed. For GRU the grad op returns the gate
@@ -226,8 +225,8 @@ static sy_status no_mask_grad(sy_graph *g, sy_node y, const bool *need) {
     return SY_OK;
 }
 
-/* LSTM: dh from the h slice; the grad op gives the gate gradients, dx and
- * dh(t-1) per row; lstm_scan_wgrad the weights' gradients, stacked
+/* LSTM: dh from the h slice; the grad op gives the gate gradients and dx
+ * per row; lstm_scan_wgrad the weights' gradients, stacked
  * [kernel; recurrent; bias], which slices hand out. */
 sy_status grad_LSTM_SCAN(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx) {
     sy_status st = no_mask_grad(g, y, need);

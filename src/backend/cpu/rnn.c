@@ -119,91 +119,119 @@ static inline __m256i tail_mask(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-static void sigmoid_in_place(float *p, int64_t n) {
+/* dst[j] = f(src[j]) over n floats (dst may be src), four vectors an
+ * iteration; f is a constant where this is inlined. */
+static inline __attribute__((always_inline)) void map8(float *dst, const float *src, int64_t n, __m256 (*f)(__m256)) {
     int64_t j = 0;
     for (; j + 32 <= n; j += 32) {
-        __m256 a = sy_sigmoid8(_mm256_loadu_ps(p + j)), b = sy_sigmoid8(_mm256_loadu_ps(p + j + 8)),
-               c = sy_sigmoid8(_mm256_loadu_ps(p + j + 16)), d = sy_sigmoid8(_mm256_loadu_ps(p + j + 24));
-        _mm256_storeu_ps(p + j, a);
-        _mm256_storeu_ps(p + j + 8, b);
-        _mm256_storeu_ps(p + j + 16, c);
-        _mm256_storeu_ps(p + j + 24, d);
+        __m256 a = f(_mm256_loadu_ps(src + j)), b = f(_mm256_loadu_ps(src + j + 8)),
+               c = f(_mm256_loadu_ps(src + j + 16)), d = f(_mm256_loadu_ps(src + j + 24));
+        _mm256_storeu_ps(dst + j, a);
+        _mm256_storeu_ps(dst + j + 8, b);
+        _mm256_storeu_ps(dst + j + 16, c);
+        _mm256_storeu_ps(dst + j + 24, d);
     }
-    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(p + j, sy_sigmoid8(_mm256_loadu_ps(p + j)));
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(dst + j, f(_mm256_loadu_ps(src + j)));
     if (j < n) {
         __m256i m = tail_mask(n - j);
-        _mm256_maskstore_ps(p + j, m, sy_sigmoid8(_mm256_maskload_ps(p + j, m)));
+        _mm256_maskstore_ps(dst + j, m, f(_mm256_maskload_ps(src + j, m)));
     }
 }
+
+static void sigmoid_in_place(float *p, int64_t n) { map8(p, p, n, sy_sigmoid8); }
 
 /* Eight units of the state, g still sigmoid(2 z), c holding c(t-1);
  * `full` is a constant where this is inlined, so the masked loads and
  * stores of the last units cost nothing elsewhere. */
-static inline __attribute__((always_inline)) void lstm_state8(const float *i, const float *f, float *g, const float *o,
-                                                               float *c, float *ac, float *h, bool full, __m256i mask) {
 #define LD(p) (full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask))
 #define ST(p, v) (full ? _mm256_storeu_ps(p, v) : _mm256_maskstore_ps(p, mask, v))
+static inline __attribute__((always_inline)) void lstm_state8(const float *i, const float *f, float *g, const float *o,
+                                                               float *c, float *h, bool full, __m256i mask) {
     __m256 gv = _mm256_fmsub_ps(_mm256_set1_ps(2.0f), LD(g), _mm256_set1_ps(1.0f)), ig = _mm256_mul_ps(LD(i), gv);
-    __m256 cv = _mm256_fmadd_ps(LD(f), LD(c), ig), acv = sy_tanh8(cv);
+    __m256 cv = _mm256_fmadd_ps(LD(f), LD(c), ig);
     ST(g, gv);
     ST(c, cv);
-    ST(ac, acv);
-    ST(h, _mm256_mul_ps(LD(o), acv));
-#undef LD
-#undef ST
+    ST(h, _mm256_mul_ps(LD(o), sy_tanh8(cv)));
 }
 
-static void lstm_cell_default(float *s, float *c, float *ac, float *h, int64_t u) {
+static void tanh_into(float *p, const float *c, int64_t n) { map8(p, c, n, sy_tanh8); }
+
+static void lstm_cell_default(float *s, float *c, float *h, int64_t u) {
     sigmoid_in_place(s, 4 * u);
     float *i = s, *f = s + u, *g = s + 2 * u, *o = s + 3 * u;
     int64_t j = 0;
     __m256i all = _mm256_setzero_si256();
     for (; j + 16 <= u; j += 16) {
-        lstm_state8(i + j, f + j, g + j, o + j, c + j, ac + j, h + j, true, all);
-        lstm_state8(i + j + 8, f + j + 8, g + j + 8, o + j + 8, c + j + 8, ac + j + 8, h + j + 8, true, all);
+        lstm_state8(i + j, f + j, g + j, o + j, c + j, h + j, true, all);
+        lstm_state8(i + j + 8, f + j + 8, g + j + 8, o + j + 8, c + j + 8, h + j + 8, true, all);
     }
-    for (; j + 8 <= u; j += 8) lstm_state8(i + j, f + j, g + j, o + j, c + j, ac + j, h + j, true, all);
-    if (j < u) lstm_state8(i + j, f + j, g + j, o + j, c + j, ac + j, h + j, false, tail_mask(u - j));
+    for (; j + 8 <= u; j += 8) lstm_state8(i + j, f + j, g + j, o + j, c + j, h + j, true, all);
+    if (j < u) lstm_state8(i + j, f + j, g + j, o + j, c + j, h + j, false, tail_mask(u - j));
 }
+
+#undef LD
+#undef ST
 #define LSTM_G_DOUBLED 1
 #else
 /* Each column gets its own restrict pointer: with one pointer and offsets
  * GCC cannot prove the stores and loads apart and leaves the loop scalar. */
 static void lstm_cell_columns(float *restrict i, float *restrict f, float *restrict g, float *restrict o,
-                              float *restrict c, float *restrict ac, float *restrict h, int64_t u) {
+                              float *restrict c, float *restrict h, int64_t u) {
     for (int64_t j = 0; j < u; j++) {
         float ij = sy_vsigmoidf(i[j]), fj = sy_vsigmoidf(f[j]), gj = sy_vtanhf(g[j]), oj = sy_vsigmoidf(o[j]);
-        float cj = fj * c[j] + ij * gj, acj = sy_vtanhf(cj);
+        float cj = fj * c[j] + ij * gj;
         i[j] = ij;
         f[j] = fj;
         g[j] = gj;
         o[j] = oj;
         c[j] = cj;
-        ac[j] = acj;
-        h[j] = oj * acj;
+        h[j] = oj * sy_vtanhf(cj);
     }
 }
 
-static void lstm_cell_default(float *s, float *c, float *ac, float *h, int64_t u) {
-    lstm_cell_columns(s, s + u, s + 2 * u, s + 3 * u, c, ac, h, u);
+static void lstm_cell_default(float *s, float *c, float *h, int64_t u) {
+    lstm_cell_columns(s, s + u, s + 2 * u, s + 3 * u, c, h, u);
+}
+
+static void tanh_into(float *restrict p, const float *restrict c, int64_t n) {
+    for (int64_t j = 0; j < n; j++) p[j] = sy_vtanhf(c[j]);
 }
 #define LSTM_G_DOUBLED 0
 #endif
 
-/* Any activations: the gates of row s (i f g o, then c holding c(t-1),
- * act(c), h). */
+/* Any activations: the gates of row s (i f g o, then c holding c(t-1), h). */
 static void lstm_cell_any(float *s, const sy_lstm_cols *l, int64_t u, int act, int rec_act) {
     apply(s, u, rec_act);
     apply(s + u, u, rec_act);
     apply(s + 2 * u, u, act);
     apply(s + 3 * u, u, rec_act);
-    float *c = s + l->c, *ac = s + l->ac, *h = s + l->h;
+    float *c = s + l->c, *h = s + l->h;
     for (int64_t j = 0; j < u; j++) c[j] = s[u + j] * c[j] + s[j] * s[2 * u + j];
-    memcpy(ac, c, (size_t)u * sizeof(float));
-    apply(ac, u, act);
-    for (int64_t j = 0; j < u; j++) h[j] = s[3 * u + j] * ac[j];
+    memcpy(h, c, (size_t)u * sizeof(float));
+    apply(h, u, act);
+    for (int64_t j = 0; j < u; j++) h[j] *= s[3 * u + j];
 }
 
+/* The gate gradients from dh and dc (the later step's, becoming this
+ * step's) and act(c); has_cp a constant where inlined (the test outside the
+ * loop, so that GCC vectorises both cases). */
+static inline __attribute__((always_inline)) void lstm_grad_loop(float *restrict di, float *restrict df,
+                                                                  float *restrict dg, float *restrict dout,
+                                                                  float *restrict dc, const float *restrict dh,
+                                                                  const float *restrict i, const float *restrict f,
+                                                                  const float *restrict g, const float *restrict o,
+                                                                  const float *restrict ac, const float *restrict cp,
+                                                                  bool has_cp, int64_t u) {
+    for (int64_t j = 0; j < u; j++) {
+        float ij = i[j], fj = f[j], gj = g[j], oj = o[j], tc = ac[j];
+        float c_grad = dc[j] + dh[j] * oj * (1 - tc * tc);
+        di[j] = c_grad * gj * ij * (1 - ij);
+        df[j] = has_cp ? c_grad * cp[j] * fj * (1 - fj) : 0.0f;
+        dg[j] = c_grad * ij * (1 - gj * gj);
+        dout[j] = dh[j] * tc * oj * (1 - oj);
+        dc[j] = c_grad * fj;
+    }
+}
 /* dh(t) of one row, into dh: the layer's gradient at step t (from_y, or
  * NULL) plus dh(t-1) of the later step (later, or NULL) times the mask (m,
  * or NULL). */
@@ -217,43 +245,28 @@ static void lstm_dh(float *restrict dh, const float *restrict from_y, const floa
         for (int64_t q = 0; q < u; q++) dh[q] = (from_y ? from_y[q] : 0.0f) + later[q];
 }
 
-/* The gate gradients of one row for Keras's default activations, from dh
- * and the dc carried from the next step, which becomes dc of the previous.
- * cp (c(t-1)) is NULL at the first step; the test is outside the loop (an
- * always-inlined body per case) so that GCC vectorises both. */
-static inline __attribute__((always_inline)) void lstm_grad_loop(float *restrict di, float *restrict df,
-                                                                  float *restrict dg, float *restrict dout,
-                                                                  float *restrict dc, const float *restrict dh,
-                                                                  const float *restrict i, const float *restrict f,
-                                                                  const float *restrict g, const float *restrict o,
-                                                                  const float *restrict ac, const float *restrict cp,
-                                                                  int64_t u) {
-    for (int64_t j = 0; j < u; j++) {
-        float ij = i[j], fj = f[j], gj = g[j], oj = o[j], tc = ac[j];
-        float c_grad = dc[j] + dh[j] * oj * (1 - tc * tc);
-        di[j] = c_grad * gj * ij * (1 - ij);
-        df[j] = cp ? c_grad * cp[j] * fj * (1 - fj) : 0.0f;
-        dg[j] = c_grad * ij * (1 - gj * gj);
-        dout[j] = dh[j] * tc * oj * (1 - oj);
-        dc[j] = c_grad * fj;
-    }
-}
-
+/* The gate gradients of one row for Keras's default activations; act(c)
+ * is computed again into ac (U floats of scratch): a pass of its own, where
+ * the tanh chains of neighbouring vectors overlap (inside the gradient loop
+ * they made it slower than reading act(c) back from memory). */
 static void lstm_cell_grad_default(float *di, float *df, float *dg, float *dout, float *dc, const float *dh,
-                                   const float *i, const float *f, const float *g, const float *o, const float *ac,
-                                   const float *cp, int64_t u) {
+                                   const float *i, const float *f, const float *g, const float *o, const float *c,
+                                   const float *cp, float *ac, int64_t u) {
+    tanh_into(ac, c, u);
     if (cp)
-        lstm_grad_loop(di, df, dg, dout, dc, dh, i, f, g, o, ac, cp, u);
+        lstm_grad_loop(di, df, dg, dout, dc, dh, i, f, g, o, ac, cp, true, u);
     else
-        lstm_grad_loop(di, df, dg, dout, dc, dh, i, f, g, o, ac, NULL, u);
+        lstm_grad_loop(di, df, dg, dout, dc, dh, i, f, g, o, ac, ac, false, u);
 }
 
-/* Any activations; s the row (i f g o ...), dz its gate gradients, sl
- * scratch for 4 x U slopes. */
+/* Any activations; s the row (i f g o c ...), dz its gate gradients, sl
+ * scratch for 5 x U. */
 static void lstm_cell_grad_any(float *dz, float *dc, const float *dh, const float *s, const sy_lstm_cols *l,
                                const float *cp, float *sl, int64_t u, int act, int rec_act) {
-    float *s_ac = sl, *s_i = sl + u, *s_f = sl + 2 * u, *s_o = sl + 3 * u;
-    const float *i = s, *f = s + u, *g = s + 2 * u, *o = s + 3 * u, *ac = s + l->ac;
+    float *ac = sl, *s_ac = sl + u, *s_i = sl + 2 * u, *s_f = sl + 3 * u, *s_o = sl + 4 * u;
+    const float *i = s, *f = s + u, *g = s + 2 * u, *o = s + 3 * u;
+    memcpy(ac, s + l->c, (size_t)u * sizeof(float));
+    apply(ac, u, act);
     slope(s_ac, ac, u, act);
     slope(s_i, i, u, rec_act);
     slope(s_f, f, u, rec_act);
@@ -281,10 +294,14 @@ typedef struct lstm_job {
 
 #define MR SY_SMALLGEMM_MR
 
-/* A row block's scratch: the rows' images (forward: scan rows, backward:
- * grad rows), and backward dc, dh (U each a row) and 4U slopes. */
-static int64_t block_floats(const sy_lstm_cols *l, int64_t u, bool backward) {
-    return floats_aligned_rnn(backward ? MR * (l->grad_width + 2 * u) + 4 * u : MR * l->width);
+/* A row block's scratch. Forward: the rows' images. Backward: the grad
+ * rows' images, the step product's rows [dx, dh(t-1)] (prod_stride
+ * floats), dc and dh (U each a row), 5U for the generic cell. */
+static int64_t prod_stride(int64_t n) { return (n + 15) / 16 * 16; }
+
+static int64_t block_floats(const sy_lstm_cols *l, int64_t d, int64_t u, bool need_dx, bool backward) {
+    if (!backward) return floats_aligned_rnn(MR * l->width);
+    return floats_aligned_rnn(MR * (l->grad_width + prod_stride((need_dx ? d : 0) + u) + 2 * u) + 5 * u);
 }
 
 /* A finished row image out to its place in the tensor. The rows are
@@ -320,7 +337,7 @@ static void lstm_fwd_rows(void *ctx, int64_t part) {
     const float *x = j->k->in[0];
     float *seq = j->k->out;
     int64_t u = j->u, d = j->d, w = l->width, r0 = part * MR, nr = sy_min64(MR, j->b - r0);
-    float *img = j->scratch + part * block_floats(l, u, false);
+    float *img = j->scratch + part * block_floats(l, d, u, false, false);
     bool fast = j->act == SY_ACT_TANH && j->rec_act == SY_ACT_SIGMOID;
     memset(img, 0, (size_t)(nr * w) * sizeof(float)); /* h(-1), c(-1) and the padding are zeros */
     for (int64_t r = 0; r < nr; r++) img[r * w + l->one] = 1.0f;
@@ -331,7 +348,7 @@ static void lstm_fwd_rows(void *ctx, int64_t part) {
         for (int64_t r = 0; r < nr; r++) {
             float *s = img + r * w;
             if (fast)
-                lstm_cell_default(s, s + l->c, s + l->ac, s + l->h, u);
+                lstm_cell_default(s, s + l->c, s + l->h, u);
             else
                 lstm_cell_any(s, l, u, j->act, j->rec_act);
             if (j->inference)
@@ -361,7 +378,7 @@ static size_t lstm_fwd_ws(const sy_kargs *k, int threads) {
     (void)threads;
     int64_t b = k->in_shape[0].dims[0], d = k->in_shape[1].dims[0], u = k->in_shape[2].dims[0], kk = d + u + 1;
     sy_lstm_cols l = sy_lstm_layout(d, u, false);
-    return (size_t)(floats_aligned_rnn(sy_pack_b_floats(kk, 4 * u)) + (b + MR - 1) / MR * block_floats(&l, u, false)) *
+    return (size_t)(floats_aligned_rnn(sy_pack_b_floats(kk, 4 * u)) + (b + MR - 1) / MR * block_floats(&l, d, u, false, false)) *
                sizeof(float) +
            (size_t)kk * sizeof(float *);
 }
@@ -372,7 +389,7 @@ static void lstm_scan_fwd_f32_fast(const sy_kargs *k) {
     int64_t d = k->in_shape[1].dims[0], u = sd.u, kk = d + u + 1, blocks = (sd.b + MR - 1) / MR;
     sy_lstm_cols l = sy_lstm_layout(d, u, false);
     float *bp = k->ws, *scratch = bp + floats_aligned_rnn(sy_pack_b_floats(kk, 4 * u));
-    const float **rows = (const float **)(scratch + blocks * block_floats(&l, u, false));
+    const float **rows = (const float **)(scratch + blocks * block_floats(&l, d, u, false, false));
     rows[lstm_weight_rows(rows, k->in[1], k->in[2], d, u, true)] = scan_bias(k); /* NULL: zeros */
     sy_pack_b_rows(bp, rows, false, kk, 4 * u);
     if (LSTM_G_DOUBLED && sd.act == SY_ACT_TANH && sd.rec_act == SY_ACT_SIGMOID)
@@ -383,42 +400,39 @@ static void lstm_scan_fwd_f32_fast(const sy_kargs *k) {
 
 /* Backward, rows [MR part, MR part + MR) from the last step to the first:
  * dh = the layer's dh + dh(t-1) of the later step (times the mask), the
- * gate gradients into the grad row's image, one product d gates x [kernel;
- * recurrent]^T giving dx and dh(t-1) in the same image, which is then
- * streamed out; its dh(t-1) serves the next (earlier) step. The scan rows
- * come from memory (written long ago), so the next step's are prefetched
- * while this one computes. */
+ * gate gradients into the grad row's image, then one product d gates x
+ * [kernel; recurrent]^T giving dx, copied into the image, which is then
+ * streamed out, and dh(t-1) for the next (earlier) step. */
 static void lstm_bwd_rows(void *ctx, int64_t part) {
     const lstm_job *j = ctx;
     const sy_lstm_cols *l = &j->l;
     const float *dy = j->k->in[0], *seq = j->k->in[1];
     float *grads = j->k->out;
-    int64_t u = j->u, w = l->width, gw = l->grad_width, r0 = part * MR, nr = sy_min64(MR, j->b - r0),
-            ty = j->k->in_shape[0].dims[1];
-    float *img = j->scratch + part * block_floats(l, u, true), *dc = img + MR * gw, *dh = dc + MR * u, *sl = dh + MR * u;
+    int64_t u = j->u, dx = j->need_dx ? j->d : 0, n = dx + u, ps = prod_stride(n), w = l->width, gw = l->grad_width,
+            r0 = part * MR, nr = sy_min64(MR, j->b - r0), ty = j->k->in_shape[0].dims[1];
+    float *img = j->scratch + part * block_floats(l, j->d, u, j->need_dx, true), *prod = img + MR * gw,
+          *dc = prod + MR * ps, *dh = dc + MR * u, *sl = dh + MR * u;
     bool fast = j->act == SY_ACT_TANH && j->rec_act == SY_ACT_SIGMOID;
-    memset(img, 0, (size_t)(MR * gw + nr * u) * sizeof(float)); /* no later step: dh(t-1), dc zeros */
+    memset(img, 0, (size_t)(MR * gw) * sizeof(float)); /* the padding */
+    memset(dc, 0, (size_t)(MR * u) * sizeof(float));  /* no later step */
     for (int64_t t = j->t - 1; t >= 0; t--) {
-        for (int64_t r = 0; t > 0 && r < nr; r++) {
-            const char *next = (const char *)(seq + ((r0 + r) * j->t + t - 1) * w);
-            for (int64_t off = 0; off < (l->ac + u) * (int64_t)sizeof(float); off += 64)
-                __builtin_prefetch(next + off, 0, 3);
-        }
         for (int64_t r = 0; r < nr; r++) {
             const float *s = seq + ((r0 + r) * j->t + t) * w, *cp = t > 0 ? s - w + l->c : NULL;
             float *gi = img + r * gw, *dhr = dh + r * u;
             const float *from_y = ty == j->t ? dy + ((r0 + r) * j->t + t) * u : t == j->t - 1 ? dy + (r0 + r) * u : NULL;
-            lstm_dh(dhr, from_y, gi + l->dhp, j->mask ? j->mask + (r0 + r) * u : NULL, u);
+            lstm_dh(dhr, from_y, t + 1 < j->t ? prod + r * ps + dx : NULL, j->mask ? j->mask + (r0 + r) * u : NULL, u);
             float *dz = gi + l->dgates, *dcr = dc + r * u;
             if (fast)
                 lstm_cell_grad_default(dz, dz + u, dz + 2 * u, dz + 3 * u, dcr, dhr, s, s + u, s + 2 * u, s + 3 * u,
-                                       s + l->ac, cp, u);
+                                       s + l->c, cp, sl, u);
             else
                 lstm_cell_grad_any(dz, dcr, dhr, s, l, cp, sl, u, j->act, j->rec_act);
         }
-        sy_sgemm_packed_serial(nr, (j->need_dx ? j->d : 0) + u, 4 * u, img + l->dgates, gw, j->bp, false, img + l->dx,
-                               gw);
-        for (int64_t r = 0; r < nr; r++) stream_row(grads + ((r0 + r) * j->t + t) * gw, img + r * gw, gw);
+        sy_sgemm_packed_serial(nr, n, 4 * u, img + l->dgates, gw, j->bp, false, prod, ps);
+        for (int64_t r = 0; r < nr; r++) {
+            memcpy(img + r * gw + l->dx, prod + r * ps, (size_t)dx * sizeof(float));
+            stream_row(grads + ((r0 + r) * j->t + t) * gw, img + r * gw, gw);
+        }
     }
     stream_done();
 }
@@ -426,14 +440,16 @@ static void lstm_bwd_rows(void *ctx, int64_t part) {
 static size_t lstm_bwd_ws(const sy_kargs *k, int threads) {
     (void)threads;
     int64_t b = k->in_shape[1].dims[0], d = k->in_shape[2].dims[0], u = k->in_shape[3].dims[0];
-    int64_t n = (k->attr->rnn.need_dx ? d : 0) + u, blocks = (b + MR - 1) / MR;
-    sy_lstm_cols l = sy_lstm_layout(d, u, k->attr->rnn.need_dx);
-    return (size_t)(floats_aligned_rnn(sy_pack_b_floats(4 * u, n)) + blocks * block_floats(&l, u, true)) * sizeof(float) +
+    bool need_dx = k->attr->rnn.need_dx;
+    int64_t n = (need_dx ? d : 0) + u, blocks = (b + MR - 1) / MR;
+    sy_lstm_cols l = sy_lstm_layout(d, u, need_dx);
+    return (size_t)(floats_aligned_rnn(sy_pack_b_floats(4 * u, n)) + blocks * block_floats(&l, d, u, need_dx, true)) *
+               sizeof(float) +
            (size_t)n * sizeof(float *);
 }
 
 /* (dh, seq, kernel, recurrent [, mask]) -> rows of sy_lstm_layout: d gates,
- * dx, dh(t-1) */
+ * dx */
 static void lstm_scan_bwd_f32_fast(const sy_kargs *k) {
     scan_dims sd = dims_of(k, &k->in_shape[1]);
     int64_t d = k->in_shape[2].dims[0], u = k->in_shape[3].dims[0], blocks = (sd.b + MR - 1) / MR;
@@ -441,7 +457,7 @@ static void lstm_scan_bwd_f32_fast(const sy_kargs *k) {
     int64_t n = (need_dx ? d : 0) + u;
     sy_lstm_cols l = sy_lstm_layout(d, u, need_dx);
     float *bp = k->ws, *scratch = bp + floats_aligned_rnn(sy_pack_b_floats(4 * u, n));
-    const float **rows = (const float **)(scratch + blocks * block_floats(&l, u, true));
+    const float **rows = (const float **)(scratch + blocks * block_floats(&l, d, u, need_dx, true));
     lstm_weight_rows(rows, k->in[2], k->in[3], d, u, need_dx);
     sy_pack_b_rows(bp, rows, true, 4 * u, n);
     lstm_job j = {k, l, sd.b, sd.t, d, u, sd.act, sd.rec_act, need_dx, false, bp,

@@ -122,10 +122,13 @@ static inline __attribute__((always_inline)) void tile(float *restrict c, int64_
     if (!half) c##r##1 = _mm256_fmadd_ps(av, b1, c##r##1)
 static inline __attribute__((always_inline)) void tile6(float *restrict c, int64_t ldc, const float *restrict a,
                                                         int64_t lda, const float *restrict bp, int64_t k, bool accumulate,
-                                                        int64_t cols, bool half) {
+                                                        int64_t rows, int64_t cols, bool half) {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
            c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
+    /* a last block of fewer rows computes the last row again in the others (and stores only its own) */
+    const float *a0 = a, *a1 = a + sy_min64(1, rows - 1) * lda, *a2 = a + sy_min64(2, rows - 1) * lda,
+                *a3 = a + sy_min64(3, rows - 1) * lda, *a4 = a + sy_min64(4, rows - 1) * lda,
+                *a5 = a + sy_min64(5, rows - 1) * lda;
     for (int64_t kk = 0; kk < k; kk++) {
         __m256 b0 = _mm256_load_ps(bp + kk * NR), b1 = half ? b0 : _mm256_load_ps(bp + kk * NR + 8), av;
         ROW(0, av);
@@ -137,7 +140,7 @@ static inline __attribute__((always_inline)) void tile6(float *restrict c, int64
     }
     __m256 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
     if (cols == NR || (half && cols == 8)) {
-        for (int r = 0; r < MR; r++)
+        for (int r = 0; r < rows; r++)
             for (int h = 0; h < (half ? 1 : 2); h++) {
                 float *cr = c + r * ldc + 8 * h;
                 _mm256_storeu_ps(cr, accumulate ? _mm256_add_ps(_mm256_loadu_ps(cr), acc[r][h]) : acc[r][h]);
@@ -149,7 +152,7 @@ static inline __attribute__((always_inline)) void tile6(float *restrict c, int64
         _mm256_storeu_ps(buf[r], acc[r][0]);
         _mm256_storeu_ps(buf[r] + 8, acc[r][1]);
     }
-    for (int r = 0; r < MR; r++)
+    for (int r = 0; r < rows; r++)
         for (int64_t j = 0; j < cols; j++) c[r * ldc + j] = accumulate ? c[r * ldc + j] + buf[r][j] : buf[r][j];
 }
 #undef ROW
@@ -169,18 +172,15 @@ static void row_tiles(const small_job *j, int64_t i0, int64_t rows) {
         float *c = j->c + i0 * j->ldc + c0;
         const float *a = j->a + i0 * j->lda, *bp = j->bp + p * j->k * NR;
 #if SY_HAVE_AVX2_FMA
-        if (rows == MR) {
-            if (cols > 8)
-                tile6(c, j->ldc, a, j->lda, bp, j->k, j->accumulate, cols, false);
-            else
-                tile6(c, j->ldc, a, j->lda, bp, j->k, j->accumulate, cols, true);
-            continue;
-        }
+#define TILE tile6
+#else
+#define TILE tile
 #endif
         if (cols > 8)
-            tile(c, j->ldc, a, j->lda, bp, j->k, j->accumulate, rows, cols, false);
+            TILE(c, j->ldc, a, j->lda, bp, j->k, j->accumulate, rows, cols, false);
         else
-            tile(c, j->ldc, a, j->lda, bp, j->k, j->accumulate, rows, cols, true);
+            TILE(c, j->ldc, a, j->lda, bp, j->k, j->accumulate, rows, cols, true);
+#undef TILE
     }
 }
 
