@@ -1,25 +1,38 @@
 /*
  * rnn.c - the recurrent scans on the cpu backend: LSTM and GRU forward and
- * backward over a whole sequence (graph/ops_rnn.c says what they compute).
+ * backward over a whole sequence (graph/ops_rnn.c says what they compute,
+ * docs/design/recurrent.md why they are built this way).
  *
- * A step is one GEMM plus elementwise work on (B, U) rows:
+ * LSTM. The rows of a batch never meet, so the batch is cut into blocks of
+ * SY_SMALLGEMM_MR (6) rows, the small GEMM's tile height, and each block
+ * goes through all T steps on whichever thread takes it, with no
+ * synchronisation between steps; results do not depend on the threads. A
+ * block's rows are assembled in images in L1 (sy_lstm_layout's rows):
  *
- *   forward   gates (B, gU) = xw(t) + h(t-1) (B, U) x kernel (U, gU), then
- *             the gates' activations and the state update, row by row;
- *   backward  the gate gradients row by row, then dh(t-1) (B, U) =
- *             dgates(t) (B, gU) x kernel^T (gU, U).
+ *   forward   x(t) copied in beside h(t-1) and 1; one product
+ *             [x, h(t-1), 1] (6, D + U + 1) x [kernel; recurrent; bias]
+ *             into the gate columns; the cell; the row streamed out to
+ *             the sequence tensor (for inference only h is copied out);
+ *             h times the mask becomes the next step's h(t-1);
+ *   backward  dh(t) = the layer's gradient + dh(t-1) of the later step
+ *             (times the mask); the gate gradients; one product d gates
+ *             (6, 4U) x [kernel; recurrent]^T giving dx and dh(t-1); the
+ *             grad row streamed out;
+ *   weights   one GEMM over all B * T rows, [x, h(t-1), 1]^T d gates,
+ *             through the rows' strides (lstm_scan_wgrad).
  *
- * The input half x . kernel + bias for all B * T rows is one GEMM written
- * straight into the gate columns of the packed rows. Rows of step t lie T
- * steps apart in the (B, T, k U) tensors, so the step GEMMs read and add
- * into them in place through their leading dimension; nothing is copied.
- * The step products run on smallgemm.c's kernel with the recurrent kernel
- * packed once per call (89 GFLOP/s on the IMDB LSTM's step against
- * oneDNN's 50, which repacks it every step). The
- * elementwise passes run over U-long rows that sit in L1, one simple loop
- * per activation (sy_vsigmoidf and friends vectorise there; a switch inside
- * the loop would not). The GEMMs split over the replica's kernel threads as
- * sy_sgemm_parallel does, by shape, so results do not depend on threads.
+ * The step products run on smallgemm.c's 6 x 16 tile with the stacked
+ * weights packed once per call. With AVX2 the gates' activations are one
+ * sigmoid pass (g's weights are packed doubled, exactly, and tanh(z) = 2
+ * sigmoid(2z) - 1) and the cell uses cpu_internal.h's eight-lane exp,
+ * sigmoid and tanh; other activations take the generic loops.
+ *
+ * GRU. A step is one GEMM plus elementwise work on (B, U) rows: the input
+ * half x . kernel + bias for all B * T rows is one GEMM written straight
+ * into the gate columns of the (B, T, 5U) rows; each step adds h(t-1) .
+ * recurrent through the small GEMM (rows split over the replica's threads
+ * by shape) and applies the gates row by row; backwards the gate gradients
+ * row by row, then dh(t-1) = d inner x recurrent^T.
  */
 #include "cpu_internal.h"
 
@@ -72,8 +85,8 @@ static scan_dims dims_of(const sy_kargs *k, const sy_shape *seq) {
 static const float *scan_bias(const sy_kargs *k) { return k->attr->rnn.has_bias ? k->in[3] : NULL; }
 static const float *scan_mask(const sy_kargs *k) { return k->attr->rnn.has_mask ? k->in[3 + k->attr->rnn.has_bias] : NULL; }
 
-/* The A operand of a step's GEMM: h(t-1) rows (stride ld), times the mask
- * into tmp when there is one. */
+/* GRU: the A operand of a step's GEMM: h(t-1) rows (stride ld), times the
+ * mask into tmp when there is one. */
 static const float *masked_prev(const float *h, int64_t ld, const float *mask, float *tmp, const scan_dims *d,
                                 int64_t *lda) {
     if (!mask) {
@@ -86,15 +99,17 @@ static const float *masked_prev(const float *h, int64_t ld, const float *mask, f
     return tmp;
 }
 
-/* The gates of every step, x (B*T, D) . kernel (D, gU) [+ bias], into the
- * first gU columns of the packed rows (stride ld): one GEMM over all rows. */
+/* GRU: the gates of every step, x (B*T, D) . kernel (D, gU) [+ bias], into
+ * the first gU columns of the packed rows (stride ld): one GEMM over all
+ * rows. */
 static void input_gates(const sy_kargs *k, float *seq, int64_t ld, int64_t gu, const float *bias) {
     const sy_shape *xs = &k->in_shape[0];
     int64_t rows = xs->dims[0] * xs->dims[1], d = xs->dims[2];
     sy_sgemm_parallel(k->ex, false, false, rows, gu, d, 1.0f, k->in[0], d, k->in[1], gu, 0.0f, seq, ld, bias, SY_ACT_NONE);
 }
 
-/* dh reaching step t of row b, added to acc (U floats): all steps, or the last. */
+/* GRU: dh reaching step t of row b, added to acc (U floats): all steps, or
+ * the last. */
 static void add_dh(float *restrict acc, const sy_kargs *k, int64_t b, int64_t t, const scan_dims *d) {
     const float *dh = k->in[0];
     int64_t th = k->in_shape[0].dims[1];
@@ -106,7 +121,7 @@ static void add_dh(float *restrict acc, const sy_kargs *k, int64_t b, int64_t t,
 /* ---- LSTM -------------------------------------------------------------------- */
 
 /* Keras's default activations (tanh, sigmoid gates): the gates i f g o
- * activated in place, c = f c(t-1) + i g over c(t-1) in place, act(c) and
+ * activated in place, c = f c(t-1) + i g over c(t-1) in place, and
  * h = o act(c). */
 #if SY_HAVE_AVX2_FMA
 /* With AVX2 the product gives g's columns doubled (their packed weights are
