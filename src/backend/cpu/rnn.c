@@ -417,7 +417,11 @@ static void lstm_scan_fwd_f32_fast(const sy_kargs *k) {
  * dh = the layer's dh + dh(t-1) of the later step (times the mask), the
  * gate gradients into the grad row's image, then one product d gates x
  * [kernel; recurrent]^T giving dx, copied into the image, which is then
- * streamed out, and dh(t-1) for the next (earlier) step. */
+ * streamed out, and dh(t-1) for the next (earlier) step. The scan rows
+ * come from memory, written long ago, one row's 2 KB at a time 2.9 KB
+ * lower each step, which the hardware prefetchers do not follow: they are
+ * prefetched into L2 two steps ahead (the backward scan 54.7 -> 52.2 ms,
+ * best of 12; one step ahead or into L1 gained less). */
 static void lstm_bwd_rows(void *ctx, int64_t part) {
     const lstm_job *j = ctx;
     const sy_lstm_cols *l = &j->l;
@@ -431,6 +435,10 @@ static void lstm_bwd_rows(void *ctx, int64_t part) {
     memset(img, 0, (size_t)(MR * gw) * sizeof(float)); /* the padding */
     memset(dc, 0, (size_t)(MR * u) * sizeof(float));  /* no later step */
     for (int64_t t = j->t - 1; t >= 0; t--) {
+        for (int64_t r = 0; t > 2 && r < nr; r++) { /* two steps ahead, into L2 */
+            const char *next = (const char *)(seq + ((r0 + r) * j->t + t - 2) * w);
+            for (int64_t off = 0; off < (l->c + u) * (int64_t)sizeof(float); off += 64) _mm_prefetch(next + off, _MM_HINT_T1);
+        }
         for (int64_t r = 0; r < nr; r++) {
             const float *s = seq + ((r0 + r) * j->t + t) * w, *cp = t > 0 ? s - w + l->c : NULL;
             float *gi = img + r * gw, *dhr = dh + r * u;
