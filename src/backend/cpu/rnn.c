@@ -77,8 +77,9 @@ typedef struct scan_dims {
     int act, rec_act;
 } scan_dims;
 
-static scan_dims dims_of(const sy_kargs *k, const sy_shape *seq) {
-    scan_dims d = {seq->dims[0], seq->dims[1], 0, k->in_shape[2].dims[0], k->attr->rnn.act, k->attr->rnn.rec_act};
+/* seq (B, T, ...) gives B and T, the recurrent kernel (input `rec`) U. */
+static scan_dims dims_of(const sy_kargs *k, const sy_shape *seq, int rec) {
+    scan_dims d = {seq->dims[0], seq->dims[1], 0, k->in_shape[rec].dims[0], k->attr->rnn.act, k->attr->rnn.rec_act};
     return d;
 }
 
@@ -400,7 +401,7 @@ static size_t lstm_fwd_ws(const sy_kargs *k, int threads) {
 
 /* (x, kernel, recurrent [, bias] [, mask]) -> rows of sy_lstm_layout */
 static void lstm_scan_fwd_f32_fast(const sy_kargs *k) {
-    scan_dims sd = dims_of(k, k->out_shape);
+    scan_dims sd = dims_of(k, k->out_shape, 2);
     int64_t d = k->in_shape[1].dims[0], u = sd.u, kk = d + u + 1, blocks = (sd.b + MR - 1) / MR;
     sy_lstm_cols l = sy_lstm_layout(d, u, false);
     float *bp = k->ws, *scratch = bp + floats_aligned_rnn(sy_pack_b_floats(kk, 4 * u));
@@ -474,8 +475,8 @@ static size_t lstm_bwd_ws(const sy_kargs *k, int threads) {
 /* (dh, seq, kernel, recurrent [, mask]) -> rows of sy_lstm_layout: d gates,
  * dx */
 static void lstm_scan_bwd_f32_fast(const sy_kargs *k) {
-    scan_dims sd = dims_of(k, &k->in_shape[1]);
-    int64_t d = k->in_shape[2].dims[0], u = k->in_shape[3].dims[0], blocks = (sd.b + MR - 1) / MR;
+    scan_dims sd = dims_of(k, &k->in_shape[1], 3);
+    int64_t d = k->in_shape[2].dims[0], u = sd.u, blocks = (sd.b + MR - 1) / MR;
     bool need_dx = k->attr->rnn.need_dx;
     int64_t n = (need_dx ? d : 0) + u;
     sy_lstm_cols l = sy_lstm_layout(d, u, need_dx);
@@ -516,7 +517,7 @@ static size_t gru_fwd_ws(const sy_kargs *k, int threads) {
 /* (x, kernel, recurrent [, bias (2, 3U)] [, mask]) -> (B,T,5U): z r hh rh h.
  * The input gates land in the z, r, hh columns and are replaced there. */
 static void gru_scan_fwd_f32_fast(const sy_kargs *k) {
-    scan_dims d = dims_of(k, k->out_shape);
+    scan_dims d = dims_of(k, k->out_shape, 2);
     const float *rk = k->in[2], *bias = scan_bias(k), *mask = scan_mask(k);
     int64_t u = d.u, ld = d.t * 5 * u;
     float *seq = k->out, *bp = k->ws, *inner = bp + packed_floats(u, 3 * u, false), *hpm = inner + 3 * d.b * u;
@@ -561,7 +562,7 @@ static size_t gru_bwd_ws(const sy_kargs *k, int threads) {
 
 /* (dh, seq, recurrent [, mask]) -> (B,T,6U): d input gates then d inner */
 static void gru_scan_bwd_f32_fast(const sy_kargs *k) {
-    scan_dims d = dims_of(k, &k->in_shape[1]);
+    scan_dims d = dims_of(k, &k->in_shape[1], 2);
     const float *seq = k->in[1], *rk = k->in[2], *mask = k->attr->rnn.has_mask ? k->in[3] : NULL;
     float *out = k->out;
     int64_t u = d.u, ld = d.t * 5 * u, ldo = d.t * 6 * u;
