@@ -6,6 +6,7 @@
 #include "core/core_internal.h"
 #include "systolic.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,44 @@ static void test_status_and_shapes(void) {
     big[sizeof big - 1] = 0;
     sy_error(SY_ERR_IO, "%s", big);
     CHECK(strlen(sy_last_error()) < 2048 && strstr(sy_last_error(), "..."), "long message handling");
+}
+
+/* int64 and string tensors: values, copies, bounds and freeing (ASan
+ * checks that every string's bytes are freed with its tensor). */
+static void test_tensors(void) {
+    sy_tensor *t, *c;
+    CHECK_OK(sy_tensor_new(SY_I64, sy_shape_of(1, (int64_t)2), &t));
+    if (t) {
+        ((int64_t *)sy_tensor_data(t))[1] = -((int64_t)1 << 40);
+        CHECK(sy_tensor_get(t, 1) == -1099511627776.0 && sy_tensor_bytes(t) == 16, "int64 element");
+        CHECK(!strcmp(sy_dtype_name(SY_I64), "int64"), "int64 name");
+        sy_tensor_free(t);
+    }
+    CHECK_OK(sy_tensor_new(SY_STRING, sy_shape_of(2, (int64_t)2, (int64_t)2), &t));
+    if (!t) return;
+    CHECK(sy_tensor_string(t, 3).size == 0 && sy_tensor_string(t, 3).data[0] == 0, "unset strings are empty");
+    const char bin[5] = {'a', 0, 'b', 0, 'c'};
+    CHECK_OK(sy_tensor_set_string(t, 1, bin, sizeof bin));
+    CHECK_OK(sy_tensor_set_string(t, 2, "first", 5));
+    CHECK_OK(sy_tensor_set_string(t, 2, "second", 6)); /* the old bytes are freed */
+    sy_string s = sy_tensor_string(t, 1);
+    CHECK(s.size == 5 && !memcmp(s.data, bin, 5) && s.data[5] == 0, "bytes with NULs, NUL-terminated");
+    CHECK(isnan(sy_tensor_get(t, 1)), "a string has no number");
+    CHECK(sy_tensor_set_string(t, 4, "x", 1) == SY_ERR_INVALID_ARGUMENT && strstr(sy_last_error(), "index 4"),
+          "index out of range: %s", sy_last_error());
+    CHECK_OK(sy_tensor_clone(t, &c));
+    if (c) {
+        CHECK_OK(sy_tensor_set_string(t, 2, "changed", 7));
+        sy_string cs = sy_tensor_string(c, 2);
+        CHECK(cs.size == 6 && !memcmp(cs.data, "second", 6), "a clone owns its own bytes");
+        sy_tensor_free(c);
+    }
+    sy_tensor_free(t);
+    CHECK_OK(sy_tensor_new(SY_F32, sy_shape_of(1, (int64_t)1), &t));
+    if (t) {
+        CHECK(sy_tensor_set_string(t, 0, "x", 1) == SY_ERR_DTYPE, "a float tensor holds no strings");
+        sy_tensor_free(t);
+    }
 }
 
 static atomic_long hits[64];
@@ -154,6 +193,7 @@ static void test_initializers(void) {
 
 int main(void) {
     test_status_and_shapes();
+    test_tensors();
     test_pool();
     test_rng();
     test_allocator();

@@ -59,11 +59,22 @@ typedef enum sy_dtype {
     SY_F64,     /* double: reference kernels only (gradient checks) */
     SY_I32,     /* int32_t: labels and indices */
     SY_U8,      /* uint8_t: raw pixels and labels as datasets store them (tensors only, not graph values) */
+    SY_I64,     /* int64_t: tf.train.Example's integers (tensors only) */
+    SY_STRING,  /* byte strings (sy_string): records, lines, file names (tensors only) */
     SY_DTYPE_COUNT
 } sy_dtype;
 
+/* Bytes of one element: sizeof(sy_string) for SY_STRING. */
 size_t sy_dtype_size(sy_dtype dtype);
-const char *sy_dtype_name(sy_dtype dtype); /* "float32", "float64", "int32", "uint8" */
+const char *sy_dtype_name(sy_dtype dtype); /* "float32", "float64", "int32", "uint8", "int64", "string" */
+
+/* An element of a SY_STRING tensor, tf.string's: `size` bytes (any
+ * bytes, NULs included) followed by a NUL that `size` does not count. The
+ * tensor owns them. */
+typedef struct sy_string {
+    const uint8_t *data;
+    int64_t size;
+} sy_string;
 
 /* ---- shapes ------------------------------------------------------------- */
 
@@ -88,7 +99,9 @@ char *sy_shape_format(const sy_shape *shape, char *buf, size_t size);
 
 /* An owned, dense, row-major array with a dtype and a shape: what datasets
  * load, what fit() and evaluate() read and what predict() returns. Unlike
- * graph shapes, a tensor's dimensions may be 0 (an empty array). */
+ * graph shapes, a tensor's dimensions may be 0 (an empty array). A string
+ * tensor's data is an array of sy_string views of bytes it owns: set them
+ * with sy_tensor_set_string, copy the tensor with sy_tensor_clone. */
 typedef struct sy_tensor sy_tensor;
 
 /* A zero-filled tensor. SY_ERR_SHAPE for a negative dimension or a rank
@@ -101,8 +114,16 @@ int64_t sy_tensor_count(const sy_tensor *t); /* elements */
 size_t sy_tensor_bytes(const sy_tensor *t);
 /* The elements, row-major, sy_tensor_bytes() of them; the tensor owns them. */
 void *sy_tensor_data(const sy_tensor *t);
-/* Element `index` (row-major) as a double, whatever the dtype. */
+/* Element `index` (row-major) as a double, whatever the dtype (NAN for a
+ * string). */
 double sy_tensor_get(const sy_tensor *t, int64_t index);
+/* A string tensor's element `index` (an empty string until set), and
+ * setting it to a copy of n bytes. SY_ERR_DTYPE for another dtype; an
+ * index outside the tensor is SY_ERR_INVALID_ARGUMENT. */
+sy_string sy_tensor_string(const sy_tensor *t, int64_t index);
+sy_status sy_tensor_set_string(sy_tensor *t, int64_t index, const void *data, size_t n);
+/* A new tensor equal to t (strings copied). */
+sy_status sy_tensor_clone(const sy_tensor *t, sy_tensor **out);
 /* Give the tensor a new shape with the same element count (no copy), as
  * numpy's reshape; one dimension may be -1 (inferred). SY_ERR_SHAPE names
  * both shapes when the counts differ. */

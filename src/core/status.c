@@ -65,6 +65,8 @@ size_t sy_dtype_size(sy_dtype dtype) {
     case SY_F64: return 8;
     case SY_I32: return 4;
     case SY_U8: return 1;
+    case SY_I64: return 8;
+    case SY_STRING: return sizeof(sy_string);
     default: return 0;
     }
 }
@@ -75,6 +77,8 @@ const char *sy_dtype_name(sy_dtype dtype) {
     case SY_F64: return "float64";
     case SY_I32: return "int32";
     case SY_U8: return "uint8";
+    case SY_I64: return "int64";
+    case SY_STRING: return "string";
     default: return "invalid";
     }
 }

@@ -1,9 +1,12 @@
 /*
  * tensor.c - owned dense arrays: a header and the elements in one
- * allocation, the elements aligned to SY_ALIGN.
+ * allocation, the elements aligned to SY_ALIGN. A string tensor's elements
+ * are sy_string views; each string's bytes (and a NUL) are an allocation of
+ * their own, which the tensor frees.
  */
 #include "core_internal.h"
 
+#include <math.h>
 #include <string.h>
 
 struct sy_tensor {
@@ -52,7 +55,11 @@ sy_status sy_tensor_new(sy_dtype dtype, sy_shape shape, sy_tensor **out) {
     return SY_OK;
 }
 
-void sy_tensor_free(sy_tensor *t) { sy_free(t); }
+void sy_tensor_free(sy_tensor *t) {
+    if (t && t->dtype == SY_STRING)
+        for (int64_t i = 0; i < t->count; i++) sy_free((void *)((sy_string *)t->data)[i].data);
+    sy_free(t);
+}
 sy_dtype sy_tensor_dtype(const sy_tensor *t) { return t->dtype; }
 sy_shape sy_tensor_shape(const sy_tensor *t) { return t->shape; }
 int64_t sy_tensor_count(const sy_tensor *t) { return t->count; }
@@ -64,8 +71,57 @@ double sy_tensor_get(const sy_tensor *t, int64_t i) {
     case SY_F32: return ((const float *)t->data)[i];
     case SY_F64: return ((const double *)t->data)[i];
     case SY_I32: return ((const int32_t *)t->data)[i];
+    case SY_I64: return (double)((const int64_t *)t->data)[i];
+    case SY_STRING: return NAN;
     default: return ((const uint8_t *)t->data)[i];
     }
+}
+
+static sy_status check_string(const sy_tensor *t, int64_t index, const char *what) {
+    if (t->dtype != SY_STRING)
+        return sy_error(SY_ERR_DTYPE, "%s: the tensor is %s, not string", what, sy_dtype_name(t->dtype));
+    if (index < 0 || index >= t->count)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: index %lld is outside [0, %lld)", what, (long long)index,
+                        (long long)t->count);
+    return SY_OK;
+}
+
+sy_string sy_tensor_string(const sy_tensor *t, int64_t index) {
+    sy_string empty = {(const uint8_t *)"", 0};
+    if (t->dtype != SY_STRING || index < 0 || index >= t->count) return empty;
+    sy_string s = ((const sy_string *)t->data)[index];
+    return s.data ? s : empty;
+}
+
+sy_status sy_tensor_set_string(sy_tensor *t, int64_t index, const void *data, size_t n) {
+    sy_status st = check_string(t, index, "tensor string");
+    if (st) return st;
+    uint8_t *copy = sy_malloc(n + 1);
+    if (!copy) return sy_error(SY_ERR_OUT_OF_MEMORY, "tensor string: out of memory for %zu bytes", n);
+    if (n) memcpy(copy, data, n);
+    copy[n] = 0;
+    sy_string *s = (sy_string *)t->data + index;
+    sy_free((void *)s->data);
+    *s = (sy_string){copy, (int64_t)n};
+    return SY_OK;
+}
+
+sy_status sy_tensor_clone(const sy_tensor *t, sy_tensor **out) {
+    sy_status st = sy_tensor_new(t->dtype, t->shape, out);
+    if (st) return st;
+    if (t->dtype != SY_STRING) {
+        memcpy((*out)->data, t->data, sy_tensor_bytes(t));
+        return SY_OK;
+    }
+    for (int64_t i = 0; i < t->count && !st; i++) {
+        sy_string s = sy_tensor_string(t, i);
+        if (s.size) st = sy_tensor_set_string(*out, i, s.data, (size_t)s.size);
+    }
+    if (st) {
+        sy_tensor_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 sy_status sy_tensor_reshape(sy_tensor *t, sy_shape shape) {

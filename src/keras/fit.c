@@ -72,6 +72,9 @@ static bool same_up_to_trailing_one(const sy_shape *a, const sy_shape *b) {
 static sy_status check_data(const sy_model *m, const char *what, const char *xname, const sy_tensor *x,
                             const char *yname, const sy_tensor *y) {
     char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
+    if (sy_tensor_dtype(x) == SY_STRING || (y && sy_tensor_dtype(y) == SY_STRING))
+        return sy_error(SY_ERR_DTYPE, "%s: %s holds strings; a model takes numbers (parse or decode them first)", what,
+                        sy_tensor_dtype(x) == SY_STRING ? xname : yname);
     sy_shape xs = sy_tensor_shape(x), xp = per_sample(x);
     if (xs.rank < 1 || samples(x) == 0)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %s %s holds no samples", what, xname, sy_shape_format(&xs, a, sizeof a));
@@ -136,6 +139,7 @@ static void copy_row(void *dst, sy_dtype dst_type, const sy_tensor *t, int64_t r
         case SY_F32: v = ((const float *)src)[i]; break;
         case SY_F64: v = ((const double *)src)[i]; break;
         case SY_I32: v = ((const int32_t *)src)[i]; break;
+        case SY_I64: v = (double)((const int64_t *)src)[i]; break;
         default: v = ((const uint8_t *)src)[i]; break;
         }
         if (dst_type == SY_I32) ((int32_t *)dst)[i] = (int32_t)v;
