@@ -30,6 +30,11 @@ void sy_free(void *ptr);
 char *sy_strdup(const char *s);
 uint64_t sy_alloc_count(void);
 
+/* sy_tensor_new without zeroing the data, for a caller that writes every
+ * element (SY_STRING tensors are zeroed all the same: their strings are
+ * pointers). */
+sy_status sy_tensor_new_uninit(sy_dtype dtype, sy_shape shape, sy_tensor **out);
+
 /* Grow a dynamic array so that index `need - 1` fits. */
 #define SY_GROW(arr, count_cap, need)                                                              \
     ((need) <= (count_cap) ? SY_OK : sy_grow_impl((void **)&(arr), &(count_cap), (need), sizeof *(arr)))

@@ -32,7 +32,7 @@ static sy_status check_tensor_shape(const sy_shape *s, int64_t *count) {
     return SY_OK;
 }
 
-sy_status sy_tensor_new(sy_dtype dtype, sy_shape shape, sy_tensor **out) {
+static sy_status tensor_alloc(sy_dtype dtype, sy_shape shape, bool zero, sy_tensor **out) {
     *out = NULL;
     if ((unsigned)dtype >= SY_DTYPE_COUNT) return sy_error(SY_ERR_DTYPE, "tensor: invalid dtype %d", (int)dtype);
     int64_t count = 0;
@@ -50,9 +50,15 @@ sy_status sy_tensor_new(sy_dtype dtype, sy_shape shape, sy_tensor **out) {
     t->shape = shape;
     t->count = count;
     t->data = (char *)t + head;
-    memset(t->data, 0, bytes);
+    if (zero || dtype == SY_STRING) memset(t->data, 0, bytes);
     *out = t;
     return SY_OK;
+}
+
+sy_status sy_tensor_new(sy_dtype dtype, sy_shape shape, sy_tensor **out) { return tensor_alloc(dtype, shape, true, out); }
+
+sy_status sy_tensor_new_uninit(sy_dtype dtype, sy_shape shape, sy_tensor **out) {
+    return tensor_alloc(dtype, shape, false, out);
 }
 
 void sy_tensor_free(sy_tensor *t) {
