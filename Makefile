@@ -17,7 +17,9 @@ CMAKE_FLAGS ?=
 # Warnings are errors here (and so in CI); plain cmake builds default to off.
 CONFIG = -DCMAKE_BUILD_TYPE=Release -DSY_WERROR=ON $(CMAKE_FLAGS)
 
-DEBIAN_PACKAGES = build-essential cmake pkg-config libdnnl-dev zlib1g-dev libcurl4-openssl-dev libjansson-dev python3
+# protobuf-c for tf.train.Example; clang and its runtime (libFuzzer) for
+# make fuzz, which CI runs.
+DEBIAN_PACKAGES = build-essential cmake pkg-config libdnnl-dev zlib1g-dev libcurl4-openssl-dev libjansson-dev libprotobuf-c-dev protobuf-c-compiler python3 clang libclang-rt-14-dev
 # For the side-by-side benchmarks (make bench-deps). python3-torch alone
 # pulls in the reference BLAS (libblas3, about 3 GFLOP/s here), which
 # would make PyTorch a straw man; OpenBLAS (OpenMP, as PyTorch's own
@@ -55,7 +57,7 @@ tsan:
 # build-fuzz/corpus/<target>; tests/fuzz/corpus/<target> holds the seeds.
 # A crash leaves build-fuzz/<target>-crash-*: add it to the seeds once fixed.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS = fuzz_idx fuzz_npy fuzz_tar fuzz_word_index
+FUZZ_TARGETS = fuzz_idx fuzz_npy fuzz_tar fuzz_word_index fuzz_cifar fuzz_tfrecord fuzz_example
 fuzz:
 	@test -f build-fuzz/CMakeCache.txt || CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSY_FUZZ=ON -DSY_BUILD_TESTS=OFF $(CMAKE_FLAGS)
 	cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
@@ -68,12 +70,17 @@ fuzz:
 
 # Kernels beside PyTorch, then the tutorial models (Fashion-MNIST CNN, IMDB
 # LSTM: training, prediction, a whole IMDB epoch) beside TensorFlow (.gl/
-# venv) and PyTorch, where make bench-deps installed them.
+# venv) and PyTorch, where make bench-deps installed them; then the input
+# pipeline (training fed by it against in-memory tensors; it alone, beside
+# tf.data).
 bench: all
 	@if /usr/bin/python3 -c 'import torch' 2>/dev/null; then \
 	  /usr/bin/python3 bench/compare_kernels.py --build $(BUILD); \
 	else $(BUILD)/bench/bench_kernels; fi
 	/usr/bin/python3 bench/compare_models.py --build $(BUILD)
+	@dir=$$(mktemp -d) && $(BUILD)/bench/bench_pipeline --dir $$dir && \
+	  if .gl/bin/python -c 'import tensorflow' 2>/dev/null; then .gl/bin/python bench/tf_pipeline.py $$dir; fi; \
+	  rc=$$?; rm -rf $$dir; exit $$rc
 
 deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEBIAN_PACKAGES)"

@@ -11,121 +11,23 @@
  *
  * The tables come from tools/imdb_test_values.py (TensorFlow 2.15's Keras).
  */
-#define _GNU_SOURCE /* nftw */
+#define _GNU_SOURCE /* nftw, in files.h */
 #include "check.h"
 #include "data/data_internal.h"
+#include "files.h"
 #include "systolic.h"
 
-#include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <zlib.h>
 
-/* ---- helpers ------------------------------------------------------------------------ */
-
-static char tmp_root[512];
-static char fixture_dir[512]; /* tests/data */
-
-static void in_tmp(char *out, size_t size, const char *name) {
-    snprintf(out, size, "%s/%s", tmp_root, name);
-}
-
-/* A growing byte buffer: archives of a few kilobytes. */
-typedef struct buf {
-    uint8_t *p;
-    size_t n, cap;
-} buf;
-
-static void buf_add(buf *b, const void *data, size_t n) {
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2;
-        b->p = realloc(b->p, b->cap);
-        SY_ASSERT(b->p);
-    }
-    if (n) memcpy(b->p + b->n, data, n);
-    b->n += n;
-}
-
-static void buf_zeros(buf *b, size_t n) {
-    static const uint8_t zeros[1024];
-    for (size_t done = 0; done < n; done += sizeof zeros)
-        buf_add(b, zeros, n - done < sizeof zeros ? n - done : sizeof zeros);
-}
-
-/* Write `n` bytes to `path`, gzip'd (zlib's gzip writer) or not. */
-static void write_bytes(const char *path, const void *data, size_t n, bool gz) {
-    if (gz) {
-        gzFile f = gzopen(path, "wb9");
-        SY_ASSERT(f && gzwrite(f, data, (unsigned)n) == (int)n && gzclose(f) == Z_OK);
-    } else {
-        FILE *f = fopen(path, "wb");
-        SY_ASSERT(f && fwrite(data, 1, n, f) == n && fclose(f) == 0);
-    }
-}
-
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 /* ---- writing tar archives ------------------------------------------------------------ */
-
-typedef enum { USTAR, OLD_GNU, V7 } tar_magic;
-
-typedef struct header_spec {
-    const char *name, *prefix; /* prefix: POSIX ustar only */
-    char type;
-    uint64_t size;
-    tar_magic magic;
-    bool base256; /* the size in GNU's base-256 form */
-} header_spec;
-
-/* One 512-byte header with a correct checksum ("%06o\0 ", as GNU tar). */
-static void tar_header(buf *b, const header_spec *h) {
-    uint8_t block[512] = {0};
-    memcpy(block, h->name, strnlen(h->name, 100));
-    memcpy(block + 100, "0000644", 7);
-    memcpy(block + 108, "0000000", 7);
-    memcpy(block + 116, "0000000", 7);
-    if (h->base256) {
-        block[124] = 0x80;
-        for (int i = 0; i < 8; i++) block[135 - i] = (uint8_t)(h->size >> (8 * i));
-    } else {
-        snprintf((char *)block + 124, 12, "%011llo", (unsigned long long)h->size);
-    }
-    memcpy(block + 136, "12010130000", 11);
-    block[156] = (uint8_t)h->type;
-    if (h->magic == USTAR)
-        memcpy(block + 257,
-               "ustar\0"
-               "00",
-               8);
-    if (h->magic == OLD_GNU) memcpy(block + 257, "ustar  ", 8);
-    if (h->magic == USTAR && h->prefix) memcpy(block + 345, h->prefix, strnlen(h->prefix, 155));
-    memset(block + 148, ' ', 8);
-    unsigned sum = 0;
-    for (int i = 0; i < 512; i++) sum += block[i];
-    snprintf((char *)block + 148, 8, "%06o", sum);
-    buf_add(b, block, sizeof block);
-}
-
-/* A member: its header, then its data padded to a whole block. */
-static void tar_member(buf *b, const header_spec *h, const void *data, size_t n) {
-    tar_header(b, h);
-    buf_add(b, data, n);
-    buf_zeros(b, (512 - n % 512) % 512);
-}
 
 static void tar_file(buf *b, const char *name, const char *text) {
     header_spec h = {name, NULL, '0', strlen(text), USTAR, false};
     tar_member(b, &h, text, strlen(text));
-}
-
-static void tar_end(buf *b) {
-    buf_zeros(b, 1024);
 }
 
 /* ---- reading them back --------------------------------------------------------------- */
@@ -1230,20 +1132,7 @@ static void test_real(const char *datasets) {
 }
 
 int main(void) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(tmp_root, sizeof tmp_root, "%s/systolic-test-imdb-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(tmp_root)) {
-        fprintf(stderr, "test_imdb: cannot create a temporary directory: %s\n", strerror(errno));
-        return 1;
-    }
-    /* tests/data beside this source file (CMake compiles it by its full path) */
-    snprintf(fixture_dir, sizeof fixture_dir, "%s", __FILE__);
-    char *slash = strrchr(fixture_dir, '/');
-    snprintf(slash ? slash + 1 : fixture_dir,
-             sizeof fixture_dir - (size_t)(slash ? slash + 1 - fixture_dir : 0), "data");
-    const char *real = getenv("SYSTOLIC_DATASETS");
-    char datasets[1024];
-    snprintf(datasets, sizeof datasets, "%s", real ? real : "");
+    if (!files_setup("test-imdb", __FILE__)) return 1;
 
     test_pad_sequences();
     test_tokenizer();
@@ -1252,10 +1141,10 @@ int main(void) {
     test_word_index();
     test_load_synthetic();
     test_not_found();
-    if (datasets[0])
-        test_real(datasets);
+    if (real_datasets[0])
+        test_real(real_datasets);
     else
         fprintf(stderr, "test_imdb: SYSTOLIC_DATASETS is not set: skipping the real IMDB\n");
-    nftw(tmp_root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    files_cleanup();
     return check_report("test_imdb");
 }

@@ -605,6 +605,145 @@ static void test_recurrent_layers(void) {
     sy_model_free(m);
 }
 
+/* fit, evaluate and predict from a dataset agree with the same from
+ * arrays, bitwise where the arithmetic is the same; and the dataset-only
+ * mistakes are refused by name. */
+static sy_dataset *slices_batched(sy_tensor *x, sy_tensor *y, int64_t batch, bool drop) {
+    sy_tensor *t[2] = {x, y};
+    sy_dataset *s = NULL, *b = NULL;
+    CHECK_OK(sy_dataset_from_tensor_slices(t, y ? 2 : 1, &s));
+    if (s) CHECK_OK(sy_dataset_batch(s, batch, drop, &b));
+    sy_dataset_free(s);
+    return b;
+}
+
+static bool same_weights(sy_model *a, sy_model *b) {
+    for (int32_t i = 0; i < sy_model_weight_count(a); i++) {
+        sy_shape s = sy_model_weight_shape(a, i);
+        if (memcmp(sy_model_weight_data(a, i), sy_model_weight_data(b, i), (size_t)sy_shape_count(&s) * sizeof(float)))
+            return false;
+    }
+    return true;
+}
+
+static char warned[512];
+static void capture_warning(void *ctx, sy_log_level level, const char *message) {
+    (void)ctx;
+    if (level == SY_LOG_WARNING) snprintf(warned, sizeof warned, "%s", message);
+}
+
+static void test_datasets(void) {
+    sy_tensor *x, *y, *xv, *yv;
+    make_data(600, &x, &y, 1);
+    make_data(203, &xv, &yv, 2);
+    sy_model *a = make_mlp(NULL, 3, 16, false, 1), *b = make_mlp(NULL, 3, 16, false, 1);
+    /* one epoch in order at batch 50 (600 divides): the same steps, the same weights */
+    sy_fit_options f = sy_fit_options_default();
+    f.batch_size = 50;
+    f.shuffle = false;
+    f.verbose = 0;
+    f.epochs = 2;
+    CHECK_OK(sy_model_fit(a, x, y, &f, NULL));
+    sy_dataset *train = slices_batched(x, y, 50, true), *val = slices_batched(xv, yv, 64, false);
+    sy_history *h = NULL;
+    CHECK_OK(sy_model_fit_dataset(b, train, val, &f, &h));
+    CHECK(same_weights(a, b), "fit from a dataset gives the weights fit from arrays gives");
+    CHECK(h && sy_history_epochs(h) == 2 && !isnan(sy_logs_get(sy_history_logs(h, 1), "val_accuracy")),
+          "two epochs, validated on a dataset");
+    sy_history_free(h);
+
+    /* five replicas, three steps an execution: the global batch is split the same way */
+    sy_cluster *cl = NULL;
+    sy_strategy *st4 = NULL;
+    CHECK_OK(sy_cluster_resolve("cpu:5", &cl));
+    if (cl) CHECK_OK(sy_strategy_new(cl, &st4));
+    if (st4) {
+        sy_model *c4 = make_mlp(st4, 3, 16, false, 3), *d4 = make_mlp(st4, 3, 16, false, 3);
+        CHECK_OK(sy_model_fit(c4, x, y, &f, NULL));
+        CHECK_OK(sy_model_fit_dataset(d4, train, NULL, &f, NULL));
+        CHECK(same_weights(c4, d4), "5 replicas: fit from a dataset and from arrays agree");
+        sy_model_free(c4);
+        sy_model_free(d4);
+    }
+    sy_strategy_free(st4);
+    sy_cluster_free(cl);
+
+    /* evaluate and predict: any batching, the last batch padded, the same numbers */
+    sy_evaluate_options eo = sy_evaluate_options_default();
+    eo.verbose = 0;
+    eo.batch_size = 64;
+    sy_logs r1, r2;
+    CHECK_OK(sy_model_evaluate(b, xv, yv, &eo, &r1));
+    CHECK_OK(sy_model_evaluate_dataset(b, val, &eo, &r2));
+    CHECK(sy_logs_get(&r1, "loss") == sy_logs_get(&r2, "loss") && sy_logs_get(&r1, "accuracy") == sy_logs_get(&r2, "accuracy"),
+          "evaluate from a dataset: loss %g against %g", sy_logs_get(&r2, "loss"), sy_logs_get(&r1, "loss"));
+    sy_dataset *big = slices_batched(xv, yv, 150, false); /* batches larger than the first: cut */
+    sy_dataset *tail = slices_batched(xv, yv, 7, false);
+    CHECK_OK(sy_model_evaluate_dataset(b, big, &eo, &r2));
+    CHECK(fabs(sy_logs_get(&r1, "loss") - sy_logs_get(&r2, "loss")) < 1e-6 && sy_logs_get(&r1, "accuracy") == sy_logs_get(&r2, "accuracy"),
+          "evaluate over batches of 150: every sample once (loss %g against %g)", sy_logs_get(&r2, "loss"),
+          sy_logs_get(&r1, "loss"));
+    sy_tensor *p1 = NULL, *p2 = NULL, *p3 = NULL;
+    CHECK_OK(sy_model_predict(b, xv, &eo, &p1));
+    CHECK_OK(sy_model_predict_dataset(b, val, &eo, &p2));
+    CHECK_OK(sy_model_predict_dataset(b, tail, &eo, &p3));
+    if (p1 && p2 && p3) {
+        sy_shape s1 = sy_tensor_shape(p1), s2 = sy_tensor_shape(p2);
+        CHECK(sy_shape_equal(&s1, &s2) && !memcmp(sy_tensor_data(p1), sy_tensor_data(p2), sy_tensor_bytes(p1)),
+              "predict from a dataset: the same rows");
+        CHECK(sy_tensor_bytes(p3) == sy_tensor_bytes(p1), "predict over batches of 7: every sample once");
+    }
+    sy_tensor_free(p1);
+    sy_tensor_free(p2);
+    sy_tensor_free(p3);
+
+    /* steps_per_epoch across epochs; running out stops training with a warning */
+    sy_dataset *five = NULL;
+    CHECK_OK(sy_dataset_take(train, 5, &five));
+    f.steps_per_epoch = 3;
+    f.epochs = 4;
+    h = NULL;
+    warned[0] = 0;
+    sy_set_log(capture_warning, NULL);
+    CHECK_OK(sy_model_fit_dataset(b, five, NULL, &f, &h));
+    sy_set_log(NULL, NULL);
+    CHECK(h && sy_history_epochs(h) == 2, "5 batches at 3 a step: a second, short epoch, then training stops (%d epochs)",
+          h ? sy_history_epochs(h) : -1);
+    CHECK(contains(warned, "ran out of data after 2 of 3 steps in epoch 2"), "the warning Keras gives: %s", warned);
+    sy_history_free(h);
+
+    /* refusals */
+    f.steps_per_epoch = 0;
+    sy_dataset *unbatched = slices_batched(x, y, 64, false), *forever = NULL, *xonly = slices_batched(x, NULL, 50, true);
+    CHECK_ERROR(sy_model_fit_dataset(b, unbatched, NULL, &f, NULL), SY_ERR_SHAPE, "static", "drop_remainder");
+    CHECK_OK(sy_dataset_repeat(train, SY_INFINITE, &forever));
+    CHECK_ERROR(sy_model_fit_dataset(b, forever, NULL, &f, NULL), SY_ERR_INVALID_ARGUMENT, "steps_per_epoch");
+    CHECK_ERROR(sy_model_fit_dataset(b, xonly, NULL, &f, NULL), SY_ERR_INVALID_ARGUMENT, "(x, y)");
+    sy_tensor *wrong;
+    CHECK_OK(sy_tensor_new(SY_F32, sy_shape_of(2, (int64_t)10, (int64_t)5), &wrong));
+    sy_dataset *misshapen = slices_batched(wrong, NULL, 5, true);
+    CHECK_ERROR(sy_model_predict_dataset(b, misshapen, &eo, &p1), SY_ERR_SHAPE, "(5, 5)", "(None, 4)");
+    sy_tensor_free(wrong);
+    f.x_val = xv;
+    f.y_val = yv;
+    CHECK_ERROR(sy_model_fit_dataset(b, train, NULL, &f, NULL), SY_ERR_INVALID_ARGUMENT, "validation");
+    sy_dataset_free(misshapen);
+    sy_dataset_free(unbatched);
+    sy_dataset_free(forever);
+    sy_dataset_free(xonly);
+    sy_dataset_free(five);
+    sy_dataset_free(big);
+    sy_dataset_free(tail);
+    sy_dataset_free(train);
+    sy_dataset_free(val);
+    sy_model_free(a);
+    sy_model_free(b);
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+    sy_tensor_free(xv);
+    sy_tensor_free(yv);
+}
+
 int main(void) {
     test_summary();
     test_weights_api();
@@ -616,5 +755,6 @@ int main(void) {
     test_progress_bar();
     test_progress_bar_terminal();
     test_recurrent_layers();
+    test_datasets();
     return check_report("test_keras");
 }

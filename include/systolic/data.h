@@ -179,6 +179,255 @@ const char *sy_npz_name(const sy_npz *npz, int32_t index);
  * SY_ERR_NOT_FOUND lists the names the archive has. */
 sy_status sy_npz_get(const sy_npz *npz, const char *name, sy_tensor **out);
 
+/* ==== CIFAR-10 (cifar.c) =========================================================== */
+
+/* CIFAR-10 (Krizhevsky, 2009), as Keras's cifar10.load_data() returns it:
+ * x uint8 (N, 32, 32, 3), channels last; y uint8 (N, 1), classes 0..9;
+ * 50,000 train (data_batch_1..5) and 10,000 test (test_batch). Read from
+ * the binary version (cifar-10-binary.tar.gz: cifar-10-batches-bin/NAME.bin,
+ * records of 1 label byte and 3,072 pixel bytes, the red plane, then green,
+ * then blue, each row-major 32 x 32), found, fetched and verified as the
+ * other datasets. On failure every member of *out is NULL. */
+sy_status sy_cifar10_load_data(sy_data_split *out);
+
+/* ==== TFRecord files (tfrecord.c) ================================================ */
+
+/* TensorFlow's TFRecord framing: per record a uint64 length, the masked
+ * CRC32C of the length, the data, the masked CRC32C of the data (all
+ * little-endian); the whole file optionally ZLIB- or GZIP-compressed. */
+typedef enum sy_compression { SY_COMPRESSION_NONE = 0, SY_COMPRESSION_ZLIB, SY_COMPRESSION_GZIP } sy_compression;
+
+/* TensorFlow's spellings: "" or "NONE", "ZLIB", "GZIP" (any case).
+ * SY_ERR_INVALID_ARGUMENT lists them. */
+sy_status sy_compression_from_name(const char *name, sy_compression *out);
+
+typedef struct sy_tfrecord_options {
+    sy_compression compression; /* SY_COMPRESSION_NONE */
+    int64_t buffer_size;        /* bytes read at a time: 0 for 256 KiB (TFRecordDataset's default) */
+    bool skip_corrupt;          /* count and skip corrupt records instead of failing: false */
+} sy_tfrecord_options;
+
+sy_tfrecord_options sy_tfrecord_options_default(void);
+
+/* Reading, record by record. sy_tfrecord_read gives the next record in
+ * *data (n bytes, owned by the reader until the next call) or sets *end.
+ * A damaged record -- a length or data checksum that does not match, a
+ * length past the end of the file, a truncated record, damaged compressed
+ * data -- is SY_ERR_CORRUPT naming the file, the record's index and its
+ * byte offset (in the decompressed stream when compressed). With
+ * skip_corrupt such a record is counted (sy_tfrecord_reader_skipped) and
+ * skipped; a record whose length cannot be trusted ends the file, since no
+ * later record can be found reliably. sy_tfrecord_reader_close(NULL) does
+ * nothing. */
+typedef struct sy_tfrecord_reader sy_tfrecord_reader;
+sy_status sy_tfrecord_reader_open(const char *path, const sy_tfrecord_options *options, sy_tfrecord_reader **out);
+sy_status sy_tfrecord_read(sy_tfrecord_reader *r, const uint8_t **data, size_t *n, bool *end);
+int64_t sy_tfrecord_reader_skipped(const sy_tfrecord_reader *r);
+void sy_tfrecord_reader_close(sy_tfrecord_reader *r);
+
+/* Writing. Records go to a temporary file beside `path`, which
+ * sy_tfrecord_writer_close flushes, fsyncs and renames to `path`: a file
+ * with the final name is always whole, and a failure (a full disk) leaves
+ * any earlier file of that name as it was. close and abort free the writer
+ * whatever happens; abort removes the temporary file. Both do nothing for
+ * NULL. */
+typedef struct sy_tfrecord_writer sy_tfrecord_writer;
+sy_status sy_tfrecord_writer_open(const char *path, sy_compression compression, sy_tfrecord_writer **out);
+sy_status sy_tfrecord_write(sy_tfrecord_writer *w, const void *data, size_t n);
+sy_status sy_tfrecord_writer_close(sy_tfrecord_writer *w);
+void sy_tfrecord_writer_abort(sy_tfrecord_writer *w);
+
+/* ==== tf.train.Example (example.c) =============================================== */
+
+/* Building an Example: features by name, each a float_list, an int64_list
+ * or a bytes_list (a key once; SY_ERR_INVALID_ARGUMENT names a repeated
+ * key). sy_example_serialize gives the protobuf wire bytes as a scalar
+ * string tensor. sy_example_free(NULL) does nothing. */
+typedef struct sy_example sy_example;
+sy_status sy_example_new(sy_example **out);
+void sy_example_free(sy_example *e);
+sy_status sy_example_add_floats(sy_example *e, const char *key, const float *values, int64_t n);
+sy_status sy_example_add_int64s(sy_example *e, const char *key, const int64_t *values, int64_t n);
+sy_status sy_example_add_bytes(sy_example *e, const char *key, const sy_string *values, int64_t n);
+sy_status sy_example_serialize(const sy_example *e, sy_tensor **out);
+
+/* What to parse, as tf.io.FixedLenFeature and tf.io.VarLenFeature. dtype
+ * is SY_F32 (a float_list), SY_I64 (an int64_list) or SY_STRING (a
+ * bytes_list). A fixed-length feature holds exactly prod(shape) values; when
+ * its key is absent the default (a tensor of that shape and dtype) is used,
+ * or, with none, the Example is refused. A variable-length feature holds
+ * any number, none when absent. */
+typedef enum sy_feature_kind { SY_FEATURE_FIXED_LEN = 0, SY_FEATURE_VAR_LEN } sy_feature_kind;
+
+typedef struct sy_feature_spec {
+    const char *key;
+    sy_feature_kind kind;
+    sy_dtype dtype;
+    sy_shape shape;                 /* fixed-length: the value's shape */
+    const sy_tensor *default_value; /* fixed-length: NULL for a required feature */
+} sy_feature_spec;
+
+/* One serialized Example (data, n bytes) into out[i] for specs[i]: a
+ * tensor of the spec's shape (fixed-length) or a 1-D tensor of the values
+ * (variable-length). SY_ERR_CORRUPT for bad wire data, with the byte offset;
+ * SY_ERR_INVALID_ARGUMENT naming the key for a missing required feature, a
+ * feature of another type, or a fixed-length feature with the wrong number
+ * of values. On failure every out[i] is NULL. */
+sy_status sy_parse_single_example(const void *data, size_t n, const sy_feature_spec *specs, int32_t n_specs,
+                                  sy_tensor **out);
+
+/* A batch: `serialized` a string tensor (B,). Fixed-length features give
+ * (B, shape...); variable-length ones give their values, row after row, in
+ * out[i] (total,) and row_splits[i] int64 (B + 1,): row b's values are
+ * out[i][row_splits[b] : row_splits[b + 1]] (TensorFlow returns a
+ * SparseTensor; the splits say the same). row_splits may be NULL when no
+ * spec is variable-length; its entries for fixed-length specs are NULL.
+ * Errors name the Example's index besides the above. */
+sy_status sy_parse_example(const sy_tensor *serialized, const sy_feature_spec *specs, int32_t n_specs, sy_tensor **out,
+                           sy_tensor **row_splits);
+
+/* ==== Datasets: the input pipeline (dataset*.c) ================================== */
+
+/* tf.data in C. A dataset describes a stream of elements, each a tuple of
+ * 1 to SY_ELEMENT_MAX tensors (components); iterating it runs the pipeline,
+ * on threads of its own where a transformation asks for them (map and
+ * interleave with num_parallel_calls > 1, prefetch, parallel reads), so
+ * that it overlaps with the model's compute. Datasets are immutable and
+ * reference counted: a transformation keeps a reference to its input, and
+ * sy_dataset_free drops the caller's. Results are deterministic: parallel
+ * stages keep the input order, and shuffles draw from their seed.
+ *
+ *   const char *files[] = {"train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"};
+ *   sy_dataset *d, *parsed, *batched, *ready;
+ *   sy_dataset_tfrecord(files, 2, NULL, 2, &d);
+ *   sy_dataset_map(d, parse_fn, &spec, 2, parsed_specs, 2, &parsed);  // -> (image, label)
+ *   sy_dataset_batch(parsed, 128, true, &batched);
+ *   sy_dataset_prefetch(batched, SY_AUTOTUNE, &ready);
+ *   sy_model_fit_dataset(model, ready, NULL, &fit_options, &history);
+ */
+#define SY_ELEMENT_MAX 8
+
+typedef struct sy_element {
+    int32_t n;
+    sy_tensor *c[SY_ELEMENT_MAX];
+} sy_element;
+
+/* Free the components and set n to 0. */
+void sy_element_clear(sy_element *e);
+
+/* A component's dtype and shape; a dimension of -1 is not known before
+ * running (a batch without drop_remainder, a variable-length feature). */
+typedef struct sy_component_spec {
+    sy_dtype dtype;
+    sy_shape shape;
+} sy_component_spec;
+
+typedef struct sy_dataset sy_dataset;
+
+void sy_dataset_free(sy_dataset *d); /* NULL: nothing */
+int32_t sy_dataset_component_count(const sy_dataset *d);
+sy_component_spec sy_dataset_component_spec(const sy_dataset *d, int32_t index);
+
+#define SY_INFINITE (-1)
+#define SY_UNKNOWN (-2)
+/* Elements per pass, or SY_INFINITE, or SY_UNKNOWN (tf.data's cardinality). */
+int64_t sy_dataset_cardinality(const sy_dataset *d);
+
+/* -- sources -- */
+
+/* Slices of the tensors along their first axis (which they must share):
+ * element i is (t[0][i], ..., t[n-1][i]). The tensors are copied. */
+sy_status sy_dataset_from_tensor_slices(sy_tensor *const *tensors, int32_t n, sy_dataset **out);
+/* One element, the tensors themselves (copied). */
+sy_status sy_dataset_from_tensors(sy_tensor *const *tensors, int32_t n, sy_dataset **out);
+/* int64 scalars start, start + step, ... up to stop (excluded); step != 0. */
+sy_status sy_dataset_range(int64_t start, int64_t stop, int64_t step, sy_dataset **out);
+/* The records of TFRecord files (string scalars), the files in order, or
+ * num_parallel_reads of them read at once and their records interleaved
+ * one at a time (TFRecordDataset's order). options NULL: the defaults. */
+sy_status sy_dataset_tfrecord(const char *const *filenames, int32_t n, const sy_tfrecord_options *options,
+                              int32_t num_parallel_reads, sy_dataset **out);
+/* Records of record_bytes bytes (string scalars) after header_bytes and
+ * before footer_bytes of each file; a file whose body is not a whole number
+ * of records is SY_ERR_CORRUPT naming it. */
+sy_status sy_dataset_fixed_length_records(const char *const *filenames, int32_t n, int64_t record_bytes,
+                                          int64_t header_bytes, int64_t footer_bytes, sy_compression compression,
+                                          sy_dataset **out);
+/* Lines (string scalars) without their "\n" or "\r\n". */
+sy_status sy_dataset_text_lines(const char *const *filenames, int32_t n, sy_compression compression, sy_dataset **out);
+/* File names matching a glob pattern (string scalars), sorted, or shuffled
+ * with seed. No match is SY_ERR_NOT_FOUND naming the pattern. */
+sy_status sy_dataset_list_files(const char *pattern, bool shuffle, uint64_t seed, sy_dataset **out);
+
+/* -- transformations (the input stays the caller's to free) -- */
+
+/* fn makes each output element from an input element, on the caller's
+ * thread or, with num_parallel_calls > 1, on that many threads, the order
+ * kept; SY_AUTOTUNE picks the count. The output's components are declared
+ * (as tf.py_function's Tout) and every element fn makes is checked against
+ * them: a mismatch is an error naming the component and both specs. fn may
+ * be called concurrently; a non-OK status from it ends the iteration with
+ * that error. */
+#define SY_AUTOTUNE (-1)
+typedef sy_status (*sy_map_fn)(void *ctx, const sy_element *in, sy_element *out);
+sy_status sy_dataset_map(const sy_dataset *in, sy_map_fn fn, void *ctx, int32_t num_parallel_calls,
+                         const sy_component_spec *out_specs, int32_t n_out, sy_dataset **out);
+/* The elements for which pred sets *keep. */
+typedef sy_status (*sy_predicate_fn)(void *ctx, const sy_element *e, bool *keep);
+sy_status sy_dataset_filter(const sy_dataset *in, sy_predicate_fn pred, void *ctx, sy_dataset **out);
+/* A buffer of buffer_size elements, each output drawn uniformly from it
+ * and replaced by the next input; the order differs on every pass when
+ * reshuffle_each_iteration. */
+sy_status sy_dataset_shuffle(const sy_dataset *in, int64_t buffer_size, uint64_t seed, bool reshuffle_each_iteration,
+                             sy_dataset **out);
+/* batch_size consecutive elements stacked along a new first axis; the last
+ * smaller batch is dropped with drop_remainder, which gives a static batch
+ * dimension. Components must have the same shape in every element of a
+ * batch (else SY_ERR_SHAPE naming the component and both shapes). */
+sy_status sy_dataset_batch(const sy_dataset *in, int64_t batch_size, bool drop_remainder, sy_dataset **out);
+/* The same, each component padded to padded_shapes[c] (NULL, or -1
+ * dimensions: the longest in the batch) with padding_values[c] (NULL: 0,
+ * or the empty string). */
+sy_status sy_dataset_padded_batch(const sy_dataset *in, int64_t batch_size, const sy_shape *padded_shapes,
+                                  const double *padding_values, bool drop_remainder, sy_dataset **out);
+/* count passes (SY_INFINITE: forever). */
+sy_status sy_dataset_repeat(const sy_dataset *in, int64_t count, sy_dataset **out);
+sy_status sy_dataset_take(const sy_dataset *in, int64_t count, sy_dataset **out);
+sy_status sy_dataset_skip(const sy_dataset *in, int64_t count, sy_dataset **out);
+/* Elements side by side, their components concatenated, until the first
+ * input ends. */
+sy_status sy_dataset_zip(const sy_dataset *const *in, int32_t n, sy_dataset **out);
+/* a's elements, then b's (their specs must agree). */
+sy_status sy_dataset_concatenate(const sy_dataset *a, const sy_dataset *b, sy_dataset **out);
+/* fn maps each input element to a dataset; cycle_length of those are read
+ * at once, block_length elements from each in turn (tf.data's interleave),
+ * with num_parallel_calls threads opening and reading them ahead, the
+ * order kept. The inner datasets' components are declared as map's. */
+typedef sy_status (*sy_interleave_fn)(void *ctx, const sy_element *e, sy_dataset **out);
+sy_status sy_dataset_interleave(const sy_dataset *in, sy_interleave_fn fn, void *ctx, int32_t cycle_length,
+                                int32_t block_length, int32_t num_parallel_calls, const sy_component_spec *out_specs,
+                                int32_t n_out, sy_dataset **out);
+/* The first pass's elements kept, in memory (filename NULL or "") or in a
+ * file, and later passes read from there. A cache file is written
+ * atomically once its pass is complete, and a whole one found at the start
+ * is read instead of the input. */
+sy_status sy_dataset_cache(const sy_dataset *in, const char *filename, sy_dataset **out);
+/* Up to buffer_size elements made ahead on a thread of its own
+ * (SY_AUTOTUNE: as many as keep the consumer from waiting, within a
+ * memory budget). */
+sy_status sy_dataset_prefetch(const sy_dataset *in, int64_t buffer_size, sy_dataset **out);
+
+/* -- iteration -- */
+
+/* One pass over the dataset (repeat makes it longer): each call gives the
+ * next element in *out (which the caller then owns and clears) or sets
+ * *end. Errors name the transformation and say what happened. Freeing an
+ * iterator stops its threads. sy_iterator_free(NULL) does nothing. */
+typedef struct sy_iterator sy_iterator;
+sy_status sy_dataset_iterator(const sy_dataset *d, sy_iterator **out);
+sy_status sy_iterator_next(sy_iterator *it, sy_element *out, bool *end);
+void sy_iterator_free(sy_iterator *it);
+
 #ifdef __cplusplus
 }
 #endif

@@ -50,6 +50,7 @@
 
 #include "systolic/compiler.h"
 #include "systolic/core.h"
+#include "systolic/data.h"
 #include "systolic/graph.h"
 
 #include <stdio.h>
@@ -302,6 +303,26 @@ sy_status sy_model_evaluate(sy_model *m, const sy_tensor *x, const sy_tensor *y,
 /* The model's output for every sample of x: a float32 tensor (samples,
  * output_shape...) the caller frees. Batching as evaluate. */
 sy_status sy_model_predict(sy_model *m, const sy_tensor *x, const sy_evaluate_options *options, sy_tensor **out);
+
+/* ---- datasets (systolic/data.h) ------------------------------------------------------ */
+
+/* fit, evaluate and predict on a dataset, as Keras takes a tf.data.Dataset:
+ * each element is a batch, (x, y) for fit and evaluate (x alone, or (x, y)
+ * with y ignored, for predict). Training needs a static batch dimension
+ * (batch with drop_remainder, as a TPU does), the global batch, which is
+ * split among the replicas; evaluate and predict pad a smaller last batch
+ * and leave the padding out of every result. For fit, options' batch_size,
+ * shuffle, x_val and y_val are not used (the dataset decides; validation is
+ * a dataset too, may be NULL); steps_per_epoch 0 means one pass per epoch
+ * (the dataset must be finite), else that many steps per epoch from one
+ * iteration that goes on across epochs, stopping with a warning if the
+ * data runs out, as Keras does. */
+sy_status sy_model_fit_dataset(sy_model *m, const sy_dataset *train, const sy_dataset *validation,
+                               const sy_fit_options *options, sy_history **history);
+sy_status sy_model_evaluate_dataset(sy_model *m, const sy_dataset *data, const sy_evaluate_options *options,
+                                    sy_logs *results);
+sy_status sy_model_predict_dataset(sy_model *m, const sy_dataset *data, const sy_evaluate_options *options,
+                                   sy_tensor **out);
 
 #ifdef __cplusplus
 }

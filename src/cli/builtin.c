@@ -21,6 +21,9 @@
  */
 #include "cli_internal.h"
 
+#define IMDB_WORDS 15000 /* the tutorial's vocabulary */
+#define IMDB_LEN 250     /* and review length */
+
 #include <string.h>
 
 static sy_status add_all(sy_model *m, const sy_layer *layers, int n) {
@@ -49,12 +52,12 @@ static sy_status load_mnist(sy_data_split *d) { return load_images(sy_mnist_load
 static sy_status load_imdb(sy_data_split *d) {
     memset(d, 0, sizeof *d);
     sy_imdb_options o = sy_imdb_options_default();
-    o.num_words = 15000;
+    o.num_words = IMDB_WORDS;
     sy_imdb_split s;
     sy_status st = sy_imdb_load_data(&o, &s);
     if (st) return st;
     sy_pad_options p = sy_pad_options_default();
-    p.maxlen = 250;
+    p.maxlen = IMDB_LEN;
     if ((st = sy_pad_sequences(s.x_train, &p, &d->x_train)) || (st = sy_pad_sequences(s.x_test, &p, &d->x_test))) {
         sy_data_split_free(d);
     } else {
@@ -96,8 +99,8 @@ static sy_status build_mnist_cnn(uint64_t seed, sy_model **out) {
 /* Embedding(15000, 32, input_length=250) -> LSTM(100) -> Dense(1, sigmoid),
  * every initializer Keras's default. */
 static sy_status build_imdb_lstm(uint64_t seed, sy_model **out) {
-    sy_layer layers[3] = {sy_layer_embedding(15000, 32), sy_layer_lstm(100), sy_layer_dense(1)};
-    layers[0].input_length = 250;
+    sy_layer layers[3] = {sy_layer_embedding(IMDB_WORDS, 32), sy_layer_lstm(100), sy_layer_dense(1)};
+    layers[0].input_length = IMDB_LEN;
     layers[2].activation = SY_ACTIVATION_SIGMOID;
     return build_sequential(seed, layers, 3, out);
 }
@@ -105,11 +108,11 @@ static sy_status build_imdb_lstm(uint64_t seed, sy_model **out) {
 static const builtin_model models[] = {
     {"fashion_mnist_cnn", "the Cloud TPU Keras tutorial: a CNN on Fashion-MNIST (raw pixels, Adam)", build_mnist_cnn,
      load_fashion_mnist, "adam", 1e-3f, "sparse_categorical_crossentropy", {"sparse_categorical_accuracy"}, 1, 1000, 5,
-     60, 5},
+     60, 5, {3, {28, 28, 1}}, 0, 0},
     {"mnist_cnn", "the same CNN on MNIST digits", build_mnist_cnn, load_mnist, "adam", 1e-3f,
-     "sparse_categorical_crossentropy", {"sparse_categorical_accuracy"}, 1, 1000, 5, 60, 5},
+     "sparse_categorical_crossentropy", {"sparse_categorical_accuracy"}, 1, 1000, 5, 60, 5, {3, {28, 28, 1}}, 0, 0},
     {"imdb_lstm", "the Keras IMDB tutorial: an LSTM over word embeddings classifies movie reviews", build_imdb_lstm,
-     load_imdb, "adam", 1e-3f, "binary_crossentropy", {"accuracy"}, 1, 64, 20, 0, 1},
+     load_imdb, "adam", 1e-3f, "binary_crossentropy", {"accuracy"}, 1, 64, 20, 0, 1, {1, {IMDB_LEN}}, IMDB_WORDS, IMDB_LEN},
 };
 
 int builtin_count(void) { return (int)(sizeof models / sizeof models[0]); }

@@ -27,6 +27,12 @@ typedef struct builtin_model {
     int32_t epochs;
     int64_t steps_per_epoch;
     int32_t validation_freq;
+    /* What one sample is, for reading the model's data from TFRecord files
+     * (records.c): x's shape without the batch axis; for word sequences
+     * the vocabulary (indices past it become 2) and the padded length (0:
+     * images). */
+    sy_shape input_shape;
+    int64_t num_words, maxlen;
 } builtin_model;
 
 const builtin_model *builtin_find(const char *name);
@@ -36,15 +42,34 @@ const builtin_model *builtin_at(int index);
  * tensor: Keras's x[:n]. */
 sy_status builtin_head(const sy_tensor *x, int64_t n, sy_tensor **out);
 
+/* ---- TFRecord input (records.c) ------------------------------------------ */
+
+/* The parse step's context: it must outlive the datasets. */
+typedef struct record_parse {
+    const builtin_model *b;
+    sy_shape x_shape;
+} record_parse;
+
+/* --data tfrecord:GLOB: the training pipeline over the files GLOB names
+ * (shuffled with seed, batches of `batch` with drop_remainder, repeated
+ * when steps_per_epoch is set) and, when files with "test" in place of the
+ * last "train" of the name exist, the validation pipeline (else
+ * *validation is NULL and a note says so). Both end in a prefetch; both
+ * read with `options` (compression, skip_corrupt). */
+sy_status records_datasets(const builtin_model *b, const char *spec, const sy_tfrecord_options *options, int64_t batch,
+                           int64_t steps_per_epoch, uint64_t seed, record_parse *parse, sy_dataset **train,
+                           sy_dataset **validation);
+
 /* ---- flags --------------------------------------------------------------- */
 
-typedef enum flag_kind { FLAG_INT, FLAG_FLOAT, FLAG_STRING } flag_kind;
+/* FLAG_BOOL is a switch: "--overwrite" sets it, and it takes no value. */
+typedef enum flag_kind { FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_BOOL } flag_kind;
 
 typedef struct flag {
     const char *name; /* "--epochs" */
     flag_kind kind;
-    void *value;      /* int64_t *, double *, const char ** */
-    const char *arg;  /* "N" */
+    void *value;      /* int64_t *, double *, const char **, bool * */
+    const char *arg;  /* "N"; "" for a switch */
     const char *help;
     bool set;         /* out: given on the command line */
 } flag;
@@ -61,5 +86,7 @@ int cmd_train(int argc, char **argv);
 int cmd_evaluate(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
+/* convert.c */
+int cmd_convert(int argc, char **argv);
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * flags.c - a table-driven parser for `--name value` and `--name=value`
- * flags. Every flag has a type, and a value that does not parse as that
- * type, an unknown flag or a missing value is a usage error (exit status 2)
- * that names the flag.
+ * flags, and `--name` switches. Every flag has a type, and a value that
+ * does not parse as that type, an unknown flag, a missing value or a value
+ * given to a switch is a usage error (exit status 2) that names the flag.
  */
 #include "cli_internal.h"
 
@@ -33,6 +33,7 @@ static int parse_value(flag *f, const char *text, const char *command) {
         break;
     }
     case FLAG_STRING: *(const char **)f->value = text; break;
+    case FLAG_BOOL: *(bool *)f->value = true; break;
     }
     f->set = true;
     return 0;
@@ -61,6 +62,11 @@ int flags_parse(int argc, char **argv, flag *flags, int n_flags, const char **po
             return 2;
         }
         const char *value = eq ? eq + 1 : NULL;
+        if (f->kind == FLAG_BOOL && value) {
+            fprintf(stderr, "systolic %s: %s takes no value\n", command, f->name);
+            return 2;
+        }
+        if (f->kind == FLAG_BOOL) value = "";
         if (!value) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "systolic %s: %s needs a value (%s)\n", command, f->name, f->arg);
@@ -77,7 +83,7 @@ int flags_parse(int argc, char **argv, flag *flags, int n_flags, const char **po
 void flags_help(FILE *out, const flag *flags, int n_flags) {
     for (int k = 0; k < n_flags; k++) {
         char left[64];
-        snprintf(left, sizeof left, "%s %s", flags[k].name, flags[k].arg);
+        snprintf(left, sizeof left, "%s%s%s", flags[k].name, *flags[k].arg ? " " : "", flags[k].arg);
         fprintf(out, "  %-26s %s\n", left, flags[k].help);
     }
 }

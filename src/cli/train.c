@@ -20,10 +20,12 @@ typedef struct run_opts {
     int64_t epochs, steps_per_epoch, batch_size, validation_freq, validation_steps, eval_steps, seed, verbose, count,
         steps_per_execution;
     double learning_rate;
-    const char *optimizer, *tpu;
+    const char *optimizer, *tpu, *data, *data_compression;
+    bool skip_corrupt;
 } run_opts;
 
-enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_EVALSTEPS, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, F_N };
+enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_EVALSTEPS, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE,
+       F_DATA, F_DATA_COMPRESSION, F_SKIP_CORRUPT, F_N };
 
 static void make_flags(flag *f, run_opts *o) {
     memset(o, 0, sizeof *o);
@@ -44,6 +46,16 @@ static void make_flags(flag *f, run_opts *o) {
     f[F_COUNT] = (flag){"--count", FLAG_INT, &o->count, "N", "predictions to print (default 10)", false};
     f[F_TPU] = (flag){"--tpu", FLAG_STRING, &o->tpu, "SPEC",
                       "devices to run replicas on: local, cpu, cpu:N (default $SYSTOLIC_TPU, else local: one per core)", false};
+    f[F_DATA] = (flag){"--data", FLAG_STRING, &o->data, "tfrecord:GLOB",
+                       "train from TFRecord files of tf.train.Examples (as `systolic convert` writes them) through the "
+                       "input pipeline; validate on the files with \"test\" for the last \"train\" in their name",
+                       false};
+    f[F_DATA_COMPRESSION] = (flag){"--data-compression", FLAG_STRING, &o->data_compression, "NAME",
+                                   "the --data files' compression: NONE, ZLIB or GZIP (default NONE)", false};
+    f[F_SKIP_CORRUPT] = (flag){"--skip-corrupt", FLAG_BOOL, &o->skip_corrupt, "",
+                               "skip the --data files' corrupt records, counting them per file on stderr, instead of "
+                               "stopping at the first",
+                               false};
     f[F_SPE] = (flag){"--steps-per-execution", FLAG_INT, &o->steps_per_execution, "N",
                       "steps per host round trip; the progress bar updates every N steps (default 1)", false};
 }
@@ -53,7 +65,8 @@ typedef struct command_spec {
     const int *flags; /* indices into the flag table, -1 terminated */
 } command_spec;
 
-static const int train_flags[] = {F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_SEED, F_VERBOSE, F_TPU, F_SPE, -1};
+static const int train_flags[] = {F_EPOCHS, F_STEPS, F_BATCH,   F_OPTIMIZER, F_LR,   F_VALFREQ,          F_VALSTEPS, F_SEED,
+                                  F_VERBOSE, F_TPU,   F_SPE,     F_DATA,      F_DATA_COMPRESSION, F_SKIP_CORRUPT, -1};
 static const int eval_flags[] = {F_BATCH, F_EVALSTEPS, F_SEED, F_VERBOSE, F_TPU, F_SPE, -1};
 static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, -1};
 static const int summary_flags[] = {F_SEED, -1};
@@ -185,12 +198,32 @@ static int run(const command_spec *c, int argc, char **argv, bool with_data, bod
     sy_model *m = NULL;
     sy_strategy *s = NULL;
     sy_data_split d;
-    rc = prepare(c->name, b, &o, &s, &m, &d, with_data);
+    rc = prepare(c->name, b, &o, &s, &m, &d, with_data && !o.data);
     if (rc == 0) rc = body(c, b, &o, m, &d);
     sy_data_split_free(&d);
     sy_model_free(m);
     sy_strategy_free(s);
     return rc;
+}
+
+/* Counts the steps fit runs (the epochs of a dataset have no length known
+ * ahead): the hook sees the last step of each host round trip. */
+typedef struct step_count {
+    int64_t epoch, total;
+} step_count;
+
+static sy_status count_steps(void *ctx, sy_model *m, int64_t step, const sy_logs *logs) {
+    (void)m, (void)logs;
+    ((step_count *)ctx)->epoch = step + 1;
+    return SY_OK;
+}
+
+static sy_status count_epoch(void *ctx, sy_model *m, int32_t epoch, const sy_logs *logs) {
+    (void)m, (void)epoch, (void)logs;
+    step_count *c = ctx;
+    c->total += c->epoch;
+    c->epoch = 0;
+    return SY_OK;
 }
 
 static int train_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
@@ -205,15 +238,34 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     fo.y_val = d->y_test;
     fo.seed = (uint64_t)o->seed;
     fo.verbose = (int32_t)o->verbose;
-    sy_history *h;
+    step_count count = {0, 0};
+    sy_callback counter = {&count, NULL, NULL, count_steps, count_epoch, NULL};
+    fo.callbacks = &counter;
+    fo.n_callbacks = 1;
+    sy_history *h = NULL;
+    sy_status st;
     double t0 = now_seconds();
-    if (sy_model_fit(m, d->x_train, d->y_train, &fo, &h)) return fail(c->name, b->name);
+    if (o->data) {
+        sy_tfrecord_options to = sy_tfrecord_options_default();
+        to.skip_corrupt = o->skip_corrupt;
+        sy_dataset *train = NULL, *val = NULL;
+        record_parse parse;
+        st = o->data_compression ? sy_compression_from_name(o->data_compression, &to.compression) : SY_OK;
+        if (!st)
+            st = records_datasets(b, o->data, &to, o->batch_size, o->steps_per_epoch, (uint64_t)o->seed, &parse, &train,
+                                  &val);
+        if (!st) st = sy_model_fit_dataset(m, train, val, &fo, &h);
+        sy_dataset_free(train);
+        sy_dataset_free(val);
+    } else {
+        st = sy_model_fit(m, d->x_train, d->y_train, &fo, &h);
+    }
+    if (st) return fail(c->name, b->name);
     double secs = now_seconds() - t0;
     int32_t n = sy_history_epochs(h);
-    int64_t steps = o->steps_per_epoch ? o->steps_per_epoch
-                                       : (sy_tensor_shape(d->x_train).dims[0] + o->batch_size - 1) / o->batch_size;
-    printf("%s: %d epoch%s of %lld steps in %.1f s (%.0f samples/s)", b->name, n, n == 1 ? "" : "s", (long long)steps, secs,
-           secs > 0 ? (double)(n * steps * o->batch_size) / secs : 0.0);
+    int64_t steps = count.total, per_epoch = n ? steps / n : 0;
+    printf("%s: %d epoch%s of %lld steps in %.1f s (%.0f samples/s)", b->name, n, n == 1 ? "" : "s",
+           (long long)per_epoch, secs, secs > 0 ? (double)(steps * o->batch_size) / secs : 0.0);
     if (n > 0) {
         printf("; ");
         print_logs(stdout, sy_history_logs(h, n - 1));

@@ -188,8 +188,9 @@ static size_t sink_write(char *data, size_t one, size_t count, void *ctx) {
 }
 
 /* Create dir and its parents. */
-static sy_status make_dirs(const char *dir) {
+sy_status data_make_dirs(const char *dir) {
     char p[PATH_MAX];
+    if (!*dir) return sy_error(SY_ERR_IO, "no directory given (an empty path)");
     if (strlen(dir) >= sizeof p)
         return sy_error(SY_ERR_IO, "the directory path '%s' is too long", dir);
     strcpy(p, dir);
@@ -208,7 +209,7 @@ static sy_status make_dirs(const char *dir) {
 }
 
 /* Make the rename of a file in dir durable. */
-static void sync_dir(const char *dir) {
+void data_sync_dir(const char *dir) {
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd >= 0) {
         fsync(fd);
@@ -306,7 +307,7 @@ static sy_status download(const data_file_spec *spec, const char *url, const cha
         report_add(why, "cannot rename '%s' to '%s': %s", tmp, target, strerror(errno));
         goto fail;
     }
-    sync_dir(dir);
+    data_sync_dir(dir);
     return SY_OK;
 fail:
     if (s.fd >= 0) close(s.fd);
@@ -359,7 +360,7 @@ sy_status data_fetch(const data_file_spec *spec, char *path, size_t size) {
     } else if (curl_init_rc != CURLE_OK) {
         report_add(&tried, "\n  no download: libcurl failed to start (%s)",
                    curl_easy_strerror(curl_init_rc));
-    } else if ((st = make_dirs(dir))) {
+    } else if ((st = data_make_dirs(dir))) {
         report_add(&tried, "\n  no download: %s", sy_last_error());
     } else {
         for (int i = 0; mirror ? i < 1 : spec->urls[i] != NULL; i++) {

@@ -1,6 +1,7 @@
 /*
  * tar.c - a tar archive reader, front to back, for the IMDB reviews
- * (aclImdb_v1_labeled.tar.gz: 50,014 members, 108 MB once inflated).
+ * (aclImdb_v1_labeled.tar.gz: 50,014 members, 108 MB once inflated) and
+ * CIFAR-10's batches (cifar-10-binary.tar.gz: 6 members of 30.7 MB).
  *
  * A tar archive is a sequence of 512-byte blocks: each member is a header
  * block followed by its data, padded with zeros to a whole block; a zero
@@ -322,13 +323,16 @@ sy_status tar_next(tar_reader *r, const tar_entry **entry) {
         r->entry.size = has_data ? size : 0;
         r->left = r->entry.size;
         r->pad = (TAR_BLOCK - r->left % TAR_BLOCK) % TAR_BLOCK;
+        bool meta = type == 'L' || type == 'x' || type == 'K' || type == 'g';
+        if (!meta && (st = set_name(r, h, memcmp(h + 257, "ustar\0", 6) == 0))) return st;
         uint64_t room = data_stream_room(&r->s);
         if (r->left > room) {
-            char detail[160];
+            char detail[400];
             snprintf(detail, sizeof detail,
-                     "%llu bytes of data, more than the %llu the rest of the archive can hold (the "
-                     "file is truncated, or the header damaged)",
-                     (unsigned long long)r->left, (unsigned long long)room);
+                     "%llu bytes of data, more than the %llu the rest of the archive can hold%s"
+                     "%.200s%s (the file is truncated, or the header damaged)",
+                     (unsigned long long)r->left, (unsigned long long)room,
+                     meta ? "" : ", for the member '", meta ? "" : r->entry.name, meta ? "" : "'");
             return corrupt(r, at + 124, "the size field claims ", detail);
         }
         if (type == 'L' || type == 'x') {
@@ -337,7 +341,6 @@ sy_status tar_next(tar_reader *r, const tar_entry **entry) {
             continue;
         }
         if (type == 'K' || type == 'g') continue; /* skipped with the rest at the loop's top */
-        if ((st = set_name(r, h, memcmp(h + 257, "ustar\0", 6) == 0))) return st;
         r->long_size = UINT64_MAX;
         *entry = &r->entry;
         return SY_OK;

@@ -13,7 +13,9 @@
  * bucket; its review archive, the labelled part of Stanford's
  * aclImdb_v1.tar.gz repackaged, has no public URL: only a copy in
  * $SYSTOLIC_DATASETS or the cache, or $SYSTOLIC_DATASETS_MIRROR, can serve
- * it, and the error says so (imdb.c reads it).
+ * it, and the error says so (imdb.c reads it). CIFAR-10 is the binary
+ * version, from its publisher only (cifar.c reads it); its SHA-256 and
+ * size are those TensorFlow Datasets lists for the same URL.
  *
  * Loading a split fetches (finds, downloads, verifies) all four files before
  * parsing any, so a missing file is reported before seconds are spent
@@ -58,6 +60,8 @@ static const char *const keras_urls[] = {
 
 static const char *const no_urls[] = {NULL};
 
+static const char *const cifar10_urls[] = {"https://www.cs.toronto.edu/~kriz/", NULL};
+
 static const zoo_dataset zoo[] = {
     {"fashion_mnist",
      fashion_mnist_urls,
@@ -96,6 +100,12 @@ static const zoo_dataset zoo[] = {
        "$SYSTOLIC_DATASETS_MIRROR (<mirror>/imdb/aclImdb_v1_labeled.tar.gz), can serve it"}},
      25000,
      25000},
+    {"cifar10",
+     cifar10_urls,
+     {{"cifar-10-binary.tar.gz", /* publisher's MD5 c32a1d4ab5d03f1284b67883e8d87530 */
+       "c4a38c50a1bc5f3a1c5537f2155ab9d68f9f25eb1ed8d9ddda3db29a59bca1dd", 170052171, NULL, NULL}},
+     50000,
+     10000},
 };
 
 #define ZOO_COUNT ((int)(sizeof zoo / sizeof zoo[0]))

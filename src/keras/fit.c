@@ -164,12 +164,22 @@ typedef struct trip {
     const sy_tensor *x, *y;
     int64_t *idx;     /* (steps, replicas * per-replica batch) */
     sums *parts;      /* (steps, replicas) */
-    sy_tensor *pred_out; /* predict: rows land at their sample's index */
+    float *pred_out;  /* predict: rows land at their sample's index */
     int32_t replicas;
+    /* From a dataset: step i's rows are those of batches[i] (x, then y),
+     * idx indexes them, and its predictions go to rows base[i] + idx. */
+    sy_element *batches;
+    int64_t *base;
 } trip;
 
 static const int64_t *shard(const trip *t, int64_t step, int32_t replica) {
     return t->idx + (step * t->replicas + replica) * t->p->batch;
+}
+
+/* The tensors a step's rows come from. */
+static const sy_tensor *step_x(const trip *t, int64_t step) { return t->batches ? t->batches[step].c[0] : t->x; }
+static const sy_tensor *step_y(const trip *t, int64_t step) {
+    return t->batches ? (t->batches[step].n > 1 ? t->batches[step].c[1] : NULL) : t->y;
 }
 
 /* Fill a replica's inputs with its shard; padding rows are zeros (class 0). */
@@ -177,20 +187,21 @@ static void feed_shard(void *ctx, int64_t step, int32_t replica, sy_plan *plan) 
     const trip *t = ctx;
     const model_plan *p = t->p;
     const int64_t *idx = shard(t, step, replica);
+    const sy_tensor *x = step_x(t, step), *y = step_y(t, step);
     int64_t xn = sy_shape_count(&t->m->input_shape);
     char *xin = sy_plan_input(plan, p->x); /* float32, or int32 word indices: 4 bytes either way */
     sy_dtype xt = model_input_dtype(t->m);
     for (int64_t k = 0; k < p->batch; k++) {
-        if (idx[k] >= 0) copy_row(xin + (size_t)(k * xn) * 4, xt, t->x, idx[k], xn);
+        if (idx[k] >= 0) copy_row(xin + (size_t)(k * xn) * 4, xt, x, idx[k], xn);
         else memset(xin + (size_t)(k * xn) * 4, 0, (size_t)xn * 4);
     }
-    if (!t->y || p->y == SY_NONE) return;
+    if (!y || p->y == SY_NONE) return;
     sy_shape ls = model_label_shape(t->m);
     int64_t yn = sy_shape_count(&ls);
     sy_dtype dt = model_label_dtype(t->m);
     char *yin = sy_plan_input(plan, p->y);
     for (int64_t k = 0; k < p->batch; k++) {
-        if (idx[k] >= 0) copy_row(yin + (size_t)(k * yn) * 4, dt, t->y, idx[k], yn);
+        if (idx[k] >= 0) copy_row(yin + (size_t)(k * yn) * 4, dt, y, idx[k], yn);
         else memset(yin + (size_t)(k * yn) * 4, 0, (size_t)yn * 4);
     }
 }
@@ -221,10 +232,11 @@ static void read_sums(void *ctx, int64_t step, int32_t replica, sy_plan *plan) {
 static void read_predictions(void *ctx, int64_t step, int32_t replica, sy_plan *plan) {
     const trip *t = ctx;
     const int64_t *idx = shard(t, step, replica);
+    int64_t base = t->base ? t->base[step] : 0;
     size_t row = (size_t)sy_shape_count(&t->m->layers[t->m->n_layers - 1].out_shape) * sizeof(float);
     const char *pred = sy_plan_output(plan, t->p->pred);
     for (int64_t k = 0; k < t->p->batch && idx[k] >= 0; k++)
-        memcpy((char *)sy_tensor_data(t->pred_out) + (size_t)idx[k] * row, pred + (size_t)k * row, row);
+        memcpy((char *)t->pred_out + (size_t)(base + idx[k]) * row, pred + (size_t)k * row, row);
 }
 
 /* Add shard sums in (step, replica) order: the same order whatever the
@@ -282,7 +294,7 @@ static sy_status run_over(sy_model *m, plan_mode mode, const sy_tensor *x, const
     if (st) return st;
     int64_t steps = (n + global - 1) / global, spe = m->steps_per_execution;
     if (max_steps && max_steps < steps) steps = max_steps;
-    trip t = {m, p, x, y, NULL, NULL, pred_out, (int32_t)r};
+    trip t = {m, p, x, y, NULL, NULL, pred_out ? sy_tensor_data(pred_out) : NULL, (int32_t)r, NULL, NULL};
     if ((st = trip_alloc(&t, spe < steps ? spe : steps, global))) {
         trip_free(&t);
         return st;
@@ -411,6 +423,365 @@ static sy_status check_fit_options(const sy_fit_options *o) {
     return SY_OK;
 }
 
+/* ---- datasets ---------------------------------------------------------------------------- *
+ * The same loops fed by an iterator: each element is a batch, (x, y) or x.
+ * Training takes whole batches of the static size (the plan's shape);
+ * evaluate and predict cut an element larger than the compiled batch into
+ * pieces and pad a smaller one, so any batching covers every sample once. */
+
+static int64_t rows_of(const sy_element *e) { return samples(e->c[0]); }
+
+/* The dataset gives what `what` needs: at least `need` components (x, y),
+ * no sample weights, and x's per-sample shape the model's where known. */
+static sy_status check_dataset(const sy_model *m, const char *what, const sy_dataset *d, int32_t need) {
+    char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
+    int32_t n = sy_dataset_component_count(d);
+    if (n < need)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: the dataset's elements have %d component%s; expected (x, y) batches",
+                        what, n, n == 1 ? "" : "s");
+    if (need == 2 && n > 2)
+        return sy_error(SY_ERR_UNSUPPORTED,
+                        "%s: the dataset's elements have %d components; (x, y, sample_weight) is not supported, give "
+                        "(x, y)",
+                        what, n);
+    sy_component_spec x = sy_dataset_component_spec(d, 0);
+    bool ok = x.shape.rank == m->input_shape.rank + 1;
+    for (int i = 0; ok && i < m->input_shape.rank; i++)
+        ok = x.shape.dims[i + 1] == -1 || x.shape.dims[i + 1] == m->input_shape.dims[i];
+    if (!ok)
+        return sy_error(SY_ERR_SHAPE, "%s: the dataset's x is %s but model '%s' takes batches of %s", what,
+                        sy_shape_format(&x.shape, a, sizeof a), m->name, keras_shape_str(&m->input_shape, b, sizeof b));
+    if (x.dtype == SY_STRING)
+        return sy_error(SY_ERR_DTYPE, "%s: the dataset's x holds strings; a model takes numbers (parse them first)", what);
+    return SY_OK;
+}
+
+/* Rows [r0, r0 + n) of every component of e, as new tensors. */
+static sy_status slice_rows(const sy_element *e, int64_t r0, int64_t n, sy_element *out) {
+    memset(out, 0, sizeof *out);
+    for (int32_t i = 0; i < e->n; i++) {
+        sy_shape s = sy_tensor_shape(e->c[i]);
+        size_t row = sy_tensor_bytes(e->c[i]) / (size_t)(s.dims[0] ? s.dims[0] : 1);
+        s.dims[0] = n;
+        sy_status st = sy_tensor_new(sy_tensor_dtype(e->c[i]), s, &out->c[i]);
+        if (st) {
+            sy_element_clear(out);
+            return st;
+        }
+        out->n = i + 1;
+        memcpy(sy_tensor_data(out->c[i]), (const char *)sy_tensor_data(e->c[i]) + (size_t)r0 * row, (size_t)n * row);
+    }
+    return SY_OK;
+}
+
+/* Pieces of at most `global` rows from an iterator. */
+typedef struct batch_feed {
+    sy_iterator *it;
+    sy_element cur; /* the element being cut (n 0: none) */
+    int64_t row;    /* its next row */
+} batch_feed;
+
+static sy_status feed_next(batch_feed *f, int64_t global, sy_element *out, bool *end) {
+    *end = false;
+    memset(out, 0, sizeof *out);
+    if (f->cur.n == 0) {
+        sy_status st = sy_iterator_next(f->it, &f->cur, end);
+        if (st || *end) return st;
+        f->row = 0;
+    }
+    int64_t left = rows_of(&f->cur) - f->row;
+    if (f->row == 0 && left <= global) { /* whole: no copy */
+        *out = f->cur;
+        memset(&f->cur, 0, sizeof f->cur);
+        return SY_OK;
+    }
+    int64_t take = left < global ? left : global;
+    sy_status st = slice_rows(&f->cur, f->row, take, out);
+    f->row += take;
+    if (f->row == rows_of(&f->cur)) sy_element_clear(&f->cur);
+    return st;
+}
+
+static void feed_free(batch_feed *f) {
+    sy_element_clear(&f->cur);
+    sy_iterator_free(f->it);
+    f->it = NULL;
+}
+
+/* Check a batch element as arrays are checked (shapes, labels). */
+static sy_status check_batch_element(const sy_model *m, const char *what, const sy_element *e, bool labels,
+                                     int64_t number) {
+    sy_status st = check_data(m, what, "x", e->c[0], labels ? "y" : NULL, labels ? e->c[1] : NULL);
+    if (st) {
+        char msg[2048];
+        snprintf(msg, sizeof msg, "%s", sy_last_error());
+        return sy_error(st, "%s (dataset batch %lld)", msg, (long long)number);
+    }
+    return SY_OK;
+}
+
+static void clear_batches(sy_element *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++) sy_element_clear(&b[i]);
+}
+
+/* evaluate and predict over a dataset: logs (MODE_EVAL) or a new tensor of
+ * predictions (MODE_PREDICT). */
+static sy_status run_over_dataset(sy_model *m, plan_mode mode, const sy_dataset *data, int64_t max_steps, int verbose,
+                                  FILE *progress, const char *prefix, sy_logs *logs, sy_tensor **pred) {
+    const char *what = mode == MODE_EVAL ? (prefix[0] ? "validation" : "evaluate") : "predict";
+    sy_status st = check_dataset(m, what, data, mode == MODE_EVAL ? 2 : 1);
+    if (st) return st;
+    int64_t r = model_replicas(m), spe = m->steps_per_execution, global = sy_dataset_component_spec(data, 0).shape.dims[0];
+    batch_feed f = {NULL, {0, {0}}, 0};
+    sy_element first;
+    bool end = false;
+    if ((st = sy_dataset_iterator(data, &f.it)) || (st = feed_next(&f, INT64_MAX, &first, &end))) {
+        feed_free(&f);
+        return st;
+    }
+    if (end) {
+        feed_free(&f);
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: the dataset gave no batch", what);
+    }
+    if (global <= 0) global = rows_of(&first); /* not static: the first batch's size */
+    int64_t per = (global + r - 1) / r;
+    global = per * r;
+    model_plan *p = NULL;
+    trip t = {m, NULL, NULL, NULL, NULL, NULL, NULL, (int32_t)r, sy_calloc((size_t)spe, sizeof(sy_element)),
+              sy_calloc((size_t)spe, sizeof(int64_t))};
+    size_t out_row = (size_t)sy_shape_count(&m->layers[m->n_layers - 1].out_shape);
+    int64_t cap = 0, seen = 0, step = 0;
+    sums total;
+    memset(&total, 0, sizeof total);
+    progbar bar;
+    if (verbose) progbar_init(&bar, progress_file(progress), verbose, 0);
+    if (!t.batches || !t.base) st = sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+    if (!st) st = model_plan_get(m, mode, per, &p);
+    t.p = p;
+    if (!st) st = trip_alloc(&t, spe, global);
+    /* the first element may be larger than the batch: put it back to be cut */
+    if (!st && rows_of(&first) > global) {
+        f.cur = first;
+        f.row = 0;
+        memset(&first, 0, sizeof first);
+    }
+    while (!st && !end && (!max_steps || step < max_steps)) {
+        int64_t k = 0;
+        for (; k < spe && (!max_steps || step + k < max_steps); k++) {
+            sy_element *e = &t.batches[k];
+            if (first.n) {
+                *e = first;
+                memset(&first, 0, sizeof first);
+            } else if ((st = feed_next(&f, global, e, &end)) || end) {
+                break;
+            }
+            if ((st = check_batch_element(m, what, e, mode == MODE_EVAL, step + k))) break;
+            int64_t n = rows_of(e);
+            for (int64_t j = 0; j < global; j++) t.idx[k * global + j] = j < n ? j : -1;
+            t.base[k] = seen;
+            seen += n;
+        }
+        if (st || k == 0) break;
+        if (mode == MODE_PREDICT && seen > cap) { /* room for these rows' predictions */
+            int64_t want = cap ? cap : 1;
+            while (want < seen) want *= 2;
+            float *grown = sy_realloc_array(t.pred_out, (size_t)cap * out_row, (size_t)want * out_row, sizeof(float));
+            if (!grown) {
+                st = sy_error(SY_ERR_OUT_OF_MEMORY, "predict: out of memory for %lld predictions", (long long)want);
+                break;
+            }
+            t.pred_out = grown;
+            cap = want;
+        }
+        st = replicas_infer(p->rs, k, feed_shard, mode == MODE_EVAL ? read_sums : read_predictions, &t);
+        if (st) {
+            char msg[2048];
+            snprintf(msg, sizeof msg, "%s", sy_last_error());
+            st = sy_error(st, "%s: dataset batch %lld: %s", what, (long long)step, msg);
+        } else {
+            sy_logs l = {0};
+            if (mode == MODE_EVAL) {
+                fold(&t, k, &total);
+                sums_to_logs(m, &total, prefix, &l);
+            }
+            step += k;
+            if (verbose) progbar_update(&bar, step, mode == MODE_EVAL ? &l : NULL, false);
+        }
+        clear_batches(t.batches, k);
+    }
+    if (!st && verbose) {
+        sy_logs l = {0};
+        if (mode == MODE_EVAL) sums_to_logs(m, &total, prefix, &l);
+        bar.target = step;
+        progbar_update(&bar, step, mode == MODE_EVAL ? &l : NULL, true);
+    }
+    if (!st && mode == MODE_EVAL && logs) sums_to_logs(m, &total, prefix, logs);
+    if (!st && mode == MODE_PREDICT) {
+        st = sy_tensor_new(SY_F32, keras_batch_shape(seen, &m->layers[m->n_layers - 1].out_shape), pred);
+        if (!st) memcpy(sy_tensor_data(*pred), t.pred_out, (size_t)seen * out_row * sizeof(float));
+    }
+    sy_element_clear(&first);
+    if (t.batches) clear_batches(t.batches, spe);
+    sy_free(t.batches);
+    sy_free(t.base);
+    sy_free(t.pred_out);
+    trip_free(&t);
+    feed_free(&f);
+    return st;
+}
+
+sy_status sy_model_evaluate_dataset(sy_model *m, const sy_dataset *data, const sy_evaluate_options *o,
+                                    sy_logs *results) {
+    sy_evaluate_options d = sy_evaluate_options_default();
+    if (!o) o = &d;
+    if (results) memset(results, 0, sizeof *results);
+    if (!m->compiled) return sy_error(SY_ERR_STATE, "evaluate: model '%s' must be compiled first", m->name);
+    if (o->steps < 0)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "evaluate: steps must be >= 0 (0: all batches), got %lld",
+                        (long long)o->steps);
+    sy_logs l = {0};
+    sy_status st = run_over_dataset(m, MODE_EVAL, data, o->steps, o->verbose, o->progress, "", &l, NULL);
+    if (st == SY_OK && results) *results = l;
+    return st;
+}
+
+sy_status sy_model_predict_dataset(sy_model *m, const sy_dataset *data, const sy_evaluate_options *o, sy_tensor **out) {
+    sy_evaluate_options d = sy_evaluate_options_default();
+    if (!o) o = &d;
+    *out = NULL;
+    if (!m->built || m->n_layers == 0) return sy_error(SY_ERR_STATE, "predict: model '%s' has no input shape yet", m->name);
+    return run_over_dataset(m, MODE_PREDICT, data, 0, o->verbose, o->progress, "", NULL, out);
+}
+
+/* The next k training batches from it into t (fewer at the end of the
+ * data), checked; *got says how many. */
+static sy_status next_train_batches(const sy_model *m, sy_iterator *it, trip *t, int64_t k, int64_t batch,
+                                    int64_t first_step, int64_t *got) {
+    *got = 0;
+    for (int64_t s = 0; s < k; s++) {
+        sy_element *e = &t->batches[s];
+        bool end;
+        sy_status st = sy_iterator_next(it, e, &end);
+        if (st) return st;
+        if (end) return SY_OK;
+        if ((st = check_batch_element(m, "fit", e, true, first_step + s))) return st;
+        if (rows_of(e) != batch)
+            return sy_error(SY_ERR_SHAPE, "fit: dataset batch %lld has %lld samples where the model was compiled for %lld",
+                            (long long)(first_step + s), (long long)rows_of(e), (long long)batch);
+        for (int64_t j = 0; j < batch; j++) t->idx[s * batch + j] = j;
+        (*got)++;
+    }
+    return SY_OK;
+}
+
+/* ---- the epochs of fit ----------------------------------------------------------------- */
+
+/* What fit's steps come from: arrays (x and y through a permutation per
+ * pass; validation on x_val and y_val) or a dataset's batches (validation
+ * on a dataset). */
+typedef struct fit_feed {
+    stream s;                             /* arrays */
+    const sy_dataset *train, *validation; /* a dataset: train not NULL */
+    sy_iterator *it;
+    int64_t steps;  /* an epoch's steps; 0: until the dataset ends */
+    int64_t target; /* what the progress bar expects (0: not known) */
+} fit_feed;
+
+/* The next `want` steps' rows into t; *got fewer when a dataset ends. */
+static sy_status feed_steps(const sy_model *m, fit_feed *f, trip *t, int64_t want, int64_t batch, int64_t step,
+                            int64_t *got) {
+    if (f->train) return next_train_batches(m, f->it, t, want, batch, step, got);
+    take(&f->s, t->idx, want * batch);
+    *got = want;
+    return SY_OK;
+}
+
+/* fit's epochs, callbacks, progress and validation, from either feed;
+ * an entry in h per epoch. */
+static sy_status fit_epochs(sy_model *m, const sy_fit_options *o, model_plan *p, trip *t, fit_feed *f, int64_t batch,
+                            sy_history *h) {
+    sy_status st = SY_OK;
+    int64_t spe = m->steps_per_execution;
+    FILE *progress = progress_file(o->progress);
+    sy_logs logs = {0};
+    m->stop_training = false;
+    CALLBACKS(o, on_train_begin);
+    for (int32_t epoch = o->initial_epoch; st == SY_OK && epoch < o->epochs && !m->stop_training; epoch++) {
+        CALLBACKS(o, on_epoch_begin, epoch);
+        if (st) break;
+        if (f->train && (!o->steps_per_epoch || !f->it)) { /* a pass per epoch, or one iteration across epochs */
+            sy_iterator_free(f->it);
+            f->it = NULL;
+            if ((st = sy_dataset_iterator(f->train, &f->it))) break;
+        }
+        progbar bar;
+        if (o->verbose) {
+            if (o->epochs > 1) fprintf(progress, "Epoch %d/%d\n", epoch + 1, o->epochs);
+            progbar_init(&bar, progress, o->verbose, f->target);
+        }
+        sums sm;
+        memset(&sm, 0, sizeof sm);
+        memset(&logs, 0, sizeof logs);
+        int64_t step = 0;
+        bool ran_out = false;
+        while (st == SY_OK && (!f->steps || step < f->steps)) {
+            int64_t want = f->steps && f->steps - step < spe ? f->steps - step : spe, k = 0;
+            bool fed = (st = feed_steps(m, f, t, want, batch, step, &k)) == SY_OK;
+            if (!st && k) st = replicas_train(p->rs, k, feed_shard, read_sums, t);
+            if (t->batches) clear_batches(t->batches, spe);
+            if (st) {
+                char msg[2048];
+                snprintf(msg, sizeof msg, "%s", sy_last_error());
+                if (fed && k > 1)
+                    st = sy_error(st, "fit: epoch %d, steps %lld-%lld: %s", epoch + 1, (long long)step,
+                                  (long long)(step + k - 1), msg);
+                else /* the step being fed, or the only one run */
+                    st = sy_error(st, "fit: epoch %d, step %lld: %s", epoch + 1, (long long)(fed ? step : step + k), msg);
+                break;
+            }
+            if (k) {
+                fold(t, k, &sm);
+                sums_to_logs(m, &sm, "", &logs);
+                step += k;
+                if (o->verbose == 1) progbar_update(&bar, step, &logs, false);
+                CALLBACKS(o, on_train_batch_end, step - 1, &logs);
+            }
+            if (k < want) {
+                ran_out = f->steps != 0; /* a dataset shorter than steps_per_epoch asks */
+                break;
+            }
+        }
+        if (st) break;
+        if (step == 0) {
+            st = sy_error(SY_ERR_INVALID_ARGUMENT, "fit: the dataset gave no batch in epoch %d", epoch + 1);
+            break;
+        }
+        if ((epoch + 1) % o->validation_freq == 0) {
+            int64_t vb = o->validation_batch_size ? o->validation_batch_size : batch;
+            if (f->validation)
+                st = run_over_dataset(m, MODE_EVAL, f->validation, o->validation_steps, 0, NULL, "val_", &logs, NULL);
+            else if (o->x_val)
+                st = run_over(m, MODE_EVAL, o->x_val, o->y_val, vb, o->validation_steps, 0, NULL, "val_", &logs, NULL);
+            if (st) break;
+        }
+        if (o->verbose) {
+            bar.target = step;
+            progbar_update(&bar, step, &logs, true);
+        }
+        if ((st = history_append(h, epoch, &logs))) break;
+        CALLBACKS(o, on_epoch_end, epoch, &logs);
+        if (ran_out) {
+            sy_log(SY_LOG_WARNING,
+                   "fit: the input ran out of data after %lld of %lld steps in epoch %d; training stops. Make sure "
+                   "the dataset gives at least steps_per_epoch * epochs batches (repeat())",
+                   (long long)step, (long long)o->steps_per_epoch, epoch + 1);
+            break;
+        }
+    }
+    CALLBACKS(o, on_train_end, &logs);
+    return st;
+}
+
 sy_status sy_model_fit(sy_model *m, const sy_tensor *x, const sy_tensor *y, const sy_fit_options *o,
                        sy_history **history) {
     sy_fit_options d = sy_fit_options_default();
@@ -434,55 +805,60 @@ sy_status sy_model_fit(sy_model *m, const sy_tensor *x, const sy_tensor *y, cons
     model_plan *p;
     if ((st = model_plan_get(m, MODE_TRAIN, batch / r, &p))) return st;
     sy_history *h = NULL;
-    stream s = {sy_malloc((size_t)n * sizeof(int64_t)), n, n, 0, o->shuffle, sy_mix64(m->seed ^ sy_mix64(o->seed + 0x5F1F))};
-    trip t = {m, p, x, y, NULL, NULL, NULL, (int32_t)r};
-    if (!s.perm || (st = trip_alloc(&t, spe < steps ? spe : steps, batch)) || (st = history_new(&h))) {
+    fit_feed f = {{sy_malloc((size_t)n * sizeof(int64_t)), n, n, 0, o->shuffle, sy_mix64(m->seed ^ sy_mix64(o->seed + 0x5F1F))},
+                  NULL, NULL, NULL, steps, steps};
+    trip t = {m, p, x, y, NULL, NULL, NULL, (int32_t)r, NULL, NULL};
+    if (!f.s.perm || (st = trip_alloc(&t, spe < steps ? spe : steps, batch)) || (st = history_new(&h))) {
         if (!st) st = sy_error(SY_ERR_OUT_OF_MEMORY, "fit: out of memory");
-        goto done;
     }
-    FILE *progress = progress_file(o->progress);
-    sy_logs logs = {0};
-    m->stop_training = false;
-    CALLBACKS(o, on_train_begin);
-    for (int32_t epoch = o->initial_epoch; st == SY_OK && epoch < o->epochs && !m->stop_training; epoch++) {
-        CALLBACKS(o, on_epoch_begin, epoch);
-        if (st) break;
-        progbar bar;
-        if (o->verbose) {
-            if (o->epochs > 1) fprintf(progress, "Epoch %d/%d\n", epoch + 1, o->epochs);
-            progbar_init(&bar, progress, o->verbose, steps);
-        }
-        sums sm;
-        memset(&sm, 0, sizeof sm);
-        memset(&logs, 0, sizeof logs);
-        for (int64_t step = 0; step < steps && st == SY_OK; step += spe) {
-            int64_t k = steps - step < spe ? steps - step : spe;
-            take(&s, t.idx, k * batch);
-            if ((st = replicas_train(p->rs, k, feed_shard, read_sums, &t))) {
-                char msg[2048];
-                snprintf(msg, sizeof msg, "%s", sy_last_error());
-                st = sy_error(st, "fit: epoch %d, steps %lld-%lld: %s", epoch + 1, (long long)step,
-                              (long long)(step + k - 1), msg);
-                break;
-            }
-            fold(&t, k, &sm);
-            sums_to_logs(m, &sm, "", &logs);
-            if (o->verbose == 1) progbar_update(&bar, step + k, &logs, false);
-            CALLBACKS(o, on_train_batch_end, step + k - 1, &logs);
-        }
-        if (st) break;
-        if (o->x_val && (epoch + 1) % o->validation_freq == 0) {
-            int64_t vb = o->validation_batch_size ? o->validation_batch_size : batch;
-            if ((st = run_over(m, MODE_EVAL, o->x_val, o->y_val, vb, o->validation_steps, 0, NULL, "val_", &logs, NULL)))
-                break;
-        }
-        if (o->verbose) progbar_update(&bar, steps, &logs, true);
-        if ((st = history_append(h, epoch, &logs))) break;
-        CALLBACKS(o, on_epoch_end, epoch, &logs);
+    if (!st) st = fit_epochs(m, o, p, &t, &f, batch, h);
+    sy_free(f.s.perm);
+    trip_free(&t);
+    if (history && st == SY_OK) *history = h;
+    else sy_history_free(h);
+    return st;
+}
+
+sy_status sy_model_fit_dataset(sy_model *m, const sy_dataset *train, const sy_dataset *validation,
+                               const sy_fit_options *o, sy_history **history) {
+    sy_fit_options d = sy_fit_options_default();
+    if (!o) o = &d;
+    if (history) *history = NULL;
+    if (!m->compiled) return sy_error(SY_ERR_STATE, "fit: model '%s' must be compiled (sy_model_compile) first", m->name);
+    sy_status st = check_fit_options(o);
+    if (!st && o->x_val)
+        st = sy_error(SY_ERR_INVALID_ARGUMENT, "fit: with a dataset, validation data is a dataset too (validation), not "
+                                               "x_val and y_val");
+    if (!st) st = check_dataset(m, "fit", train, 2);
+    if (!st && validation) st = check_dataset(m, "fit: validation", validation, 2);
+    if (st) return st;
+    int64_t batch = sy_dataset_component_spec(train, 0).shape.dims[0], r = model_replicas(m), card = sy_dataset_cardinality(train);
+    if (batch <= 0)
+        return sy_error(SY_ERR_SHAPE,
+                        "fit: the dataset's batches have no static size; training compiles one static shape, so batch "
+                        "with drop_remainder (as a TPU needs)");
+    if (batch % r != 0)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "fit: the dataset's batch size %lld does not divide among the %lld replicas in sync; batch by "
+                        "a multiple of %lld",
+                        (long long)batch, (long long)r, (long long)r);
+    if (!o->steps_per_epoch && card == SY_INFINITE)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "fit: the dataset repeats forever, so an epoch has no end: give steps_per_epoch");
+    int64_t spe = m->steps_per_execution;
+    model_plan *p;
+    if ((st = model_plan_get(m, MODE_TRAIN, batch / r, &p))) return st;
+    sy_history *h = NULL;
+    fit_feed f = {{NULL, 0, 0, 0, false, 0}, train, validation, NULL, o->steps_per_epoch,
+                  o->steps_per_epoch ? o->steps_per_epoch : card >= 0 ? card : 0};
+    trip t = {m, p, NULL, NULL, NULL, NULL, NULL, (int32_t)r, sy_calloc((size_t)spe, sizeof(sy_element)), NULL};
+    if (!t.batches || (st = trip_alloc(&t, spe, batch)) || (st = history_new(&h))) {
+        if (!st) st = sy_error(SY_ERR_OUT_OF_MEMORY, "fit: out of memory");
     }
-    CALLBACKS(o, on_train_end, &logs);
-done:
-    sy_free(s.perm);
+    if (!st) st = fit_epochs(m, o, p, &t, &f, batch, h);
+    sy_iterator_free(f.it);
+    if (t.batches) clear_batches(t.batches, spe);
+    sy_free(t.batches);
     trip_free(&t);
     if (history && st == SY_OK) *history = h;
     else sy_history_free(h);

@@ -26,7 +26,7 @@ void progbar_init(progbar *p, FILE *out, int verbose, int64_t target) {
     memset(p, 0, sizeof *p);
     p->out = out;
     p->verbose = verbose;
-    p->target = target > 0 ? target : 1;
+    p->target = target > 0 ? target : 0; /* 0: not known (a dataset of unknown length), as Keras's None */
     p->dynamic = isatty(fileno(out));
     p->start = sy_now();
     p->after_first_step = -1;
@@ -82,14 +82,19 @@ void progbar_update(progbar *p, int64_t current, const sy_logs *logs, bool final
     if (p->verbose == 1) {
         if (!finalize && (!p->dynamic || now - p->last_update < 0.05)) return;
         p->last_update = now;
-        len = append(line, sizeof line, len, "%*lld/%lld [", digits(p->target), (long long)current, (long long)p->target);
-        int width = 30, prog = (int)(width * (double)current / (double)p->target);
-        for (int i = 0; i < prog - 1; i++) line[len++] = '=';
-        if (prog > 0) line[len++] = current < p->target ? '>' : '=';
-        for (int i = prog; i < width; i++) line[len++] = '.';
-        line[len++] = ']';
-        line[len] = '\0';
-        if (finalize) {
+        if (p->target) {
+            len = append(line, sizeof line, len, "%*lld/%lld [", digits(p->target), (long long)current,
+                         (long long)p->target);
+            int width = 30, prog = (int)(width * (double)current / (double)p->target);
+            for (int i = 0; i < prog - 1; i++) line[len++] = '=';
+            if (prog > 0) line[len++] = current < p->target ? '>' : '=';
+            for (int i = prog; i < width; i++) line[len++] = '.';
+            line[len++] = ']';
+            line[len] = '\0';
+        } else { /* Keras: "     37/Unknown" */
+            len = append(line, sizeof line, len, "%7lld/Unknown", (long long)current);
+        }
+        if (finalize || !p->target) {
             format_time(t, sizeof t, per_step, "step");
             len = append(line, sizeof line, len, " - %.0fs%s", now - p->start, t);
         } else {
@@ -107,6 +112,7 @@ void progbar_update(progbar *p, int64_t current, const sy_logs *logs, bool final
         if (finalize) fputc('\n', p->out);
         fflush(p->out);
     } else if (p->verbose == 2 && finalize) {
+        if (!p->target) p->target = current > 0 ? current : 1;
         len = append(line, sizeof line, len, "%*lld/%lld - %.0fs", digits(p->target), (long long)current,
                      (long long)p->target, now - p->start);
         len = append_values(line, sizeof line, len, logs);
