@@ -74,22 +74,22 @@ static void test_build_and_parse(void) {
     tensorflow__example__free_unpacked(pb, NULL);
 
     sy_tensor *dv;
-    CHECK_OK(sy_tensor_new(SY_STRING, sy_shape_of(1, 2), &dv));
+    CHECK_OK(sy_tensor_new(SY_STRING, sy_shape_of(1, (int64_t)2), &dv));
     CHECK_OK(sy_tensor_set_string(dv, 1, "dflt", 4));
     const sy_feature_spec specs[] = {
-        fixed("f", SY_F32, sy_shape_of(2, 2, 2), NULL),
+        fixed("f", SY_F32, sy_shape_of(2, (int64_t)2, (int64_t)2), NULL),
         var("i", SY_I64),
-        fixed("s", SY_STRING, sy_shape_of(1, 3), NULL),
+        fixed("s", SY_STRING, sy_shape_of(1, (int64_t)3), NULL),
         fixed("one", SY_I64, scalar, NULL),
         var("empty", SY_F32),
-        fixed("absent", SY_STRING, sy_shape_of(1, 2), dv),
+        fixed("absent", SY_STRING, sy_shape_of(1, (int64_t)2), dv),
         var("absent too", SY_STRING),
-        fixed("empty", SY_F32, sy_shape_of(1, 0), NULL),
+        fixed("empty", SY_F32, sy_shape_of(1, (int64_t)0), NULL),
     };
     sy_tensor *out[8];
     CHECK_OK(sy_parse_single_example(bytes.data, (size_t)bytes.size, specs, 8, out));
     if (out[0]) {
-        sy_shape want = sy_shape_of(2, 2, 2), got = sy_tensor_shape(out[0]);
+        sy_shape want = sy_shape_of(2, (int64_t)2, (int64_t)2), got = sy_tensor_shape(out[0]);
         CHECK(sy_shape_equal(&got, &want) && !memcmp(sy_tensor_data(out[0]), f, sizeof f), "f");
         CHECK(sy_tensor_count(out[1]) == 5 && !memcmp(sy_tensor_data(out[1]), i, sizeof i), "i");
         for (int k = 0; k < 3; k++) {
@@ -116,14 +116,14 @@ static void test_build_and_parse(void) {
     bad = var("f", SY_I64);
     CHECK_ERR(sy_parse_single_example(bytes.data, (size_t)bytes.size, &bad, 1, out),
               SY_ERR_INVALID_ARGUMENT, "'f'", "a float_list", "int64");
-    bad = fixed("empty", SY_I64, sy_shape_of(1, 0), NULL);
+    bad = fixed("empty", SY_I64, sy_shape_of(1, (int64_t)0), NULL);
     CHECK_ERR(sy_parse_single_example(bytes.data, (size_t)bytes.size, &bad, 1, out),
               SY_ERR_INVALID_ARGUMENT, "'empty'",
               "a float_list"); /* an empty list still has a type */
-    bad = fixed("f", SY_F32, sy_shape_of(2, 3, 2), NULL);
+    bad = fixed("f", SY_F32, sy_shape_of(2, (int64_t)3, (int64_t)2), NULL);
     CHECK_ERR(sy_parse_single_example(bytes.data, (size_t)bytes.size, &bad, 1, out),
               SY_ERR_INVALID_ARGUMENT, "'f'", "has 4 values", "(3, 2)", "needs 6");
-    const sy_feature_spec two[] = {var("i", SY_I64), fixed("f", SY_F32, sy_shape_of(1, 3), NULL)};
+    const sy_feature_spec two[] = {var("i", SY_I64), fixed("f", SY_F32, sy_shape_of(1, (int64_t)3), NULL)};
     CHECK_ERR(sy_parse_single_example(bytes.data, (size_t)bytes.size, two, 2, out),
               SY_ERR_INVALID_ARGUMENT, "'f'");
     CHECK(out[0] == NULL && out[1] == NULL, "every output NULL on failure, the good ones too");
@@ -137,7 +137,7 @@ static void test_build_and_parse(void) {
 static void test_batch(void) {
     enum { B = 300 };
     sy_tensor *batch;
-    CHECK_OK(sy_tensor_new(SY_STRING, sy_shape_of(1, B), &batch));
+    CHECK_OK(sy_tensor_new(SY_STRING, sy_shape_of(1, (int64_t)B), &batch));
     for (int b = 0; b < B; b++) {
         sy_example *e;
         CHECK_OK(sy_example_new(&e));
@@ -154,7 +154,7 @@ static void test_batch(void) {
         sy_example_free(e);
     }
     const sy_feature_spec specs[] = {fixed("label", SY_I64, sy_shape_of(0), NULL),
-                                     fixed("xy", SY_F32, sy_shape_of(1, 2), NULL),
+                                     fixed("xy", SY_F32, sy_shape_of(1, (int64_t)2), NULL),
                                      var("ids", SY_I64)};
     sy_tensor *out[3], *splits[3];
     CHECK_OK(sy_parse_example(batch, specs, 3, out, splits));
@@ -195,7 +195,7 @@ static void test_batch(void) {
     sy_tensor_free(batch);
 
     /* no Examples: (0, ...) outputs and row splits [0] */
-    CHECK_OK(sy_tensor_new(SY_STRING, sy_shape_of(1, 0), &batch));
+    CHECK_OK(sy_tensor_new(SY_STRING, sy_shape_of(1, (int64_t)0), &batch));
     CHECK_OK(sy_parse_example(batch, specs, 3, out, splits));
     if (out[1]) {
         sy_shape xy = sy_tensor_shape(out[1]);
@@ -324,14 +324,14 @@ static void test_errors(void) {
     sp.kind = (sy_feature_kind)5;
     CHECK_ERR(sy_parse_single_example(s.data, (size_t)s.size, &sp, 1, out), SY_ERR_INVALID_ARGUMENT,
               "'a'", "kind");
-    CHECK_OK(sy_tensor_new(SY_I64, sy_shape_of(1, 2), &dv));
-    sp = fixed("z", SY_F32, sy_shape_of(1, 2), dv);
+    CHECK_OK(sy_tensor_new(SY_I64, sy_shape_of(1, (int64_t)2), &dv));
+    sp = fixed("z", SY_F32, sy_shape_of(1, (int64_t)2), dv);
     CHECK_ERR(sy_parse_single_example(s.data, (size_t)s.size, &sp, 1, out), SY_ERR_INVALID_ARGUMENT,
               "'z'", "default", "int64");
-    sp = fixed("z", SY_I64, sy_shape_of(1, 3), dv);
+    sp = fixed("z", SY_I64, sy_shape_of(1, (int64_t)3), dv);
     CHECK_ERR(sy_parse_single_example(s.data, (size_t)s.size, &sp, 1, out), SY_ERR_INVALID_ARGUMENT,
               "'z'", "default", "3 values");
-    sp = fixed("z", SY_I64, sy_shape_of(2, 1, 2),
+    sp = fixed("z", SY_I64, sy_shape_of(2, (int64_t)1, (int64_t)2),
                dv); /* the default is reshaped, as TensorFlow reshapes it */
     CHECK_OK(sy_parse_single_example(s.data, (size_t)s.size, &sp, 1, out));
     sy_tensor_free(out[0]);
@@ -339,7 +339,7 @@ static void test_errors(void) {
     CHECK_ERR(sy_parse_single_example(NULL, 3, &sp, 1, out), SY_ERR_INVALID_ARGUMENT, "NULL");
 
     sy_tensor *batch;
-    CHECK_OK(sy_tensor_new(SY_STRING, sy_shape_of(1, 1), &batch));
+    CHECK_OK(sy_tensor_new(SY_STRING, sy_shape_of(1, (int64_t)1), &batch));
     CHECK_OK(sy_tensor_set_string(batch, 0, s.data, (size_t)s.size));
     sy_shape deep = {.rank = SY_MAX_RANK};
     for (int d = 0; d < SY_MAX_RANK; d++) deep.dims[d] = 1;
@@ -353,9 +353,9 @@ static void test_errors(void) {
               "row_splits");
     CHECK_ERR(sy_parse_example(NULL, &sp, 1, out, splits), SY_ERR_INVALID_ARGUMENT, "NULL");
     sy_tensor *floats, *matrix;
-    CHECK_OK(sy_tensor_new(SY_F32, sy_shape_of(1, 1), &floats));
+    CHECK_OK(sy_tensor_new(SY_F32, sy_shape_of(1, (int64_t)1), &floats));
     CHECK_ERR(sy_parse_example(floats, &sp, 1, out, splits), SY_ERR_DTYPE, "float32");
-    CHECK_OK(sy_tensor_new(SY_STRING, sy_shape_of(2, 1, 1), &matrix));
+    CHECK_OK(sy_tensor_new(SY_STRING, sy_shape_of(2, (int64_t)1, (int64_t)1), &matrix));
     CHECK_ERR(sy_parse_example(matrix, &sp, 1, out, splits), SY_ERR_SHAPE, "(1, 1)");
     CHECK_ERR(sy_parse_example(batch, NULL, 1, out, splits), SY_ERR_INVALID_ARGUMENT, "specs");
     CHECK_OK(sy_parse_example(batch, NULL, 0, NULL, NULL)); /* nothing asked, nothing wrong */

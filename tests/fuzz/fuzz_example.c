@@ -72,7 +72,7 @@ static void round_trip(sy_tensor *const *vals) {
 static void with_defaults(const uint8_t *data, size_t size) {
     sy_tensor *d_label, *d_pixels, *d_name, *out[3];
     SY_ASSERT(sy_tensor_new(SY_I64, sy_shape_of(0), &d_label) == SY_OK);
-    SY_ASSERT(sy_tensor_new(SY_F32, sy_shape_of(2, 2, 3), &d_pixels) == SY_OK);
+    SY_ASSERT(sy_tensor_new(SY_F32, sy_shape_of(2, (int64_t)2, (int64_t)3), &d_pixels) == SY_OK);
     SY_ASSERT(sy_tensor_new(SY_STRING, sy_shape_of(0), &d_name) == SY_OK);
     const sy_feature_spec fixed[3] = {
         {"label", SY_FEATURE_FIXED_LEN, SY_I64, {0, {0}}, d_label},
@@ -99,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     SY_ASSERT(st == SY_OK || st == SY_ERR_CORRUPT || st == SY_ERR_INVALID_ARGUMENT);
     with_defaults(data, size);
 
-    SY_ASSERT(sy_tensor_new(SY_STRING, sy_shape_of(1, 3), &batch) == SY_OK);
+    SY_ASSERT(sy_tensor_new(SY_STRING, sy_shape_of(1, (int64_t)3), &batch) == SY_OK);
     SY_ASSERT(sy_tensor_set_string(batch, 0, data, size) == SY_OK);
     SY_ASSERT(sy_tensor_set_string(batch, 2, data, size) == SY_OK);
     sy_status bst = sy_parse_example(batch, var_specs, NVAR, out, splits);
