@@ -140,7 +140,9 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
                       : o->seed < 0                ? "--seed must be >= 0"
                       : o->count < 0               ? "--count must be >= 0"
                       : o->steps_per_execution < 1 ? "--steps-per-execution must be >= 1"
-                                                   : NULL;
+                      : !o->data && (o->data_compression || o->skip_corrupt)
+                          ? "--data-compression and --skip-corrupt describe --data's files: give --data tfrecord:GLOB"
+                          : NULL;
     if (bad) {
         fprintf(stderr, "systolic %s: %s\n", c->name, bad);
         return 2;
