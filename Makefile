@@ -17,9 +17,10 @@ CMAKE_FLAGS ?=
 # Warnings are errors here (and so in CI); plain cmake builds default to off.
 CONFIG = -DCMAKE_BUILD_TYPE=Release -DSY_WERROR=ON $(CMAKE_FLAGS)
 
-# protobuf-c for tf.train.Example; clang and its runtime (libFuzzer) for
+# protobuf-c for tf.train.Example and TensorBoard's events; libhdf5 for
+# Keras's .h5 files; python3-venv for the interop tests' readers; clang and its runtime (libFuzzer) for
 # make fuzz, which CI runs.
-DEBIAN_PACKAGES = build-essential cmake pkg-config libdnnl-dev zlib1g-dev libcurl4-openssl-dev libjansson-dev libprotobuf-c-dev protobuf-c-compiler python3 clang libclang-rt-14-dev
+DEBIAN_PACKAGES = build-essential cmake pkg-config libdnnl-dev zlib1g-dev libcurl4-openssl-dev libjansson-dev libprotobuf-c-dev protobuf-c-compiler libhdf5-dev python3 python3-venv clang libclang-rt-14-dev
 # For the side-by-side benchmarks (make bench-deps). python3-torch alone
 # pulls in the reference BLAS (libblas3, about 3 GFLOP/s here), which
 # would make PyTorch a straw man; OpenBLAS (OpenMP, as PyTorch's own

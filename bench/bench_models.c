@@ -133,7 +133,7 @@ static sy_status on_batch_end(void *ctx, sy_model *m, int64_t step, const sy_log
 static double train_rate(sy_model *m, const sy_data_split *d, int64_t batch, int64_t steps, int spe) {
     int64_t warm = spe * ((2 + spe - 1) / spe); /* whole executions, at least two steps */
     timing t = {warm, 0, 0};
-    sy_callback cb = {&t, NULL, NULL, on_batch_end, NULL, NULL};
+    sy_callback cb = {&t, NULL, NULL, on_batch_end, NULL, NULL, NULL};
     sy_fit_options f = sy_fit_options_default();
     f.batch_size = batch;
     f.steps_per_epoch = warm + steps;

@@ -172,7 +172,7 @@ static double train_rate(const builtin_model *b, sy_strategy *s, const sy_tensor
     c.n_metrics = b->n_metrics;
     if (sy_model_compile(m, &c)) die("compile");
     timing t = {2, 0};
-    sy_callback cb = {&t, NULL, NULL, on_batch_end, NULL, NULL};
+    sy_callback cb = {&t, NULL, NULL, on_batch_end, NULL, NULL, NULL};
     sy_fit_options f = sy_fit_options_default();
     f.batch_size = BATCH;
     f.steps_per_epoch = t.warm + steps;

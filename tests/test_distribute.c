@@ -93,7 +93,7 @@ static run_result train(int32_t replicas, int32_t cores, bool dropout, int spe, 
     CHECK(model_replicas(m) == replicas, "the model runs %d replicas", model_replicas(m));
     sy_tensor *x, *y;
     make_data(960, &x, &y, 3);
-    sy_callback cb = {&out, NULL, NULL, count_batch, NULL, NULL};
+    sy_callback cb = {&out, NULL, NULL, count_batch, NULL, NULL, NULL};
     sy_fit_options f = sy_fit_options_default();
     f.batch_size = batch;
     f.epochs = 5;

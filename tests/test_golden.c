@@ -841,7 +841,7 @@ static void check_steps(sy_model *m, const sy_tensor *x, const sy_tensor *y, int
                         const char *metric, const sy_npz *z, double loss_rtol) {
     sy_tensor *loss = get(z, "loss"), *acc = get(z, "acc");
     step_log log = {metric, {0}, {0}, 0};
-    sy_callback cb = {&log, NULL, NULL, record_step, NULL, NULL};
+    sy_callback cb = {&log, NULL, NULL, record_step, NULL, NULL, NULL};
     sy_fit_options f = sy_fit_options_default();
     f.batch_size = batch;
     f.steps_per_epoch = steps;

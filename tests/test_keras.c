@@ -237,7 +237,7 @@ static void test_learning_and_callbacks(void) {
     make_data(203, &xv, &yv, 2);
     sy_model *m = make_mlp(NULL, 3, 16, true, 1);
     cb_log log = {.stop_at_epoch = 3};
-    sy_callback cb = {&log, cb_train_begin, cb_epoch_begin, cb_batch_end, cb_epoch_end, cb_train_end};
+    sy_callback cb = {&log, cb_train_begin, cb_epoch_begin, cb_batch_end, cb_epoch_end, cb_train_end, NULL};
     sy_fit_options f = sy_fit_options_default();
     f.batch_size = 50;
     f.epochs = 10;

@@ -248,10 +248,83 @@ typedef struct sy_callback {
     sy_status (*on_train_batch_end)(void *ctx, sy_model *m, int64_t step, const sy_logs *logs);
     sy_status (*on_epoch_end)(void *ctx, sy_model *m, int32_t epoch, const sy_logs *logs);
     sy_status (*on_train_end)(void *ctx, sy_model *m, const sy_logs *logs);
+    /* Releases ctx: set by the sy_callback_* constructors below, which own
+     * state; NULL for a callback whose ctx the caller owns. */
+    void (*free)(void *ctx);
 } sy_callback;
+
+/* Release a callback made by a sy_callback_* constructor (cb->free(ctx));
+ * a no-op for NULL or a callback without free. */
+void sy_callback_free(sy_callback *cb);
 
 /* Ask fit() to stop after the current epoch (Keras's model.stop_training). */
 void sy_model_stop_training(sy_model *m);
+
+/* Optimizer steps applied so far (Keras's optimizer.iterations): the global
+ * step, across epochs and fit() calls. 0 before the first. */
+int64_t sy_model_iterations(const sy_model *m);
+/* The compiled optimizer's learning rate (0 before compile). */
+double sy_model_learning_rate(const sy_model *m);
+
+/* CSVLogger(filename, separator, append): one row per epoch, "epoch" and
+ * the logs' names sorted (val_ names added as Keras does), written and
+ * flushed at each epoch's end. */
+sy_status sy_callback_csv_logger(const char *filename, char separator, bool append, sy_callback *out);
+
+/* EarlyStopping: Keras's arguments and defaults. */
+typedef struct sy_early_stopping_options {
+    const char *monitor;       /* "val_loss" */
+    double min_delta;          /* 0 */
+    int32_t patience;          /* 0 */
+    int32_t verbose;           /* 0; 1: the stopping epoch and restores on stderr */
+    const char *mode;          /* "auto" (max for names ending in acc, accuracy or auc), "min" or "max" */
+    bool has_baseline;         /* baseline given (Keras's None otherwise) */
+    double baseline;
+    bool restore_best_weights; /* false */
+    int32_t start_from_epoch;  /* 0 */
+} sy_early_stopping_options;
+
+sy_early_stopping_options sy_early_stopping_options_default(void);
+sy_status sy_callback_early_stopping(const sy_early_stopping_options *options, sy_callback *out);
+
+/* TensorBoard(log_dir, update_freq): event files under log_dir/train and
+ * log_dir/validation with Keras's tags (epoch_loss, epoch_<metric>,
+ * epoch_learning_rate; batch_<name> every update_freq steps). */
+typedef struct sy_tensorboard_options {
+    const char *log_dir;  /* "logs" */
+    int64_t update_freq;  /* 0: per epoch (Keras's "epoch"); N: also every N training steps */
+} sy_tensorboard_options;
+
+sy_tensorboard_options sy_tensorboard_options_default(void);
+sy_status sy_callback_tensorboard(const sy_tensorboard_options *options, sy_callback *out);
+
+/* ---- saving and loading (Keras's HDF5 and JSON files) ---------------------------------- */
+
+/* model.save_weights(path) in tf.keras 2.x's HDF5 layout: root attributes
+ * layer_names, backend, keras_version; a group per layer with its
+ * weight_names; datasets named as the weights ("conv2d/kernel:0"). The
+ * file is written whole to a temporary name and renamed. */
+sy_status sy_model_save_weights(const sy_model *m, const char *path);
+/* model.load_weights(path): a weights file, or the model_weights of a full
+ * model file. Layers with weights are matched in order, as Keras does;
+ * every count and shape is checked before any weight changes, and a
+ * mismatch names the layer and both shapes. */
+sy_status sy_model_load_weights(sy_model *m, const char *path);
+
+/* model.to_json(): a new NUL-terminated string (free with sy_free). */
+sy_status sy_model_to_json(const sy_model *m, char **json);
+/* keras.models.model_from_json: a new, built, uncompiled model (inside a
+ * strategy scope as sy_model_new). Layers and arguments not supported are
+ * refused by name, with the list of those that are. */
+sy_status sy_model_from_json(const char *json, sy_model **out);
+
+/* model.save(path) as a full Keras .h5: model_config, model_weights and,
+ * when compiled, training_config. Written whole to a temporary name and
+ * renamed. */
+sy_status sy_model_save(const sy_model *m, const char *path);
+/* keras.models.load_model(path) of a .h5 file: the model, its weights and,
+ * when the file holds a training_config, compiled with it. */
+sy_status sy_model_load(const char *path, sy_model **out);
 
 /* ---- fit, evaluate, predict -------------------------------------------------------- */
 
@@ -270,6 +343,16 @@ typedef struct sy_fit_options {
     FILE *progress;            /* where the progress bar goes: NULL is stderr */
     const sy_callback *callbacks;
     int32_t n_callbacks;
+    /* Checkpoints (tf.estimator's RunConfig): with model_dir set, a
+     * checkpoint at every epoch's end and every save_checkpoints_steps
+     * steps (0: epochs only) holding weights, optimizer slots, step, epoch,
+     * RNG states and the input position; the newest keep_checkpoint_max
+     * are kept. resume continues from the newest; without it a model_dir
+     * that already holds checkpoints is refused. */
+    const char *model_dir;          /* NULL: none */
+    int64_t save_checkpoints_steps; /* 0 */
+    int32_t keep_checkpoint_max;    /* 5 */
+    bool resume;                    /* false */
 } sy_fit_options;
 
 sy_fit_options sy_fit_options_default(void);

@@ -22,10 +22,32 @@ typedef struct run_opts {
     double learning_rate;
     const char *optimizer, *tpu, *data, *data_compression;
     bool skip_corrupt;
+    /* a model from a file (model.json, model.h5) */
+    const char *dataset, *loss, *metrics;
+    /* saving */
+    const char *save_weights, *load_weights, *save_model;
+    /* checkpoints */
+    const char *model_dir;
+    int64_t save_checkpoints_steps, keep_checkpoints;
+    bool resume;
+    /* TensorBoard */
+    const char *logdir;
+    int64_t update_freq;
+    /* CSV log and early stopping */
+    const char *csv_log, *monitor;
+    bool csv_append, restore_best_weights;
+    int64_t patience;
+    double min_delta;
 } run_opts;
 
 enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_EVALSTEPS, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE,
-       F_DATA, F_DATA_COMPRESSION, F_SKIP_CORRUPT, F_N };
+       F_DATA, F_DATA_COMPRESSION, F_SKIP_CORRUPT,
+       F_DATASET, F_LOSS, F_METRICS,
+       F_SAVE_WEIGHTS, F_LOAD_WEIGHTS, F_SAVE_MODEL,
+       F_MODEL_DIR, F_CKPT_STEPS, F_KEEP_CKPT, F_RESUME,
+       F_LOGDIR, F_UPDATE_FREQ,
+       F_CSV_LOG, F_CSV_APPEND, F_PATIENCE, F_MONITOR, F_MIN_DELTA, F_RESTORE_BEST,
+       F_N };
 
 static void make_flags(flag *f, run_opts *o) {
     memset(o, 0, sizeof *o);
@@ -56,6 +78,43 @@ static void make_flags(flag *f, run_opts *o) {
                                "skip the --data files' corrupt records, counting them per file on stderr, instead of "
                                "stopping at the first",
                                false};
+    /* a model from a file */
+    f[F_DATASET] = (flag){"--dataset", FLAG_STRING, &o->dataset, "NAME",
+                          "a file model's data: fashion_mnist, mnist or imdb (train, test split)", false};
+    f[F_LOSS] = (flag){"--loss", FLAG_STRING, &o->loss, "NAME", "a file model's loss (Keras's name)", false};
+    f[F_METRICS] = (flag){"--metrics", FLAG_STRING, &o->metrics, "A,B", "a file model's metrics (Keras's names)", false};
+    /* saving */
+    f[F_SAVE_WEIGHTS] = (flag){"--save-weights", FLAG_STRING, &o->save_weights, "FILE",
+                               "after training, save the weights as Keras's model.save_weights (HDF5)", false};
+    f[F_LOAD_WEIGHTS] = (flag){"--load-weights", FLAG_STRING, &o->load_weights, "FILE",
+                               "start from the weights in FILE (Keras HDF5 weights or a full model .h5)", false};
+    f[F_SAVE_MODEL] = (flag){"--save-model", FLAG_STRING, &o->save_model, "FILE",
+                             "after training, save the model as Keras's model.save (FILE.h5) or to_json (FILE.json)",
+                             false};
+    /* checkpoints */
+    f[F_MODEL_DIR] = (flag){"--model-dir", FLAG_STRING, &o->model_dir, "DIR",
+                            "write a checkpoint to DIR after every epoch (and --save-checkpoints-steps)", false};
+    f[F_CKPT_STEPS] = (flag){"--save-checkpoints-steps", FLAG_INT, &o->save_checkpoints_steps, "N",
+                             "also checkpoint every N training steps (needs --model-dir)", false};
+    f[F_KEEP_CKPT] = (flag){"--keep-checkpoints", FLAG_INT, &o->keep_checkpoints, "N",
+                            "keep the newest N checkpoints in --model-dir (default 5)", false};
+    f[F_RESUME] = (flag){"--resume", FLAG_BOOL, &o->resume, "",
+                         "continue from the newest checkpoint in --model-dir", false};
+    /* TensorBoard */
+    f[F_LOGDIR] = (flag){"--logdir", FLAG_STRING, &o->logdir, "DIR",
+                         "write TensorBoard event files to DIR/train and DIR/validation", false};
+    f[F_UPDATE_FREQ] = (flag){"--update-freq", FLAG_INT, &o->update_freq, "N",
+                              "also write per-batch scalars every N steps to --logdir (default 0: epochs only)", false};
+    /* CSV log and early stopping */
+    f[F_CSV_LOG] = (flag){"--csv-log", FLAG_STRING, &o->csv_log, "FILE", "append each epoch's logs to FILE (Keras's CSVLogger)", false};
+    f[F_CSV_APPEND] = (flag){"--csv-append", FLAG_BOOL, &o->csv_append, "", "keep what --csv-log's FILE holds and add to it", false};
+    f[F_PATIENCE] = (flag){"--early-stopping", FLAG_INT, &o->patience, "PATIENCE",
+                           "stop when --monitor has not improved for PATIENCE epochs (Keras's EarlyStopping)", false};
+    f[F_MONITOR] = (flag){"--monitor", FLAG_STRING, &o->monitor, "NAME", "what early stopping watches (default val_loss)", false};
+    f[F_MIN_DELTA] = (flag){"--min-delta", FLAG_FLOAT, &o->min_delta, "X",
+                            "the least change early stopping counts as an improvement (default 0)", false};
+    f[F_RESTORE_BEST] = (flag){"--restore-best-weights", FLAG_BOOL, &o->restore_best_weights, "",
+                               "when early stopping stops, restore the best epoch's weights", false};
     f[F_SPE] = (flag){"--steps-per-execution", FLAG_INT, &o->steps_per_execution, "N",
                       "steps per host round trip; the progress bar updates every N steps (default 1)", false};
 }
@@ -65,11 +124,16 @@ typedef struct command_spec {
     const int *flags; /* indices into the flag table, -1 terminated */
 } command_spec;
 
-static const int train_flags[] = {F_EPOCHS, F_STEPS, F_BATCH,   F_OPTIMIZER, F_LR,   F_VALFREQ,          F_VALSTEPS, F_SEED,
-                                  F_VERBOSE, F_TPU,   F_SPE,     F_DATA,      F_DATA_COMPRESSION, F_SKIP_CORRUPT, -1};
-static const int eval_flags[] = {F_BATCH, F_EVALSTEPS, F_SEED, F_VERBOSE, F_TPU, F_SPE, -1};
-static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, -1};
-static const int summary_flags[] = {F_SEED, -1};
+static const int train_flags[] = {F_EPOCHS,     F_STEPS,      F_BATCH,      F_OPTIMIZER,  F_LR,           F_VALFREQ,
+                                  F_VALSTEPS,   F_SEED,       F_VERBOSE,    F_TPU,        F_SPE,          F_DATA,
+                                  F_DATA_COMPRESSION, F_SKIP_CORRUPT, F_DATASET, F_LOSS,    F_METRICS,      F_SAVE_WEIGHTS,
+                                  F_LOAD_WEIGHTS, F_SAVE_MODEL, F_MODEL_DIR, F_CKPT_STEPS,  F_KEEP_CKPT,    F_RESUME,
+                                  F_LOGDIR,     F_UPDATE_FREQ, F_CSV_LOG,   F_CSV_APPEND,  F_PATIENCE,     F_MONITOR,
+                                  F_MIN_DELTA,  F_RESTORE_BEST, -1};
+static const int eval_flags[] = {F_BATCH, F_EVALSTEPS, F_SEED, F_VERBOSE, F_TPU, F_SPE, F_DATASET, F_LOSS, F_METRICS,
+                                 F_LOAD_WEIGHTS, -1};
+static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, F_DATASET, F_LOAD_WEIGHTS, -1};
+static const int summary_flags[] = {F_SEED, F_LOAD_WEIGHTS, -1};
 
 static void print_models(FILE *out, bool with_defaults) {
     fprintf(out, "\nmodels%s:\n", with_defaults ? " and the defaults they train with" : "");
@@ -241,13 +305,18 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     fo.seed = (uint64_t)o->seed;
     fo.verbose = (int32_t)o->verbose;
     step_count count = {0, 0};
-    sy_callback counter = {&count, NULL, NULL, count_steps, count_epoch, NULL};
-    fo.callbacks = &counter;
-    fo.n_callbacks = 1;
+    /* Each feature's callback goes into cbs; all are freed at the end. */
+    sy_callback cbs[8];
+    int32_t n_cbs = 0;
+    cbs[n_cbs++] = (sy_callback){&count, NULL, NULL, count_steps, count_epoch, NULL, NULL};
+    sy_status st = SY_OK;
+    fo.callbacks = cbs;
     sy_history *h = NULL;
-    sy_status st;
+    fo.n_callbacks = n_cbs;
     double t0 = now_seconds();
-    if (o->data) {
+    if (st) {
+        /* a callback could not be made: st and its message stand */
+    } else if (o->data) {
         sy_tfrecord_options to = sy_tfrecord_options_default();
         to.skip_corrupt = o->skip_corrupt;
         sy_dataset *train = NULL, *val = NULL;
@@ -262,6 +331,7 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     } else {
         st = sy_model_fit(m, d->x_train, d->y_train, &fo, &h);
     }
+    for (int32_t i = 0; i < n_cbs; i++) sy_callback_free(&cbs[i]);
     if (st) return fail(c->name, b->name);
     double secs = now_seconds() - t0;
     int32_t n = sy_history_epochs(h);

@@ -32,6 +32,7 @@ sy_fit_options sy_fit_options_default(void) {
     o.validation_freq = 1;
     o.shuffle = true;
     o.verbose = 1;
+    o.keep_checkpoint_max = 5;
     return o;
 }
 
