@@ -203,6 +203,12 @@ sy_status tfrecord_reader_open_memory(const uint8_t *buf, size_t n, const char *
 sy_status data_make_dirs(const char *dir);
 /* fsync the directory, so that a rename into it survives a crash. */
 void data_sync_dir(const char *dir);
+/* Write the n buffers, one after another, as the file at path, atomically:
+ * into a temporary file beside it (".<name>.tmp-XXXXXX"), fsync'd, renamed
+ * over path, the directory fsync'd. On any failure (a full disk, a missing
+ * directory) the temporary file is removed, whatever path held before is
+ * untouched, and SY_ERR_IO names path and the reason (fetch.c). */
+sy_status data_write_file_atomic(const char *path, const void *const *bufs, const size_t *sizes, int32_t n);
 
 /* ---- SHA-256 (sha256.c) --------------------------------------------------------- */
 

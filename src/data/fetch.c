@@ -217,6 +217,45 @@ void data_sync_dir(const char *dir) {
     }
 }
 
+sy_status data_write_file_atomic(const char *path, const void *const *bufs, const size_t *sizes, int32_t n) {
+    char tmp[PATH_MAX], dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (!*base) return sy_error(SY_ERR_IO, "cannot write '%s': it names a directory, not a file", path);
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else if ((size_t)(slash - path) < sizeof dir) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    else return sy_error(SY_ERR_IO, "cannot write '%s': the path is too long", path);
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s/.%s.tmp-XXXXXX", dir, base) >= sizeof tmp)
+        return sy_error(SY_ERR_IO, "cannot write '%s': the path is too long", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) return sy_error(SY_ERR_IO, "cannot write '%s': cannot create a file in '%s': %s", path, dir, strerror(errno));
+    int err = 0;
+    for (int32_t i = 0; i < n && !err; i++) {
+        const char *p = bufs[i];
+        size_t left = sizes[i];
+        while (left > 0) {
+            ssize_t w = write(fd, p, left);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+                err = w < 0 ? errno : ENOSPC;
+                break;
+            }
+            p += w;
+            left -= (size_t)w;
+        }
+    }
+    if (!err && (fchmod(fd, 0644) != 0 || fsync(fd) != 0)) err = errno;
+    if (close(fd) != 0 && !err) err = errno;
+    if (!err && rename(tmp, path) != 0) err = errno;
+    if (err) {
+        unlink(tmp);
+        return sy_error(SY_ERR_IO, "cannot write '%s': %s (whatever it held before is unchanged)", path, strerror(err));
+    }
+    data_sync_dir(dir);
+    return SY_OK;
+}
+
 /* Run the transfer of url into s; false with the reason in why. */
 static bool transfer(const char *url, sink *s, report *why) {
     CURL *curl = curl_easy_init();
