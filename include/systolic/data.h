@@ -417,6 +417,17 @@ sy_status sy_dataset_cache(const sy_dataset *in, const char *filename, sy_datase
  * memory budget). */
 sy_status sy_dataset_prefetch(const sy_dataset *in, int64_t buffer_size, sy_dataset **out);
 
+/* The dataset's random state, as tf.data's seed generators hold it: for
+ * every shuffle in it with reshuffle_each_iteration (depth first through
+ * its inputs), how many passes have begun. Writes at most max values and
+ * returns how many there are. A checkpoint saves it, and setting it back
+ * on the same pipeline built anew makes the next iterator draw the order
+ * the interrupted run's would have drawn. */
+int32_t sy_dataset_rng_state(const sy_dataset *d, uint64_t *state, int32_t max);
+/* Set what sy_dataset_rng_state gave; SY_ERR_INVALID_ARGUMENT when n is
+ * not the number of shuffles in d (another pipeline). */
+sy_status sy_dataset_set_rng_state(const sy_dataset *d, const uint64_t *state, int32_t n);
+
 /* -- iteration -- */
 
 /* One pass over the dataset (repeat makes it longer): each call gives the

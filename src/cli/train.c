@@ -206,6 +206,10 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
                       : o->steps_per_execution < 1 ? "--steps-per-execution must be >= 1"
                       : !o->data && (o->data_compression || o->skip_corrupt)
                           ? "--data-compression and --skip-corrupt describe --data's files: give --data tfrecord:GLOB"
+                      : !o->model_dir && (f[F_CKPT_STEPS].set || f[F_KEEP_CKPT].set || o->resume)
+                          ? "--save-checkpoints-steps, --keep-checkpoints and --resume need --model-dir DIR"
+                      : o->save_checkpoints_steps < 0 ? "--save-checkpoints-steps must be >= 0"
+                      : f[F_KEEP_CKPT].set && o->keep_checkpoints < 1 ? "--keep-checkpoints must be >= 1"
                           : NULL;
     if (bad) {
         fprintf(stderr, "systolic %s: %s\n", c->name, bad);
@@ -304,6 +308,10 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     fo.y_val = d->y_test;
     fo.seed = (uint64_t)o->seed;
     fo.verbose = (int32_t)o->verbose;
+    fo.model_dir = o->model_dir;
+    fo.save_checkpoints_steps = o->save_checkpoints_steps;
+    if (o->keep_checkpoints) fo.keep_checkpoint_max = (int32_t)o->keep_checkpoints;
+    fo.resume = o->resume;
     step_count count = {0, 0};
     /* Each feature's callback goes into cbs; all are freed at the end. */
     sy_callback cbs[8];

@@ -173,6 +173,36 @@ static sy_status shuffle_open(const sy_dataset *d, ds_iter **out) {
 
 static const ds_kind shuffle_kind = {"shuffle", shuffle_open, NULL};
 
+/* Visit d's reshuffling shuffles depth first: read (get) or write their
+ * pass counters at v[*i]; *i counts them all. */
+static void walk_shuffles(const sy_dataset *d, uint64_t *v, int32_t max, bool set, int32_t *i) {
+    for (int32_t k = 0; k < d->n_inputs; k++) walk_shuffles(d->input[k], v, max, set, i);
+    if (d->kind != &shuffle_kind || !((shuffle_state *)d->state)->reshuffle) return;
+    shuffle_state *s = d->state;
+    if (*i < max) {
+        if (set) atomic_store(&s->passes, v[*i]);
+        else v[*i] = atomic_load(&s->passes);
+    }
+    (*i)++;
+}
+
+int32_t sy_dataset_rng_state(const sy_dataset *d, uint64_t *state, int32_t max) {
+    int32_t n = 0;
+    walk_shuffles(d, state, max, false, &n);
+    return n;
+}
+
+sy_status sy_dataset_set_rng_state(const sy_dataset *d, const uint64_t *state, int32_t n) {
+    int32_t have = sy_dataset_rng_state(d, NULL, 0);
+    if (have != n)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "the dataset has %d reshuffling shuffle%s but the saved random state is for %d: another pipeline",
+                        have, have == 1 ? "" : "s", n);
+    int32_t i = 0;
+    walk_shuffles(d, (uint64_t *)state, n, true, &i);
+    return SY_OK;
+}
+
 sy_status sy_dataset_shuffle(const sy_dataset *in, int64_t buffer_size, uint64_t seed, bool reshuffle_each_iteration,
                              sy_dataset **out) {
     if (buffer_size < 1)

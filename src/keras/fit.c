@@ -150,11 +150,7 @@ static void copy_row(void *dst, sy_dtype dst_type, const sy_tensor *t, int64_t r
 
 /* Running sums of an epoch or an evaluation (or of one replica's shard of
  * one step). */
-typedef struct sums {
-    double loss;
-    double metric[8];
-    int64_t seen;
-} sums;
+typedef fit_sums sums;
 
 /* One host round trip: the sample indices of each (step, replica) shard
  * and, per shard, the sums its replica read. idx holds `steps` global
@@ -686,12 +682,87 @@ typedef struct fit_feed {
     sy_iterator *it;
     int64_t steps;  /* an epoch's steps; 0: until the dataset ends */
     int64_t target; /* what the progress bar expects (0: not known) */
+    /* for checkpoints: elements taken from it, and the pipeline's random
+     * state when it was opened */
+    int64_t consumed;
+    int32_t n_rng;
+    uint64_t rng_open[CKPT_RNG_MAX];
 } fit_feed;
+
+/* A new iterator over the training data, its random state kept first. */
+static sy_status open_train(fit_feed *f) {
+    sy_iterator_free(f->it);
+    f->it = NULL;
+    f->consumed = 0;
+    f->n_rng = sy_dataset_rng_state(f->train, f->rng_open, CKPT_RNG_MAX);
+    if (f->n_rng > CKPT_RNG_MAX)
+        return sy_error(SY_ERR_UNSUPPORTED, "fit: the dataset has %d reshuffling shuffles; checkpoints keep at most %d",
+                        f->n_rng, CKPT_RNG_MAX);
+    return sy_dataset_iterator(f->train, &f->it);
+}
+
+/* What a checkpoint saves of the loop and the feed. */
+static fit_position position_now(const fit_feed *f, int32_t epoch, int64_t step, const sums *sm) {
+    fit_position p;
+    memset(&p, 0, sizeof p);
+    p.epoch = epoch;
+    p.step = step;
+    if (sm) p.sums = *sm;
+    p.stream_seed = f->s.seed;
+    p.pass = f->s.pass;
+    p.pos = f->s.pos;
+    if (f->train) {
+        p.iter_open = f->it != NULL;
+        p.consumed = f->consumed;
+        p.n_rng = sy_dataset_rng_state(f->train, p.rng_now, CKPT_RNG_MAX);
+        memcpy(p.rng_open, f->rng_open, sizeof p.rng_open);
+        if (!p.iter_open) memcpy(p.rng_open, p.rng_now, sizeof p.rng_open);
+    }
+    return p;
+}
+
+/* Put the feed where a checkpoint left it. */
+static sy_status resume_feed(fit_feed *f, const fit_position *p) {
+    if (!f->train) {
+        f->s.seed = p->stream_seed;
+        if (p->pass > 0) {
+            f->s.pass = p->pass - 1;
+            next_pass(&f->s); /* the pass under way, drawn again */
+            if (p->pos > f->s.n)
+                return sy_error(SY_ERR_INVALID_ARGUMENT,
+                                "fit: the checkpoint is %lld samples into a pass, but x has %lld samples: other data",
+                                (long long)p->pos, (long long)f->s.n);
+            f->s.pos = p->pos;
+        }
+        return SY_OK;
+    }
+    sy_status st = sy_dataset_set_rng_state(f->train, p->iter_open ? p->rng_open : p->rng_now, p->n_rng);
+    if (st) return sy_error(st, "fit: resuming: %s", sy_last_error());
+    if (!p->iter_open) return SY_OK;
+    if ((st = open_train(f))) return st;
+    for (int64_t i = 0; i < p->consumed; i++) { /* replay the elements taken before */
+        sy_element e;
+        bool end;
+        if ((st = sy_iterator_next(f->it, &e, &end))) return st;
+        if (end)
+            return sy_error(SY_ERR_INVALID_ARGUMENT,
+                            "fit: resuming: the checkpoint had taken %lld batches from the dataset, but it ends after %lld: "
+                            "another dataset",
+                            (long long)p->consumed, (long long)i);
+        sy_element_clear(&e);
+    }
+    f->consumed = p->consumed;
+    return SY_OK;
+}
 
 /* The next `want` steps' rows into t; *got fewer when a dataset ends. */
 static sy_status feed_steps(const sy_model *m, fit_feed *f, trip *t, int64_t want, int64_t batch, int64_t step,
                             int64_t *got) {
-    if (f->train) return next_train_batches(m, f->it, t, want, batch, step, got);
+    if (f->train) {
+        sy_status st = next_train_batches(m, f->it, t, want, batch, step, got);
+        f->consumed += *got;
+        return st;
+    }
     take(&f->s, t->idx, want * batch);
     *got = want;
     return SY_OK;
@@ -706,15 +777,18 @@ static sy_status fit_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
     FILE *progress = progress_file(o->progress);
     sy_logs logs = {0};
     m->stop_training = false;
+    fit_position resumed_at;
+    bool resumed = false;
+    if ((st = checkpoint_begin(m, o, &resumed_at, &resumed))) return st;
+    if (resumed && (st = resume_feed(f, &resumed_at))) return st;
+    int64_t ckpt_every = o->model_dir ? o->save_checkpoints_steps : 0;
     CALLBACKS(o, on_train_begin);
-    for (int32_t epoch = o->initial_epoch; st == SY_OK && epoch < o->epochs && !m->stop_training; epoch++) {
+    for (int32_t epoch = resumed ? resumed_at.epoch : o->initial_epoch; st == SY_OK && epoch < o->epochs && !m->stop_training;
+         epoch++) {
         CALLBACKS(o, on_epoch_begin, epoch);
         if (st) break;
-        if (f->train && (!o->steps_per_epoch || !f->it)) { /* a pass per epoch, or one iteration across epochs */
-            sy_iterator_free(f->it);
-            f->it = NULL;
-            if ((st = sy_dataset_iterator(f->train, &f->it))) break;
-        }
+        /* a pass per epoch (closed at its end), or one iteration across epochs */
+        if (f->train && !f->it && (st = open_train(f))) break;
         progbar bar;
         if (o->verbose) {
             if (o->epochs > 1) fprintf(progress, "Epoch %d/%d\n", epoch + 1, o->epochs);
@@ -724,6 +798,12 @@ static sy_status fit_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
         memset(&sm, 0, sizeof sm);
         memset(&logs, 0, sizeof logs);
         int64_t step = 0;
+        if (resumed && epoch == resumed_at.epoch && resumed_at.step > 0) { /* mid-epoch */
+            step = resumed_at.step;
+            sm = resumed_at.sums;
+            sums_to_logs(m, &sm, "", &logs);
+            if (o->verbose == 1) progbar_update(&bar, step, &logs, false);
+        }
         bool ran_out = false;
         while (st == SY_OK && (!f->steps || step < f->steps)) {
             int64_t want = f->steps && f->steps - step < spe ? f->steps - step : spe, k = 0;
@@ -741,11 +821,18 @@ static sy_status fit_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
                 break;
             }
             if (k) {
+                int64_t before = sy_model_iterations(m) - k;
                 fold(t, k, &sm);
                 sums_to_logs(m, &sm, "", &logs);
                 step += k;
                 if (o->verbose == 1) progbar_update(&bar, step, &logs, false);
                 CALLBACKS(o, on_train_batch_end, step - 1, &logs);
+                /* every ckpt_every steps, unless the epoch's end is here (its checkpoint follows) */
+                if (!st && ckpt_every && sy_model_iterations(m) / ckpt_every > before / ckpt_every &&
+                    !(f->steps && step == f->steps)) {
+                    fit_position now = position_now(f, epoch, step, &sm);
+                    st = checkpoint_save(m, o, &now);
+                }
             }
             if (k < want) {
                 ran_out = f->steps != 0; /* a dataset shorter than steps_per_epoch asks */
@@ -771,6 +858,15 @@ static sy_status fit_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
         }
         if ((st = history_append(h, epoch, &logs))) break;
         CALLBACKS(o, on_epoch_end, epoch, &logs);
+        if (st) break;
+        if (f->train && !o->steps_per_epoch) { /* this epoch's pass is over */
+            sy_iterator_free(f->it);
+            f->it = NULL;
+        }
+        if (o->model_dir) {
+            fit_position next = position_now(f, epoch + 1, 0, NULL);
+            if ((st = checkpoint_save(m, o, &next))) break;
+        }
         if (ran_out) {
             sy_log(SY_LOG_WARNING,
                    "fit: the input ran out of data after %lld of %lld steps in epoch %d; training stops. Make sure "
@@ -807,7 +903,7 @@ sy_status sy_model_fit(sy_model *m, const sy_tensor *x, const sy_tensor *y, cons
     if ((st = model_plan_get(m, MODE_TRAIN, batch / r, &p))) return st;
     sy_history *h = NULL;
     fit_feed f = {{sy_malloc((size_t)n * sizeof(int64_t)), n, n, 0, o->shuffle, sy_mix64(m->seed ^ sy_mix64(o->seed + 0x5F1F))},
-                  NULL, NULL, NULL, steps, steps};
+                  NULL, NULL, NULL, steps, steps, 0, 0, {0}};
     trip t = {m, p, x, y, NULL, NULL, NULL, (int32_t)r, NULL, NULL};
     if (!f.s.perm || (st = trip_alloc(&t, spe < steps ? spe : steps, batch)) || (st = history_new(&h))) {
         if (!st) st = sy_error(SY_ERR_OUT_OF_MEMORY, "fit: out of memory");
@@ -851,7 +947,7 @@ sy_status sy_model_fit_dataset(sy_model *m, const sy_dataset *train, const sy_da
     if ((st = model_plan_get(m, MODE_TRAIN, batch / r, &p))) return st;
     sy_history *h = NULL;
     fit_feed f = {{NULL, 0, 0, 0, false, 0}, train, validation, NULL, o->steps_per_epoch,
-                  o->steps_per_epoch ? o->steps_per_epoch : card >= 0 ? card : 0};
+                  o->steps_per_epoch ? o->steps_per_epoch : card >= 0 ? card : 0, 0, 0, {0}};
     trip t = {m, p, NULL, NULL, NULL, NULL, NULL, (int32_t)r, sy_calloc((size_t)spe, sizeof(sy_element)), NULL};
     if (!t.batches || (st = trip_alloc(&t, spe, batch)) || (st = history_new(&h))) {
         if (!st) st = sy_error(SY_ERR_OUT_OF_MEMORY, "fit: out of memory");

@@ -177,6 +177,44 @@ void progbar_init(progbar *p, FILE *out, int verbose, int64_t target);
 /* Keras's Progbar.update(current, values, finalize). */
 void progbar_update(progbar *p, int64_t current, const sy_logs *logs, bool finalize);
 
+/* ---- checkpoints (model_checkpoint.c) -------------------------------------------- */
+
+/* An epoch's (or evaluation's) running sums. */
+typedef struct fit_sums {
+    double loss;
+    double metric[8];
+    int64_t seen;
+} fit_sums;
+
+#define CKPT_RNG_MAX 16
+
+/* Where fit() is, besides the variables: what a checkpoint holds. */
+typedef struct fit_position {
+    int32_t epoch;  /* the epoch under way (the next one when step is 0) */
+    int64_t step;   /* its steps already run */
+    fit_sums sums;  /* their sums */
+    /* arrays: the sample stream's seed, passes begun and place in the pass */
+    uint64_t stream_seed;
+    int64_t pass, pos;
+    /* a dataset: an iterator is open, the pipeline's random state when it
+     * was opened and now, and the elements taken from it */
+    bool iter_open;
+    int64_t consumed;
+    int32_t n_rng;
+    uint64_t rng_open[CKPT_RNG_MAX], rng_now[CKPT_RNG_MAX];
+} fit_position;
+
+/* fit()'s start with options o: nothing without o->model_dir; else make
+ * the directory, refuse one that holds checkpoints unless o->resume, and
+ * with resume load the newest into m (weights, slots, step count) and *p,
+ * setting *resumed. */
+sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p, bool *resumed);
+/* Write "ckpt-<global step>.syckpt" in o->model_dir and drop the oldest
+ * beyond o->keep_checkpoint_max. */
+sy_status checkpoint_save(sy_model *m, const sy_fit_options *o, const fit_position *p);
+/* Load one checkpoint file into m, checked whole first. */
+sy_status checkpoint_load(sy_model *m, const char *path, fit_position *p);
+
 /* ---- logs and history (logs.c) ------------------------------------------------ */
 
 /* Set `name` to value (added at the end if new; dropped beyond SY_LOGS_MAX). */

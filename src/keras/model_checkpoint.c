@@ -1,0 +1,366 @@
+/*
+ * model_checkpoint.c - fit()'s checkpoints in a model directory
+ * (tf.estimator's RunConfig model_dir, save_checkpoints_steps,
+ * keep_checkpoint_max; Keras's BackupAndRestore), and resuming from them.
+ *
+ * A checkpoint (io/checkpoint.c frames it) holds every variable of the
+ * model's store -- the weights and the optimizer's slots -- and a JSON
+ * manifest with the optimizer's step count, the model's seed (the dropout
+ * streams derive from it and the step), and fit()'s position: the epoch,
+ * the steps run in it and their running sums (so the epoch's logs come out
+ * as they would have), and where the input is -- for arrays the sample
+ * stream's seed, pass and place in it; for a dataset whether an iterator is
+ * open, the pipeline's random state when it was opened and the elements
+ * taken from it since. Everything that decides the rest of the run is
+ * there, and the loop is deterministic, so a run resumed from a checkpoint
+ * finishes with the same weights, bit for bit, as one never interrupted.
+ *
+ * Loading checks the whole manifest against the model -- every variable's
+ * name, dtype and shape, the seed, the optimizer -- before it writes
+ * anything, so a checkpoint of another model is refused naming the layer
+ * and both shapes, and the model is left as it was.
+ */
+#include "keras_internal.h"
+
+#include "../io/io_internal.h"
+#include "../data/data_internal.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FORMAT "systolic checkpoint"
+
+static const char *optimizer_name(const sy_model *m) {
+    switch (m->optimizer.kind) {
+    case SY_OPTIMIZER_SGD: return "SGD";
+    case SY_OPTIMIZER_ADAM: return "Adam";
+    case SY_OPTIMIZER_RMSPROP: return "RMSprop";
+    default: return "none";
+    }
+}
+
+/* uint64 values exactly (JSON numbers are doubles to most readers). */
+static json_t *u64_json(uint64_t v) {
+    char b[24];
+    snprintf(b, sizeof b, "%" PRIu64, v);
+    return json_string(b);
+}
+
+static bool json_u64(const json_t *j, uint64_t *v) {
+    const char *s = json_string_value(j);
+    if (!s || !*s) return false;
+    char *end;
+    *v = strtoull(s, &end, 10);
+    return *end == '\0';
+}
+
+static json_t *u64_array(const uint64_t *v, int32_t n) {
+    json_t *a = json_array();
+    for (int32_t i = 0; i < n; i++) json_array_append_new(a, u64_json(v[i]));
+    return a;
+}
+
+static json_t *shape_json(const sy_shape *s) {
+    json_t *a = json_array();
+    for (int i = 0; i < s->rank; i++) json_array_append_new(a, json_integer(s->dims[i]));
+    return a;
+}
+
+static json_t *manifest_new(const sy_model *m, const fit_position *p) {
+    json_t *layers = json_array(), *vars = json_array();
+    for (int64_t i = 0; i < m->n_layers; i++)
+        json_array_append_new(layers, json_pack("[s s]", m->layers[i].name, layer_impl_of(m->layers[i].cfg.kind)->class_name));
+    int64_t offset = 0;
+    for (int32_t i = 0; i < sy_vars_count(m->vars); i++) {
+        sy_shape s = sy_vars_shape(m->vars, i);
+        sy_dtype dt = sy_vars_dtype(m->vars, i);
+        json_array_append_new(vars, json_pack("{s:s, s:s, s:o, s:I}", "name", sy_vars_name(m->vars, i), "dtype",
+                                              sy_dtype_name(dt), "shape", shape_json(&s), "offset", (json_int_t)offset));
+        offset += sy_shape_count(&s) * (int64_t)sy_dtype_size(dt);
+    }
+    json_t *metrics = json_array();
+    for (int32_t i = 0; i < m->n_metrics; i++) json_array_append_new(metrics, json_real(p->sums.metric[i]));
+    json_t *pos = json_pack("{s:i, s:I, s:{s:f, s:o, s:I}}", "epoch", p->epoch, "step", (json_int_t)p->step, "sums",
+                            "loss", p->sums.loss, "metrics", metrics, "seen", (json_int_t)p->sums.seen);
+    json_object_set_new(pos, "stream", json_pack("{s:o, s:I, s:I}", "seed", u64_json(p->stream_seed), "pass",
+                                                 (json_int_t)p->pass, "pos", (json_int_t)p->pos));
+    json_object_set_new(pos, "dataset", json_pack("{s:b, s:I, s:o, s:o}", "iterator_open", p->iter_open, "consumed",
+                                                  (json_int_t)p->consumed, "rng_at_open",
+                                                  u64_array(p->rng_open, p->n_rng), "rng",
+                                                  u64_array(p->rng_now, p->n_rng)));
+    return json_pack("{s:s, s:i, s:s, s:o, s:s, s:I, s:o, s:o, s:o}", "format", FORMAT, "version", 1, "model", m->name,
+                     "seed", u64_json(m->seed), "optimizer", optimizer_name(m), "global_step",
+                     (json_int_t)sy_vars_iterations(m->vars), "layers", layers, "variables", vars, "position", pos);
+}
+
+sy_status checkpoint_save(sy_model *m, const sy_fit_options *o, const fit_position *p) {
+    if (!o->model_dir) return SY_OK;
+    char path[4096];
+    int64_t step = sy_vars_iterations(m->vars);
+    ckpt_path(path, sizeof path, o->model_dir, step);
+    json_t *man = manifest_new(m, p);
+    char *text = man ? json_dumps(man, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(man);
+    if (!text) return sy_error(SY_ERR_OUT_OF_MEMORY, "checkpoint '%s': out of memory", path);
+    /* the variables, one after another in the store's order */
+    size_t bytes = 0;
+    for (int32_t i = 0; i < sy_vars_count(m->vars); i++) {
+        sy_shape s = sy_vars_shape(m->vars, i);
+        bytes += (size_t)sy_shape_count(&s) * sy_dtype_size(sy_vars_dtype(m->vars, i));
+    }
+    char *data = sy_malloc(bytes ? bytes : 1);
+    sy_status st = SY_OK;
+    if (!data) st = sy_error(SY_ERR_OUT_OF_MEMORY, "checkpoint '%s': out of memory for %zu bytes", path, bytes);
+    size_t at = 0;
+    for (int32_t i = 0; !st && i < sy_vars_count(m->vars); i++) {
+        sy_shape s = sy_vars_shape(m->vars, i);
+        size_t n = (size_t)sy_shape_count(&s) * sy_dtype_size(sy_vars_dtype(m->vars, i));
+        memcpy(data + at, sy_vars_data(m->vars, i), n);
+        at += n;
+    }
+    if (!st) st = ckpt_write(path, text, data, bytes);
+    free(text);
+    sy_free(data);
+    if (st) return st;
+    /* keep the newest keep_checkpoint_max */
+    int64_t *steps;
+    int32_t n;
+    if ((st = ckpt_list(o->model_dir, &steps, &n))) return st;
+    for (int32_t i = 0; i + o->keep_checkpoint_max < n; i++) {
+        ckpt_path(path, sizeof path, o->model_dir, steps[i]);
+        unlink(path);
+    }
+    sy_free(steps);
+    return SY_OK;
+}
+
+/* ---- loading ------------------------------------------------------------------------ */
+
+/* "conv2d/kernel/m" -> "conv2d" in buf. */
+static const char *layer_of(const char *var, char *buf, size_t size) {
+    const char *slash = strchr(var, '/');
+    snprintf(buf, size, "%.*s", (int)(slash ? slash - var : (ptrdiff_t)strlen(var)), var);
+    return buf;
+}
+
+static const char *class_of(const sy_model *m, const char *layer) {
+    for (int64_t i = 0; i < m->n_layers; i++)
+        if (strcmp(m->layers[i].name, layer) == 0) return layer_impl_of(m->layers[i].cfg.kind)->class_name;
+    return "?";
+}
+
+/* "conv2d (Conv2D), dense (Dense)" from the manifest's layers. */
+static void layers_str(const json_t *layers, char *buf, size_t size) {
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < json_array_size(layers) && at < size; i++) {
+        const json_t *l = json_array_get(layers, i);
+        int n = snprintf(buf + at, size - at, "%s%s (%s)", i ? ", " : "", json_string_value(json_array_get(l, 0)) ?: "?",
+                         json_string_value(json_array_get(l, 1)) ?: "?");
+        if (n < 0) break;
+        at += (size_t)n;
+    }
+}
+
+static bool shape_of_json(const json_t *a, sy_shape *s) {
+    memset(s, 0, sizeof *s);
+    if (!json_is_array(a) || json_array_size(a) > SY_MAX_RANK) return false;
+    s->rank = (int)json_array_size(a);
+    for (int i = 0; i < s->rank; i++) {
+        const json_t *d = json_array_get(a, (size_t)i);
+        if (!json_is_integer(d) || json_integer_value(d) < 0) return false;
+        s->dims[i] = json_integer_value(d);
+    }
+    return true;
+}
+
+static bool u64_list(const json_t *a, uint64_t *v, int32_t *n) {
+    if (!json_is_array(a) || json_array_size(a) > CKPT_RNG_MAX) return false;
+    *n = (int32_t)json_array_size(a);
+    for (int32_t i = 0; i < *n; i++)
+        if (!json_u64(json_array_get(a, (size_t)i), &v[i])) return false;
+    return true;
+}
+
+/* The manifest's position into p; false if a field is missing or mistyped. */
+static bool position_of(const json_t *j, const sy_model *m, fit_position *p) {
+    memset(p, 0, sizeof *p);
+    json_t *sums = json_object_get(j, "sums"), *stream = json_object_get(j, "stream"), *ds = json_object_get(j, "dataset");
+    json_t *metrics = json_object_get(sums, "metrics");
+    if (!json_is_integer(json_object_get(j, "epoch")) || !json_is_integer(json_object_get(j, "step")) ||
+        !json_is_number(json_object_get(sums, "loss")) || !json_is_integer(json_object_get(sums, "seen")) ||
+        !json_is_array(metrics) || json_array_size(metrics) != (size_t)m->n_metrics)
+        return false;
+    p->epoch = (int32_t)json_integer_value(json_object_get(j, "epoch"));
+    p->step = json_integer_value(json_object_get(j, "step"));
+    p->sums.loss = json_number_value(json_object_get(sums, "loss"));
+    p->sums.seen = json_integer_value(json_object_get(sums, "seen"));
+    for (int32_t i = 0; i < m->n_metrics; i++) {
+        if (!json_is_number(json_array_get(metrics, (size_t)i))) return false;
+        p->sums.metric[i] = json_number_value(json_array_get(metrics, (size_t)i));
+    }
+    int32_t n_open, n_now;
+    if (!json_u64(json_object_get(stream, "seed"), &p->stream_seed) || !json_is_integer(json_object_get(stream, "pass")) ||
+        !json_is_integer(json_object_get(stream, "pos")) || !json_is_boolean(json_object_get(ds, "iterator_open")) ||
+        !json_is_integer(json_object_get(ds, "consumed")) ||
+        !u64_list(json_object_get(ds, "rng_at_open"), p->rng_open, &n_open) ||
+        !u64_list(json_object_get(ds, "rng"), p->rng_now, &n_now) || n_open != n_now)
+        return false;
+    p->pass = json_integer_value(json_object_get(stream, "pass"));
+    p->pos = json_integer_value(json_object_get(stream, "pos"));
+    p->iter_open = json_is_true(json_object_get(ds, "iterator_open"));
+    p->consumed = json_integer_value(json_object_get(ds, "consumed"));
+    p->n_rng = n_open;
+    return p->epoch >= 0 && p->step >= 0 && p->sums.seen >= 0 && p->pass >= 0 && p->pos >= 0 && p->consumed >= 0;
+}
+
+/* Check the manifest against m and, only if all of it fits, copy the
+ * variables in and set the step count. */
+static sy_status restore(sy_model *m, const char *path, const json_t *man, const uint8_t *data, size_t data_size,
+                         fit_position *p) {
+    char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX], layer[LAYER_NAME_MAX], theirs[1024];
+    const json_t *vars = json_object_get(man, "variables"), *layers = json_object_get(man, "layers");
+    const char *format = json_string_value(json_object_get(man, "format"));
+    uint64_t seed;
+    json_t *step = json_object_get(man, "global_step");
+    if (!format || strcmp(format, FORMAT) != 0 || json_integer_value(json_object_get(man, "version")) != 1 ||
+        !json_is_array(vars) || !json_is_array(layers) || !json_is_integer(step) || json_integer_value(step) < 0 ||
+        !json_u64(json_object_get(man, "seed"), &seed) || !json_string_value(json_object_get(man, "optimizer")))
+        return sy_error(SY_ERR_CORRUPT, "checkpoint '%s': its manifest is not a version 1 systolic checkpoint's", path);
+    layers_str(layers, theirs, sizeof theirs);
+    const char *model = json_string_value(json_object_get(man, "model")) ?: "?";
+    /* every variable of this model, in the checkpoint with its shape */
+    for (int32_t i = 0; i < sy_vars_count(m->vars); i++) {
+        const char *name = sy_vars_name(m->vars, i);
+        sy_shape want = sy_vars_shape(m->vars, i), got;
+        const json_t *v = NULL;
+        for (size_t k = 0; k < json_array_size(vars) && !v; k++) {
+            const char *n = json_string_value(json_object_get(json_array_get(vars, k), "name"));
+            if (n && strcmp(n, name) == 0) v = json_array_get(vars, k);
+        }
+        layer_of(name, layer, sizeof layer);
+        bool slot = m->vars->vars[i].kind == SY_VAR_SLOT;
+        if (!v) {
+            if (slot)
+                return sy_error(SY_ERR_INVALID_ARGUMENT,
+                                "checkpoint '%s' was written with the optimizer %s, which keeps no '%s'; this model "
+                                "trains with %s: compile it with %s to resume",
+                                path, json_string_value(json_object_get(man, "optimizer")), name, optimizer_name(m),
+                                json_string_value(json_object_get(man, "optimizer")));
+            return sy_error(SY_ERR_SHAPE,
+                            "checkpoint '%s' is of another model ('%s': %s): it has no weight '%s' for layer '%s' "
+                            "(%s), which expects %s",
+                            path, model, theirs, name, layer, class_of(m, layer), sy_shape_format(&want, a, sizeof a));
+        }
+        const char *dt = json_string_value(json_object_get(v, "dtype"));
+        json_t *off = json_object_get(v, "offset");
+        if (!shape_of_json(json_object_get(v, "shape"), &got) || !dt || !json_is_integer(off) || json_integer_value(off) < 0)
+            return sy_error(SY_ERR_CORRUPT, "checkpoint '%s': variable '%s' has no valid shape, dtype or offset", path, name);
+        if (!sy_shape_equal(&want, &got) || strcmp(dt, sy_dtype_name(sy_vars_dtype(m->vars, i))) != 0)
+            return sy_error(SY_ERR_SHAPE,
+                            "checkpoint '%s' is of another model ('%s': %s): layer '%s' (%s) %s '%s' expects %s %s but "
+                            "the checkpoint holds %s %s",
+                            path, model, theirs, layer, class_of(m, layer), slot ? "optimizer slot" : "weight", name,
+                            sy_dtype_name(sy_vars_dtype(m->vars, i)), sy_shape_format(&want, a, sizeof a), dt,
+                            sy_shape_format(&got, b, sizeof b));
+        size_t bytes = (size_t)sy_shape_count(&got) * sy_dtype_size(sy_vars_dtype(m->vars, i));
+        if ((uint64_t)json_integer_value(off) > data_size || bytes > data_size - (size_t)json_integer_value(off))
+            return sy_error(SY_ERR_CORRUPT, "checkpoint '%s': variable '%s' lies past the end of its data (%zu bytes)",
+                            path, name, data_size);
+    }
+    /* nothing in it that this model lacks */
+    for (size_t k = 0; k < json_array_size(vars); k++) {
+        const char *n = json_string_value(json_object_get(json_array_get(vars, k), "name"));
+        if (!n) return sy_error(SY_ERR_CORRUPT, "checkpoint '%s': variable %zu has no name", path, k);
+        if (sy_vars_find(m->vars, n) < 0) {
+            sy_shape got;
+            shape_of_json(json_object_get(json_array_get(vars, k), "shape"), &got);
+            return sy_error(SY_ERR_SHAPE,
+                            "checkpoint '%s' is of another model ('%s': %s): it holds '%s' %s, which model '%s' (%lld "
+                            "layers) does not have",
+                            path, model, theirs, n, sy_shape_format(&got, a, sizeof a), m->name, (long long)m->n_layers);
+        }
+    }
+    if (seed != m->seed)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "checkpoint '%s' was written by a model seeded %" PRIu64 " (its dropout streams follow the seed); "
+                        "this model's seed is %" PRIu64 ": resume with seed %" PRIu64,
+                        path, seed, m->seed, seed);
+    if (!position_of(json_object_get(man, "position"), m, p))
+        return sy_error(SY_ERR_CORRUPT, "checkpoint '%s': its training position is missing or malformed", path);
+    /* all checked: now change the model */
+    for (int32_t i = 0; i < sy_vars_count(m->vars); i++) {
+        const char *name = sy_vars_name(m->vars, i);
+        for (size_t k = 0; k < json_array_size(vars); k++) {
+            const json_t *v = json_array_get(vars, k);
+            if (strcmp(json_string_value(json_object_get(v, "name")), name) != 0) continue;
+            sy_shape s = sy_vars_shape(m->vars, i);
+            memcpy(sy_vars_data(m->vars, i), data + json_integer_value(json_object_get(v, "offset")),
+                   (size_t)sy_shape_count(&s) * sy_dtype_size(sy_vars_dtype(m->vars, i)));
+            break;
+        }
+    }
+    m->vars->iterations = json_integer_value(step);
+    return SY_OK;
+}
+
+sy_status checkpoint_load(sy_model *m, const char *path, fit_position *p) {
+    uint8_t *file;
+    size_t size, data_size;
+    char *text;
+    const uint8_t *data;
+    sy_status st = ckpt_read(path, &file, &size);
+    if (st) return st;
+    if ((st = ckpt_parse(file, size, path, &text, &data, &data_size))) {
+        sy_free(file);
+        return st;
+    }
+    json_error_t err;
+    json_t *man = json_loads(text, 0, &err);
+    if (!man)
+        st = sy_error(SY_ERR_CORRUPT, "checkpoint '%s': its manifest is not JSON (line %d, column %d: %s)", path, err.line,
+                      err.column, err.text);
+    else
+        st = restore(m, path, man, data, data_size, p);
+    json_decref(man);
+    sy_free(text);
+    sy_free(file);
+    return st;
+}
+
+sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p, bool *resumed) {
+    *resumed = false;
+    if (!o->model_dir) {
+        if (o->resume || o->save_checkpoints_steps)
+            return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: %s needs a model_dir to %s checkpoints",
+                            o->resume ? "resume" : "save_checkpoints_steps", o->resume ? "resume from" : "write");
+        return SY_OK;
+    }
+    if (o->save_checkpoints_steps < 0 || o->keep_checkpoint_max < 1)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "fit: save_checkpoints_steps (%lld) must be >= 0 and keep_checkpoint_max (%d) >= 1",
+                        (long long)o->save_checkpoints_steps, o->keep_checkpoint_max);
+    sy_status st = data_make_dirs(o->model_dir);
+    if (st) return sy_error(st, "fit: model_dir: %s", sy_last_error());
+    int64_t *steps;
+    int32_t n;
+    if ((st = ckpt_list(o->model_dir, &steps, &n))) return st;
+    char path[4096];
+    if (n > 0) ckpt_path(path, sizeof path, o->model_dir, steps[n - 1]);
+    sy_free(steps);
+    if (n == 0) {
+        if (o->resume) sy_log(SY_LOG_INFO, "fit: no checkpoint in '%s' yet: training from the start", o->model_dir);
+        return SY_OK;
+    }
+    if (!o->resume)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "fit: the model directory '%s' already holds checkpoints (the newest: '%s'); resume from it, "
+                        "or give an empty or new directory",
+                        o->model_dir, path);
+    if ((st = checkpoint_load(m, path, p))) return st;
+    sy_log(SY_LOG_INFO, "fit: resumed from '%s': epoch %d, step %lld", path, p->epoch + 1, (long long)p->step);
+    *resumed = true;
+    return SY_OK;
+}

@@ -1,0 +1,343 @@
+/*
+ * test_checkpoint.c - fit()'s checkpoints: a run stopped part way (by a
+ * callback failing, as a crash would stop it) and resumed from its newest
+ * checkpoint ends with the same weights, bit for bit, and the same last
+ * checkpoint file as a run never stopped -- from arrays (a shuffled sample
+ * stream whose passes do not divide into batches, dropout on) and from
+ * datasets (a reshuffling pipeline, one pass per epoch or one iteration
+ * across epochs), on two replicas. Then what is kept, and what is refused:
+ * a directory that holds checkpoints without resume, another model (the
+ * layer and both shapes named), another optimizer, another seed, truncated,
+ * damaged and foreign files -- each leaving the model as it was -- and a
+ * save that fails for want of space leaving the older checkpoints whole.
+ */
+#define _GNU_SOURCE
+#include "files.h"
+#include "io/io_internal.h"
+#include "keras/keras_internal.h"
+#include "synthetic.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+static sy_strategy *two_replicas(void) {
+    sy_cluster *c;
+    sy_strategy *s = NULL;
+    CHECK_OK(sy_cluster_resolve("cpu:2", &c));
+    CHECK_OK(sy_strategy_new(c, &s));
+    sy_cluster_free(c);
+    return s;
+}
+
+static bool same_weights(sy_model *a, sy_model *b) {
+    if (sy_model_weight_count(a) != sy_model_weight_count(b)) return false;
+    for (int32_t i = 0; i < sy_model_weight_count(a); i++) {
+        sy_shape s = sy_model_weight_shape(a, i);
+        if (memcmp(sy_model_weight_data(a, i), sy_model_weight_data(b, i), (size_t)sy_shape_count(&s) * sizeof(float)))
+            return false;
+    }
+    return true;
+}
+
+/* A copy of every weight, to see that a refused load changed nothing. */
+static float *snapshot(sy_model *m, size_t *n) {
+    *n = 0;
+    for (int32_t i = 0; i < sy_model_weight_count(m); i++) {
+        sy_shape s = sy_model_weight_shape(m, i);
+        *n += (size_t)sy_shape_count(&s);
+    }
+    float *v = malloc(*n * sizeof(float) + 1);
+    size_t at = 0;
+    for (int32_t i = 0; i < sy_model_weight_count(m); i++) {
+        sy_shape s = sy_model_weight_shape(m, i);
+        memcpy(v + at, sy_model_weight_data(m, i), (size_t)sy_shape_count(&s) * sizeof(float));
+        at += (size_t)sy_shape_count(&s);
+    }
+    return v;
+}
+
+static bool unchanged(sy_model *m, const float *before, size_t n) {
+    size_t k;
+    float *now = snapshot(m, &k);
+    bool same = k == n && memcmp(now, before, n * sizeof(float)) == 0;
+    free(now);
+    return same;
+}
+
+static bool same_file(const char *a, const char *b) {
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    bool same = fa && fb;
+    while (same) {
+        int x = fgetc(fa), y = fgetc(fb);
+        if (x != y) same = false;
+        if (x == EOF || y == EOF) break;
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}
+
+static int32_t count_checkpoints(const char *dir, int64_t *newest) {
+    int64_t *steps;
+    int32_t n;
+    CHECK_OK(ckpt_list(dir, &steps, &n));
+    *newest = n ? steps[n - 1] : -1;
+    sy_free(steps);
+    return n;
+}
+
+/* A callback that fails at a given global step: fit stops there, as a
+ * killed process would, with the checkpoints written before it. */
+static sy_status crash_at(void *ctx, sy_model *m, int64_t step, const sy_logs *logs) {
+    (void)step, (void)logs;
+    if (sy_model_iterations(m) >= *(int64_t *)ctx) return sy_error(SY_ERR_INTERNAL, "simulated crash");
+    return SY_OK;
+}
+
+typedef struct run_spec {
+    bool dataset;
+    int64_t steps_per_epoch; /* a dataset: 0 is a pass per epoch */
+} run_spec;
+
+/* 600 samples, batches of 40 (a pass is 15 batches; with arrays and 7
+ * steps per epoch the passes run across epochs). */
+static sy_status run(sy_strategy *s, const run_spec *r, const char *dir, int32_t epochs, bool resume, int64_t crash,
+                     sy_model **out) {
+    sy_tensor *x, *y;
+    make_data(600, &x, &y, 11);
+    sy_model *m = make_mlp(s, 5, 16, true, 2); /* dropout on; 2 steps per execution */
+    sy_fit_options o = sy_fit_options_default();
+    o.batch_size = 40;
+    o.epochs = epochs;
+    o.verbose = 0;
+    o.model_dir = dir;
+    o.save_checkpoints_steps = 3;
+    o.keep_checkpoint_max = 100;
+    o.resume = resume;
+    sy_callback cb = {&crash, NULL, NULL, crash_at, NULL, NULL, NULL};
+    if (crash) {
+        o.callbacks = &cb;
+        o.n_callbacks = 1;
+    }
+    sy_status st;
+    if (!r->dataset) {
+        o.steps_per_epoch = 7;
+        st = sy_model_fit(m, x, y, &o, NULL);
+    } else {
+        sy_tensor *t[2] = {x, y};
+        sy_dataset *sl = NULL, *sh = NULL, *rep = NULL, *b = NULL;
+        CHECK_OK(sy_dataset_from_tensor_slices(t, 2, &sl));
+        CHECK_OK(sy_dataset_shuffle(sl, 100, 9, true, &sh));
+        if (r->steps_per_epoch) CHECK_OK(sy_dataset_repeat(sh, SY_INFINITE, &rep));
+        CHECK_OK(sy_dataset_batch(rep ? rep : sh, 40, true, &b));
+        o.steps_per_epoch = r->steps_per_epoch;
+        st = sy_model_fit_dataset(m, b, NULL, &o, NULL);
+        sy_dataset_free(b);
+        sy_dataset_free(rep);
+        sy_dataset_free(sh);
+        sy_dataset_free(sl);
+    }
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+    *out = m;
+    return st;
+}
+
+static void test_resume(sy_strategy *s, const run_spec *r, const char *name, int64_t crash) {
+    char ref[600], cut[600], a[700], b[700];
+    snprintf(ref, sizeof ref, "%s/%s-ref", tmp_root, name);
+    snprintf(cut, sizeof cut, "%s/%s-cut", tmp_root, name);
+    sy_model *whole, *first, *resumed;
+    CHECK_OK(run(s, r, ref, 4, false, 0, &whole));
+    CHECK_ERR(run(s, r, cut, 4, false, crash, &first), SY_ERR_INTERNAL, "simulated crash");
+    int64_t newest_ref, newest_cut;
+    count_checkpoints(ref, &newest_ref);
+    count_checkpoints(cut, &newest_cut);
+    CHECK(newest_cut > 0 && newest_cut < newest_ref, "%s: the stopped run's newest checkpoint is step %lld (of %lld)",
+          name, (long long)newest_cut, (long long)newest_ref);
+    CHECK(!same_weights(whole, first), "%s: the stopped run should not have the final weights", name);
+    CHECK_OK(run(s, r, cut, 4, true, 0, &resumed));
+    CHECK(same_weights(whole, resumed), "%s: resumed from step %lld, the weights differ from the uninterrupted run's",
+          name, (long long)newest_cut);
+    CHECK(sy_model_iterations(resumed) == sy_model_iterations(whole), "%s: %lld steps vs %lld", name,
+          (long long)sy_model_iterations(resumed), (long long)sy_model_iterations(whole));
+    ckpt_path(a, sizeof a, ref, newest_ref);
+    ckpt_path(b, sizeof b, cut, newest_ref);
+    CHECK(same_file(a, b), "%s: the last checkpoints %s and %s differ", name, a, b);
+    sy_model_free(whole);
+    sy_model_free(first);
+    sy_model_free(resumed);
+}
+
+static void test_refusals(sy_strategy *s) {
+    char dir[600], path[700], bad[800];
+    snprintf(dir, sizeof dir, "%s/refusals", tmp_root);
+    run_spec arrays = {false, 0};
+    sy_model *m;
+    CHECK_OK(run(s, &arrays, dir, 2, false, 0, &m)); /* 14 steps, 2 a trip: checkpoints at 4, 6, 7 (the epoch's end), 9, 13, 14 */
+    sy_model_free(m);
+    int64_t newest;
+    CHECK(count_checkpoints(dir, &newest) == 6 && newest == 14, "6 checkpoints, the newest at step 14: %lld",
+          (long long)newest);
+
+    /* the directory holds checkpoints: not without resume, and they stay */
+    CHECK_ERR(run(s, &arrays, dir, 2, false, 0, &m), SY_ERR_INVALID_ARGUMENT, "already holds checkpoints", "ckpt-14");
+    sy_model_free(m);
+    CHECK(count_checkpoints(dir, &newest) == 6, "the checkpoints are still there");
+
+    /* keep_checkpoint_max */
+    sy_tensor *x, *y;
+    make_data(600, &x, &y, 11);
+    sy_model *k = make_mlp(s, 5, 16, true, 1);
+    sy_fit_options o = sy_fit_options_default();
+    o.batch_size = 40;
+    o.epochs = 3;
+    o.verbose = 0;
+    snprintf(path, sizeof path, "%s/keep", tmp_root);
+    o.model_dir = path;
+    o.save_checkpoints_steps = 4;
+    o.keep_checkpoint_max = 2;
+    CHECK_OK(sy_model_fit(k, x, y, &o, NULL));
+    CHECK(count_checkpoints(path, &newest) == 2 && newest == 45, "2 kept, the newest at 45: %lld", (long long)newest);
+    /* a temporary file a killed writer left is not a checkpoint, and goes */
+    snprintf(bad, sizeof bad, "%s/.ckpt-48.syckpt.tmp-Ab12Cd", path);
+    write_bytes(bad, "partial", 7, false);
+    CHECK(count_checkpoints(path, &newest) == 2 && newest == 45 && access(bad, F_OK) != 0,
+          "the temporary file is removed and ignored");
+    sy_model_free(k);
+
+    /* loading into another model: named layer, both shapes; nothing changed */
+    ckpt_path(path, sizeof path, dir, 14);
+    fit_position p;
+    sy_model *other = make_mlp(s, 5, 8, true, 1);
+    sy_tensor *small_x, *small_y;
+    make_data(40, &small_x, &small_y, 3);
+    sy_fit_options one = sy_fit_options_default();
+    one.batch_size = 40;
+    one.verbose = 0;
+    CHECK_OK(sy_model_fit(other, small_x, small_y, &one, NULL)); /* its optimizer's slots now exist */
+    size_t n;
+    float *before = snapshot(other, &n);
+    CHECK_ERR(checkpoint_load(other, path, &p), SY_ERR_SHAPE, "another model", "dense", "(4, 8)", "(4, 16)");
+    CHECK(unchanged(other, before, n), "a refused checkpoint changed the weights");
+    free(before);
+    sy_model_free(other);
+
+    /* another optimizer: its slots are not there */
+    if (s) sy_strategy_scope_enter(s);
+    sy_model *sgd;
+    CHECK_OK(sy_model_new("mlp", &sgd));
+    if (s) sy_strategy_scope_exit(s);
+    sy_model_set_seed(sgd, 5);
+    sy_layer l1 = sy_layer_dense(16), l2 = sy_layer_dropout(0.25f), l3 = sy_layer_dense(3);
+    l1.input_shape = sy_shape_of(1, (int64_t)4);
+    l1.activation = SY_ACTIVATION_RELU;
+    l3.activation = SY_ACTIVATION_SOFTMAX;
+    CHECK_OK(sy_model_add(sgd, &l1));
+    CHECK_OK(sy_model_add(sgd, &l2));
+    CHECK_OK(sy_model_add(sgd, &l3));
+    sy_compile_options c = sy_compile_options_default();
+    c.optimizer = sy_optimizer_sgd(0.1f, 0.9, false);
+    c.loss = "sparse_categorical_crossentropy";
+    CHECK_OK(sy_model_compile(sgd, &c));
+    CHECK_OK(sy_model_fit(sgd, small_x, small_y, &one, NULL));
+    before = snapshot(sgd, &n);
+    CHECK_ERR(checkpoint_load(sgd, path, &p), SY_ERR_INVALID_ARGUMENT, "optimizer Adam", "SGD");
+    CHECK(unchanged(sgd, before, n), "a refused checkpoint changed the weights");
+    free(before);
+    sy_model_free(sgd);
+
+    /* another seed: the dropout streams would differ */
+    sy_model *seeded = make_mlp(s, 6, 16, true, 1);
+    CHECK_OK(sy_model_fit(seeded, small_x, small_y, &one, NULL));
+    CHECK_ERR(checkpoint_load(seeded, path, &p), SY_ERR_INVALID_ARGUMENT, "seeded 5", "seed is 6");
+
+    /* damaged files: truncated at several points, a flipped byte, not a checkpoint */
+    uint8_t *file;
+    size_t size;
+    CHECK_OK(ckpt_read(path, &file, &size));
+    before = snapshot(seeded, &n);
+    snprintf(bad, sizeof bad, "%s/bad.syckpt", tmp_root);
+    size_t cuts[] = {0, 5, 24, 100, size / 2, size - 1};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        write_bytes(bad, file, cuts[i], false);
+        CHECK_ERR(checkpoint_load(seeded, bad, &p), SY_ERR_CORRUPT, "bad.syckpt");
+    }
+    write_bytes(bad, file, size, false);
+    CHECK_ERR(checkpoint_load(seeded, bad, &p), SY_ERR_INVALID_ARGUMENT, "seed"); /* whole: only the seed is wrong */
+    file[size / 3] ^= 0x10;
+    write_bytes(bad, file, size, false);
+    CHECK_ERR(checkpoint_load(seeded, bad, &p), SY_ERR_CORRUPT, "damaged", "CRC-32C");
+    write_bytes(bad, "{\"format\": \"not this\"}", 22, false);
+    CHECK_ERR(checkpoint_load(seeded, bad, &p), SY_ERR_CORRUPT, "not a systolic checkpoint");
+    snprintf(bad, sizeof bad, "%s/no-such.syckpt", tmp_root);
+    CHECK_ERR(checkpoint_load(seeded, bad, &p), SY_ERR_IO, "no-such.syckpt");
+    CHECK(unchanged(seeded, before, n), "a refused checkpoint changed the weights");
+    free(before);
+    sy_free(file);
+    sy_model_free(seeded);
+
+    /* a save that fails (a file may not grow past 512 bytes, as on a full disk)
+     * leaves the checkpoints already written whole */
+    snprintf(path, sizeof path, "%s/full", tmp_root);
+    sy_model *f = make_mlp(s, 5, 16, true, 1);
+    o.model_dir = path;
+    o.epochs = 1;
+    o.steps_per_epoch = 2;
+    o.save_checkpoints_steps = 0;
+    CHECK_OK(sy_model_fit(f, x, y, &o, NULL));
+    o.resume = true;
+    o.epochs = 2;
+    struct rlimit old, tiny;
+    getrlimit(RLIMIT_FSIZE, &old);
+    tiny.rlim_cur = 512;
+    tiny.rlim_max = old.rlim_max;
+    void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
+    if (setrlimit(RLIMIT_FSIZE, &tiny) == 0) {
+        CHECK_ERR(sy_model_fit(f, x, y, &o, NULL), SY_ERR_IO, "ckpt-4.syckpt", "File too large", "unchanged");
+        setrlimit(RLIMIT_FSIZE, &old);
+        char kept[700];
+        ckpt_path(kept, sizeof kept, path, 2);
+        CHECK(count_checkpoints(path, &newest) == 1 && newest == 2, "only ckpt-2 stays: %lld", (long long)newest);
+        fit_position q;
+        sy_model *g = make_mlp(s, 5, 16, true, 1);
+        CHECK_OK(sy_model_fit(g, small_x, small_y, &one, NULL));
+        CHECK_OK(checkpoint_load(g, kept, &q));
+        CHECK(q.epoch == 1 && q.step == 0, "ckpt-2 is the end of epoch 1: epoch %d step %lld", q.epoch, (long long)q.step);
+        sy_model_free(g);
+    }
+    signal(SIGXFSZ, old_handler);
+    sy_model_free(f);
+
+    /* options that make no sense */
+    sy_model *e = make_mlp(s, 5, 16, true, 1);
+    sy_fit_options bad_o = sy_fit_options_default();
+    bad_o.verbose = 0;
+    bad_o.batch_size = 40;
+    bad_o.resume = true;
+    CHECK_ERR(sy_model_fit(e, x, y, &bad_o, NULL), SY_ERR_INVALID_ARGUMENT, "model_dir");
+    bad_o.model_dir = dir;
+    bad_o.resume = false;
+    bad_o.keep_checkpoint_max = 0;
+    CHECK_ERR(sy_model_fit(e, x, y, &bad_o, NULL), SY_ERR_INVALID_ARGUMENT, "keep_checkpoint_max");
+    sy_model_free(e);
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+    sy_tensor_free(small_x);
+    sy_tensor_free(small_y);
+}
+
+int main(void) {
+    if (!files_setup("checkpoint", __FILE__)) return 1;
+    sy_strategy *s = two_replicas();
+    run_spec arrays = {false, 0}, per_pass = {true, 0}, across = {true, 6};
+    test_resume(s, &arrays, "arrays", 12);  /* stopped mid-epoch (epoch 2, after step 12) */
+    test_resume(s, &arrays, "arrays-epoch", 14);
+    test_resume(s, &per_pass, "dataset-pass", 20);
+    test_resume(s, &across, "dataset-across", 16);
+    test_refusals(s);
+    sy_strategy_free(s);
+    files_cleanup();
+    return check_report("test_checkpoint");
+}
