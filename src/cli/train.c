@@ -5,6 +5,7 @@
  * tutorial's value, which --help lists per model.
  */
 #include "cli_internal.h"
+#include "io/io_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -312,6 +313,15 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     fo.save_checkpoints_steps = o->save_checkpoints_steps;
     if (o->keep_checkpoints) fo.keep_checkpoint_max = (int32_t)o->keep_checkpoints;
     fo.resume = o->resume;
+    if (o->resume && o->verbose) { /* say where it goes on from (fit checks the checkpoint) */
+        int64_t *steps = NULL;
+        int32_t n = 0;
+        if (ckpt_list(o->model_dir, &steps, &n) == SY_OK && n > 0)
+            fprintf(stderr, "resuming from %s/ckpt-%lld%s\n", o->model_dir, (long long)steps[n - 1], CKPT_SUFFIX);
+        else
+            fprintf(stderr, "no checkpoint in %s yet: training from the start\n", o->model_dir);
+        sy_free(steps);
+    }
     step_count count = {0, 0};
     /* Each feature's callback goes into cbs; all are freed at the end. */
     sy_callback cbs[8];
