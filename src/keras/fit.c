@@ -18,6 +18,12 @@
  * Data checks come first and name the argument, the shapes and, for a bad
  * label, its index and value: x must be (samples, input_shape...), labels
  * must be what the loss takes (class indices for sparse losses).
+ *
+ * With a model_dir, fit() checkpoints at each epoch's end and every
+ * save_checkpoints_steps steps (model_checkpoint.c), and with resume starts
+ * where the newest checkpoint left off: the feed is put back (the sample
+ * stream's pass and place, or the dataset's random state and the batches
+ * taken, replayed) and the epoch's running sums with it.
  */
 #include "keras_internal.h"
 
