@@ -266,26 +266,62 @@ int64_t sy_model_iterations(const sy_model *m);
 /* The compiled optimizer's learning rate (0 before compile). */
 double sy_model_learning_rate(const sy_model *m);
 
-/* CSVLogger(filename, separator, append): one row per epoch, "epoch" and
- * the logs' names sorted (val_ names added as Keras does), written and
- * flushed at each epoch's end. */
+/* CSVLogger(filename, separator, append), byte for byte as tf.keras 2.15
+ * writes it (docs/design/callbacks.md). The file is opened at train begin --
+ * truncated, or with append kept, the header then written only if the
+ * file is missing or empty -- and closed at train end. The columns are
+ * fixed at the first epoch's end: "epoch" (0-based), then the logs' names
+ * sorted, then, when none starts with "val_", "val_" + each (so a run that
+ * validates every other epoch has them). One row per epoch, flushed:
+ * fields split by `separator`, lines ended "\r\n", values as Python's
+ * str(float) ("0.5", "1e-05", "nan"), NA for a value the epoch lacks, a
+ * field holding the separator, '"' or a line break quoted as Python's csv
+ * module does. SY_ERR_INVALID_ARGUMENT for an empty filename or a NUL
+ * separator; a file that cannot be opened is SY_ERR_IO at train begin
+ * (fit() returns it), naming the path. Free with sy_callback_free. */
 sy_status sy_callback_csv_logger(const char *filename, char separator, bool append, sy_callback *out);
 
-/* EarlyStopping: Keras's arguments and defaults. */
+/* EarlyStopping: Keras's arguments and defaults, and Keras 2.15's
+ * behaviour step for step (docs/design/callbacks.md). After each epoch the
+ * monitored value counts as an improvement when it beats the best so far
+ * by more than |min_delta|; training stops (sy_model_stop_training) once
+ * `patience` epochs in a row brought none -- never after the first epoch.
+ * An improvement that does not also beat `baseline` does not restart the
+ * count. A monitored value missing from an epoch's logs is skipped with a
+ * warning (sy_log) that lists the names present, as Keras's is. With
+ * restore_best_weights, every weight of the best epoch is written back
+ * when training stops (not when it runs out of epochs, as in Keras 2.15). */
 typedef struct sy_early_stopping_options {
-    const char *monitor;       /* "val_loss" */
-    double min_delta;          /* 0 */
-    int32_t patience;          /* 0 */
-    int32_t verbose;           /* 0; 1: the stopping epoch and restores on stderr */
-    const char *mode;          /* "auto" (max for names ending in acc, accuracy or auc), "min" or "max" */
+    const char *monitor;       /* "val_loss" (copied) */
+    double min_delta;          /* 0; its sign is ignored, as Keras's abs() */
+    int32_t patience;          /* 0; must be >= 0 */
+    int32_t verbose;           /* 0; 1: "Restoring model weights from the end of the best epoch: N." and
+                                  "Epoch N: early stopping" (1-based, Keras's wording) to `progress` */
+    const char *mode;          /* "auto" (max for names ending in acc, accuracy or auc, else min), "min" or "max" */
     bool has_baseline;         /* baseline given (Keras's None otherwise) */
     double baseline;
     bool restore_best_weights; /* false */
-    int32_t start_from_epoch;  /* 0 */
+    int32_t start_from_epoch;  /* 0: epochs before it are not monitored (a warm-up) */
+    FILE *progress;            /* where verbose messages go: NULL is stderr, as fit()'s progress bar */
 } sy_early_stopping_options;
 
 sy_early_stopping_options sy_early_stopping_options_default(void);
+/* SY_ERR_INVALID_ARGUMENT, with the value, for an empty monitor, an unknown
+ * mode, a negative patience, start_from_epoch or verbose, a min_delta that
+ * is not finite or a NaN baseline. */
 sy_status sy_callback_early_stopping(const sy_early_stopping_options *options, sy_callback *out);
+
+/* What an EarlyStopping callback knows, Keras's attributes of the same
+ * names: stopped_epoch (0-based; 0 while it has not stopped training),
+ * best (the best monitored value, +-inf before one), best_epoch and wait
+ * (epochs since the last improvement). Reset at each train begin. */
+typedef struct sy_early_stopping_state {
+    int32_t stopped_epoch, best_epoch, wait;
+    double best;
+} sy_early_stopping_state;
+
+/* SY_ERR_INVALID_ARGUMENT for a callback not made by sy_callback_early_stopping. */
+sy_status sy_callback_early_stopping_state(const sy_callback *cb, sy_early_stopping_state *out);
 
 /* TensorBoard(log_dir, update_freq): event files under log_dir/train and
  * log_dir/validation with Keras's tags (epoch_loss, epoch_<metric>,

@@ -37,6 +37,7 @@ typedef struct run_opts {
     /* CSV log and early stopping */
     const char *csv_log, *monitor;
     bool csv_append, restore_best_weights;
+    bool early_stopping; /* --early-stopping given (its PATIENCE may be 0) */
     int64_t patience;
     double min_delta;
 } run_opts;
@@ -216,6 +217,19 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
         fprintf(stderr, "systolic %s: %s\n", c->name, bad);
         return 2;
     }
+    /* CSV log and early stopping: flags that would be ignored are refused */
+    bad = f[F_CSV_APPEND].set && !o->csv_log ? "--csv-append adds to --csv-log's FILE: give --csv-log FILE"
+          : !f[F_PATIENCE].set && (f[F_MONITOR].set || f[F_MIN_DELTA].set || f[F_RESTORE_BEST].set)
+              ? "--monitor, --min-delta and --restore-best-weights configure early stopping: give --early-stopping "
+                "PATIENCE"
+          : o->patience < 0 || o->patience > INT32_MAX ? "--early-stopping PATIENCE must be a number of epochs >= 0"
+          : !isfinite(o->min_delta) ? "--min-delta must be a number"
+                                    : NULL;
+    if (bad) {
+        fprintf(stderr, "systolic %s: %s\n", c->name, bad);
+        return 2;
+    }
+    o->early_stopping = f[F_PATIENCE].set;
     return -1;
 }
 
@@ -328,6 +342,20 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     int32_t n_cbs = 0;
     cbs[n_cbs++] = (sy_callback){&count, NULL, NULL, count_steps, count_epoch, NULL, NULL};
     sy_status st = SY_OK;
+    if (!st && o->csv_log) {
+        st = sy_callback_csv_logger(o->csv_log, ',', o->csv_append, &cbs[n_cbs]);
+        if (!st) n_cbs++;
+    }
+    if (!st && o->early_stopping) {
+        sy_early_stopping_options es = sy_early_stopping_options_default();
+        es.patience = (int32_t)o->patience;
+        if (o->monitor) es.monitor = o->monitor;
+        es.min_delta = o->min_delta;
+        es.restore_best_weights = o->restore_best_weights;
+        es.verbose = o->verbose ? 1 : 0; /* its messages unless --verbose 0 */
+        st = sy_callback_early_stopping(&es, &cbs[n_cbs]);
+        if (!st) n_cbs++;
+    }
     fo.callbacks = cbs;
     sy_history *h = NULL;
     fo.n_callbacks = n_cbs;

@@ -222,4 +222,9 @@ void logs_set(sy_logs *logs, const char *name, double value);
 sy_status history_new(sy_history **out);
 sy_status history_append(sy_history *h, int32_t epoch, const sy_logs *logs);
 
+/* Python's repr(float), as Keras's files hold numbers: the shortest string
+ * that reads back to v ("0.1", "1e-05", "1e+16", "100.0", "nan", "-inf");
+ * 32 bytes always suffice (callbacks.c). */
+char *keras_float_repr(double v, char *buf, size_t size);
+
 #endif
