@@ -214,6 +214,9 @@ sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p
 sy_status checkpoint_save(sy_model *m, const sy_fit_options *o, const fit_position *p);
 /* Load one checkpoint file into m, checked whole first. */
 sy_status checkpoint_load(sy_model *m, const char *path, fit_position *p);
+/* The same from the file's bytes, named `what` in messages (the fuzz
+ * target's way in). */
+sy_status checkpoint_load_bytes(sy_model *m, const uint8_t *buf, size_t n, const char *what, fit_position *p);
 
 /* ---- logs and history (logs.c) ------------------------------------------------ */
 

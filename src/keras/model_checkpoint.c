@@ -306,26 +306,30 @@ static sy_status restore(sy_model *m, const char *path, const json_t *man, const
     return SY_OK;
 }
 
-sy_status checkpoint_load(sy_model *m, const char *path, fit_position *p) {
-    uint8_t *file;
-    size_t size, data_size;
+sy_status checkpoint_load_bytes(sy_model *m, const uint8_t *buf, size_t n, const char *what, fit_position *p) {
     char *text;
     const uint8_t *data;
-    sy_status st = ckpt_read(path, &file, &size);
+    size_t data_size;
+    sy_status st = ckpt_parse(buf, n, what, &text, &data, &data_size);
     if (st) return st;
-    if ((st = ckpt_parse(file, size, path, &text, &data, &data_size))) {
-        sy_free(file);
-        return st;
-    }
     json_error_t err;
     json_t *man = json_loads(text, 0, &err);
     if (!man)
-        st = sy_error(SY_ERR_CORRUPT, "checkpoint '%s': its manifest is not JSON (line %d, column %d: %s)", path, err.line,
+        st = sy_error(SY_ERR_CORRUPT, "checkpoint '%s': its manifest is not JSON (line %d, column %d: %s)", what, err.line,
                       err.column, err.text);
     else
-        st = restore(m, path, man, data, data_size, p);
+        st = restore(m, what, man, data, data_size, p);
     json_decref(man);
     sy_free(text);
+    return st;
+}
+
+sy_status checkpoint_load(sy_model *m, const char *path, fit_position *p) {
+    uint8_t *file;
+    size_t size;
+    sy_status st = ckpt_read(path, &file, &size);
+    if (st) return st;
+    st = checkpoint_load_bytes(m, file, size, path, p);
     sy_free(file);
     return st;
 }
