@@ -328,7 +328,45 @@ static void test_refusals(sy_strategy *s) {
     sy_tensor_free(small_y);
 }
 
-int main(void) {
+/* test_checkpoint --write-fuzz-seeds DIR: the fuzz target's seeds, a
+ * checkpoint of its model whole ('\0' first) and as framed by it ('\1',
+ * the manifest's length, manifest and data). */
+static int write_fuzz_seeds(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model", dir);
+    run_spec arrays = {false, 0};
+    sy_model *model;
+    CHECK_OK(run(NULL, &arrays, path, 1, false, 0, &model));
+    sy_model_free(model);
+    char file_path[4200];
+    ckpt_path(file_path, sizeof file_path, path, 7);
+    uint8_t *file;
+    size_t size, data_size;
+    char *man;
+    const uint8_t *data;
+    CHECK_OK(ckpt_read(file_path, &file, &size));
+    CHECK_OK(ckpt_parse(file, size, file_path, &man, &data, &data_size));
+    size_t m = strlen(man);
+    uint8_t *seed = malloc(size + 1);
+    seed[0] = 0;
+    memcpy(seed + 1, file, size);
+    snprintf(path, sizeof path, "%s/whole", dir);
+    write_bytes(path, seed, size + 1, false);
+    seed[0] = 1;
+    seed[1] = (uint8_t)(m >> 8);
+    seed[2] = (uint8_t)m;
+    memcpy(seed + 3, man, m);
+    memcpy(seed + 3 + m, data, data_size);
+    snprintf(path, sizeof path, "%s/framed", dir);
+    write_bytes(path, seed, 3 + m + data_size, false);
+    free(seed);
+    sy_free(man);
+    sy_free(file);
+    return check_report("test_checkpoint --write-fuzz-seeds");
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--write-fuzz-seeds") == 0) return write_fuzz_seeds(argv[2]);
     if (!files_setup("checkpoint", __FILE__)) return 1;
     sy_strategy *s = two_replicas();
     run_spec arrays = {false, 0}, per_pass = {true, 0}, across = {true, 6};
