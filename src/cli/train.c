@@ -211,6 +211,11 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
         fprintf(stderr, "systolic %s: %s\n", c->name, bad);
         return 2;
     }
+    if (o->update_freq < 0 || (o->update_freq && !o->logdir)) {
+        fprintf(stderr, "systolic %s: %s\n", c->name,
+                o->update_freq < 0 ? "--update-freq must be >= 0" : "--update-freq writes to --logdir: give --logdir DIR");
+        return 2;
+    }
     return -1;
 }
 
@@ -310,6 +315,12 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     int32_t n_cbs = 0;
     cbs[n_cbs++] = (sy_callback){&count, NULL, NULL, count_steps, count_epoch, NULL, NULL};
     sy_status st = SY_OK;
+    if (o->logdir) {
+        sy_tensorboard_options tb = sy_tensorboard_options_default();
+        tb.log_dir = o->logdir;
+        tb.update_freq = o->update_freq;
+        if (!(st = sy_callback_tensorboard(&tb, &cbs[n_cbs]))) n_cbs++;
+    }
     fo.callbacks = cbs;
     sy_history *h = NULL;
     fo.n_callbacks = n_cbs;
