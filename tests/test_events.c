@@ -82,8 +82,10 @@ static bool read_events(const char *path, recs *out) {
         x->step = e->step;
         if (e->what_case == TENSORFLOW__EVENT__WHAT_FILE_VERSION) {
             x->version = true;
-            CHECK(!strcmp(e->file_version, "brain.Event:2"), "%s: file_version '%s'", path, e->file_version);
-            CHECK(e->source_metadata && !strcmp(e->source_metadata->writer, "tensorflow.core.util.events_writer"),
+            CHECK(!strcmp(e->file_version, "brain.Event:2"), "%s: file_version '%s'", path,
+                  e->file_version);
+            CHECK(e->source_metadata &&
+                      !strcmp(e->source_metadata->writer, "tensorflow.core.util.events_writer"),
                   "%s: the first event names its writer", path);
         } else if (e->what_case == TENSORFLOW__EVENT__WHAT_SUMMARY && e->summary->n_value == 1) {
             Tensorflow__Summary__Value *v = e->summary->value[0];
@@ -92,16 +94,19 @@ static bool read_events(const char *path, recs *out) {
                       !strcmp(v->metadata->plugin_data->plugin_name, "scalars"),
                   "%s: '%s' is for the scalars plugin", path, v->tag);
             bool scalar = v->value_case == TENSORFLOW__SUMMARY__VALUE__VALUE_TENSOR &&
-                          v->tensor->dtype == TENSORFLOW__DATA_TYPE__DT_FLOAT && v->tensor->tensor_shape &&
-                          v->tensor->tensor_shape->n_dim == 0 && v->tensor->tensor_content.len == 4;
+                          v->tensor->dtype == TENSORFLOW__DATA_TYPE__DT_FLOAT &&
+                          v->tensor->tensor_shape && v->tensor->tensor_shape->n_dim == 0 &&
+                          v->tensor->tensor_content.len == 4;
             CHECK(scalar, "%s: '%s' is a DT_FLOAT scalar tensor", path, v->tag);
             if (scalar) {
                 const uint8_t *c = v->tensor->tensor_content.data;
-                uint32_t bits = (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
+                uint32_t bits = (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 |
+                                (uint32_t)c[3] << 24;
                 memcpy(&x->value, &bits, 4);
             }
         } else {
-            CHECK(false, "%s: record %d is neither the file version nor one scalar", path, out->n - 1);
+            CHECK(false, "%s: record %d is neither the file version nor one scalar", path,
+                  out->n - 1);
         }
         tensorflow__event__free_unpacked(e, NULL);
     }
@@ -117,7 +122,8 @@ static int event_files(const char *dir, char names[][1024], int max) {
     int n = 0;
     struct dirent *de;
     while ((de = readdir(d)))
-        if (strstr(de->d_name, "tfevents") && n < max) snprintf(names[n++], 1024, "%s/%s", dir, de->d_name);
+        if (strstr(de->d_name, "tfevents") && n < max)
+            snprintf(names[n++], 1024, "%s/%s", dir, de->d_name);
     closedir(d);
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
@@ -151,17 +157,18 @@ static const rec *find(const recs *rs, const char *tag, int64_t step) {
 
 static int count_prefix(const recs *rs, const char *prefix) {
     int n = 0;
-    for (int i = 0; i < rs->n; i++) n += !rs->r[i].version && !strncmp(rs->r[i].tag, prefix, strlen(prefix));
+    for (int i = 0; i < rs->n; i++)
+        n += !rs->r[i].version && !strncmp(rs->r[i].tag, prefix, strlen(prefix));
     return n;
 }
 
-#define CHECK_SCALAR(rs, tag, step, expected)                                                                \
-    do {                                                                                                     \
-        const rec *r_ = find(rs, tag, step);                                                                 \
-        CHECK(r_, "'%s' at step %lld is missing", tag, (long long)(step));                                   \
-        if (r_)                                                                                              \
-            CHECK(r_->value == (float)(expected), "'%s' at step %lld: %.9g, expected %.9g", tag,             \
-                  (long long)(step), (double)r_->value, (double)(float)(expected));                          \
+#define CHECK_SCALAR(rs, tag, step, expected)                                                      \
+    do {                                                                                           \
+        const rec *r_ = find(rs, tag, step);                                                       \
+        CHECK(r_, "'%s' at step %lld is missing", tag, (long long)(step));                         \
+        if (r_)                                                                                    \
+            CHECK(r_->value == (float)(expected), "'%s' at step %lld: %.9g, expected %.9g", tag,   \
+                  (long long)(step), (double)r_->value, (double)(float)(expected));                \
     } while (0)
 
 /* ---- the bytes, against TensorFlow's ----------------------------------------------- */
@@ -186,7 +193,8 @@ static const struct {
 /* events.out.tfevents.<10 digits>.HOST.PID.<n>.v2 */
 static bool tf_name_form(const char *name) {
     regex_t re;
-    SY_ASSERT(regcomp(&re, "^events\\.out\\.tfevents\\.[0-9]{10}\\.HOST\\.PID\\.[0-9]+\\.v2$", REG_EXTENDED) == 0);
+    SY_ASSERT(regcomp(&re, "^events\\.out\\.tfevents\\.[0-9]{10}\\.HOST\\.PID\\.[0-9]+\\.v2$",
+                      REG_EXTENDED) == 0);
     bool ok = regexec(&re, name, 0, NULL, 0) == 0;
     regfree(&re);
     return ok;
@@ -226,16 +234,19 @@ static void test_bytes_match_tensorflow(void) {
         if (i == 0) {
             e.file_version = "brain.Event:2";
         } else {
-            CHECK(!strcmp(tf.r[i].tag, tf_scalars[i - 1].tag) && tf.r[i].step == tf_scalars[i - 1].step &&
+            CHECK(!strcmp(tf.r[i].tag, tf_scalars[i - 1].tag) &&
+                      tf.r[i].step == tf_scalars[i - 1].step &&
                       tf.r[i].value == tf_scalars[i - 1].value,
                   "record %d is %s at %lld, the fixture's list says %s at %lld", i, tf.r[i].tag,
-                  (long long)tf.r[i].step, tf_scalars[i - 1].tag, (long long)tf_scalars[i - 1].step);
+                  (long long)tf.r[i].step, tf_scalars[i - 1].tag,
+                  (long long)tf_scalars[i - 1].step);
             e.tag = tf_scalars[i - 1].tag;
             e.value = tf_scalars[i - 1].value;
         }
         uint8_t mine[512];
         size_t m = io_event_pack(&e, mine, sizeof mine);
-        CHECK(m == n && !memcmp(mine, data, n), "record %d (%s): systolic packs %zu bytes, TensorFlow wrote %zu%s", i,
+        CHECK(m == n && !memcmp(mine, data, n),
+              "record %d (%s): systolic packs %zu bytes, TensorFlow wrote %zu%s", i,
               i ? e.tag : "file_version", m, n, m == n ? " that differ" : "");
     }
     sy_tfrecord_reader_close(r);
@@ -250,7 +261,9 @@ static void test_bytes_match_tensorflow(void) {
     char mine_path[1024];
     snprintf(mine_path, sizeof mine_path, "%s", io_events_path(w));
     for (int i = 1; i < tf.n; i++) {
-        io_event e = {.wall_time = tf.r[i].wall_time, .step = tf.r[i].step, .tag = tf_scalars[i - 1].tag,
+        io_event e = {.wall_time = tf.r[i].wall_time,
+                      .step = tf.r[i].step,
+                      .tag = tf_scalars[i - 1].tag,
                       .value = tf_scalars[i - 1].value};
         CHECK_OK(io_events_write(w, &e));
     }
@@ -258,8 +271,10 @@ static void test_bytes_match_tensorflow(void) {
     size_t tf_n, my_n;
     uint8_t *tf_bytes = slurp(path, &tf_n), *my_bytes = slurp(mine_path, &my_n);
     size_t tf_first = 16 + (size_t)tf_bytes[0], my_first = 16 + (size_t)my_bytes[0];
-    CHECK(tf_n - tf_first == my_n - my_first && !memcmp(tf_bytes + tf_first, my_bytes + my_first, tf_n - tf_first),
-          "the scalars' records: %zu bytes written, TensorFlow's %zu", my_n - my_first, tf_n - tf_first);
+    CHECK(tf_n - tf_first == my_n - my_first &&
+              !memcmp(tf_bytes + tf_first, my_bytes + my_first, tf_n - tf_first),
+          "the scalars' records: %zu bytes written, TensorFlow's %zu", my_n - my_first,
+          tf_n - tf_first);
     free(tf_bytes);
     free(my_bytes);
 
@@ -276,13 +291,15 @@ static void test_bytes_match_tensorflow(void) {
     snprintf(pid, sizeof pid, ".%ld.", (long)getpid());
     const char *base = strrchr(mine_path, '/') + 1;
     char *h = strstr(base, host), *p;
-    snprintf(mine_name, sizeof mine_name, "%.*sHOST%s", h ? (int)(h - base) : 0, base, h ? h + strlen(host) : "");
+    snprintf(mine_name, sizeof mine_name, "%.*sHOST%s", h ? (int)(h - base) : 0, base,
+             h ? h + strlen(host) : "");
     if ((p = strstr(mine_name, pid))) {
         char rest[512];
         snprintf(rest, sizeof rest, "%s", p + strlen(pid));
         snprintf(p, sizeof mine_name - (size_t)(p - mine_name), ".PID.%s", rest);
     }
-    CHECK(h && tf_name_form(mine_name), "systolic's file '%s' is named as TensorFlow's ('%s')", base, tf_name);
+    CHECK(h && tf_name_form(mine_name), "systolic's file '%s' is named as TensorFlow's ('%s')",
+          base, tf_name);
 }
 
 /* ---- the callback during fit --------------------------------------------------------- */
@@ -329,7 +346,8 @@ static void test_fit(void) {
     sy_callback cbs[2];
     CHECK_OK(sy_callback_tensorboard(&to, &cbs[0]));
     seen s = {0};
-    cbs[1] = (sy_callback){.ctx = &s, .on_train_begin = seen_begin, .on_train_batch_end = seen_batch};
+    cbs[1] =
+        (sy_callback){.ctx = &s, .on_train_begin = seen_begin, .on_train_batch_end = seen_batch};
     sy_fit_options fo = sy_fit_options_default();
     fo.batch_size = 16;
     fo.epochs = 3;
@@ -346,7 +364,8 @@ static void test_fit(void) {
     if (read_dir(train_dir, 0, 1, &tr) && read_dir(val_dir, 0, 1, &va) && h) {
         CHECK(tr.r[0].version && va.r[0].version, "each file opens with its file_version record");
         CHECK(tr.r[0].wall_time == floor(tr.r[0].wall_time) && tr.r[0].wall_time > 1.5e9,
-              "the first record's wall time is whole seconds, as TensorFlow's: %f", tr.r[0].wall_time);
+              "the first record's wall time is whole seconds, as TensorFlow's: %f",
+              tr.r[0].wall_time);
         for (int32_t e = 0; e < sy_history_epochs(h); e++) {
             const sy_logs *l = sy_history_logs(h, e);
             CHECK_SCALAR(&tr, "epoch_loss", e, sy_logs_get(l, "loss"));
@@ -355,25 +374,29 @@ static void test_fit(void) {
             CHECK_SCALAR(&va, "epoch_loss", e, sy_logs_get(l, "val_loss"));
             CHECK_SCALAR(&va, "epoch_accuracy", e, sy_logs_get(l, "val_accuracy"));
             /* Keras's on_test_end: at the optimizer's iterations */
-            CHECK_SCALAR(&va, "evaluation_loss_vs_iterations", 5 * (e + 1), sy_logs_get(l, "val_loss"));
-            CHECK_SCALAR(&va, "evaluation_accuracy_vs_iterations", 5 * (e + 1), sy_logs_get(l, "val_accuracy"));
+            CHECK_SCALAR(&va, "evaluation_loss_vs_iterations", 5 * (e + 1),
+                         sy_logs_get(l, "val_loss"));
+            CHECK_SCALAR(&va, "evaluation_accuracy_vs_iterations", 5 * (e + 1),
+                         sy_logs_get(l, "val_accuracy"));
         }
         CHECK(count_prefix(&tr, "epoch_") == 9 && count_prefix(&va, "epoch_") == 6 &&
                   count_prefix(&va, "evaluation_") == 6 && count_prefix(&tr, "val_") == 0 &&
                   count_prefix(&tr, "epoch_val") == 0,
-              "the epoch scalars, nothing more: train %d, validation %d", count_prefix(&tr, "epoch_"),
-              count_prefix(&va, "epoch_"));
+              "the epoch scalars, nothing more: train %d, validation %d",
+              count_prefix(&tr, "epoch_"), count_prefix(&va, "epoch_"));
         /* batch_<name> every 2nd of the fit's 15 steps, with the logs the hooks saw then */
         CHECK(s.n == 15, "the batch hook ran %d times", s.n);
         for (int i = 0; i < s.n; i++) {
             if (s.count[i] % 2) {
-                CHECK(!find(&tr, "batch_loss", s.count[i]), "no batch_loss at step %lld", (long long)s.count[i]);
+                CHECK(!find(&tr, "batch_loss", s.count[i]), "no batch_loss at step %lld",
+                      (long long)s.count[i]);
                 continue;
             }
             CHECK_SCALAR(&tr, "batch_loss", s.count[i], sy_logs_get(&s.logs[i], "loss"));
             CHECK_SCALAR(&tr, "batch_accuracy", s.count[i], sy_logs_get(&s.logs[i], "accuracy"));
         }
-        CHECK(count_prefix(&tr, "batch_") == 14, "7 steps of 15 wrote batch scalars: %d", count_prefix(&tr, "batch_"));
+        CHECK(count_prefix(&tr, "batch_") == 14, "7 steps of 15 wrote batch scalars: %d",
+              count_prefix(&tr, "batch_"));
         bool ordered = true;
         for (int i = 2; i < tr.n; i++) ordered &= tr.r[i].wall_time >= tr.r[i - 1].wall_time;
         CHECK(ordered, "wall times never go back");
@@ -386,7 +409,8 @@ static void test_fit(void) {
     fo.steps_per_epoch = 4;
     CHECK_OK(sy_model_fit(m, x, y, &fo, NULL));
     if (read_dir(train_dir, 1, 2, &tr)) {
-        CHECK(find(&tr, "batch_loss", 2) && find(&tr, "batch_loss", 4) && count_prefix(&tr, "batch_loss") == 2,
+        CHECK(find(&tr, "batch_loss", 2) && find(&tr, "batch_loss", 4) &&
+                  count_prefix(&tr, "batch_loss") == 2,
               "the second fit's batch steps are 2 and 4");
         CHECK(find(&tr, "epoch_loss", 0), "the second fit's epoch 0");
     }
@@ -425,7 +449,8 @@ static void test_fit(void) {
     CHECK_OK(sy_model_fit(m, x, y, &fo, NULL));
     sy_callback_free(&cbs[0]);
     if (read_dir(train_dir, 0, 1, &tr))
-        CHECK(count_prefix(&tr, "batch_loss") == 2 && find(&tr, "batch_loss", 6) && find(&tr, "batch_loss", 12),
+        CHECK(count_prefix(&tr, "batch_loss") == 2 && find(&tr, "batch_loss", 6) &&
+                  find(&tr, "batch_loss", 12),
               "with 3 steps per execution, batch scalars at steps 6 and 12");
     sy_model_free(m);
     sy_tensor_free(x);
@@ -503,11 +528,13 @@ static void test_errors(void) {
     struct rlimit small = {300, old.rlim_max};
     void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
     if (setrlimit(RLIMIT_FSIZE, &small) == 0) {
-        CHECK_ERR(sy_model_fit(m, x, y, &fo, NULL), SY_ERR_IO, logdir, "/train/events.out.tfevents.",
-                  "File too large");
+        CHECK_ERR(sy_model_fit(m, x, y, &fo, NULL), SY_ERR_IO, logdir,
+                  "/train/events.out.tfevents.", "File too large");
         setrlimit(RLIMIT_FSIZE, &old);
     } else {
-        fprintf(stderr, "test_events: cannot set RLIMIT_FSIZE (%s): the file-size test is skipped\n", strerror(errno));
+        fprintf(stderr,
+                "test_events: cannot set RLIMIT_FSIZE (%s): the file-size test is skipped\n",
+                strerror(errno));
     }
     signal(SIGXFSZ, old_handler);
     sy_callback_free(&cb);

@@ -75,7 +75,8 @@ size_t io_event_pack(const io_event *e, uint8_t *buf, size_t cap) {
     Tensorflow__Summary summary = TENSORFLOW__SUMMARY__INIT;
     Tensorflow__Summary__Value value = TENSORFLOW__SUMMARY__VALUE__INIT, *values[1] = {&value};
     Tensorflow__SummaryMetadata meta = TENSORFLOW__SUMMARY_METADATA__INIT;
-    Tensorflow__SummaryMetadata__PluginData plugin = TENSORFLOW__SUMMARY_METADATA__PLUGIN_DATA__INIT;
+    Tensorflow__SummaryMetadata__PluginData plugin =
+        TENSORFLOW__SUMMARY_METADATA__PLUGIN_DATA__INIT;
     Tensorflow__TensorProto tensor = TENSORFLOW__TENSOR_PROTO__INIT;
     Tensorflow__TensorShapeProto shape = TENSORFLOW__TENSOR_SHAPE_PROTO__INIT;
     uint8_t content[4];
@@ -121,7 +122,8 @@ static sy_status events_fail(io_events *w, sy_status st) {
 }
 
 static sy_status repeat_failure(const io_events *w) {
-    return sy_error(w->failed, "%s", w->failure ? w->failure : "an earlier write to the event file failed");
+    return sy_error(w->failed, "%s",
+                    w->failure ? w->failure : "an earlier write to the event file failed");
 }
 
 /* Write the buffer out. */
@@ -130,8 +132,8 @@ static sy_status write_out(io_events *w) {
         ssize_t k = write(w->fd, w->buf + done, w->len - done);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0)
-            return events_fail(w, sy_error(SY_ERR_IO, "cannot write the event file '%s': %s", w->path,
-                                           strerror(k < 0 ? errno : ENOSPC)));
+            return events_fail(w, sy_error(SY_ERR_IO, "cannot write the event file '%s': %s",
+                                           w->path, strerror(k < 0 ? errno : ENOSPC)));
         done += (size_t)k;
     }
     w->len = 0;
@@ -148,13 +150,15 @@ sy_status io_events_write(io_events *w, const io_event *e) {
     if (!w) return sy_error(SY_ERR_INVALID_ARGUMENT, "io_events_write: the writer is NULL");
     if (w->failed) return repeat_failure(w);
     if (!e->file_version && !e->tag)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: an event with neither a file version nor a tag", w->path);
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "%s: an event with neither a file version nor a tag", w->path);
     size_t n = io_event_pack(e, NULL, 0), framed = n + FRAME_HEAD + FRAME_FOOT;
     if (framed > w->cap - w->len && write_out(w)) return w->failed;
     if (framed > w->cap) { /* a record larger than the buffer: a very long tag */
         uint8_t *p = sy_realloc_array(w->buf, w->cap, framed, 1);
         if (!p)
-            return sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory for an event of %zu bytes", w->path, n);
+            return sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory for an event of %zu bytes",
+                            w->path, n);
         w->buf = p;
         w->cap = framed;
     }
@@ -174,9 +178,10 @@ sy_status io_events_flush(io_events *w) {
     if (!w) return SY_OK;
     if (w->failed) return repeat_failure(w);
     sy_status st = write_out(w);
-    if (!st && fsync(w->fd) != 0 && errno != EINVAL) /* EINVAL: a file that cannot be synced (a pipe) */
-        st = events_fail(w, sy_error(SY_ERR_IO, "cannot write the event file '%s': fsync: %s", w->path,
-                                     strerror(errno)));
+    if (!st && fsync(w->fd) != 0 &&
+        errno != EINVAL) /* EINVAL: a file that cannot be synced (a pipe) */
+        st = events_fail(w, sy_error(SY_ERR_IO, "cannot write the event file '%s': fsync: %s",
+                                     w->path, strerror(errno)));
     return st;
 }
 
@@ -192,18 +197,22 @@ sy_status io_events_close(io_events *w) {
     if (!w) return SY_OK;
     sy_status st = io_events_flush(w);
     if (!st && close(w->fd) != 0)
-        st = sy_error(SY_ERR_IO, "cannot write the event file '%s': close: %s", w->path, strerror(errno));
+        st = sy_error(SY_ERR_IO, "cannot write the event file '%s': close: %s", w->path,
+                      strerror(errno));
     w->fd = -1;
     events_free(w);
     return st;
 }
 
-const char *io_events_path(const io_events *w) { return w ? w->path : NULL; }
+const char *io_events_path(const io_events *w) {
+    return w ? w->path : NULL;
+}
 
 sy_status io_events_open(const char *dir, io_events **out) {
     static atomic_int_fast64_t file_counter; /* TensorFlow's file_id_counter: one per process */
     *out = NULL;
-    if (!dir || !*dir) return sy_error(SY_ERR_INVALID_ARGUMENT, "event files: no log directory given");
+    if (!dir || !*dir)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "event files: no log directory given");
     sy_status st = data_make_dirs(dir);
     if (st) {
         char why[1024];
@@ -218,8 +227,8 @@ sy_status io_events_open(const char *dir, io_events **out) {
     double now = io_events_now();
     long long seconds = (long long)now, n = (long long)atomic_fetch_add(&file_counter, 1);
     char path[PATH_MAX];
-    int k = snprintf(path, sizeof path, "%.*s/events.out.tfevents.%010lld.%s.%ld.%lld.v2", (int)dir_len, dir,
-                     seconds, host, (long)getpid(), n);
+    int k = snprintf(path, sizeof path, "%.*s/events.out.tfevents.%010lld.%s.%ld.%lld.v2",
+                     (int)dir_len, dir, seconds, host, (long)getpid(), n);
     if (k < 0 || (size_t)k >= sizeof path)
         return sy_error(SY_ERR_IO, "cannot write event files in '%s': the path is too long", dir);
     io_events *w = sy_calloc(1, sizeof *w);
@@ -236,7 +245,8 @@ sy_status io_events_open(const char *dir, io_events **out) {
     w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
     if (w->fd < 0) {
         st = sy_error(SY_ERR_IO, "cannot create the event file '%s': %s", path,
-                      errno == EEXIST ? "a file of that name already exists (left as it is)" : strerror(errno));
+                      errno == EEXIST ? "a file of that name already exists (left as it is)"
+                                      : strerror(errno));
         events_free(w);
         return st;
     }

@@ -72,10 +72,12 @@ static sy_status tb_train_begin(void *ctx, sy_model *m) {
     return io_events_open(t->train_dir, &t->train);
 }
 
-static bool is_val(const char *name) { return strncmp(name, "val_", 4) == 0; }
+static bool is_val(const char *name) {
+    return strncmp(name, "val_", 4) == 0;
+}
 
-static sy_status scalar(io_events *w, const char *prefix, const char *name, const char *suffix, int64_t step,
-                        double value) {
+static sy_status scalar(io_events *w, const char *prefix, const char *name, const char *suffix,
+                        int64_t step, double value) {
     char tag[160];
     snprintf(tag, sizeof tag, "%s%s%s", prefix, name, suffix);
     return io_events_scalar(w, tag, step, (float)value);
@@ -87,13 +89,15 @@ static sy_status tb_batch_end(void *ctx, sy_model *m, int64_t step, const sy_log
     int64_t count = sy_model_iterations(m) - t->first_iteration;
     if (t->update_freq <= 0 || count % t->update_freq != 0 || !t->train) return SY_OK;
     sy_status st = SY_OK;
-    for (int32_t i = 0; !st && i < logs->n; i++) st = scalar(t->train, "batch_", logs->names[i], "", count, logs->values[i]);
+    for (int32_t i = 0; !st && i < logs->n; i++)
+        st = scalar(t->train, "batch_", logs->names[i], "", count, logs->values[i]);
     return st;
 }
 
 static sy_status tb_epoch_end(void *ctx, sy_model *m, int32_t epoch, const sy_logs *logs) {
     tensorboard *t = ctx;
-    if (!t->train) return sy_error(SY_ERR_STATE, "TensorBoard callback: on_epoch_end before on_train_begin");
+    if (!t->train)
+        return sy_error(SY_ERR_STATE, "TensorBoard callback: on_epoch_end before on_train_begin");
     sy_status st = SY_OK;
     bool validated = false;
     for (int32_t i = 0; !st && i < logs->n; i++) {
@@ -109,9 +113,11 @@ static sy_status tb_epoch_end(void *ctx, sy_model *m, int32_t epoch, const sy_lo
     int64_t iterations = sy_model_iterations(m);
     for (int32_t i = 0; !st && i < logs->n; i++)
         if (is_val(logs->names[i]))
-            st = scalar(t->val, "evaluation_", logs->names[i] + 4, "_vs_iterations", iterations, logs->values[i]);
+            st = scalar(t->val, "evaluation_", logs->names[i] + 4, "_vs_iterations", iterations,
+                        logs->values[i]);
     for (int32_t i = 0; !st && i < logs->n; i++)
-        if (is_val(logs->names[i])) st = scalar(t->val, "epoch_", logs->names[i] + 4, "", epoch, logs->values[i]);
+        if (is_val(logs->names[i]))
+            st = scalar(t->val, "epoch_", logs->names[i] + 4, "", epoch, logs->values[i]);
     if (!st) st = io_events_flush(t->val);
     return st;
 }
@@ -142,17 +148,21 @@ sy_status sy_callback_tensorboard(const sy_tensorboard_options *options, sy_call
     memset(out, 0, sizeof *out);
     sy_tensorboard_options o = options ? *options : sy_tensorboard_options_default();
     if (!o.log_dir || !*o.log_dir)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "TensorBoard: log_dir is empty: expected a directory for the event files");
-    if (o.update_freq < 0)
         return sy_error(SY_ERR_INVALID_ARGUMENT,
-                        "TensorBoard: update_freq is %lld: expected 0 (per epoch, Keras's \"epoch\") or N > 0 "
-                        "(also every N training steps)",
-                        (long long)o.update_freq);
+                        "TensorBoard: log_dir is empty: expected a directory for the event files");
+    if (o.update_freq < 0)
+        return sy_error(
+            SY_ERR_INVALID_ARGUMENT,
+            "TensorBoard: update_freq is %lld: expected 0 (per epoch, Keras's \"epoch\") or N > 0 "
+            "(also every N training steps)",
+            (long long)o.update_freq);
     /* a mistake found now rather than after the data has loaded; the
      * directories themselves are made when the files are */
     struct stat sb;
     if (stat(o.log_dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
-        return sy_error(SY_ERR_IO, "TensorBoard: the log directory '%s' exists and is not a directory", o.log_dir);
+        return sy_error(SY_ERR_IO,
+                        "TensorBoard: the log directory '%s' exists and is not a directory",
+                        o.log_dir);
     tensorboard *t = sy_calloc(1, sizeof *t);
     if (t) {
         t->update_freq = o.update_freq;
