@@ -7,7 +7,7 @@
 #   make tsan     the unit tests under ThreadSanitizer (build-tsan/)
 #   make bench    build and run the benchmarks
 #   make fuzz     run the libFuzzer targets, FUZZ_SECONDS each (clang, build-fuzz/)
-#   make deps     install the Debian packages the build needs
+#   make deps     install the Debian packages the build needs, and .venv/ (tensorboard, h5py) for the interop tests
 #   make bench-deps  install what the side-by-side benchmarks need (PyTorch; TensorFlow in .gl/)
 #   make format   clang-format the sources
 
@@ -21,6 +21,10 @@ CONFIG = -DCMAKE_BUILD_TYPE=Release -DSY_WERROR=ON $(CMAKE_FLAGS)
 # Keras's .h5 files; python3-venv for the interop tests' readers; clang and its runtime (libFuzzer) for
 # make fuzz, which CI runs.
 DEBIAN_PACKAGES = build-essential cmake pkg-config libdnnl-dev zlib1g-dev libcurl4-openssl-dev libjansson-dev libprotobuf-c-dev protobuf-c-compiler libhdf5-dev python3 python3-venv clang libclang-rt-14-dev
+# The interop tests read systolic's files with the real tools' readers
+# (TensorBoard's event reader, h5py) from this venv; pip runs only when one
+# is missing, so a second make deps costs a fraction of a second.
+PYTHON_PACKAGES = tensorboard h5py
 # For the side-by-side benchmarks (make bench-deps). python3-torch alone
 # pulls in the reference BLAS (libblas3, about 3 GFLOP/s here), which
 # would make PyTorch a straw man; OpenBLAS (OpenMP, as PyTorch's own
@@ -85,6 +89,9 @@ bench: all
 
 deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEBIAN_PACKAGES)"
+	@test -x .venv/bin/python || python3 -m venv .venv
+	@.venv/bin/python -c 'import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in sys.argv[1:]))' \
+	  $(PYTHON_PACKAGES) || .venv/bin/pip install -q $(PYTHON_PACKAGES)
 
 bench-deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(BENCH_PACKAGES)"

@@ -230,6 +230,11 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
         return 2;
     }
     o->early_stopping = f[F_PATIENCE].set;
+    if (o->update_freq < 0 || (o->update_freq && !o->logdir)) {
+        fprintf(stderr, "systolic %s: %s\n", c->name,
+                o->update_freq < 0 ? "--update-freq must be >= 0" : "--update-freq writes to --logdir: give --logdir DIR");
+        return 2;
+    }
     return -1;
 }
 
@@ -355,6 +360,12 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
         es.verbose = o->verbose ? 1 : 0; /* its messages unless --verbose 0 */
         st = sy_callback_early_stopping(&es, &cbs[n_cbs]);
         if (!st) n_cbs++;
+    }
+    if (!st && o->logdir) {
+        sy_tensorboard_options tb = sy_tensorboard_options_default();
+        tb.log_dir = o->logdir;
+        tb.update_freq = o->update_freq;
+        if (!(st = sy_callback_tensorboard(&tb, &cbs[n_cbs]))) n_cbs++;
     }
     fo.callbacks = cbs;
     sy_history *h = NULL;

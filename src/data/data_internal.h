@@ -193,6 +193,12 @@ static inline uint32_t tfrecord_mask(uint32_t crc) {
     return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
 }
 
+/* A record's TFRecord frame: head gets its length (uint64 little-endian)
+ * and that length's masked CRC, foot the data's masked CRC; the record is
+ * head, the n bytes of data, foot. For writers that keep their own file
+ * (TensorBoard's event files, src/io/events.c). */
+void tfrecord_frame(const void *data, size_t n, uint8_t head[12], uint8_t foot[4]);
+
 /* A TFRecord reader on bytes in memory (which must outlive it), named
  * `what` in messages: what the fuzz target feeds. */
 sy_status tfrecord_reader_open_memory(const uint8_t *buf, size_t n, const char *what,

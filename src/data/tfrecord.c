@@ -524,6 +524,16 @@ static sy_status deflate_bytes(sy_tfrecord_writer *w, const uint8_t *p, size_t n
     }
 }
 
+void tfrecord_frame(const void *data, size_t n, uint8_t head[12], uint8_t foot[4]) {
+    for (int i = 0; i < 8; i++) head[i] = (uint8_t)((uint64_t)n >> (8 * i));
+    uint32_t c = tfrecord_mask(crc32c_extend(0, head, 8)),
+             d = tfrecord_mask(crc32c_extend(0, data, n));
+    for (int i = 0; i < 4; i++) {
+        head[8 + i] = (uint8_t)(c >> (8 * i));
+        foot[i] = (uint8_t)(d >> (8 * i));
+    }
+}
+
 static sy_status emit(sy_tfrecord_writer *w, const void *data, size_t n) {
     if (w->compression != SY_COMPRESSION_NONE)
         return n ? deflate_bytes(w, data, n, Z_NO_FLUSH) : SY_OK;
@@ -613,13 +623,7 @@ sy_status sy_tfrecord_write(sy_tfrecord_writer *w, const void *data, size_t n) {
     if (!data && n)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: a record of %zu bytes at NULL", w->path, n);
     uint8_t head[HEADER_BYTES], foot[FOOTER_BYTES];
-    for (int i = 0; i < 8; i++) head[i] = (uint8_t)((uint64_t)n >> (8 * i));
-    uint32_t c = tfrecord_mask(crc32c_extend(0, head, 8)),
-             d = tfrecord_mask(crc32c_extend(0, data, n));
-    for (int i = 0; i < 4; i++) {
-        head[8 + i] = (uint8_t)(c >> (8 * i));
-        foot[i] = (uint8_t)(d >> (8 * i));
-    }
+    tfrecord_frame(data, n, head, foot);
     sy_status st = emit(w, head, sizeof head);
     if (!st) st = emit(w, data, n);
     if (!st) st = emit(w, foot, sizeof foot);
