@@ -42,6 +42,41 @@ const builtin_model *builtin_at(int index);
  * tensor: Keras's x[:n]. */
 sy_status builtin_head(const sy_tensor *x, int64_t n, sy_tensor **out);
 
+/* ---- a model from a file (model_file.c) ------------------------------------ */
+
+typedef enum model_file_kind { MODEL_FILE_NONE, MODEL_FILE_JSON, MODEL_FILE_H5 } model_file_kind;
+
+/* What the name says a file holds: .json (to_json()), .h5/.hdf5 (model.save()). */
+model_file_kind model_file_kind_of(const char *path);
+
+/* MODEL as a file: described as a built-in model is, so the commands treat
+ * both alike. b.name is the path, b.build NULL (file_model_load builds),
+ * b.load NULL (file_model_data loads); the hyperparameters are Keras's
+ * compile() and fit() defaults; b's loss, metrics and sample shape (for
+ * --data) are filled in when the model is read. */
+typedef struct file_model {
+    builtin_model b;
+    const char *dataset; /* --dataset: fashion_mnist, mnist, imdb; NULL: none given */
+    char loss[64];
+    char metrics[256];   /* --metrics, split in place into b.metrics */
+    bool metrics_given;
+} file_model;
+
+/* Set f up from MODEL's path and the file model's flags (each may be NULL).
+ * Returns -1 to go on, else an exit status after printing why. */
+int file_model_init(file_model *f, const char *command, const char *path, const char *dataset, const char *loss,
+                    const char *metrics);
+/* Read the model (in the current strategy scope, initial weights drawn
+ * with `seed`) and fill in what depends on it: the loss and metrics not
+ * given (by the output's units), the sample shape for --data. */
+sy_status file_model_load(file_model *f, uint64_t seed, sy_model **out);
+/* --dataset's data, shaped as the model takes it. */
+sy_status file_model_data(const file_model *f, sy_data_split *out);
+/* Why --save-model FILE cannot be written, or NULL when it can. */
+const char *model_file_check_save(const char *path);
+/* --save-model: the model as FILE.json (to_json()), written whole. */
+sy_status model_file_save(const sy_model *m, const char *path);
+
 /* ---- TFRecord input (records.c) ------------------------------------------ */
 
 /* The parse step's context: it must outlive the datasets. */

@@ -1,7 +1,9 @@
 /*
- * records.c - `systolic train MODEL --data tfrecord:GLOB`: a built-in
- * model's data read from TFRecord files of tf.train.Examples, as `systolic
- * convert` writes them, through the input pipeline:
+ * records.c - `systolic train MODEL --data tfrecord:GLOB`: a model's data
+ * read from TFRecord files of tf.train.Examples, as `systolic convert`
+ * writes them, through the input pipeline (a built-in model's sample
+ * shape is its tutorial's; a model file's is its input, word sequences
+ * when it starts with an Embedding: model_file.c):
  *
  *   files (GLOB, sorted) -> TFRecordDataset (one file after another)
  *   -> [training: shuffle] -> map(parse and

@@ -1,8 +1,9 @@
 /*
  * train.c - the commands that run a model: train, evaluate, predict and
- * summary. Each takes a built-in MODEL (builtin.c) and flags that mirror
- * Keras's compile() and fit() arguments; a flag not given keeps the
- * tutorial's value, which --help lists per model.
+ * summary. Each takes a MODEL -- a built-in one (builtin.c) or a Keras model
+ * file (MODEL.json, model_file.c) -- and flags that mirror Keras's compile()
+ * and fit() arguments; a flag not given keeps the tutorial's value, which
+ * --help lists per model, or for a model file Keras's default.
  */
 #include "cli_internal.h"
 #include "io/io_internal.h"
@@ -82,9 +83,17 @@ static void make_flags(flag *f, run_opts *o) {
                                false};
     /* a model from a file */
     f[F_DATASET] = (flag){"--dataset", FLAG_STRING, &o->dataset, "NAME",
-                          "a file model's data: fashion_mnist, mnist or imdb (train, test split)", false};
-    f[F_LOSS] = (flag){"--loss", FLAG_STRING, &o->loss, "NAME", "a file model's loss (Keras's name)", false};
-    f[F_METRICS] = (flag){"--metrics", FLAG_STRING, &o->metrics, "A,B", "a file model's metrics (Keras's names)", false};
+                          "a model file's data: fashion_mnist, mnist or imdb (train and test splits), shaped as the "
+                          "model takes it",
+                          false};
+    f[F_LOSS] = (flag){"--loss", FLAG_STRING, &o->loss, "NAME",
+                       "a model file's loss, Keras's name (default sparse_categorical_crossentropy; "
+                       "binary_crossentropy for a one-unit output)",
+                       false};
+    f[F_METRICS] = (flag){"--metrics", FLAG_STRING, &o->metrics, "A,B",
+                          "a model file's metrics, Keras's names (default sparse_categorical_accuracy; accuracy for a "
+                          "one-unit output)",
+                          false};
     /* saving */
     f[F_SAVE_WEIGHTS] = (flag){"--save-weights", FLAG_STRING, &o->save_weights, "FILE",
                                "after training, save the weights as Keras's model.save_weights (HDF5)", false};
@@ -147,6 +156,11 @@ static void print_models(FILE *out, bool with_defaults) {
                     "", b->epochs, (long long)b->steps_per_epoch, (long long)b->batch_size, b->optimizer,
                     (double)b->learning_rate, b->validation_freq);
     }
+    fprintf(out, "  %-18s a Keras model: its model.to_json() output; its data from --dataset NAME%s\n", "MODEL.json",
+            with_defaults ? " or --data" : "");
+    if (with_defaults)
+        fprintf(out, "  %-18s   Keras's defaults: --epochs 1 --steps-per-epoch 0 --batch-size 32 --optimizer rmsprop "
+                     "--learning-rate 0.001 --validation-freq 1\n", "");
 }
 
 static void usage(FILE *out, const command_spec *c, const flag *all) {
@@ -160,8 +174,32 @@ static void usage(FILE *out, const command_spec *c, const flag *all) {
                  "has no public download: put aclImdb_v1_labeled.tar.gz in $SYSTOLIC_DATASETS/imdb/).\n");
 }
 
+static bool takes(const command_spec *c, int flag_index) {
+    for (const int *k = c->flags; *k >= 0; k++)
+        if (*k == flag_index) return true;
+    return false;
+}
+
+/* A model file (MODEL.json): its own flags and data. Returns -1 to go on,
+ * else an exit status. */
+static int parse_file_model(const command_spec *c, const char *path, const run_opts *o, file_model *fm) {
+    int rc = file_model_init(fm, c->name, path, o->dataset, o->loss, o->metrics);
+    if (rc >= 0) return rc;
+    if (takes(c, F_DATASET) && !o->dataset && !o->data) {
+        fprintf(stderr, "systolic %s: a model from a file needs --dataset NAME%s (its training and test data)\n", c->name,
+                takes(c, F_DATA) ? " or --data tfrecord:GLOB" : "");
+        return 2;
+    }
+    if (o->dataset && o->data) {
+        fprintf(stderr, "systolic %s: --dataset and --data both give the data: give one\n", c->name);
+        return 2;
+    }
+    return -1;
+}
+
 /* Parse the command line; returns -1 to go on, else an exit status. */
-static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts *o, const builtin_model **model) {
+static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts *o, const builtin_model **model,
+                 file_model *fm) {
     make_flags(f, o);
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -182,10 +220,18 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
         return 2;
     }
     *model = builtin_find(pos[0]);
+    if (!*model && model_file_kind_of(pos[0]) != MODEL_FILE_NONE) {
+        if ((rc = parse_file_model(c, pos[0], o, fm)) >= 0) return rc;
+        *model = &fm->b;
+    } else if (*model && (o->dataset || o->loss || o->metrics)) {
+        fprintf(stderr, "systolic %s: --dataset, --loss and --metrics are for a model file (MODEL.json); '%s' has "
+                        "its own\n", c->name, pos[0]);
+        return 2;
+    }
     if (!*model) {
         fprintf(stderr, "systolic %s: unknown model '%s'; built-in models:", c->name, pos[0]);
         for (int i = 0; i < builtin_count(); i++) fprintf(stderr, " %s", builtin_at(i)->name);
-        fprintf(stderr, "\n");
+        fprintf(stderr, "; or a Keras model file, MODEL.json\n");
         return 2;
     }
     const builtin_model *b = *model;
@@ -195,6 +241,11 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
     if (!f[F_OPTIMIZER].set) o->optimizer = b->optimizer;
     if (!f[F_LR].set) o->learning_rate = b->learning_rate;
     if (!f[F_VALFREQ].set) o->validation_freq = b->validation_freq;
+    sy_optimizer keras_default;
+    if (b == &fm->b && !f[F_LR].set && sy_optimizer_from_name(o->optimizer, &keras_default) == SY_OK)
+        o->learning_rate = keras_default.learning_rate; /* the optimizer's own, as Keras's compile() */
+    sy_clear_error();
+    const char *bad_save = o->save_model ? model_file_check_save(o->save_model) : NULL;
     const char *bad = o->epochs < 0                ? "--epochs must be >= 0"
                       : o->steps_per_epoch < 0     ? "--steps-per-epoch must be >= 0"
                       : o->batch_size <= 0         ? "--batch-size must be positive"
@@ -212,7 +263,7 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
                           ? "--save-checkpoints-steps, --keep-checkpoints and --resume need --model-dir DIR"
                       : o->save_checkpoints_steps < 0 ? "--save-checkpoints-steps must be >= 0"
                       : f[F_KEEP_CKPT].set && o->keep_checkpoints < 1 ? "--keep-checkpoints must be >= 1"
-                          : NULL;
+                      : bad_save;
     if (bad) {
         fprintf(stderr, "systolic %s: %s\n", c->name, bad);
         return 2;
@@ -243,10 +294,10 @@ static int fail(const char *command, const char *what) {
     return 1;
 }
 
-/* Resolve the devices, build and compile the model in the strategy's
- * scope; load its data. */
-static int prepare(const char *command, const builtin_model *b, const run_opts *o, sy_strategy **s, sy_model **m,
-                   sy_data_split *d, bool with_data) {
+/* Resolve the devices, build (or read, fm) and compile the model in the
+ * strategy's scope; load its data. */
+static int prepare(const char *command, const builtin_model *b, file_model *fm, const run_opts *o, sy_strategy **s,
+                   sy_model **m, sy_data_split *d, bool with_data) {
     memset(d, 0, sizeof *d);
     sy_cluster *cluster;
     if (sy_cluster_resolve(o->tpu, &cluster)) return fail(command, "--tpu");
@@ -254,7 +305,7 @@ static int prepare(const char *command, const builtin_model *b, const run_opts *
     sy_cluster_free(cluster);
     if (st) return fail(command, NULL);
     sy_strategy_scope_enter(*s);
-    st = b->build((uint64_t)o->seed, m);
+    st = fm ? file_model_load(fm, (uint64_t)o->seed, m) : b->build((uint64_t)o->seed, m);
     sy_strategy_scope_exit(*s);
     if (st) return fail(command, b->name);
     sy_compile_options c = sy_compile_options_default();
@@ -265,7 +316,7 @@ static int prepare(const char *command, const builtin_model *b, const run_opts *
     c.n_metrics = b->n_metrics;
     c.steps_per_execution = (int32_t)o->steps_per_execution;
     if (sy_model_compile(*m, &c)) return fail(command, b->name);
-    if (with_data && b->load(d)) return fail(command, NULL);
+    if (with_data && (fm ? file_model_data(fm, d) : b->load(d))) return fail(command, NULL);
     return 0;
 }
 
@@ -283,12 +334,13 @@ static int run(const command_spec *c, int argc, char **argv, bool with_data, bod
     flag f[F_N];
     run_opts o;
     const builtin_model *b = NULL;
-    int rc = parse(c, argc, argv, f, &o, &b);
+    file_model fm;
+    int rc = parse(c, argc, argv, f, &o, &b, &fm);
     if (rc >= 0) return rc;
     sy_model *m = NULL;
     sy_strategy *s = NULL;
     sy_data_split d;
-    rc = prepare(c->name, b, &o, &s, &m, &d, with_data && !o.data);
+    rc = prepare(c->name, b, b == &fm.b ? &fm : NULL, &o, &s, &m, &d, with_data && !o.data);
     if (rc == 0) rc = body(c, b, &o, m, &d);
     sy_data_split_free(&d);
     sy_model_free(m);
@@ -402,6 +454,10 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
         printf("\n");
     }
     sy_history_free(h);
+    if (o->save_model) { /* model.to_json() (HDF5: model.save() for FILE.h5) */
+        if (model_file_save(m, o->save_model)) return fail(c->name, "--save-model");
+        printf("saved %s\n", o->save_model);
+    }
     return 0;
 }
 
@@ -462,22 +518,27 @@ static int summary_body(const command_spec *c, const builtin_model *b, const run
 }
 
 int cmd_train(int argc, char **argv) {
-    static const command_spec c = {"train", "Train a built-in model on its dataset (model.fit), validating on its test split.",
+    static const command_spec c = {"train",
+                                   "Train a model on its dataset (model.fit), validating on the test split: a built-in "
+                                   "model, or a Keras model file (MODEL.json, model.to_json()'s output) with --dataset "
+                                   "or --data.",
                                    train_flags};
     return run(&c, argc, argv, true, train_body);
 }
 
 int cmd_evaluate(int argc, char **argv) {
     static const command_spec c = {"evaluate",
-                                   "Evaluate a built-in model on its test split (model.evaluate): loss and metrics over "
-                                   "every test sample. The weights are the model's initial ones (seeded).",
+                                   "Evaluate a model (built-in, or MODEL.json with --dataset) on its test split "
+                                   "(model.evaluate): loss and metrics over every test sample. The weights are the "
+                                   "model's initial ones (seeded).",
                                    eval_flags};
     return run(&c, argc, argv, true, evaluate_body);
 }
 
 int cmd_predict(int argc, char **argv) {
     static const command_spec c = {"predict",
-                                   "Run a built-in model on the first --count samples of its test split (model.predict) and "
+                                   "Run a model (built-in, or MODEL.json with --dataset) on the first --count samples of "
+                                   "its test split (model.predict) and "
                                    "print its predictions: sample, label, predicted class and its probability (for a "
                                    "one-unit sigmoid output, class 1 when the output is above 0.5).",
                                    predict_flags};
@@ -485,7 +546,9 @@ int cmd_predict(int argc, char **argv) {
 }
 
 int cmd_summary(int argc, char **argv) {
-    static const command_spec c = {"summary", "Print a built-in model's Keras summary: layers, output shapes, parameters.",
+    static const command_spec c = {"summary",
+                                   "Print a model's Keras summary (built-in, or MODEL.json): layers, output shapes, "
+                                   "parameters.",
                                    summary_flags};
     return run(&c, argc, argv, false, summary_body);
 }

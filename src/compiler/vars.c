@@ -10,6 +10,8 @@
  */
 #include "compiler_internal.h"
 
+#include <float.h>
+#include <math.h>
 #include <string.h>
 
 sy_status sy_vars_new(sy_vars **out) {
@@ -58,7 +60,8 @@ static sy_status init_values(const sy_var_request *r, void *dst) {
     sy_status st = sy_init_fill(&r->init, &r->shape, tmp);
     if (st == SY_OK) {
         if (r->dtype == SY_F32)
-            for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = (float)tmp[i];
+            for (int64_t i = 0; i < n; i++) /* past float's range: infinity, as the hardware rounds (a cast is UB in C) */
+                ((float *)dst)[i] = tmp[i] > FLT_MAX ? INFINITY : tmp[i] < -FLT_MAX ? -INFINITY : (float)tmp[i];
         else
             memcpy(dst, tmp, (size_t)n * sizeof(double));
     }

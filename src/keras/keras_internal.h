@@ -111,6 +111,7 @@ typedef struct model_plan {
 typedef struct model_layer {
     sy_layer cfg;                 /* cfg.name points at name[] */
     char name[LAYER_NAME_MAX];
+    bool auto_named;              /* named by the model (Keras counts these per class) */
     sy_shape out_shape;           /* without the batch axis */
     int32_t n_weights;
     int32_t weight_var[LAYER_MAX_WEIGHTS]; /* indices in the model's vars */
@@ -140,6 +141,13 @@ struct sy_model {
     sy_strategy *strategy;     /* the scope's at sy_model_new, or own_strategy */
     sy_strategy *own_strategy; /* one replica on all cores, outside any scope */
     model_plan plans[MODE_COUNT];
+
+    /* The InputLayer of a model read from Keras JSON (config.c), so that
+     * to_json writes it back as it was: its name ("input_1") and dtype
+     * ("int32"). Empty: Keras's defaults, "<first layer>_input" and
+     * "float32". */
+    char input_name[LAYER_NAME_MAX];
+    char input_dtype[16];
 };
 
 /* Add the model's layers to g over x (batch, input_shape...); returns the
@@ -159,6 +167,13 @@ sy_dtype model_label_dtype(const sy_model *m);
 /* What the model's input is fed as: int32 word indices before an
  * Embedding, float32 otherwise (Keras casts the data the same way). */
 sy_dtype model_input_dtype(const sy_model *m);
+
+/* ---- Keras model JSON (config.c) --------------------------------------------------- */
+
+/* sy_model_from_json over `size` bytes (no NUL needed), refusing a model
+ * whose weights would hold more than max_params values in all (before any
+ * is allocated): the fuzz target reads arbitrary bytes with a small limit. */
+sy_status keras_model_from_json_bytes(const char *json, size_t size, int64_t max_params, sy_model **out);
 
 /* ---- the progress bar (Keras's Progbar, through the callback interface) -------- */
 

@@ -69,10 +69,13 @@ static bool name_taken(const sy_model *m, const char *name, int64_t upto) {
     return false;
 }
 
+/* Keras counts the layers of a class that were named automatically, so
+ * Dense(name="hidden") then Dense() gives "hidden", "dense"; a name taken
+ * by a layer named by hand is skipped (Keras would refuse the duplicate). */
 static void auto_name(const sy_model *m, int64_t index, const char *prefix, char *out) {
     int64_t k = 0;
     for (int64_t i = 0; i < index; i++)
-        if (m->layers[i].cfg.kind == m->layers[index].cfg.kind) k++;
+        if (m->layers[i].cfg.kind == m->layers[index].cfg.kind && m->layers[i].auto_named) k++;
     for (;; k++) {
         if (k == 0) snprintf(out, LAYER_NAME_MAX, "%s", prefix);
         else snprintf(out, LAYER_NAME_MAX, "%s_%lld", prefix, (long long)k);
@@ -128,6 +131,7 @@ sy_status sy_model_add(sy_model *m, const sy_layer *layer) {
     const layer_impl *impl = layer_impl_of(layer->kind);
     if (!impl) return sy_error(SY_ERR_INVALID_ARGUMENT, "model '%s': unknown layer kind %d", m->name, (int)layer->kind);
     if (SY_GROW(m->layers, m->cap_layers, m->n_layers + 1)) return sy_error(SY_ERR_OUT_OF_MEMORY, "model: out of memory");
+    for (int64_t k = 0; k < m->n_layers; k++) m->layers[k].cfg.name = m->layers[k].name; /* the array may have moved */
     int64_t i = m->n_layers;
     model_layer *L = &m->layers[i];
     memset(L, 0, sizeof *L);
@@ -144,6 +148,7 @@ sy_status sy_model_add(sy_model *m, const sy_layer *layer) {
         snprintf(L->name, sizeof L->name, "%s", layer->name);
     } else {
         auto_name(m, i, impl->prefix, L->name);
+        L->auto_named = true;
     }
     L->cfg.name = L->name;
     if (i == 0 && layer->input_shape.rank == 0 && layer->kind == SY_LAYER_EMBEDDING && layer->input_length > 0)

@@ -1,0 +1,253 @@
+/*
+ * model_file.c - a MODEL given as a file instead of a built-in name:
+ * Keras's model.to_json() output (MODEL.json), read with
+ * sy_model_from_json; and --save-model, which writes the trained model
+ * back (FILE.json: to_json()).
+ *
+ * A file holds the architecture only, so the rest comes from flags with
+ * Keras's defaults, as compile() and fit() have them: --dataset NAME (or
+ * --data tfrecord:GLOB) for the data, --loss and --metrics (by default
+ * sparse_categorical_crossentropy and sparse_categorical_accuracy for an
+ * output of several units, binary_crossentropy and accuracy for one),
+ * optimizer rmsprop at its default learning rate, 1 epoch of one pass at
+ * batch 32, validation on the test split after every epoch.
+ *
+ * The data is shaped as the model takes it: images (28x28) are reshaped to
+ * the model's input when it holds as many values (28x28x1, 784); IMDB
+ * reviews are loaded with the vocabulary of the model's Embedding
+ * (num_words = its input_dim) and padded to the model's input length. From
+ * TFRecord files (records.c) the same: the sample shape is the model's
+ * input, word sequences when it starts with an Embedding.
+ *
+ * Keras's .h5 model files (MODEL.h5 and --save-model FILE.h5, model.save()
+ * and load_model()) belong here too; the places are marked "HDF5".
+ */
+#include "cli_internal.h"
+
+#include "core/core_internal.h" /* sy_error */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n > k && !strcmp(s + n - k, suffix);
+}
+
+model_file_kind model_file_kind_of(const char *path) {
+    if (ends_with(path, ".json")) return MODEL_FILE_JSON;
+    if (ends_with(path, ".h5") || ends_with(path, ".hdf5")) return MODEL_FILE_H5;
+    return MODEL_FILE_NONE;
+}
+
+/* The datasets --dataset names, and the built-in model whose data each is. */
+static const struct {
+    const char *name, *builtin;
+} datasets[] = {{"fashion_mnist", "fashion_mnist_cnn"}, {"mnist", "mnist_cnn"}, {"imdb", "imdb_lstm"}};
+
+int file_model_init(file_model *f, const char *command, const char *path, const char *dataset, const char *loss,
+                    const char *metrics) {
+    memset(f, 0, sizeof *f);
+    builtin_model *b = &f->b;
+    b->name = path;
+    b->description = "a Keras model file";
+    b->optimizer = "rmsprop"; /* Keras's compile() */
+    b->learning_rate = 0.001f;
+    b->batch_size = 32; /* Keras's fit() */
+    b->epochs = 1;
+    b->steps_per_epoch = 0;
+    b->validation_freq = 1;
+    if (dataset) {
+        for (size_t i = 0; i < sizeof datasets / sizeof datasets[0] && !f->dataset; i++)
+            if (!strcmp(dataset, datasets[i].name)) f->dataset = datasets[i].name;
+        if (!f->dataset) {
+            fprintf(stderr, "systolic %s: unknown --dataset '%s'; known: fashion_mnist, mnist, imdb\n", command, dataset);
+            return 2;
+        }
+    }
+    if (loss) {
+        snprintf(f->loss, sizeof f->loss, "%s", loss);
+        b->loss = f->loss;
+    }
+    if (metrics) {
+        snprintf(f->metrics, sizeof f->metrics, "%s", metrics);
+        int n = 0;
+        for (char *save = NULL, *m = strtok_r(f->metrics, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+            if (n == (int)(sizeof b->metrics / sizeof b->metrics[0])) {
+                fprintf(stderr, "systolic %s: --metrics '%s': at most %d metrics\n", command, metrics, n);
+                return 2;
+            }
+            b->metrics[n++] = m;
+        }
+        b->n_metrics = n;
+        f->metrics_given = true;
+    }
+    return -1;
+}
+
+/* The whole file as a string (free()). */
+static sy_status read_file(const char *path, char **out) {
+    *out = NULL;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return sy_error(SY_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *s = malloc(cap);
+    while (s) {
+        n += fread(s + n, 1, cap - n - 1, fp);
+        if (n < cap - 1) break;
+        char *t = realloc(s, cap * 2);
+        if (!t) free(s);
+        s = t;
+        cap *= 2;
+    }
+    bool failed = ferror(fp);
+    fclose(fp);
+    if (!s) return sy_error(SY_ERR_OUT_OF_MEMORY, "'%s': out of memory", path);
+    if (failed) {
+        free(s);
+        return sy_error(SY_ERR_IO, "cannot read '%s'", path);
+    }
+    s[n] = '\0';
+    if (strlen(s) != n) {
+        free(s);
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "'%s' holds a NUL byte: not Keras's model JSON", path);
+    }
+    *out = s;
+    return SY_OK;
+}
+
+sy_status file_model_load(file_model *f, uint64_t seed, sy_model **out) {
+    *out = NULL;
+    const char *path = f->b.name;
+    sy_status st;
+    switch (model_file_kind_of(path)) {
+    case MODEL_FILE_JSON: {
+        char *json;
+        if ((st = read_file(path, &json))) return st;
+        st = sy_model_from_json(json, out);
+        free(json);
+        if (st) return st;
+        sy_model_set_seed(*out, seed); /* the initial weights, as a built-in model's */
+        break;
+    }
+    case MODEL_FILE_H5: /* HDF5: keras.models.load_model (sy_model_load), its weights kept */
+        return sy_error(SY_ERR_UNSUPPORTED, "'%s': Keras .h5 model files are not supported yet; give the model's "
+                        "to_json() output (MODEL.json)", path);
+    default: return sy_error(SY_ERR_INVALID_ARGUMENT, "'%s': a model file ends in .json", path);
+    }
+    const sy_model *m = *out;
+    /* Keras's usual pairings for the output: one unit is a binary classifier */
+    sy_shape y = sy_model_output_shape(m, -1);
+    bool one = y.rank >= 1 && y.dims[y.rank - 1] == 1;
+    if (!f->b.loss) f->b.loss = one ? "binary_crossentropy" : "sparse_categorical_crossentropy";
+    if (!f->metrics_given) {
+        f->b.metrics[0] = one ? "accuracy" : "sparse_categorical_accuracy";
+        f->b.n_metrics = 1;
+    }
+    /* what a sample is, for the data: the model's input; word indices
+     * (vocabulary and length) when it starts with an Embedding */
+    const sy_layer *first = sy_model_layer(m, 0);
+    f->b.input_shape = sy_model_input_shape(m);
+    if (first && first->kind == SY_LAYER_EMBEDDING) {
+        f->b.num_words = first->input_dim;
+        f->b.maxlen = f->b.input_shape.rank == 1 ? f->b.input_shape.dims[0] : 0;
+    }
+    return SY_OK;
+}
+
+/* Images (N, 28, 28) as the model takes them: (N, input...) of as many values. */
+static sy_status shape_images(const file_model *f, sy_data_split *d) {
+    sy_shape x = sy_tensor_shape(d->x_train), in = f->b.input_shape;
+    int64_t per = sy_shape_count(&x) / x.dims[0];
+    if (sy_shape_count(&in) != per) {
+        char s[SY_SHAPE_STR_MAX];
+        return sy_error(SY_ERR_SHAPE, "--dataset %s gives 28x28 images (784 values) but '%s' takes inputs of shape %s",
+                        f->dataset, f->b.name, sy_shape_format(&in, s, sizeof s));
+    }
+    sy_shape s = in;
+    s.rank++;
+    s.dims[0] = -1;
+    for (int i = 0; i < in.rank; i++) s.dims[i + 1] = in.dims[i];
+    sy_status st = sy_tensor_reshape(d->x_train, s);
+    if (!st) st = sy_tensor_reshape(d->x_test, s);
+    return st;
+}
+
+/* The IMDB reviews with the model's vocabulary, padded to its input length. */
+static sy_status load_imdb(const file_model *f, sy_data_split *d) {
+    if (f->b.input_shape.rank != 1) {
+        char s[SY_SHAPE_STR_MAX];
+        return sy_error(SY_ERR_SHAPE, "--dataset imdb gives reviews as word indices (None, length), but '%s' takes "
+                        "inputs of shape %s", f->b.name, sy_shape_format(&f->b.input_shape, s, sizeof s));
+    }
+    sy_imdb_options o = sy_imdb_options_default();
+    o.num_words = (int32_t)f->b.num_words; /* 0 (no Embedding first): every word */
+    sy_imdb_split s;
+    sy_status st = sy_imdb_load_data(&o, &s);
+    if (st) return st;
+    sy_pad_options p = sy_pad_options_default();
+    p.maxlen = f->b.input_shape.dims[0];
+    if ((st = sy_pad_sequences(s.x_train, &p, &d->x_train)) || (st = sy_pad_sequences(s.x_test, &p, &d->x_test))) {
+        sy_data_split_free(d);
+    } else {
+        d->y_train = s.y_train;
+        d->y_test = s.y_test;
+        s.y_train = s.y_test = NULL;
+    }
+    sy_imdb_split_free(&s);
+    return st;
+}
+
+sy_status file_model_data(const file_model *f, sy_data_split *d) {
+    memset(d, 0, sizeof *d);
+    sy_status st;
+    if (!strcmp(f->dataset, "imdb")) return load_imdb(f, d);
+    st = !strcmp(f->dataset, "mnist") ? sy_mnist_load_data(d) : sy_fashion_mnist_load_data(d);
+    if (!st && (st = shape_images(f, d))) sy_data_split_free(d);
+    return st;
+}
+
+const char *model_file_check_save(const char *path) {
+    switch (model_file_kind_of(path)) {
+    case MODEL_FILE_JSON: return NULL;
+    case MODEL_FILE_H5: /* HDF5: model.save(FILE.h5) (sy_model_save) */
+        return "--save-model FILE.h5 (Keras's model.save) is not supported yet; FILE.json writes model.to_json()";
+    default: return "--save-model FILE must end in .json (model.to_json())";
+    }
+}
+
+/* Write `text` to path whole: a temporary file beside it, renamed over it. */
+static sy_status write_whole(const char *path, const char *text) {
+    size_t n = strlen(path) + 16;
+    char *tmp = malloc(n);
+    if (!tmp) return sy_error(SY_ERR_OUT_OF_MEMORY, "out of memory");
+    snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
+    FILE *fp = fopen(tmp, "wb");
+    sy_status st = SY_OK;
+    if (!fp) {
+        st = sy_error(SY_ERR_IO, "cannot write '%s': %s", tmp, strerror(errno));
+    } else {
+        size_t len = strlen(text);
+        bool ok = fwrite(text, 1, len, fp) == len && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
+        ok = fclose(fp) == 0 && ok;
+        if (!ok || rename(tmp, path) != 0) {
+            st = sy_error(SY_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+            remove(tmp);
+        }
+    }
+    free(tmp);
+    return st;
+}
+
+sy_status model_file_save(const sy_model *m, const char *path) {
+    if (model_file_kind_of(path) != MODEL_FILE_JSON) /* HDF5: sy_model_save for FILE.h5 */
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s", model_file_check_save(path));
+    char *json;
+    sy_status st = sy_model_to_json(m, &json);
+    if (st) return st;
+    st = write_whole(path, json);
+    sy_free(json);
+    return st;
+}

@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""make_model_json.py - Keras's own model.to_json() output, for test_config.c.
+
+Builds Sequential models in tf.keras 2.15 -- the built-in models of
+src/cli/builtin.c and a spread of every layer kind systolic has with
+non-default arguments -- and writes into tests/data/keras/:
+
+  <case>.json         model.to_json(), byte for byte as Keras wrote it
+  <case>.expect.json  what Keras built from it: the weights in order with
+                      their names and shapes, each layer's output shape and
+                      the parameter count
+
+test_config.c checks that systolic writes the same JSON for the same model
+(compared parsed, and byte for byte), reads each file back into the same
+layers, weights and shapes, and writes it again unchanged. The expect file
+of functional_chain.json (a Functional model that is a plain chain) is what
+its layers become as a Sequential model. unbuilt.json (no input shape) is
+only written; unsupported_layer.json and unsupported_argument.json are
+refused, by the test and by the command's tests (tests/CMakeLists.txt).
+
+Every case starts from keras.backend.clear_session(), so automatic names
+("sequential", "conv2d", ...) start afresh and no case depends on another.
+Nothing here is random: to_json holds no weights.
+
+Usage (from the repository root; .gl/ is the TensorFlow venv of make
+bench-deps):
+    .gl/bin/python tools/golden/make_model_json.py [--out DIR]
+"""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import argparse
+import json
+
+import tensorflow as tf
+
+keras = tf.keras
+L = keras.layers
+I = keras.initializers
+
+
+def fashion_mnist_cnn():
+    """The Cloud TPU tutorial's CNN (builtin.c: fashion_mnist_cnn and mnist_cnn)."""
+    return keras.Sequential([
+        L.Conv2D(64, (3, 3), input_shape=(28, 28, 1)),
+        L.MaxPooling2D(pool_size=(2, 2), strides=(2, 2)),
+        L.Activation("relu"),
+        L.Flatten(),
+        L.Dense(10),
+        L.Activation("softmax"),
+    ])
+
+
+def imdb_lstm():
+    """The Keras IMDB tutorial (builtin.c: imdb_lstm)."""
+    return keras.Sequential([
+        L.Embedding(15000, 32, input_length=250),
+        L.LSTM(100),
+        L.Dense(1, activation="sigmoid"),
+    ])
+
+
+def conv_options():
+    """Conv2D and pooling arguments away from their defaults."""
+    return keras.Sequential([
+        L.Conv2D(8, (3, 5), strides=(2, 1), padding="same", use_bias=False, activation="tanh",
+                 kernel_initializer=I.HeNormal(seed=7), input_shape=(9, 10, 3), name="features"),
+        L.Conv2D(4, 2, activation="relu", bias_initializer=I.Constant(0.1)),
+        L.AveragePooling2D(pool_size=(2, 3), strides=(1, 2), padding="same"),
+        L.MaxPooling2D(pool_size=(2, 2), padding="valid"),
+        L.Activation("sigmoid"),
+        L.Flatten(),
+        L.Dense(5, activation="relu", use_bias=False,
+                kernel_initializer=I.RandomNormal(mean=0.1, stddev=0.2, seed=3)),
+        L.Dropout(0.25, seed=5),
+        L.Dense(3, activation="softmax", bias_initializer=I.Ones()),
+    ], name="convnet")
+
+
+def recurrent_options():
+    """LSTM and GRU arguments away from their defaults."""
+    return keras.Sequential([
+        L.LSTM(6, input_shape=(7, 4), return_sequences=True, go_backwards=True, dropout=0.1,
+               recurrent_dropout=0.2, use_bias=False, activation="relu", recurrent_activation="tanh",
+               unit_forget_bias=False, recurrent_initializer=I.Orthogonal(gain=2.0, seed=1)),
+        L.GRU(5, return_sequences=True, go_backwards=True, activation="sigmoid",
+              bias_initializer=I.RandomUniform(-0.1, 0.1), reset_after=True),
+        L.LSTM(3, return_sequences=True, bias_initializer=I.Constant(0.5), unit_forget_bias=False),
+        L.GRU(2, use_bias=False, dropout=0.5, kernel_initializer=I.LecunUniform(seed=11)),
+        L.Dense(1, activation="linear"),
+    ])
+
+
+def embedding_options():
+    """Embedding, Reshape (with an inferred dimension) and Dropout."""
+    return keras.Sequential([
+        L.Embedding(100, 8, input_length=12, embeddings_initializer=I.RandomUniform(-0.1, 0.1, seed=4)),
+        L.Reshape((4, -1)),
+        L.Dropout(0.5),
+        L.Reshape((3, 4, 8)),
+        L.MaxPooling2D(pool_size=(3, 1)),
+        L.Flatten(),
+        L.Dense(1, activation="sigmoid"),
+    ])
+
+
+def embedding_no_length():
+    """Embedding without input_length after an explicit input shape (rank 2)."""
+    return keras.Sequential([
+        L.Embedding(50, 4, input_shape=(3, 5)),
+        L.Reshape((15, 4)),
+        L.GRU(3),
+    ])
+
+
+def initializers():
+    """Every initializer systolic has, one Dense layer each."""
+    inits = [lambda: I.Zeros(), lambda: I.Ones(), lambda: I.Constant(-0.75),
+             lambda: I.RandomUniform(-0.2, 0.3, seed=1), lambda: I.RandomNormal(0.5, 2.0),
+             lambda: I.TruncatedNormal(stddev=0.01, seed=2), lambda: I.GlorotUniform(seed=3),
+             lambda: I.GlorotNormal(), lambda: I.HeUniform(), lambda: I.HeNormal(seed=4), lambda: I.LecunUniform(),
+             lambda: I.LecunNormal(seed=5), lambda: I.Orthogonal(gain=0.5)]
+    # the kernel takes each initializer in turn, the bias the one before it
+    layers = [L.Dense(4, kernel_initializer=inits[0](), bias_initializer=inits[1](), input_shape=(4,))]
+    layers += [L.Dense(4, kernel_initializer=k(), bias_initializer=b()) for k, b in zip(inits[2:], inits[1:])]
+    return keras.Sequential(layers)
+
+
+def activations():
+    """Every activation, as a Dense argument and as an Activation layer."""
+    names = ["linear", "relu", "sigmoid", "tanh", "softmax"]
+    layers = [L.Dense(3, activation=names[0], input_shape=(2, 6))]
+    for n in names[1:]:
+        layers += [L.Dense(3, activation=n), L.Activation(n)]
+    return keras.Sequential(layers)
+
+
+def input_layer():
+    """An explicit keras.Input: the InputLayer is input_1, the first layer has no batch_input_shape."""
+    return keras.Sequential([keras.Input(shape=(5,)), L.Dense(2), L.Dense(1)])
+
+
+def built():
+    """No input shape on the layers, then model.build(): the first layer has no batch_input_shape."""
+    m = keras.Sequential([L.Dense(2, name="hidden"), L.Dense(1)], name="built_later")
+    m.build((None, 3))
+    return m
+
+
+def functional_chain():
+    """A Functional model whose graph is a plain chain (read as a Sequential model)."""
+    x = keras.Input(shape=(6, 6, 2), name="pixels")
+    h = L.Conv2D(3, 3, padding="same", activation="relu")(x)
+    h = L.Flatten()(h)
+    y = L.Dense(2, activation="softmax", name="out")(h)
+    return keras.Model(x, y, name="chain")
+
+
+def unbuilt():
+    """No input shape anywhere: no InputLayer, no build_config (systolic writes it; reading it is refused)."""
+    return keras.Sequential([L.Dense(3), L.Dropout(0.1), L.Dense(1)])
+
+
+def unsupported_layer():
+    """A layer systolic lacks (BatchNormalization): refused by name."""
+    return keras.Sequential([L.Dense(4, input_shape=(3,)), L.BatchNormalization(), L.Dense(1)])
+
+
+def unsupported_argument():
+    """A Conv2D with a dilation rate: refused naming the argument and its value."""
+    return keras.Sequential([L.Conv2D(2, 3, dilation_rate=2, input_shape=(8, 8, 1)), L.Flatten(), L.Dense(1)])
+
+
+CASES = [fashion_mnist_cnn, imdb_lstm, conv_options, recurrent_options, embedding_options, embedding_no_length,
+         initializers, activations, input_layer, built, functional_chain, unbuilt, unsupported_layer,
+         unsupported_argument]
+
+
+def expectations(model):
+    if not model.built:
+        return {"layers": [{"name": l.name, "class_name": type(l).__name__} for l in model.layers]}
+    layers = [l for l in model.layers if not isinstance(l, L.InputLayer)]
+    return {
+        "layers": [{"name": l.name, "class_name": type(l).__name__,
+                    "output_shape": list(l.output_shape[1:]), "params": l.count_params()} for l in layers],
+        "input_shape": list(model.input_shape[1:]),
+        "weights": [[w.name, list(w.shape)] for w in model.weights],
+        "params": model.count_params(),
+    }
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=os.path.join("tests", "data", "keras"))
+    args = p.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    for case in CASES:
+        keras.backend.clear_session()
+        model = case()
+        with open(os.path.join(args.out, case.__name__ + ".json"), "w") as f:
+            f.write(model.to_json())
+        with open(os.path.join(args.out, case.__name__ + ".expect.json"), "w") as f:
+            json.dump(expectations(model), f, indent=1)
+            f.write("\n")
+        print(case.__name__, model.count_params() if model.built else "unbuilt")
+    import keras as keras_package
+
+    print("keras", keras_package.__version__, "tensorflow", tf.__version__)
+
+
+if __name__ == "__main__":
+    main()
