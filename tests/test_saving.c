@@ -22,6 +22,7 @@
 #include "files.h"
 
 #include "check.h"
+#include "keras/keras_internal.h" /* the loaded model's loss and metrics */
 #include "systolic.h"
 
 #include <dirent.h>
@@ -80,6 +81,27 @@ static sy_model *build(const char *which, uint64_t seed) {
     }
     for (int i = 0; i < n; i++) SY_ASSERT(sy_model_add(m, &l[i]) == SY_OK);
     return m;
+}
+
+/* Compile as make_keras_h5.py does. */
+static void compile_like_keras(sy_model *m, const char *which) {
+    sy_compile_options c = sy_compile_options_default();
+    const char *sparse[] = {"sparse_categorical_accuracy"}, *acc[] = {"accuracy"};
+    if (!strcmp(which, "cnn")) {
+        c.optimizer = sy_optimizer_adam(0.002f);
+        c.loss = "sparse_categorical_crossentropy";
+        c.metrics = sparse;
+        c.n_metrics = 1;
+    } else if (!strcmp(which, "lstm")) {
+        c.optimizer = sy_optimizer_adam(0.001f);
+        c.loss = "binary_crossentropy";
+        c.metrics = acc;
+        c.n_metrics = 1;
+    } else {
+        c.optimizer = sy_optimizer_sgd(0.05f, 0.9, false);
+        c.loss = "mse";
+    }
+    CHECK_OK(sy_model_compile(m, &c));
 }
 
 static void fixture(char *out, size_t size, const char *name) {
@@ -163,6 +185,26 @@ static void test_keras_files(void) {
             sy_model_free(m);
         }
     }
+    /* keras.models.load_model: the architecture, the weights, compiled
+     * with the optimizer and learning rate Keras trained with */
+    static const float rates[] = {0.002f, 0.001f, 0.05f};
+    static const char *const losses[] = {"sparse_categorical_crossentropy", "binary_crossentropy", "mse"};
+    for (int k = 0; k < 3; k++) {
+        char file[64], path[1024];
+        snprintf(file, sizeof file, "%s.h5", names[k]);
+        fixture(path, sizeof path, file);
+        sy_model *m = NULL;
+        CHECK_OK(sy_model_load(path, &m));
+        if (!m) continue;
+        sy_model *ref = build(names[k], 0);
+        CHECK(sy_model_layer_count(m) == sy_model_layer_count(ref), "%s: %d layers, Keras's %d", names[k],
+              sy_model_layer_count(m), sy_model_layer_count(ref));
+        sy_model_free(ref);
+        check_predicts_like_keras(m, names[k]);
+        CHECK_CLOSE(sy_model_learning_rate(m), rates[k], 0, 0, "%s: the learning rate of the loaded model", names[k]);
+        CHECK(!strcmp(m->loss_name, losses[k]), "%s: loss %s, Keras's %s", names[k], m->loss_name, losses[k]);
+        sy_model_free(m);
+    }
     /* fixed-length strings and layer_names0, layer_names1 */
     char path[1024];
     fixture(path, sizeof path, "forms_weights.h5");
@@ -205,6 +247,62 @@ static void test_round_trip(void) {
         sy_model_free(a);
         sy_model_free(b);
     }
+}
+
+/* model.save and load_model: architecture, weights, loss, metrics and
+ * optimizer come back. */
+static void test_full_round_trip(void) {
+    static const char *const names[] = {"cnn", "lstm", "mixed"};
+    for (int k = 0; k < 3; k++) {
+        char path[1024], npz[64];
+        snprintf(npz, sizeof npz, "%s.npz", names[k]);
+        in_tmp(path, sizeof path, "full.h5");
+        sy_model *a = build(names[k], 4), *b = NULL;
+        compile_like_keras(a, names[k]);
+        CHECK_OK(sy_model_save(a, path));
+        CHECK_OK(sy_model_load(path, &b));
+        if (!b) {
+            sy_model_free(a);
+            continue;
+        }
+        size_t n;
+        float *wa = snapshot(a, &n);
+        CHECK(same_weights(b, wa, n), "%s: weights after model.save and load_model", names[k]);
+        CHECK(b->compiled && b->loss == a->loss && b->n_metrics == a->n_metrics &&
+                  b->optimizer.kind == a->optimizer.kind && b->optimizer.learning_rate == a->optimizer.learning_rate &&
+                  b->optimizer.momentum == a->optimizer.momentum,
+              "%s: compiled as it was", names[k]);
+        for (int32_t i = 0; i < a->n_metrics && i < b->n_metrics; i++)
+            CHECK(!strcmp(a->metrics[i].name, b->metrics[i].name) && a->metrics[i].kind == b->metrics[i].kind,
+                  "%s: metric %s, saved %s", names[k], b->metrics[i].name, a->metrics[i].name);
+        sy_tensor *x = npz_array(npz, "x"), *pa = predict(a, x), *pb = predict(b, x);
+        CHECK(pa && pb && memcmp(sy_tensor_data(pa), sy_tensor_data(pb), sy_tensor_bytes(pa)) == 0,
+              "%s: predictions after model.save and load_model", names[k]);
+        /* a full file also serves load_weights, as in Keras */
+        sy_model *c = build(names[k], 8);
+        CHECK_OK(sy_model_load_weights(c, path));
+        CHECK(same_weights(c, wa, n), "%s: load_weights of a full model file", names[k]);
+        free(wa);
+        sy_tensor_free(x);
+        sy_tensor_free(pa);
+        sy_tensor_free(pb);
+        sy_model_free(a);
+        sy_model_free(b);
+        sy_model_free(c);
+    }
+    /* uncompiled: no training_config, and the loaded model is not compiled */
+    char path[1024];
+    in_tmp(path, sizeof path, "uncompiled.h5");
+    sy_model *a = build("cnn", 4), *b = NULL;
+    CHECK_OK(sy_model_save(a, path));
+    CHECK_OK(sy_model_load(path, &b));
+    CHECK(b && !b->compiled, "a model saved uncompiled loads uncompiled");
+    sy_model_free(a);
+    sy_model_free(b);
+    /* a weights file has no model */
+    fixture(path, sizeof path, "cnn_weights.h5");
+    CHECK_ERR(sy_model_load(path, &b), SY_ERR_CORRUPT, "cnn_weights.h5", "no model config");
+    CHECK(b == NULL, "no model after a failed load");
 }
 
 /* ---- refusals ------------------------------------------------------------------------- */
@@ -345,9 +443,12 @@ static void test_failed_saves(void) {
 
 /* ---- files for tf.keras (keras_h5_tensorflow.sh) ------------------------------------------ */
 
-/* Write <dir>/<name>_systolic.h5 (weights from seed 11) and
- * <dir>/<name>_systolic.npz's stand-in: the predictions as raw float32
- * (<name>_systolic.f32) for the fixture's inputs. */
+/* Write into dir, for each fixture model with weights from seed 11:
+ * <name>_systolic_weights.h5 (save_weights), <name>_systolic.h5 (save,
+ * compiled as make_keras_h5.py compiles), <name>_systolic.f32 (the
+ * predictions for the fixture's inputs, raw float32); and, where
+ * <name>_keras_weights.h5 is there, systolic's predictions with those
+ * weights in <name>_keras_loaded.f32. */
 static int write_for_tensorflow(const char *dir) {
     static const char *const names[] = {"cnn", "lstm", "mixed"};
     for (int k = 0; k < 3; k++) {
@@ -356,6 +457,9 @@ static int write_for_tensorflow(const char *dir) {
         sy_model *m = build(names[k], 11);
         snprintf(path, sizeof path, "%s/%s_systolic_weights.h5", dir, names[k]);
         CHECK_OK(sy_model_save_weights(m, path));
+        compile_like_keras(m, names[k]);
+        snprintf(path, sizeof path, "%s/%s_systolic.h5", dir, names[k]);
+        CHECK_OK(sy_model_save(m, path));
         sy_tensor *x = npz_array(npz, "x"), *p = predict(m, x);
         snprintf(path, sizeof path, "%s/%s_systolic.f32", dir, names[k]);
         if (p) write_bytes(path, sy_tensor_data(p), sy_tensor_bytes(p), false);
@@ -385,6 +489,7 @@ int main(void) {
     }
     test_keras_files();
     test_round_trip();
+    test_full_round_trip();
     test_refusals();
     test_failed_saves();
     files_cleanup();

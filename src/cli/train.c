@@ -158,6 +158,15 @@ static void usage(FILE *out, const command_spec *c, const flag *all) {
                  "has no public download: put aclImdb_v1_labeled.tar.gz in $SYSTOLIC_DATASETS/imdb/).\n");
 }
 
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+static bool save_model_name_ok(const char *path) {
+    return ends_with(path, ".h5") || ends_with(path, ".hdf5") || ends_with(path, ".json");
+}
+
 /* Parse the command line; returns -1 to go on, else an exit status. */
 static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts *o, const builtin_model **model) {
     make_flags(f, o);
@@ -204,6 +213,9 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
                       : o->seed < 0                ? "--seed must be >= 0"
                       : o->count < 0               ? "--count must be >= 0"
                       : o->steps_per_execution < 1 ? "--steps-per-execution must be >= 1"
+                      : o->save_model && !save_model_name_ok(o->save_model)
+                          ? "--save-model FILE: the name must end in .h5 or .hdf5 (a full Keras model) or .json (its "
+                            "architecture)"
                       : !o->data && (o->data_compression || o->skip_corrupt)
                           ? "--data-compression and --skip-corrupt describe --data's files: give --data tfrecord:GLOB"
                           : NULL;
@@ -241,6 +253,7 @@ static int prepare(const char *command, const builtin_model *b, const run_opts *
     c.n_metrics = b->n_metrics;
     c.steps_per_execution = (int32_t)o->steps_per_execution;
     if (sy_model_compile(*m, &c)) return fail(command, b->name);
+    if (o->load_weights && sy_model_load_weights(*m, o->load_weights)) return fail(command, "--load-weights");
     if (with_data && b->load(d)) return fail(command, NULL);
     return 0;
 }
@@ -292,6 +305,17 @@ static sy_status count_epoch(void *ctx, sy_model *m, int32_t epoch, const sy_log
     return SY_OK;
 }
 
+/* --save-model FILE: a full Keras .h5 (Keras's save_format "h5" for .h5
+ * and .hdf5 names) or the model's JSON; returns non-zero after the
+ * message. */
+static int save_model(const char *command, const sy_model *m, const char *path) {
+    if (ends_with(path, ".h5") || ends_with(path, ".hdf5"))
+        return sy_model_save(m, path) ? fail(command, "--save-model") : 0;
+    fprintf(stderr, "systolic %s: --save-model %s: only .h5 and .hdf5 (a full Keras model) are written here\n",
+            command, path);
+    return 1;
+}
+
 static int train_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
                       const sy_data_split *d) {
     sy_fit_options fo = sy_fit_options_default();
@@ -333,6 +357,14 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     }
     for (int32_t i = 0; i < n_cbs; i++) sy_callback_free(&cbs[i]);
     if (st) return fail(c->name, b->name);
+    if (o->save_weights && sy_model_save_weights(m, o->save_weights)) {
+        sy_history_free(h);
+        return fail(c->name, "--save-weights");
+    }
+    if (o->save_model && save_model(c->name, m, o->save_model)) {
+        sy_history_free(h);
+        return 1;
+    }
     double secs = now_seconds() - t0;
     int32_t n = sy_history_epochs(h);
     int64_t steps = count.total, per_epoch = n ? steps / n : 0;

@@ -14,13 +14,18 @@
  * and to carry HDF5's signature (H5Fis_hdf5), so the common mistakes get a
  * plain message rather than libhdf5's.
  *
- * Writing. h5_create makes ".<name>.tmp-XXXXXX" beside the target with
- * mkostemp (so two writers never share a temporary) and lets libhdf5
- * create its file there; h5_commit flushes and closes it (the strong close
- * degree closes every object still open, so nothing is written after),
- * fsyncs it, renames it over the target and syncs the directory. Any
- * failure, and h5_close of an uncommitted file, removes the temporary:
- * the target is never touched unless the whole new file is on disk.
+ * Writing. libhdf5 builds the whole file in memory (the core driver
+ * without a backing store); h5_commit takes its image (H5Fget_file_image)
+ * and writes it to ".<name>.tmp-XXXXXX" beside the target (mkostemp, so
+ * two writers never share a temporary), fsyncs it, renames it over the
+ * target and syncs the directory. Any failure, and h5_close of an
+ * uncommitted file, removes the temporary: the target is never touched
+ * unless the whole new file is on disk. Letting libhdf5 write to disk
+ * itself was tried first: when a write failed (a full disk, a file-size
+ * limit), its H5Fclose failed too and left the file half-closed in its
+ * tables, and libhdf5's atexit cleanup then crashed in H5F__close_cb.
+ * Keeping libhdf5 off the disk keeps every I/O error in our hands. Model
+ * files are the size of the weights (2 MB for the IMDB model).
  *
  * Strings. h5py 3 writes a Python str as a variable-length UTF-8 string,
  * bytes as variable-length ASCII, a list of bytes as an array of
@@ -61,7 +66,8 @@ _Static_assert(sizeof(hid_t) == sizeof(h5_id), "hid_t is 64-bit since libhdf5 1.
 struct h5_file {
     hid_t id;
     char *path; /* the target: every message names it */
-    char *tmp;  /* writing: the temporary file; NULL once renamed or when reading */
+    char *tmp;  /* writing: the temporary file's name (a mkostemp template until made); NULL reading */
+    bool tmp_made; /* it exists on disk and must go if not renamed */
     char *dir;
 };
 
@@ -138,7 +144,7 @@ static void file_free(h5_file *f) {
         H5Fclose(f->id);
         H5Eclear2(H5E_DEFAULT);
     }
-    if (f->tmp) unlink(f->tmp);
+    if (f->tmp_made) unlink(f->tmp);
     sy_free(f->path);
     sy_free(f->tmp);
     sy_free(f->dir);
@@ -193,28 +199,61 @@ sy_status h5_create(const char *path, h5_file **out) {
     memcpy(f->dir, slash ? path : ".", dir_len);
     f->dir[dir_len] = '\0';
     sprintf(f->tmp, "%s/.%s.tmp-XXXXXX", f->dir, base);
-    int fd = mkostemp(f->tmp, O_CLOEXEC);
-    if (fd < 0) {
-        sy_status st = sy_error(SY_ERR_IO, "cannot write '%s': cannot create a temporary file in '%s': %s", path,
-                                f->dir, strerror(errno));
-        sy_free(f->tmp);
-        f->tmp = NULL; /* nothing was created */
-        file_free(f);
-        return st;
-    }
-    close(fd);
+    /* in memory (the core driver, no backing store): the name only has to
+     * be unique among the files libhdf5 has open */
+    static _Atomic unsigned long serial;
+    char name[64];
+    snprintf(name, sizeof name, "systolic-h5-%ld-%lu", (long)getpid(), (unsigned long)++serial);
     hid_t fapl = strong_fapl();
-    f->id = fapl >= 0 ? H5Fcreate(f->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : -1;
+    if (fapl >= 0 && H5Pset_fapl_core(fapl, 1 << 20, 0) < 0) {
+        H5Pclose(fapl);
+        fapl = -1;
+    }
+    f->id = fapl >= 0 ? H5Fcreate(name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : -1;
     /* the reason first: any later libhdf5 call clears it */
-    sy_status st = f->id < 0 ? h5_fail(f, -1, SY_ERR_IO, "cannot create the HDF5 file (at its temporary name '%s')",
-                                       f->tmp)
-                             : SY_OK;
+    sy_status st = f->id < 0 ? h5_fail(f, -1, SY_ERR_IO, "cannot create an HDF5 file in memory") : SY_OK;
     if (fapl >= 0) H5Pclose(fapl);
     if (st) {
         file_free(f);
         return st;
     }
     *out = f;
+    return SY_OK;
+}
+
+/* Write n bytes to a new temporary file beside the target, fsync it and
+ * rename it over the target. */
+static sy_status write_file(h5_file *f, const void *bytes, size_t n) {
+    int fd = mkostemp(f->tmp, O_CLOEXEC);
+    if (fd < 0)
+        return sy_error(SY_ERR_IO, "cannot write '%s': cannot create a temporary file in '%s': %s", f->path, f->dir,
+                        strerror(errno));
+    f->tmp_made = true;
+    const char *p = bytes;
+    for (size_t done = 0; done < n;) {
+        ssize_t k = write(fd, p + done, n - done);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            int err = k < 0 ? errno : ENOSPC;
+            close(fd);
+            return sy_error(SY_ERR_IO, "cannot write '%s' (through its temporary file '%s'): %s", f->path, f->tmp,
+                            strerror(err));
+        }
+        done += (size_t)k;
+    }
+    if (fchmod(fd, 0644) != 0 || fsync(fd) != 0) {
+        int err = errno;
+        close(fd);
+        return sy_error(SY_ERR_IO, "cannot write '%s' (through its temporary file '%s'): %s", f->path, f->tmp,
+                        strerror(err));
+    }
+    if (close(fd) != 0)
+        return sy_error(SY_ERR_IO, "cannot write '%s' (through its temporary file '%s'): %s", f->path, f->tmp,
+                        strerror(errno));
+    if (rename(f->tmp, f->path) != 0)
+        return sy_error(SY_ERR_IO, "cannot rename '%s' to '%s': %s", f->tmp, f->path, strerror(errno));
+    f->tmp_made = false; /* renamed: nothing to remove */
+    data_sync_dir(f->dir);
     return SY_OK;
 }
 
@@ -225,24 +264,17 @@ sy_status h5_commit(h5_file *f) {
         return sy_error(SY_ERR_INTERNAL, "h5_commit: the file was opened for reading");
     }
     sy_status st = SY_OK;
-    if (H5Fflush(f->id, H5F_SCOPE_GLOBAL) < 0) st = h5_fail(f, -1, SY_ERR_IO, "cannot write the file");
-    herr_t rc = H5Fclose(f->id);
-    f->id = -1;
-    if (!st && rc < 0) st = h5_fail(f, -1, SY_ERR_IO, "cannot write the file (closing it)");
-    if (!st) {
-        int fd = open(f->tmp, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || fchmod(fd, 0644) != 0 || fsync(fd) != 0)
-            st = sy_error(SY_ERR_IO, "cannot write '%s' (through its temporary file '%s'): %s", f->path, f->tmp,
-                          strerror(errno));
-        if (fd >= 0) close(fd);
-    }
-    if (!st && rename(f->tmp, f->path) != 0)
-        st = sy_error(SY_ERR_IO, "cannot rename '%s' to '%s': %s", f->tmp, f->path, strerror(errno));
-    if (!st) {
-        sy_free(f->tmp);
-        f->tmp = NULL; /* renamed: nothing to remove */
-        data_sync_dir(f->dir);
-    } else {
+    void *image = NULL;
+    ssize_t n = -1;
+    if (H5Fflush(f->id, H5F_SCOPE_GLOBAL) < 0 || (n = H5Fget_file_image(f->id, NULL, 0)) < 0)
+        st = h5_fail(f, -1, SY_ERR_IO, "cannot finish the file in memory");
+    else if (!(image = sy_malloc((size_t)n)))
+        st = sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory for the file's %zd bytes", f->path, n);
+    else if (H5Fget_file_image(f->id, image, (size_t)n) != n)
+        st = h5_fail(f, -1, SY_ERR_IO, "cannot copy the file's image out of memory");
+    if (!st) st = write_file(f, image, (size_t)n);
+    sy_free(image);
+    if (st) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", sy_last_error());
         sy_error(st, "%s; the temporary file was removed and any earlier '%s' left as it was", msg, f->path);

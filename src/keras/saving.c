@@ -336,3 +336,301 @@ sy_status sy_model_load_weights(sy_model *m, const char *path) {
     h5_close(f);
     return st;
 }
+
+/* ---- full models: training_config ------------------------------------------------------ */
+
+/* Keras's name of a metric's function, as MeanMetricWrapper's "fn". */
+static const char *metric_fn(keras_metric kind) {
+    switch (kind) {
+    case KERAS_METRIC_SPARSE_CATEGORICAL_ACCURACY: return "sparse_categorical_accuracy";
+    case KERAS_METRIC_CATEGORICAL_ACCURACY: return "categorical_accuracy";
+    case KERAS_METRIC_BINARY_ACCURACY: return "binary_accuracy";
+    }
+    return "accuracy";
+}
+
+static const struct {
+    keras_loss loss;
+    const char *class_name, *fn;
+} loss_classes[] = {
+    {KERAS_LOSS_SPARSE_CATEGORICAL_CE, "SparseCategoricalCrossentropy", "sparse_categorical_crossentropy"},
+    {KERAS_LOSS_CATEGORICAL_CE, "CategoricalCrossentropy", "categorical_crossentropy"},
+    {KERAS_LOSS_BINARY_CE, "BinaryCrossentropy", "binary_crossentropy"},
+    {KERAS_LOSS_MSE, "MeanSquaredError", "mean_squared_error"},
+};
+
+/* A float32 hyperparameter as Keras's get_config gives it: the float32
+ * value widened to a double (0.0010000000474974513). */
+static json_t *f32_real(double v) { return json_real((double)(float)v); }
+
+static json_t *optimizer_config(const sy_optimizer *o) {
+    static const char *const names[] = {"", "SGD", "Adam", "RMSprop"};
+    const char *name = names[o->kind];
+    json_t *c = json_object();
+    json_object_set_new(c, "name", json_string(name));
+    json_object_set_new(c, "weight_decay", json_null());
+    json_object_set_new(c, "clipnorm", json_null());
+    json_object_set_new(c, "global_clipnorm", json_null());
+    json_object_set_new(c, "clipvalue", json_null());
+    json_object_set_new(c, "use_ema", json_false());
+    json_object_set_new(c, "ema_momentum", json_real(0.99));
+    json_object_set_new(c, "ema_overwrite_frequency",
+                        o->kind == SY_OPTIMIZER_RMSPROP ? json_integer(100) : json_null());
+    json_object_set_new(c, "jit_compile", json_false());
+    json_object_set_new(c, "is_legacy_optimizer", json_false());
+    json_object_set_new(c, "learning_rate", f32_real(o->learning_rate));
+    if (o->kind == SY_OPTIMIZER_SGD) {
+        json_object_set_new(c, "momentum", json_real(o->momentum));
+        json_object_set_new(c, "nesterov", json_boolean(o->nesterov));
+    } else if (o->kind == SY_OPTIMIZER_ADAM) {
+        json_object_set_new(c, "beta_1", json_real(o->beta_1));
+        json_object_set_new(c, "beta_2", json_real(o->beta_2));
+        json_object_set_new(c, "epsilon", json_real(o->epsilon));
+        json_object_set_new(c, "amsgrad", json_boolean(o->amsgrad));
+    } else {
+        json_object_set_new(c, "rho", json_real(o->rho));
+        json_object_set_new(c, "momentum", json_real(o->momentum));
+        json_object_set_new(c, "epsilon", json_real(o->epsilon));
+        json_object_set_new(c, "centered", json_boolean(o->centered));
+    }
+    json_t *wrap = json_object();
+    char class_name[32];
+    snprintf(class_name, sizeof class_name, "Custom>%s", name); /* as Keras 2.15 registers its optimizers */
+    json_object_set_new(wrap, "class_name", json_string(class_name));
+    json_object_set_new(wrap, "config", c);
+    return wrap;
+}
+
+/* model.compile()'s arguments as Keras 2.15's model_metadata writes them:
+ * a new string (free with free()), or NULL when out of memory. */
+static char *training_config(const sy_model *m) {
+    json_t *t = json_object();
+    if (!t) return NULL;
+    json_t *loss = json_string(m->loss_name);
+    if (m->from_logits) {
+        /* a loss that takes logits is a Loss object in Keras */
+        for (size_t i = 0; i < sizeof loss_classes / sizeof loss_classes[0]; i++)
+            if (loss_classes[i].loss == m->loss) {
+                json_t *c = json_object();
+                json_object_set_new(c, "reduction", json_string("auto"));
+                json_object_set_new(c, "name", json_string(loss_classes[i].fn));
+                json_object_set_new(c, "from_logits", json_true());
+                if (m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE) json_object_set_new(c, "ignore_class", json_null());
+                json_object_set_new(c, "fn", json_string(loss_classes[i].fn));
+                json_decref(loss);
+                loss = json_object();
+                json_object_set_new(loss, "class_name", json_string(loss_classes[i].class_name));
+                json_object_set_new(loss, "config", c);
+            }
+    }
+    json_object_set_new(t, "loss", loss);
+    if (m->n_metrics > 0) {
+        json_t *list = json_array();
+        for (int32_t i = 0; i < m->n_metrics; i++) {
+            json_t *c = json_object(), *w = json_object();
+            json_object_set_new(c, "name", json_string(m->metrics[i].name));
+            json_object_set_new(c, "dtype", json_string("float32"));
+            json_object_set_new(c, "fn", json_string(metric_fn(m->metrics[i].kind)));
+            json_object_set_new(w, "class_name", json_string("MeanMetricWrapper"));
+            json_object_set_new(w, "config", c);
+            json_array_append_new(list, w);
+        }
+        json_t *outer = json_array(); /* one list per output */
+        json_array_append_new(outer, list);
+        json_object_set_new(t, "metrics", outer);
+    } else {
+        json_object_set_new(t, "metrics", json_null());
+    }
+    json_object_set_new(t, "weighted_metrics", json_null());
+    json_object_set_new(t, "loss_weights", json_null());
+    json_object_set_new(t, "optimizer_config", optimizer_config(&m->optimizer));
+    char *s = json_dumps(t, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    json_decref(t);
+    return s;
+}
+
+sy_status sy_model_save(const sy_model *m, const char *path) {
+    sy_status st = check_built(m, "save", path);
+    if (st) return st;
+    char *config = NULL, *training = NULL;
+    if ((st = sy_model_to_json(m, &config))) return st;
+    if (m->compiled && !(training = training_config(m))) {
+        sy_free(config);
+        return sy_error(SY_ERR_OUT_OF_MEMORY, "save '%s': out of memory for the training_config", path);
+    }
+    h5_file *f = NULL;
+    h5_id weights = -1;
+    if (!(st = h5_create(path, &f))) {
+        h5_id root = h5_root(f);
+        if (!(st = h5_attr_write_string(f, root, "keras_version", SAVED_KERAS_VERSION, true)) &&
+            !(st = h5_attr_write_string(f, root, "backend", SAVED_BACKEND, true)) &&
+            !(st = h5_attr_write_string(f, root, "model_config", config, false)) &&
+            !(st = training ? h5_attr_write_string(f, root, "training_config", training, false) : SY_OK) &&
+            !(st = h5_group_create(f, root, "model_weights", &weights)))
+            st = write_weights(f, weights, m);
+        h5_group_close(weights);
+        if (st) h5_close(f);
+        else st = h5_commit(f);
+    }
+    sy_free(config);
+    free(training);
+    return st;
+}
+
+/* ---- full models: loading ---------------------------------------------------------------- */
+
+static const char *json_str(const json_t *o, const char *key) {
+    return json_string_value(json_object_get(o, key));
+}
+
+/* A metric of a training_config as a name compile() takes. */
+static const char *metric_name(const json_t *v) {
+    if (json_is_string(v)) return json_string_value(v);
+    const char *cls = json_str(v, "class_name");
+    const json_t *c = json_object_get(v, "config");
+    if (!cls) return NULL;
+    if (!strcmp(cls, "MeanMetricWrapper")) {
+        /* "accuracy" and "acc" stay as given: compile resolves them by
+         * the loss and the output, as Keras does */
+        const char *name = json_str(c, "name"), *fn = json_str(c, "fn");
+        if (name && (!strcmp(name, "accuracy") || !strcmp(name, "acc") || !fn)) return name;
+        return fn;
+    }
+    if (!strcmp(cls, "SparseCategoricalAccuracy")) return "sparse_categorical_accuracy";
+    if (!strcmp(cls, "CategoricalAccuracy")) return "categorical_accuracy";
+    if (!strcmp(cls, "BinaryAccuracy")) return "binary_accuracy";
+    return json_str(c, "name") ? json_str(c, "name") : cls;
+}
+
+static double num(const json_t *o, const char *key, double fallback) {
+    const json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : fallback;
+}
+
+/* Compile m with a training_config's loss, metrics and optimizer. */
+static sy_status compile_from(sy_model *m, const char *path, const char *text) {
+    json_error_t err;
+    json_t *t = json_loads(text, 0, &err);
+    if (!t || !json_is_object(t)) {
+        json_decref(t);
+        return sy_error(SY_ERR_CORRUPT, "%s: training_config is not a JSON object (line %d, column %d: %s)", path,
+                        err.line, err.column, t ? "not an object" : err.text);
+    }
+    sy_status st = SY_OK;
+    sy_compile_options c = sy_compile_options_default();
+    const char *metrics[8];
+    const json_t *loss = json_object_get(t, "loss"), *ms = json_object_get(t, "metrics"),
+                 *opt = json_object_get(t, "optimizer_config");
+    /* the loss: Keras's name, or a Loss object */
+    if (json_is_string(loss)) {
+        c.loss = json_string_value(loss);
+    } else if (json_is_object(loss)) {
+        const char *cls = json_str(loss, "class_name");
+        const json_t *cfg = json_object_get(loss, "config");
+        for (size_t i = 0; cls && i < sizeof loss_classes / sizeof loss_classes[0]; i++)
+            if (!strcmp(cls, loss_classes[i].class_name)) c.loss = loss_classes[i].fn;
+        c.from_logits = json_is_true(json_object_get(cfg, "from_logits"));
+        if (!c.loss)
+            st = sy_error(SY_ERR_UNSUPPORTED,
+                          "%s: training_config: loss class '%s' is not supported; known: SparseCategoricalCrossentropy, "
+                          "CategoricalCrossentropy, BinaryCrossentropy, MeanSquaredError",
+                          path, cls ? cls : "(none)");
+    } else {
+        st = sy_error(SY_ERR_UNSUPPORTED,
+                      "%s: training_config: the loss must be one name or Loss object (a model with one output)", path);
+    }
+    /* metrics: a list per output (one output here), or a flat list */
+    if (!st && json_is_array(ms)) {
+        const json_t *list = json_array_size(ms) == 1 && json_is_array(json_array_get(ms, 0)) ? json_array_get(ms, 0) : ms;
+        size_t i;
+        const json_t *v;
+        json_array_foreach(list, i, v) {
+            const char *name = metric_name(v);
+            if (!name || i >= 8) {
+                st = sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: metric #%zu is not one this model can compute",
+                              path, i);
+                break;
+            }
+            metrics[c.n_metrics++] = name;
+        }
+        c.metrics = metrics;
+    }
+    const json_t *wm = json_object_get(t, "weighted_metrics");
+    if (!st && json_array_size(wm) > 0 &&
+        !(json_array_size(wm) == 1 && json_is_array(json_array_get(wm, 0)) && !json_array_size(json_array_get(wm, 0))))
+        st = sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: weighted_metrics are not supported", path);
+    /* the optimizer and its hyperparameters */
+    if (!st) {
+        const char *cls = json_str(opt, "class_name");
+        const json_t *oc = json_object_get(opt, "config");
+        if (cls && !strncmp(cls, "Custom>", 7)) cls += 7;
+        const json_t *lr = json_object_get(oc, "learning_rate");
+        if (!lr) lr = json_object_get(oc, "lr"); /* Keras before 2.3 */
+        if (!cls || !json_is_object(oc)) {
+            st = sy_error(SY_ERR_CORRUPT, "%s: training_config has no optimizer_config", path);
+        } else if ((st = sy_optimizer_from_name(cls, &c.optimizer))) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", sy_last_error());
+            st = sy_error(st, "%s: training_config: %s", path, msg);
+        } else if (!json_is_number(lr)) {
+            st = sy_error(SY_ERR_UNSUPPORTED,
+                          "%s: training_config: the optimizer's learning_rate must be a number (a schedule is not "
+                          "supported)",
+                          path);
+        } else {
+            sy_optimizer *o = &c.optimizer;
+            o->learning_rate = (float)json_number_value(lr);
+            o->momentum = num(oc, "momentum", o->momentum);
+            o->nesterov = json_is_true(json_object_get(oc, "nesterov"));
+            o->beta_1 = num(oc, "beta_1", o->beta_1);
+            o->beta_2 = num(oc, "beta_2", o->beta_2);
+            o->epsilon = num(oc, "epsilon", o->epsilon);
+            o->amsgrad = json_is_true(json_object_get(oc, "amsgrad"));
+            o->rho = num(oc, "rho", o->rho);
+            o->centered = json_is_true(json_object_get(oc, "centered"));
+        }
+    }
+    if (!st && (st = sy_model_compile(m, &c))) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", sy_last_error());
+        st = sy_error(st, "%s: compiling with its training_config: %s", path, msg);
+    }
+    json_decref(t);
+    return st;
+}
+
+sy_status sy_model_load(const char *path, sy_model **out) {
+    *out = NULL;
+    h5_file *f;
+    sy_status st = h5_open(path, &f);
+    if (st) return st;
+    h5_id root = h5_root(f), weights = -1;
+    char *config = NULL, *training = NULL;
+    sy_model *m = NULL;
+    if ((st = h5_attr_read_string(f, root, "model_config", &config))) {
+        if (st == SY_ERR_NOT_FOUND)
+            st = sy_error(SY_ERR_CORRUPT,
+                          "%s: no model config found in the file (a full model file from model.save has "
+                          "model_config; for a weights file use load_weights)",
+                          path);
+        goto done;
+    }
+    if ((st = sy_model_from_json(config, &m))) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", sy_last_error());
+        st = sy_error(st, "%s: model_config: %s", path, msg);
+        goto done;
+    }
+    if (!(st = h5_group_open(f, root, "model_weights", &weights))) st = load_weights_group(m, f, weights);
+    if (st) goto done;
+    if (h5_attr_exists(root, "training_config") && !(st = h5_attr_read_string(f, root, "training_config", &training)))
+        st = compile_from(m, path, training);
+done:
+    h5_group_close(weights);
+    h5_close(f);
+    sy_free(config);
+    sy_free(training);
+    if (st) sy_model_free(m);
+    else *out = m;
+    return st;
+}
