@@ -60,21 +60,28 @@ typedef struct file_model {
     char loss[64];
     char metrics[256];   /* --metrics, split in place into b.metrics */
     bool metrics_given;
+    /* a .h5 file with a training_config: the optimizer it was compiled
+     * with, used unless --optimizer or --learning-rate say otherwise */
+    bool has_optimizer;
+    sy_optimizer optimizer;
+    char saved_loss[48], saved_metrics[4][40];
 } file_model;
 
 /* Set f up from MODEL's path and the file model's flags (each may be NULL).
  * Returns -1 to go on, else an exit status after printing why. */
 int file_model_init(file_model *f, const char *command, const char *path, const char *dataset, const char *loss,
                     const char *metrics);
-/* Read the model (in the current strategy scope, initial weights drawn
- * with `seed`) and fill in what depends on it: the loss and metrics not
- * given (by the output's units), the sample shape for --data. */
+/* Read the model (in the current strategy scope; from .json with initial
+ * weights drawn with `seed`, from .h5 with the file's weights) and fill in
+ * what depends on it: the loss and metrics not given (the .h5 file's
+ * training_config's, else by the output's units), the sample shape for
+ * --data. */
 sy_status file_model_load(file_model *f, uint64_t seed, sy_model **out);
 /* --dataset's data, shaped as the model takes it. */
 sy_status file_model_data(const file_model *f, sy_data_split *out);
 /* Why --save-model FILE cannot be written, or NULL when it can. */
 const char *model_file_check_save(const char *path);
-/* --save-model: the model as FILE.json (to_json()), written whole. */
+/* --save-model: the model as FILE.json (to_json()) or FILE.h5 (model.save()), written whole. */
 sy_status model_file_save(const sy_model *m, const char *path);
 
 /* ---- TFRecord input (records.c) ------------------------------------------ */

@@ -19,12 +19,15 @@
  * TFRecord files (records.c) the same: the sample shape is the model's
  * input, word sequences when it starts with an Embedding.
  *
- * Keras's .h5 model files (MODEL.h5 and --save-model FILE.h5, model.save()
- * and load_model()) belong here too; the places are marked "HDF5".
+ * A Keras .h5 model file (MODEL.h5, keras.models.load_model) brings its
+ * weights and, when it was saved compiled, its training_config: the loss,
+ * metrics and optimizer then default to the file's. --save-model FILE.h5
+ * writes model.save()'s file.
  */
 #include "cli_internal.h"
 
-#include "core/core_internal.h" /* sy_error */
+#include "core/core_internal.h"   /* sy_error */
+#include "keras/keras_internal.h" /* a loaded model's compile settings */
 
 #include <errno.h>
 #include <stdlib.h>
@@ -132,10 +135,29 @@ sy_status file_model_load(file_model *f, uint64_t seed, sy_model **out) {
         sy_model_set_seed(*out, seed); /* the initial weights, as a built-in model's */
         break;
     }
-    case MODEL_FILE_H5: /* HDF5: keras.models.load_model (sy_model_load), its weights kept */
-        return sy_error(SY_ERR_UNSUPPORTED, "'%s': Keras .h5 model files are not supported yet; give the model's "
-                        "to_json() output (MODEL.json)", path);
-    default: return sy_error(SY_ERR_INVALID_ARGUMENT, "'%s': a model file ends in .json", path);
+    case MODEL_FILE_H5: { /* keras.models.load_model: the file's weights kept */
+        if ((st = sy_model_load(path, out))) return st;
+        const sy_model *m = *out;
+        if (m->compiled) { /* its training_config: the defaults for what flags do not give */
+            f->has_optimizer = true;
+            f->optimizer = m->optimizer;
+            if (!f->b.loss) {
+                snprintf(f->saved_loss, sizeof f->saved_loss, "%s", m->loss_name);
+                f->b.loss = f->saved_loss;
+            }
+            if (!f->metrics_given && m->n_metrics > 0) {
+                int32_t n = m->n_metrics < 4 ? m->n_metrics : 4;
+                for (int32_t i = 0; i < n; i++) {
+                    snprintf(f->saved_metrics[i], sizeof f->saved_metrics[i], "%s", m->metrics[i].name);
+                    f->b.metrics[i] = f->saved_metrics[i];
+                }
+                f->b.n_metrics = n;
+                f->metrics_given = true;
+            }
+        }
+        break;
+    }
+    default: return sy_error(SY_ERR_INVALID_ARGUMENT, "'%s': a model file ends in .json, .h5 or .hdf5", path);
     }
     const sy_model *m = *out;
     /* Keras's usual pairings for the output: one unit is a binary classifier */
@@ -212,9 +234,9 @@ sy_status file_model_data(const file_model *f, sy_data_split *d) {
 const char *model_file_check_save(const char *path) {
     switch (model_file_kind_of(path)) {
     case MODEL_FILE_JSON: return NULL;
-    case MODEL_FILE_H5: /* HDF5: model.save(FILE.h5) (sy_model_save) */
-        return "--save-model FILE.h5 (Keras's model.save) is not supported yet; FILE.json writes model.to_json()";
-    default: return "--save-model FILE must end in .json (model.to_json())";
+    case MODEL_FILE_H5: return NULL;
+    default: return "--save-model FILE must end in .h5 or .hdf5 (model.save(): a full Keras model) or .json "
+                    "(model.to_json(): its architecture)";
     }
 }
 
@@ -242,7 +264,8 @@ static sy_status write_whole(const char *path, const char *text) {
 }
 
 sy_status model_file_save(const sy_model *m, const char *path) {
-    if (model_file_kind_of(path) != MODEL_FILE_JSON) /* HDF5: sy_model_save for FILE.h5 */
+    if (model_file_kind_of(path) == MODEL_FILE_H5) return sy_model_save(m, path);
+    if (model_file_kind_of(path) != MODEL_FILE_JSON)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "%s", model_file_check_save(path));
     char *json;
     sy_status st = sy_model_to_json(m, &json);

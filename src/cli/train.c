@@ -1,7 +1,7 @@
 /*
  * train.c - the commands that run a model: train, evaluate, predict and
  * summary. Each takes a MODEL -- a built-in one (builtin.c) or a Keras model
- * file (MODEL.json, model_file.c) -- and flags that mirror Keras's compile()
+ * file (MODEL.json or MODEL.h5, model_file.c) -- and flags that mirror Keras's compile()
  * and fit() arguments; a flag not given keeps the tutorial's value, which
  * --help lists per model, or for a model file Keras's default.
  */
@@ -24,6 +24,7 @@ typedef struct run_opts {
     double learning_rate;
     const char *optimizer, *tpu, *data, *data_compression;
     bool skip_corrupt;
+    bool optimizer_set, learning_rate_set; /* given on the command line */
     /* a model from a file (model.json, model.h5) */
     const char *dataset, *loss, *metrics;
     /* saving */
@@ -158,6 +159,8 @@ static void print_models(FILE *out, bool with_defaults) {
     }
     fprintf(out, "  %-18s a Keras model: its model.to_json() output; its data from --dataset NAME%s\n", "MODEL.json",
             with_defaults ? " or --data" : "");
+    fprintf(out, "  %-18s a full Keras model (model.save()): its weights, and its loss, metrics and optimizer when "
+                 "saved compiled\n", "MODEL.h5");
     if (with_defaults)
         fprintf(out, "  %-18s   Keras's defaults: --epochs 1 --steps-per-epoch 0 --batch-size 32 --optimizer rmsprop "
                      "--learning-rate 0.001 --validation-freq 1\n", "");
@@ -180,7 +183,7 @@ static bool takes(const command_spec *c, int flag_index) {
     return false;
 }
 
-/* A model file (MODEL.json): its own flags and data. Returns -1 to go on,
+/* A model file (MODEL.json, MODEL.h5): its own flags and data. Returns -1 to go on,
  * else an exit status. */
 static int parse_file_model(const command_spec *c, const char *path, const run_opts *o, file_model *fm) {
     int rc = file_model_init(fm, c->name, path, o->dataset, o->loss, o->metrics);
@@ -224,20 +227,22 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
         if ((rc = parse_file_model(c, pos[0], o, fm)) >= 0) return rc;
         *model = &fm->b;
     } else if (*model && (o->dataset || o->loss || o->metrics)) {
-        fprintf(stderr, "systolic %s: --dataset, --loss and --metrics are for a model file (MODEL.json); '%s' has "
+        fprintf(stderr, "systolic %s: --dataset, --loss and --metrics are for a model file (MODEL.json, MODEL.h5); '%s' has "
                         "its own\n", c->name, pos[0]);
         return 2;
     }
     if (!*model) {
         fprintf(stderr, "systolic %s: unknown model '%s'; built-in models:", c->name, pos[0]);
         for (int i = 0; i < builtin_count(); i++) fprintf(stderr, " %s", builtin_at(i)->name);
-        fprintf(stderr, "; or a Keras model file, MODEL.json\n");
+        fprintf(stderr, "; or a Keras model file, MODEL.json or MODEL.h5\n");
         return 2;
     }
     const builtin_model *b = *model;
     if (!f[F_EPOCHS].set) o->epochs = b->epochs;
     if (!f[F_STEPS].set) o->steps_per_epoch = b->steps_per_epoch;
     if (!f[F_BATCH].set) o->batch_size = b->batch_size;
+    o->optimizer_set = f[F_OPTIMIZER].set;
+    o->learning_rate_set = f[F_LR].set;
     if (!f[F_OPTIMIZER].set) o->optimizer = b->optimizer;
     if (!f[F_LR].set) o->learning_rate = b->learning_rate;
     if (!f[F_VALFREQ].set) o->validation_freq = b->validation_freq;
@@ -309,13 +314,19 @@ static int prepare(const char *command, const builtin_model *b, file_model *fm, 
     sy_strategy_scope_exit(*s);
     if (st) return fail(command, b->name);
     sy_compile_options c = sy_compile_options_default();
-    if (sy_optimizer_from_name(o->optimizer, &c.optimizer)) return fail(command, NULL);
-    c.optimizer.learning_rate = (float)o->learning_rate;
+    if (fm && fm->has_optimizer && !o->optimizer_set) { /* the .h5 file's, its learning rate unless given */
+        c.optimizer = fm->optimizer;
+        if (o->learning_rate_set) c.optimizer.learning_rate = (float)o->learning_rate;
+    } else {
+        if (sy_optimizer_from_name(o->optimizer, &c.optimizer)) return fail(command, NULL);
+        c.optimizer.learning_rate = (float)o->learning_rate;
+    }
     c.loss = b->loss;
     c.metrics = b->metrics;
     c.n_metrics = b->n_metrics;
     c.steps_per_execution = (int32_t)o->steps_per_execution;
     if (sy_model_compile(*m, &c)) return fail(command, b->name);
+    if (o->load_weights && sy_model_load_weights(*m, o->load_weights)) return fail(command, "--load-weights");
     if (with_data && (fm ? file_model_data(fm, d) : b->load(d))) return fail(command, NULL);
     return 0;
 }
@@ -442,6 +453,10 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     }
     for (int32_t i = 0; i < n_cbs; i++) sy_callback_free(&cbs[i]);
     if (st) return fail(c->name, b->name);
+    if (o->save_weights && sy_model_save_weights(m, o->save_weights)) {
+        sy_history_free(h);
+        return fail(c->name, "--save-weights");
+    }
     double secs = now_seconds() - t0;
     int32_t n = sy_history_epochs(h);
     int64_t steps = count.total, per_epoch = n ? steps / n : 0;
@@ -454,7 +469,7 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
         printf("\n");
     }
     sy_history_free(h);
-    if (o->save_model) { /* model.to_json() (HDF5: model.save() for FILE.h5) */
+    if (o->save_model) { /* model.save() for FILE.h5, model.to_json() for FILE.json */
         if (model_file_save(m, o->save_model)) return fail(c->name, "--save-model");
         printf("saved %s\n", o->save_model);
     }
@@ -520,7 +535,7 @@ static int summary_body(const command_spec *c, const builtin_model *b, const run
 int cmd_train(int argc, char **argv) {
     static const command_spec c = {"train",
                                    "Train a model on its dataset (model.fit), validating on the test split: a built-in "
-                                   "model, or a Keras model file (MODEL.json, model.to_json()'s output) with --dataset "
+                                   "model, or a Keras model file (MODEL.json, model.to_json()'s output, or MODEL.h5, model.save()'s) with --dataset "
                                    "or --data.",
                                    train_flags};
     return run(&c, argc, argv, true, train_body);
@@ -528,7 +543,7 @@ int cmd_train(int argc, char **argv) {
 
 int cmd_evaluate(int argc, char **argv) {
     static const command_spec c = {"evaluate",
-                                   "Evaluate a model (built-in, or MODEL.json with --dataset) on its test split "
+                                   "Evaluate a model (built-in, or MODEL.json or MODEL.h5 with --dataset) on its test split "
                                    "(model.evaluate): loss and metrics over every test sample. The weights are the "
                                    "model's initial ones (seeded).",
                                    eval_flags};
@@ -537,7 +552,7 @@ int cmd_evaluate(int argc, char **argv) {
 
 int cmd_predict(int argc, char **argv) {
     static const command_spec c = {"predict",
-                                   "Run a model (built-in, or MODEL.json with --dataset) on the first --count samples of "
+                                   "Run a model (built-in, or MODEL.json or MODEL.h5 with --dataset) on the first --count samples of "
                                    "its test split (model.predict) and "
                                    "print its predictions: sample, label, predicted class and its probability (for a "
                                    "one-unit sigmoid output, class 1 when the output is above 0.5).",
@@ -547,7 +562,7 @@ int cmd_predict(int argc, char **argv) {
 
 int cmd_summary(int argc, char **argv) {
     static const command_spec c = {"summary",
-                                   "Print a model's Keras summary (built-in, or MODEL.json): layers, output shapes, "
+                                   "Print a model's Keras summary (built-in, MODEL.json or MODEL.h5): layers, output shapes, "
                                    "parameters.",
                                    summary_flags};
     return run(&c, argc, argv, false, summary_body);

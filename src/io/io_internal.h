@@ -81,4 +81,85 @@ const char *io_events_path(const io_events *w);
 /* Seconds since the epoch, microsecond resolution: an Event's wall_time. */
 double io_events_now(void);
 
+/* ---- HDF5 (h5.c) --------------------------------------------------------------
+ *
+ * A thin layer over libhdf5 that knows nothing of models: files, groups,
+ * string attributes as h5py writes and reads them, float32 datasets. Every
+ * failure is an sy_error naming the file (the target's path, never the
+ * temporary one) and the object, with libhdf5's own innermost reason;
+ * libhdf5 prints nothing. Objects are libhdf5 ids (hid_t, 64-bit since
+ * 1.10) kept opaque here so that no HDF5 header leaks past h5.c. libhdf5's
+ * serial build is not thread-safe: one thread at a time may use these. */
+
+typedef int64_t h5_id;
+typedef struct h5_file h5_file;
+
+/* A new file for `path`, written at a temporary name beside it
+ * (".<name>.tmp-XXXXXX"); nothing at `path` changes until h5_commit. */
+sy_status h5_create(const char *path, h5_file **out);
+/* Close the file, fsync it, rename it over `path` and sync the directory;
+ * on any failure the temporary file is removed and `path` left as it was.
+ * Frees f either way. */
+sy_status h5_commit(h5_file *f);
+/* Open `path` read-only. A missing file, one that is not HDF5, or one that
+ * libhdf5 finds damaged or truncated is refused with the reason. */
+sy_status h5_open(const char *path, h5_file **out);
+/* Close a file opened for reading, or abandon one being written (its
+ * temporary file is removed). NULL: nothing. */
+void h5_close(h5_file *f);
+/* The target path (for messages), and the root group. */
+const char *h5_path(const h5_file *f);
+h5_id h5_root(const h5_file *f);
+
+/* Groups. `name` may be a path ("a/b"); h5_group_create creates the
+ * intermediate groups. Close every group opened or created. */
+sy_status h5_group_create(h5_file *f, h5_id parent, const char *name, h5_id *out);
+sy_status h5_group_open(h5_file *f, h5_id parent, const char *name, h5_id *out);
+void h5_group_close(h5_id group);
+/* Whether `path` below parent names a group (false for a dataset or
+ * nothing), and whether it names anything; every step of the path is
+ * checked, so a missing intermediate group is just "no". */
+bool h5_is_group(h5_id parent, const char *path);
+bool h5_exists(h5_id parent, const char *path);
+/* "/model_weights/dense" (for messages); "?" when libhdf5 cannot say. */
+const char *h5_name(h5_id obj, char *buf, size_t size);
+
+/* Strings, one or several. */
+typedef struct h5_strings {
+    char **v;
+    int64_t n;
+} h5_strings;
+void h5_strings_free(h5_strings *s);
+
+/* Write a scalar string attribute, variable-length as h5py writes a str
+ * (utf8: cset UTF-8) or bytes (ASCII). */
+sy_status h5_attr_write_string(h5_file *f, h5_id obj, const char *name, const char *value, bool utf8);
+/* Write a list of strings as Keras's save_attributes_to_hdf5_group: an
+ * array of variable-length ASCII strings, split into name0, name1, ...
+ * when numpy's fixed-width copy of it would pass 64,512 bytes, and, when
+ * empty, the empty float64 array h5py makes of []. */
+sy_status h5_attr_write_strings(h5_file *f, h5_id obj, const char *name, const char *const *values, int64_t n);
+/* Read a list of strings in any form h5py and Keras write: fixed or
+ * variable length, scalar or array, or chunked (name0, name1, ...) as
+ * Keras's load_attributes_from_hdf5_group reads it; an empty numeric
+ * array is an empty list. *found says whether the attribute (or its first
+ * chunk) exists; a missing one gives an empty list and SY_OK. */
+sy_status h5_attr_read_strings(h5_file *f, h5_id obj, const char *name, h5_strings *out, bool *found);
+/* Read one string (a scalar, or an array of one): a new string (sy_free).
+ * SY_ERR_NOT_FOUND when absent. */
+sy_status h5_attr_read_string(h5_file *f, h5_id obj, const char *name, char **out);
+bool h5_attr_exists(h5_id obj, const char *name);
+
+/* Datasets of float32 (IEEE little-endian, contiguous, as h5py writes a
+ * float32 numpy array). `name` may be a path; intermediate groups are
+ * created. A shape of rank 0 is a scalar. */
+sy_status h5_dataset_write_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, const float *data);
+/* The shape of dataset `name`: SY_ERR_NOT_FOUND if absent (or not a
+ * dataset), SY_ERR_DTYPE unless its elements are floating point (float16,
+ * 32 or 64; converted to float32 when read), SY_ERR_CORRUPT past
+ * SY_MAX_RANK dimensions. */
+sy_status h5_dataset_shape(h5_file *f, h5_id parent, const char *name, sy_shape *shape);
+/* Read dataset `name`, which must have `shape` (checked again), into out. */
+sy_status h5_dataset_read_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, float *out);
+
 #endif

@@ -1,0 +1,636 @@
+/*
+ * saving.c - Keras's HDF5 files: model.save_weights / load_weights and
+ * model.save / keras.models.load_model in tf.keras 2.15's .h5 layout
+ * (keras/src/saving/legacy/hdf5_format.py), through io's h5.c.
+ *
+ * A weights file (or a full model's "model_weights" group) holds:
+ *   attributes layer_names (every layer, in model order), backend
+ *   ("tensorflow"), keras_version ("2.15.0", the layout's version);
+ *   a group per layer, created in sorted name order as Keras does, with a
+ *   weight_names attribute (empty for a layer without weights) and one
+ *   float32 dataset per weight at the path of its name
+ *   ("conv2d/conv2d/kernel:0");
+ *   an empty group top_level_model_weights.
+ * A full model file adds, on the root, model_config (model.to_json()),
+ * training_config when the model is compiled (loss, metrics, optimizer
+ * with its learning rate, in Keras's serialized form), backend and
+ * keras_version; the weights go under "model_weights".
+ *
+ * optimizer_weights. Keras 2.15 also writes the optimizer's variables
+ * (iteration, then m and v of each weight for Adam) when include_optimizer
+ * is true. They are not written here and are ignored when read: a .h5
+ * model here is for exchange and inference (resuming a run is what
+ * checkpoints are for, with the RNG and input state that .h5 lacks), and
+ * Keras loads a file without them by starting its optimizer afresh, as it
+ * does when they do not match. So a file written here is what Keras
+ * writes with include_optimizer=False, plus the training_config that lets
+ * load_model compile the model.
+ *
+ * Loading matches as Keras's load_weights_from_hdf5_group: the file's
+ * layers with at least one weight, in layer_names order, against the
+ * model's layers with weights, in order; names need not agree (a file
+ * saved from conv2d_3 loads into conv2d). Every count, dataset, dtype and
+ * shape is checked and every value read into a staging copy before the
+ * first weight of the model changes, so a failed load leaves the model as
+ * it was. Keras's conversions of old formats (Keras 1, Theano kernels,
+ * CuDNN RNN weights) are not done: such files are refused by their shapes.
+ */
+#include "keras_internal.h"
+
+#include "../io/io_internal.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The layout written is tf.keras 2.15's; Keras reads keras_version to
+ * decide on conversions of old files, which must not apply. */
+#define SAVED_KERAS_VERSION "2.15.0"
+#define SAVED_BACKEND "tensorflow"
+
+static const char *weight_var_name(const sy_model *m, const model_layer *L, int j) {
+    return sy_vars_name(m->vars, L->weight_var[j]);
+}
+
+/* ---- writing -------------------------------------------------------------------------- */
+
+static int by_name(const void *a, const void *b) {
+    return strcmp((*(const model_layer *const *)a)->name, (*(const model_layer *const *)b)->name);
+}
+
+/* Keras's save_weights_to_hdf5_group into group g. */
+static sy_status write_weights(h5_file *f, h5_id g, const sy_model *m) {
+    int64_t n = m->n_layers;
+    const char **names = sy_calloc((size_t)n + 1, sizeof *names);
+    const model_layer **order = sy_calloc((size_t)n + 1, sizeof *order);
+    sy_status st = SY_OK;
+    if (!names || !order) {
+        st = sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", h5_path(f));
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        names[i] = m->layers[i].name;
+        order[i] = &m->layers[i];
+    }
+    if ((st = h5_attr_write_strings(f, g, "layer_names", names, n)) ||
+        (st = h5_attr_write_string(f, g, "backend", SAVED_BACKEND, false)) ||
+        (st = h5_attr_write_string(f, g, "keras_version", SAVED_KERAS_VERSION, false)))
+        goto done;
+    qsort(order, (size_t)n, sizeof *order, by_name); /* Keras: "group names are strictly growing" */
+    for (int64_t i = 0; i < n && !st; i++) {
+        const model_layer *L = order[i];
+        char wnames[LAYER_MAX_WEIGHTS][2 * LAYER_NAME_MAX + 8];
+        const char *wp[LAYER_MAX_WEIGHTS];
+        for (int j = 0; j < L->n_weights; j++) {
+            snprintf(wnames[j], sizeof wnames[j], "%s:0", weight_var_name(m, L, j));
+            wp[j] = wnames[j];
+        }
+        h5_id lg;
+        if ((st = h5_group_create(f, g, L->name, &lg))) break;
+        st = h5_attr_write_strings(f, lg, "weight_names", wp, L->n_weights);
+        for (int j = 0; j < L->n_weights && !st; j++) {
+            sy_shape s = sy_vars_shape(m->vars, L->weight_var[j]);
+            st = h5_dataset_write_f32(f, lg, wnames[j], &s, sy_vars_data(m->vars, L->weight_var[j]));
+        }
+        h5_group_close(lg);
+    }
+    if (!st) {
+        h5_id top;
+        if (!(st = h5_group_create(f, g, "top_level_model_weights", &top))) {
+            st = h5_attr_write_strings(f, top, "weight_names", NULL, 0);
+            h5_group_close(top);
+        }
+    }
+done:
+    sy_free(names);
+    sy_free(order);
+    return st;
+}
+
+static sy_status check_built(const sy_model *m, const char *what, const char *path) {
+    if (!m->built)
+        return sy_error(SY_ERR_STATE, "%s '%s': model '%s' has no weights yet (no input shape: give the first layer "
+                                      "an input_shape or call sy_model_build)",
+                        what, path ? path : "(null)", m->name);
+    return SY_OK;
+}
+
+sy_status sy_model_save_weights(const sy_model *m, const char *path) {
+    sy_status st = check_built(m, "save_weights", path);
+    if (st) return st;
+    h5_file *f;
+    if ((st = h5_create(path, &f))) return st;
+    if ((st = write_weights(f, h5_root(f), m))) {
+        h5_close(f);
+        return st;
+    }
+    return h5_commit(f);
+}
+
+/* ---- loading ---------------------------------------------------------------------------- */
+
+/* One layer of the file with weights. */
+typedef struct saved_layer {
+    const char *name; /* in the file's layer_names */
+    h5_id group;
+    h5_strings weights;
+} saved_layer;
+
+static void saved_free(saved_layer *s, int64_t n) {
+    for (int64_t i = 0; s && i < n; i++) {
+        h5_group_close(s[i].group);
+        h5_strings_free(&s[i].weights);
+    }
+    sy_free(s);
+}
+
+static void join_names(char *buf, size_t size, const char *const *names, int64_t n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int64_t i = 0; i < n && used + 8 < size; i++) {
+        int k = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", names[i]);
+        if (k < 0) break;
+        used += (size_t)k;
+    }
+    if (used >= size) memcpy(buf + size - 4, "...", 4);
+}
+
+/* Keras's load_weights_from_hdf5_group: g is a weights group (the root of
+ * a weights file or a full file's model_weights). */
+static sy_status load_weights_group(sy_model *m, h5_file *f, h5_id g) {
+    const char *path = h5_path(f);
+    h5_strings layer_names;
+    bool found;
+    sy_status st = h5_attr_read_strings(f, g, "layer_names", &layer_names, &found);
+    if (st) return st;
+    if (!found && h5_is_group(g, "layers") && !h5_attr_exists(g, "model_config")) {
+        return sy_error(SY_ERR_UNSUPPORTED,
+                        "%s holds Keras 3's weights layout (layers/<name>/vars/0, ..., which Keras 2.15's "
+                        "save_weights writes for a name ending in .weights.h5), not tf.keras 2's HDF5 layout "
+                        "(layer_names, weight_names) read here: save it again under a name ending in .h5 only",
+                        path);
+    }
+    if (!found) {
+        char where[256];
+        return sy_error(SY_ERR_CORRUPT,
+                        "%s: no layer_names attribute in '%s'; expected a Keras weights file (model.save_weights) or "
+                        "a full model file (model.save) in HDF5",
+                        path, h5_name(g, where, sizeof where));
+    }
+    saved_layer *saved = sy_calloc((size_t)layer_names.n + 1, sizeof *saved);
+    float **staged = NULL;
+    int64_t n_saved = 0, n_staged = 0;
+    const char **mine = sy_calloc((size_t)m->n_layers + 1, sizeof *mine);
+    const char **theirs = sy_calloc((size_t)layer_names.n + 1, sizeof *theirs);
+    const model_layer **filtered = sy_calloc((size_t)m->n_layers + 1, sizeof *filtered);
+    if (!saved || !mine || !theirs || !filtered) {
+        st = sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        goto done;
+    }
+    for (int64_t i = 0; i < layer_names.n; i++) saved[i].group = -1;
+    for (int64_t i = 0; i < layer_names.n && !st; i++) {
+        saved_layer *s = &saved[n_saved];
+        s->name = layer_names.v[i];
+        if ((st = h5_group_open(f, g, s->name, &s->group))) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", sy_last_error());
+            st = sy_error(SY_ERR_CORRUPT, "layer '%s' is listed in layer_names but its group is missing: %s", s->name,
+                          msg);
+            break;
+        }
+        if ((st = h5_attr_read_strings(f, s->group, "weight_names", &s->weights, &found))) break;
+        if (s->weights.n == 0) {
+            h5_group_close(s->group);
+            s->group = -1;
+            h5_strings_free(&s->weights);
+            continue;
+        }
+        theirs[n_saved++] = s->name;
+    }
+    if (st) goto done;
+    int64_t n_filtered = 0;
+    for (int64_t i = 0; i < m->n_layers; i++)
+        if (m->layers[i].n_weights > 0) {
+            filtered[n_filtered] = &m->layers[i];
+            mine[n_filtered++] = m->layers[i].name;
+        }
+    if (n_saved != n_filtered) {
+        char a[512], b[512];
+        join_names(a, sizeof a, mine, n_filtered);
+        join_names(b, sizeof b, theirs, n_saved);
+        st = sy_error(SY_ERR_SHAPE,
+                      "%s: layer count mismatch when loading weights: model '%s' expected %lld layers with weights "
+                      "(%s), found %lld saved layers with weights (%s)",
+                      path, m->name, (long long)n_filtered, a, (long long)n_saved, b);
+        goto done;
+    }
+    /* Every count, dataset and shape first ... */
+    for (int64_t k = 0; k < n_saved && !st; k++) {
+        const model_layer *L = filtered[k];
+        const saved_layer *s = &saved[k];
+        if (s->weights.n != L->n_weights) {
+            st = sy_error(SY_ERR_SHAPE,
+                          "%s: weight count mismatch for layer #%lld (named %s in the current model, %s in the save "
+                          "file): the layer expects %d weight(s), received %lld saved weight(s)",
+                          path, (long long)k, L->name, s->name, L->n_weights, (long long)s->weights.n);
+            break;
+        }
+        for (int j = 0; j < L->n_weights && !st; j++) {
+            sy_shape want = sy_vars_shape(m->vars, L->weight_var[j]), got;
+            st = h5_dataset_shape(f, s->group, s->weights.v[j], &got);
+            if (st) {
+                char msg[1024];
+                snprintf(msg, sizeof msg, "%s", sy_last_error());
+                st = sy_error(st == SY_ERR_NOT_FOUND ? SY_ERR_CORRUPT : st,
+                              "%s (weight %s:0 of layer #%lld, named %s in the current model, %s in the save file)",
+                              msg, weight_var_name(m, L, j), (long long)k, L->name, s->name);
+            } else if (!sy_shape_equal(&want, &got)) {
+                char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
+                st = sy_error(SY_ERR_SHAPE,
+                              "%s: shape mismatch in layer #%lld (named %s in the current model, %s in the save file) "
+                              "for weight %s:0: the weight expects shape %s, received saved weight '%s' with shape %s",
+                              path, (long long)k, L->name, s->name, weight_var_name(m, L, j),
+                              sy_shape_format(&want, a, sizeof a), s->weights.v[j], sy_shape_format(&got, b, sizeof b));
+            }
+        }
+    }
+    if (st) goto done;
+    if (h5_is_group(g, "top_level_model_weights")) {
+        h5_id top;
+        h5_strings tw;
+        if (!(st = h5_group_open(f, g, "top_level_model_weights", &top))) {
+            st = h5_attr_read_strings(f, top, "weight_names", &tw, &found);
+            h5_group_close(top);
+            if (!st && tw.n > 0)
+                st = sy_error(SY_ERR_SHAPE,
+                              "%s: weight count mismatch for top-level weights: model '%s' expects 0 top-level "
+                              "weight(s), received %lld saved top-level weight(s)",
+                              path, m->name, (long long)tw.n);
+            if (!st) h5_strings_free(&tw);
+        }
+        if (st) goto done;
+    }
+    /* ... then every value into a staging copy ... */
+    int32_t total = sy_model_weight_count(m);
+    if (!(staged = sy_calloc((size_t)total + 1, sizeof *staged))) {
+        st = sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        goto done;
+    }
+    for (int64_t k = 0; k < n_saved && !st; k++) {
+        const model_layer *L = filtered[k];
+        for (int j = 0; j < L->n_weights && !st; j++) {
+            sy_shape s = sy_vars_shape(m->vars, L->weight_var[j]);
+            float *buf = sy_malloc((size_t)sy_shape_count(&s) * sizeof(float));
+            if (!buf) {
+                st = sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory for weight %s", path, weight_var_name(m, L, j));
+                break;
+            }
+            staged[n_staged++] = buf;
+            st = h5_dataset_read_f32(f, saved[k].group, saved[k].weights.v[j], &s, buf);
+        }
+    }
+    if (st) goto done;
+    /* ... and only then into the model. */
+    for (int64_t k = 0, w = 0; k < n_saved; k++) {
+        const model_layer *L = filtered[k];
+        for (int j = 0; j < L->n_weights; j++) {
+            sy_shape s = sy_vars_shape(m->vars, L->weight_var[j]);
+            memcpy(sy_vars_data(m->vars, L->weight_var[j]), staged[w++], (size_t)sy_shape_count(&s) * sizeof(float));
+        }
+    }
+done:
+    for (int64_t i = 0; i < n_staged && staged; i++) sy_free(staged[i]);
+    sy_free(staged);
+    saved_free(saved, layer_names.n);
+    sy_free(mine);
+    sy_free(theirs);
+    sy_free(filtered);
+    h5_strings_free(&layer_names);
+    return st;
+}
+
+/* The weights group of an open file: the root of a weights file, or a full
+ * model file's model_weights (Keras's load_weights takes both). */
+static sy_status weights_group(h5_file *f, h5_id *g, bool *opened) {
+    h5_id root = h5_root(f);
+    *g = root;
+    *opened = false;
+    if (h5_attr_exists(root, "layer_names") || h5_attr_exists(root, "layer_names0") ||
+        !h5_is_group(root, "model_weights"))
+        return SY_OK;
+    sy_status st = h5_group_open(f, root, "model_weights", g);
+    *opened = st == SY_OK;
+    return st;
+}
+
+sy_status sy_model_load_weights(sy_model *m, const char *path) {
+    sy_status st = check_built(m, "load_weights", path);
+    if (st) return st;
+    h5_file *f;
+    if ((st = h5_open(path, &f))) return st;
+    h5_id g;
+    bool opened;
+    if (!(st = weights_group(f, &g, &opened))) st = load_weights_group(m, f, g);
+    if (opened) h5_group_close(g);
+    h5_close(f);
+    return st;
+}
+
+/* ---- full models: training_config ------------------------------------------------------ */
+
+/* Keras's name of a metric's function, as MeanMetricWrapper's "fn". */
+static const char *metric_fn(keras_metric kind) {
+    switch (kind) {
+    case KERAS_METRIC_SPARSE_CATEGORICAL_ACCURACY: return "sparse_categorical_accuracy";
+    case KERAS_METRIC_CATEGORICAL_ACCURACY: return "categorical_accuracy";
+    case KERAS_METRIC_BINARY_ACCURACY: return "binary_accuracy";
+    }
+    return "accuracy";
+}
+
+static const struct {
+    keras_loss loss;
+    const char *class_name, *fn;
+} loss_classes[] = {
+    {KERAS_LOSS_SPARSE_CATEGORICAL_CE, "SparseCategoricalCrossentropy", "sparse_categorical_crossentropy"},
+    {KERAS_LOSS_CATEGORICAL_CE, "CategoricalCrossentropy", "categorical_crossentropy"},
+    {KERAS_LOSS_BINARY_CE, "BinaryCrossentropy", "binary_crossentropy"},
+    {KERAS_LOSS_MSE, "MeanSquaredError", "mean_squared_error"},
+};
+
+/* A float32 hyperparameter as Keras's get_config gives it: the float32
+ * value widened to a double (0.0010000000474974513). */
+static json_t *f32_real(double v) { return json_real((double)(float)v); }
+
+static json_t *optimizer_config(const sy_optimizer *o) {
+    static const char *const names[] = {"", "SGD", "Adam", "RMSprop"};
+    const char *name = names[o->kind];
+    json_t *c = json_object();
+    json_object_set_new(c, "name", json_string(name));
+    json_object_set_new(c, "weight_decay", json_null());
+    json_object_set_new(c, "clipnorm", json_null());
+    json_object_set_new(c, "global_clipnorm", json_null());
+    json_object_set_new(c, "clipvalue", json_null());
+    json_object_set_new(c, "use_ema", json_false());
+    json_object_set_new(c, "ema_momentum", json_real(0.99));
+    json_object_set_new(c, "ema_overwrite_frequency",
+                        o->kind == SY_OPTIMIZER_RMSPROP ? json_integer(100) : json_null());
+    json_object_set_new(c, "jit_compile", json_false());
+    json_object_set_new(c, "is_legacy_optimizer", json_false());
+    json_object_set_new(c, "learning_rate", f32_real(o->learning_rate));
+    if (o->kind == SY_OPTIMIZER_SGD) {
+        json_object_set_new(c, "momentum", json_real(o->momentum));
+        json_object_set_new(c, "nesterov", json_boolean(o->nesterov));
+    } else if (o->kind == SY_OPTIMIZER_ADAM) {
+        json_object_set_new(c, "beta_1", json_real(o->beta_1));
+        json_object_set_new(c, "beta_2", json_real(o->beta_2));
+        json_object_set_new(c, "epsilon", json_real(o->epsilon));
+        json_object_set_new(c, "amsgrad", json_boolean(o->amsgrad));
+    } else {
+        json_object_set_new(c, "rho", json_real(o->rho));
+        json_object_set_new(c, "momentum", json_real(o->momentum));
+        json_object_set_new(c, "epsilon", json_real(o->epsilon));
+        json_object_set_new(c, "centered", json_boolean(o->centered));
+    }
+    json_t *wrap = json_object();
+    char class_name[32];
+    snprintf(class_name, sizeof class_name, "Custom>%s", name); /* as Keras 2.15 registers its optimizers */
+    json_object_set_new(wrap, "class_name", json_string(class_name));
+    json_object_set_new(wrap, "config", c);
+    return wrap;
+}
+
+/* model.compile()'s arguments as Keras 2.15's model_metadata writes them:
+ * a new string (free with free()), or NULL when out of memory. */
+static char *training_config(const sy_model *m) {
+    json_t *t = json_object();
+    if (!t) return NULL;
+    json_t *loss = json_string(m->loss_name);
+    if (m->from_logits) {
+        /* a loss that takes logits is a Loss object in Keras */
+        for (size_t i = 0; i < sizeof loss_classes / sizeof loss_classes[0]; i++)
+            if (loss_classes[i].loss == m->loss) {
+                json_t *c = json_object();
+                json_object_set_new(c, "reduction", json_string("auto"));
+                json_object_set_new(c, "name", json_string(loss_classes[i].fn));
+                json_object_set_new(c, "from_logits", json_true());
+                if (m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE) json_object_set_new(c, "ignore_class", json_null());
+                json_object_set_new(c, "fn", json_string(loss_classes[i].fn));
+                json_decref(loss);
+                loss = json_object();
+                json_object_set_new(loss, "class_name", json_string(loss_classes[i].class_name));
+                json_object_set_new(loss, "config", c);
+            }
+    }
+    json_object_set_new(t, "loss", loss);
+    if (m->n_metrics > 0) {
+        json_t *list = json_array();
+        for (int32_t i = 0; i < m->n_metrics; i++) {
+            json_t *c = json_object(), *w = json_object();
+            json_object_set_new(c, "name", json_string(m->metrics[i].name));
+            json_object_set_new(c, "dtype", json_string("float32"));
+            json_object_set_new(c, "fn", json_string(metric_fn(m->metrics[i].kind)));
+            json_object_set_new(w, "class_name", json_string("MeanMetricWrapper"));
+            json_object_set_new(w, "config", c);
+            json_array_append_new(list, w);
+        }
+        json_t *outer = json_array(); /* one list per output */
+        json_array_append_new(outer, list);
+        json_object_set_new(t, "metrics", outer);
+    } else {
+        json_object_set_new(t, "metrics", json_null());
+    }
+    json_object_set_new(t, "weighted_metrics", json_null());
+    json_object_set_new(t, "loss_weights", json_null());
+    json_object_set_new(t, "optimizer_config", optimizer_config(&m->optimizer));
+    char *s = json_dumps(t, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    json_decref(t);
+    return s;
+}
+
+sy_status sy_model_save(const sy_model *m, const char *path) {
+    sy_status st = check_built(m, "save", path);
+    if (st) return st;
+    char *config = NULL, *training = NULL;
+    if ((st = sy_model_to_json(m, &config))) return st;
+    if (m->compiled && !(training = training_config(m))) {
+        sy_free(config);
+        return sy_error(SY_ERR_OUT_OF_MEMORY, "save '%s': out of memory for the training_config", path);
+    }
+    h5_file *f = NULL;
+    h5_id weights = -1;
+    if (!(st = h5_create(path, &f))) {
+        h5_id root = h5_root(f);
+        if (!(st = h5_attr_write_string(f, root, "keras_version", SAVED_KERAS_VERSION, true)) &&
+            !(st = h5_attr_write_string(f, root, "backend", SAVED_BACKEND, true)) &&
+            !(st = h5_attr_write_string(f, root, "model_config", config, false)) &&
+            !(st = training ? h5_attr_write_string(f, root, "training_config", training, false) : SY_OK) &&
+            !(st = h5_group_create(f, root, "model_weights", &weights)))
+            st = write_weights(f, weights, m);
+        h5_group_close(weights);
+        if (st) h5_close(f);
+        else st = h5_commit(f);
+    }
+    sy_free(config);
+    free(training);
+    return st;
+}
+
+/* ---- full models: loading ---------------------------------------------------------------- */
+
+static const char *json_str(const json_t *o, const char *key) {
+    return json_string_value(json_object_get(o, key));
+}
+
+/* A metric of a training_config as a name compile() takes. */
+static const char *metric_name(const json_t *v) {
+    if (json_is_string(v)) return json_string_value(v);
+    const char *cls = json_str(v, "class_name");
+    const json_t *c = json_object_get(v, "config");
+    if (!cls) return NULL;
+    if (!strcmp(cls, "MeanMetricWrapper")) {
+        /* "accuracy" and "acc" stay as given: compile resolves them by
+         * the loss and the output, as Keras does */
+        const char *name = json_str(c, "name"), *fn = json_str(c, "fn");
+        if (name && (!strcmp(name, "accuracy") || !strcmp(name, "acc") || !fn)) return name;
+        return fn;
+    }
+    if (!strcmp(cls, "SparseCategoricalAccuracy")) return "sparse_categorical_accuracy";
+    if (!strcmp(cls, "CategoricalAccuracy")) return "categorical_accuracy";
+    if (!strcmp(cls, "BinaryAccuracy")) return "binary_accuracy";
+    return json_str(c, "name") ? json_str(c, "name") : cls;
+}
+
+static double num(const json_t *o, const char *key, double fallback) {
+    const json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : fallback;
+}
+
+/* Compile m with a training_config's loss, metrics and optimizer. */
+static sy_status compile_from(sy_model *m, const char *path, const char *text) {
+    json_error_t err;
+    json_t *t = json_loads(text, 0, &err);
+    if (!t || !json_is_object(t)) {
+        json_decref(t);
+        return sy_error(SY_ERR_CORRUPT, "%s: training_config is not a JSON object (line %d, column %d: %s)", path,
+                        err.line, err.column, t ? "not an object" : err.text);
+    }
+    sy_status st = SY_OK;
+    sy_compile_options c = sy_compile_options_default();
+    const char *metrics[8];
+    const json_t *loss = json_object_get(t, "loss"), *ms = json_object_get(t, "metrics"),
+                 *opt = json_object_get(t, "optimizer_config");
+    /* the loss: Keras's name, or a Loss object */
+    if (json_is_string(loss)) {
+        c.loss = json_string_value(loss);
+    } else if (json_is_object(loss)) {
+        const char *cls = json_str(loss, "class_name");
+        const json_t *cfg = json_object_get(loss, "config");
+        for (size_t i = 0; cls && i < sizeof loss_classes / sizeof loss_classes[0]; i++)
+            if (!strcmp(cls, loss_classes[i].class_name)) c.loss = loss_classes[i].fn;
+        c.from_logits = json_is_true(json_object_get(cfg, "from_logits"));
+        if (!c.loss)
+            st = sy_error(SY_ERR_UNSUPPORTED,
+                          "%s: training_config: loss class '%s' is not supported; known: SparseCategoricalCrossentropy, "
+                          "CategoricalCrossentropy, BinaryCrossentropy, MeanSquaredError",
+                          path, cls ? cls : "(none)");
+    } else {
+        st = sy_error(SY_ERR_UNSUPPORTED,
+                      "%s: training_config: the loss must be one name or Loss object (a model with one output)", path);
+    }
+    /* metrics: a list per output (one output here), or a flat list */
+    if (!st && json_is_array(ms)) {
+        const json_t *list = json_array_size(ms) == 1 && json_is_array(json_array_get(ms, 0)) ? json_array_get(ms, 0) : ms;
+        size_t i;
+        const json_t *v;
+        json_array_foreach(list, i, v) {
+            const char *name = metric_name(v);
+            if (!name || i >= 8) {
+                st = sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: metric #%zu is not one this model can compute",
+                              path, i);
+                break;
+            }
+            metrics[c.n_metrics++] = name;
+        }
+        c.metrics = metrics;
+    }
+    const json_t *wm = json_object_get(t, "weighted_metrics");
+    if (!st && json_array_size(wm) > 0 &&
+        !(json_array_size(wm) == 1 && json_is_array(json_array_get(wm, 0)) && !json_array_size(json_array_get(wm, 0))))
+        st = sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: weighted_metrics are not supported", path);
+    /* the optimizer and its hyperparameters */
+    if (!st) {
+        const char *cls = json_str(opt, "class_name");
+        const json_t *oc = json_object_get(opt, "config");
+        if (cls && !strncmp(cls, "Custom>", 7)) cls += 7;
+        const json_t *lr = json_object_get(oc, "learning_rate");
+        if (!lr) lr = json_object_get(oc, "lr"); /* Keras before 2.3 */
+        if (!cls || !json_is_object(oc)) {
+            st = sy_error(SY_ERR_CORRUPT, "%s: training_config has no optimizer_config", path);
+        } else if ((st = sy_optimizer_from_name(cls, &c.optimizer))) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", sy_last_error());
+            st = sy_error(st, "%s: training_config: %s", path, msg);
+        } else if (!json_is_number(lr)) {
+            st = sy_error(SY_ERR_UNSUPPORTED,
+                          "%s: training_config: the optimizer's learning_rate must be a number (a schedule is not "
+                          "supported)",
+                          path);
+        } else {
+            sy_optimizer *o = &c.optimizer;
+            o->learning_rate = (float)json_number_value(lr);
+            o->momentum = num(oc, "momentum", o->momentum);
+            o->nesterov = json_is_true(json_object_get(oc, "nesterov"));
+            o->beta_1 = num(oc, "beta_1", o->beta_1);
+            o->beta_2 = num(oc, "beta_2", o->beta_2);
+            o->epsilon = num(oc, "epsilon", o->epsilon);
+            o->amsgrad = json_is_true(json_object_get(oc, "amsgrad"));
+            o->rho = num(oc, "rho", o->rho);
+            o->centered = json_is_true(json_object_get(oc, "centered"));
+        }
+    }
+    if (!st && (st = sy_model_compile(m, &c))) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", sy_last_error());
+        st = sy_error(st, "%s: compiling with its training_config: %s", path, msg);
+    }
+    json_decref(t);
+    return st;
+}
+
+sy_status sy_model_load(const char *path, sy_model **out) {
+    *out = NULL;
+    h5_file *f;
+    sy_status st = h5_open(path, &f);
+    if (st) return st;
+    h5_id root = h5_root(f), weights = -1;
+    char *config = NULL, *training = NULL;
+    sy_model *m = NULL;
+    if ((st = h5_attr_read_string(f, root, "model_config", &config))) {
+        if (st == SY_ERR_NOT_FOUND)
+            st = sy_error(SY_ERR_CORRUPT,
+                          "%s: no model config found in the file (a full model file from model.save has "
+                          "model_config; for a weights file use load_weights)",
+                          path);
+        goto done;
+    }
+    if ((st = sy_model_from_json(config, &m))) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", sy_last_error());
+        st = sy_error(st, "%s: model_config: %s", path, msg);
+        goto done;
+    }
+    if (!(st = h5_group_open(f, root, "model_weights", &weights))) st = load_weights_group(m, f, weights);
+    if (st) goto done;
+    if (h5_attr_exists(root, "training_config") && !(st = h5_attr_read_string(f, root, "training_config", &training)))
+        st = compile_from(m, path, training);
+done:
+    h5_group_close(weights);
+    h5_close(f);
+    sy_free(config);
+    sy_free(training);
+    if (st) sy_model_free(m);
+    else *out = m;
+    return st;
+}
