@@ -27,6 +27,7 @@
 #include "cli_internal.h"
 
 #include "core/core_internal.h"   /* sy_error */
+#include "data/data_internal.h"   /* data_write_file_atomic */
 #include "keras/keras_internal.h" /* a loaded model's compile settings */
 
 #include <errno.h>
@@ -240,29 +241,6 @@ const char *model_file_check_save(const char *path) {
     }
 }
 
-/* Write `text` to path whole: a temporary file beside it, renamed over it. */
-static sy_status write_whole(const char *path, const char *text) {
-    size_t n = strlen(path) + 16;
-    char *tmp = malloc(n);
-    if (!tmp) return sy_error(SY_ERR_OUT_OF_MEMORY, "out of memory");
-    snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
-    FILE *fp = fopen(tmp, "wb");
-    sy_status st = SY_OK;
-    if (!fp) {
-        st = sy_error(SY_ERR_IO, "cannot write '%s': %s", tmp, strerror(errno));
-    } else {
-        size_t len = strlen(text);
-        bool ok = fwrite(text, 1, len, fp) == len && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
-        ok = fclose(fp) == 0 && ok;
-        if (!ok || rename(tmp, path) != 0) {
-            st = sy_error(SY_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-            remove(tmp);
-        }
-    }
-    free(tmp);
-    return st;
-}
-
 sy_status model_file_save(const sy_model *m, const char *path) {
     if (model_file_kind_of(path) == MODEL_FILE_H5) return sy_model_save(m, path);
     if (model_file_kind_of(path) != MODEL_FILE_JSON)
@@ -270,7 +248,9 @@ sy_status model_file_save(const sy_model *m, const char *path) {
     char *json;
     sy_status st = sy_model_to_json(m, &json);
     if (st) return st;
-    st = write_whole(path, json);
+    const void *bufs[1] = {json};
+    size_t sizes[1] = {strlen(json)};
+    st = data_write_file_atomic(path, bufs, sizes, 1);
     sy_free(json);
     return st;
 }

@@ -16,11 +16,11 @@
  *
  * Writing. libhdf5 builds the whole file in memory (the core driver
  * without a backing store); h5_commit takes its image (H5Fget_file_image)
- * and writes it to ".<name>.tmp-XXXXXX" beside the target (mkostemp, so
- * two writers never share a temporary), fsyncs it, renames it over the
- * target and syncs the directory. Any failure, and h5_close of an
- * uncommitted file, removes the temporary: the target is never touched
- * unless the whole new file is on disk. Letting libhdf5 write to disk
+ * and writes it with data_write_file_atomic: a temporary file beside the
+ * target, fsync'd, renamed over it, the directory synced. Any failure
+ * removes the temporary, and h5_close of an uncommitted file writes
+ * nothing: the target is never touched unless the whole new file is on
+ * disk. Letting libhdf5 write to disk
  * itself was tried first: when a write failed (a full disk, a file-size
  * limit), its H5Fclose failed too and left the file half-closed in its
  * tables, and libhdf5's atexit cleanup then crashed in H5F__close_cb.
@@ -66,9 +66,7 @@ _Static_assert(sizeof(hid_t) == sizeof(h5_id), "hid_t is 64-bit since libhdf5 1.
 struct h5_file {
     hid_t id;
     char *path; /* the target: every message names it */
-    char *tmp;  /* writing: the temporary file's name (a mkostemp template until made); NULL reading */
-    bool tmp_made; /* it exists on disk and must go if not renamed */
-    char *dir;
+    bool writing; /* made by h5_create: in memory until h5_commit */
 };
 
 static pthread_once_t h5_once = PTHREAD_ONCE_INIT;
@@ -144,10 +142,7 @@ static void file_free(h5_file *f) {
         H5Fclose(f->id);
         H5Eclear2(H5E_DEFAULT);
     }
-    if (f->tmp_made) unlink(f->tmp);
     sy_free(f->path);
-    sy_free(f->tmp);
-    sy_free(f->dir);
     sy_free(f);
 }
 
@@ -187,18 +182,8 @@ sy_status h5_create(const char *path, h5_file **out) {
     if (!*base || (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)))
         return sy_error(SY_ERR_IO, "cannot write '%s': it names a directory", path);
     h5_file *f = file_new(path);
-    size_t dir_len = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
-    if (f) {
-        f->dir = sy_malloc(dir_len + 1);
-        f->tmp = sy_malloc(dir_len + strlen(base) + 16);
-    }
-    if (!f || !f->dir || !f->tmp) {
-        if (f) file_free(f);
-        return sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    }
-    memcpy(f->dir, slash ? path : ".", dir_len);
-    f->dir[dir_len] = '\0';
-    sprintf(f->tmp, "%s/.%s.tmp-XXXXXX", f->dir, base);
+    if (!f) return sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    f->writing = true;
     /* in memory (the core driver, no backing store): the name only has to
      * be unique among the files libhdf5 has open */
     static _Atomic unsigned long serial;
@@ -221,45 +206,9 @@ sy_status h5_create(const char *path, h5_file **out) {
     return SY_OK;
 }
 
-/* Write n bytes to a new temporary file beside the target, fsync it and
- * rename it over the target. */
-static sy_status write_file(h5_file *f, const void *bytes, size_t n) {
-    int fd = mkostemp(f->tmp, O_CLOEXEC);
-    if (fd < 0)
-        return sy_error(SY_ERR_IO, "cannot write '%s': cannot create a temporary file in '%s': %s", f->path, f->dir,
-                        strerror(errno));
-    f->tmp_made = true;
-    const char *p = bytes;
-    for (size_t done = 0; done < n;) {
-        ssize_t k = write(fd, p + done, n - done);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) {
-            int err = k < 0 ? errno : ENOSPC;
-            close(fd);
-            return sy_error(SY_ERR_IO, "cannot write '%s' (through its temporary file '%s'): %s", f->path, f->tmp,
-                            strerror(err));
-        }
-        done += (size_t)k;
-    }
-    if (fchmod(fd, 0644) != 0 || fsync(fd) != 0) {
-        int err = errno;
-        close(fd);
-        return sy_error(SY_ERR_IO, "cannot write '%s' (through its temporary file '%s'): %s", f->path, f->tmp,
-                        strerror(err));
-    }
-    if (close(fd) != 0)
-        return sy_error(SY_ERR_IO, "cannot write '%s' (through its temporary file '%s'): %s", f->path, f->tmp,
-                        strerror(errno));
-    if (rename(f->tmp, f->path) != 0)
-        return sy_error(SY_ERR_IO, "cannot rename '%s' to '%s': %s", f->tmp, f->path, strerror(errno));
-    f->tmp_made = false; /* renamed: nothing to remove */
-    data_sync_dir(f->dir);
-    return SY_OK;
-}
-
 sy_status h5_commit(h5_file *f) {
     if (!f) return SY_OK;
-    if (!f->tmp) {
+    if (!f->writing) {
         file_free(f);
         return sy_error(SY_ERR_INTERNAL, "h5_commit: the file was opened for reading");
     }
@@ -272,7 +221,11 @@ sy_status h5_commit(h5_file *f) {
         st = sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory for the file's %zd bytes", f->path, n);
     else if (H5Fget_file_image(f->id, image, (size_t)n) != n)
         st = h5_fail(f, -1, SY_ERR_IO, "cannot copy the file's image out of memory");
-    if (!st) st = write_file(f, image, (size_t)n);
+    if (!st) {
+        const void *bufs[1] = {image};
+        size_t sizes[1] = {(size_t)n};
+        st = data_write_file_atomic(f->path, bufs, sizes, 1);
+    }
     sy_free(image);
     if (st) {
         char msg[1024];
