@@ -46,18 +46,15 @@ static sy_status load_images(sy_status (*load)(sy_data_split *), sy_data_split *
 static sy_status load_fashion_mnist(sy_data_split *d) { return load_images(sy_fashion_mnist_load_data, d); }
 static sy_status load_mnist(sy_data_split *d) { return load_images(sy_mnist_load_data, d); }
 
-/* The IMDB reviews as the tutorial prepares them: word indices below
- * 15,000, each review padded or cut to 250 (int32 (25000, 250)); labels
- * uint8 (25000,). */
-static sy_status load_imdb(sy_data_split *d) {
+sy_status builtin_imdb_data(int32_t num_words, int64_t maxlen, sy_data_split *d) {
     memset(d, 0, sizeof *d);
     sy_imdb_options o = sy_imdb_options_default();
-    o.num_words = IMDB_WORDS;
+    o.num_words = num_words;
     sy_imdb_split s;
     sy_status st = sy_imdb_load_data(&o, &s);
     if (st) return st;
     sy_pad_options p = sy_pad_options_default();
-    p.maxlen = IMDB_LEN;
+    p.maxlen = maxlen;
     if ((st = sy_pad_sequences(s.x_train, &p, &d->x_train)) || (st = sy_pad_sequences(s.x_test, &p, &d->x_test))) {
         sy_data_split_free(d);
     } else {
@@ -68,6 +65,11 @@ static sy_status load_imdb(sy_data_split *d) {
     sy_imdb_split_free(&s);
     return st;
 }
+
+/* The IMDB reviews as the tutorial prepares them: word indices below
+ * 15,000, each review padded or cut to 250 (int32 (25000, 250)); labels
+ * uint8 (25000,). */
+static sy_status load_imdb(sy_data_split *d) { return builtin_imdb_data(IMDB_WORDS, IMDB_LEN, d); }
 
 /* A Sequential model of `n` layers, seeded. */
 static sy_status build_sequential(uint64_t seed, const sy_layer *layers, int n, sy_model **out) {

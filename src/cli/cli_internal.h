@@ -38,6 +38,9 @@ typedef struct builtin_model {
 const builtin_model *builtin_find(const char *name);
 int builtin_count(void);
 const builtin_model *builtin_at(int index);
+/* The IMDB reviews with word indices below num_words (0: all), each padded
+ * or cut to maxlen (int32 (25000, maxlen)); labels uint8 (25000,). */
+sy_status builtin_imdb_data(int32_t num_words, int64_t maxlen, sy_data_split *out);
 /* The first n samples of x (0 < n <= x's first dimension), as a new
  * tensor: Keras's x[:n]. */
 sy_status builtin_head(const sy_tensor *x, int64_t n, sy_tensor **out);

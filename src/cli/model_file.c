@@ -205,22 +205,8 @@ static sy_status load_imdb(const file_model *f, sy_data_split *d) {
         return sy_error(SY_ERR_SHAPE, "--dataset imdb gives reviews as word indices (None, length), but '%s' takes "
                         "inputs of shape %s", f->b.name, sy_shape_format(&f->b.input_shape, s, sizeof s));
     }
-    sy_imdb_options o = sy_imdb_options_default();
-    o.num_words = (int32_t)f->b.num_words; /* 0 (no Embedding first): every word */
-    sy_imdb_split s;
-    sy_status st = sy_imdb_load_data(&o, &s);
-    if (st) return st;
-    sy_pad_options p = sy_pad_options_default();
-    p.maxlen = f->b.input_shape.dims[0];
-    if ((st = sy_pad_sequences(s.x_train, &p, &d->x_train)) || (st = sy_pad_sequences(s.x_test, &p, &d->x_test))) {
-        sy_data_split_free(d);
-    } else {
-        d->y_train = s.y_train;
-        d->y_test = s.y_test;
-        s.y_train = s.y_test = NULL;
-    }
-    sy_imdb_split_free(&s);
-    return st;
+    /* the Embedding's vocabulary (0, no Embedding first: every word) */
+    return builtin_imdb_data((int32_t)f->b.num_words, f->b.input_shape.dims[0], d);
 }
 
 sy_status file_model_data(const file_model *f, sy_data_split *d) {
