@@ -383,8 +383,13 @@ typedef struct sy_fit_options {
      * checkpoint at every epoch's end and every save_checkpoints_steps
      * steps (0: epochs only) holding weights, optimizer slots, step, epoch,
      * RNG states and the input position; the newest keep_checkpoint_max
-     * are kept. resume continues from the newest; without it a model_dir
-     * that already holds checkpoints is refused. */
+     * are kept, as DIR/ckpt-<global step>.syckpt. resume continues from
+     * the newest (none yet: from the start), and the run ends with the
+     * weights, bit for bit, of one never interrupted; a dataset must be
+     * the same pipeline built again. Without resume a model_dir that
+     * already holds checkpoints is refused. A checkpoint of another model,
+     * optimizer or seed, or a damaged one, is refused naming what differs,
+     * before any weight changes (docs/design/checkpoints.md). */
     const char *model_dir;          /* NULL: none */
     int64_t save_checkpoints_steps; /* 0 */
     int32_t keep_checkpoint_max;    /* 5 */

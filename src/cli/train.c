@@ -118,7 +118,7 @@ static void make_flags(flag *f, run_opts *o) {
     f[F_UPDATE_FREQ] = (flag){"--update-freq", FLAG_INT, &o->update_freq, "N",
                               "also write per-batch scalars every N steps to --logdir (default 0: epochs only)", false};
     /* CSV log and early stopping */
-    f[F_CSV_LOG] = (flag){"--csv-log", FLAG_STRING, &o->csv_log, "FILE", "append each epoch's logs to FILE (Keras's CSVLogger)", false};
+    f[F_CSV_LOG] = (flag){"--csv-log", FLAG_STRING, &o->csv_log, "FILE", "write each epoch's logs to FILE as a row (Keras's CSVLogger; FILE is replaced unless --csv-append)", false};
     f[F_CSV_APPEND] = (flag){"--csv-append", FLAG_BOOL, &o->csv_append, "", "keep what --csv-log's FILE holds and add to it", false};
     f[F_PATIENCE] = (flag){"--early-stopping", FLAG_INT, &o->patience, "PATIENCE",
                            "stop when --monitor has not improved for PATIENCE epochs (Keras's EarlyStopping)", false};
