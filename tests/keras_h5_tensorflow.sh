@@ -11,19 +11,24 @@
 #      what systolic predicted; Keras saves weights of its own, which
 #      test_saving loads, and systolic's predictions match Keras's.
 #
-# Python is $SYSTOLIC_PYTHON, else <root>/.venv/bin/python (make deps),
-# else <root>/.gl/bin/python (make bench-deps): the first that imports
-# h5py. Skipped (77) when none does; without TensorFlow only step 2 runs.
+# Python is the first of $SYSTOLIC_PYTHON, <root>/.venv/bin/python (make
+# deps: h5py) and <root>/.gl/bin/python (make bench-deps: TensorFlow) that
+# imports TensorFlow and h5py, else the first that imports h5py. Skipped
+# (77) when none does; without TensorFlow only step 2 runs.
 #
 #   sh tests/keras_h5_tensorflow.sh build/tests/test_saving .
 test_saving=$1
 root=$2
 python=
-for py in "$SYSTOLIC_PYTHON" "$root/.venv/bin/python" "$root/.gl/bin/python"; do
-    if [ -n "$py" ] && "$py" -c 'import h5py, numpy' >/dev/null 2>&1; then
-        python=$py
-        break
-    fi
+# the first with TensorFlow, so the round trips run wherever they can; else
+# the first with h5py alone, for the layout
+for need in 'import h5py, numpy, tensorflow' 'import h5py, numpy'; do
+    for py in "$SYSTOLIC_PYTHON" "$root/.venv/bin/python" "$root/.gl/bin/python"; do
+        if [ -n "$py" ] && "$py" -c "$need" >/dev/null 2>&1; then
+            python=$py
+            break 2
+        fi
+    done
 done
 if [ -z "$python" ]; then
     echo "no Python with h5py (\$SYSTOLIC_PYTHON, $root/.venv/bin/python, $root/.gl/bin/python): skipped"
