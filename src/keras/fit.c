@@ -743,7 +743,11 @@ static sy_status resume_feed(fit_feed *f, const fit_position *p) {
         return SY_OK;
     }
     sy_status st = sy_dataset_set_rng_state(f->train, p->iter_open ? p->rng_open : p->rng_now, p->n_rng);
-    if (st) return sy_error(st, "fit: resuming: %s", sy_last_error());
+    if (st) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", sy_last_error());
+        return sy_error(st, "fit: resuming: %s", msg);
+    }
     if (!p->iter_open) return SY_OK;
     if ((st = open_train(f))) return st;
     for (int64_t i = 0; i < p->consumed; i++) { /* replay the elements taken before */

@@ -138,6 +138,8 @@ sy_status checkpoint_save(sy_model *m, const sy_fit_options *o, const fit_positi
 
 /* ---- loading ------------------------------------------------------------------------ */
 
+static const char *str_or(const char *s) { return s ? s : "?"; }
+
 /* "conv2d/kernel/m" -> "conv2d" in buf. */
 static const char *layer_of(const char *var, char *buf, size_t size) {
     const char *slash = strchr(var, '/');
@@ -157,8 +159,8 @@ static void layers_str(const json_t *layers, char *buf, size_t size) {
     buf[0] = '\0';
     for (size_t i = 0; i < json_array_size(layers) && at < size; i++) {
         const json_t *l = json_array_get(layers, i);
-        int n = snprintf(buf + at, size - at, "%s%s (%s)", i ? ", " : "", json_string_value(json_array_get(l, 0)) ?: "?",
-                         json_string_value(json_array_get(l, 1)) ?: "?");
+        int n = snprintf(buf + at, size - at, "%s%s (%s)", i ? ", " : "", str_or(json_string_value(json_array_get(l, 0))),
+                         str_or(json_string_value(json_array_get(l, 1))));
         if (n < 0) break;
         at += (size_t)n;
     }
@@ -230,7 +232,7 @@ static sy_status restore(sy_model *m, const char *path, const json_t *man, const
         !json_u64(json_object_get(man, "seed"), &seed) || !json_string_value(json_object_get(man, "optimizer")))
         return sy_error(SY_ERR_CORRUPT, "checkpoint '%s': its manifest is not a version 1 systolic checkpoint's", path);
     layers_str(layers, theirs, sizeof theirs);
-    const char *model = json_string_value(json_object_get(man, "model")) ?: "?";
+    const char *model = str_or(json_string_value(json_object_get(man, "model")));
     /* every variable of this model, in the checkpoint with its shape */
     for (int32_t i = 0; i < sy_vars_count(m->vars); i++) {
         const char *name = sy_vars_name(m->vars, i);
@@ -347,7 +349,11 @@ sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p
                         "fit: save_checkpoints_steps (%lld) must be >= 0 and keep_checkpoint_max (%d) >= 1",
                         (long long)o->save_checkpoints_steps, o->keep_checkpoint_max);
     sy_status st = data_make_dirs(o->model_dir);
-    if (st) return sy_error(st, "fit: model_dir: %s", sy_last_error());
+    if (st) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", sy_last_error());
+        return sy_error(st, "fit: model_dir: %s", msg);
+    }
     int64_t *steps;
     int32_t n;
     if ((st = ckpt_list(o->model_dir, &steps, &n))) return st;
