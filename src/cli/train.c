@@ -410,7 +410,7 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     int32_t n_cbs = 0;
     cbs[n_cbs++] = (sy_callback){&count, NULL, NULL, count_steps, count_epoch, NULL, NULL};
     sy_status st = SY_OK;
-    if (!st && o->csv_log) {
+    if (o->csv_log) {
         st = sy_callback_csv_logger(o->csv_log, ',', o->csv_append, &cbs[n_cbs]);
         if (!st) n_cbs++;
     }
@@ -431,8 +431,8 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
         if (!(st = sy_callback_tensorboard(&tb, &cbs[n_cbs]))) n_cbs++;
     }
     fo.callbacks = cbs;
-    sy_history *h = NULL;
     fo.n_callbacks = n_cbs;
+    sy_history *h = NULL;
     double t0 = now_seconds();
     if (st) {
         /* a callback could not be made: st and its message stand */

@@ -194,78 +194,27 @@ static void jw_null(jw *w) {
     jw_puts(w, "null");
 }
 
-/* The shortest decimal digits that read back as x (as a double, or as a
- * float when single), and where the decimal point goes: x = 0.DIGITS *
- * 10^decpt. */
-static void shortest_digits(double x, bool single, char digits[24], int *decpt) {
-    char b[40];
-    for (int p = 1; p <= 17; p++) {
-        snprintf(b, sizeof b, "%.*e", p - 1, x);
-        double back = strtod(b, NULL);
-        if (single ? (float)back == (float)x : back == x) break;
+/* The double closest to the shortest decimal that reads back as the float
+ * x: a float field (a dropout rate of 0.1f) written as the Python float
+ * Keras's config holds (0.1). */
+static double float_as_decimal(float x) {
+    char b[32];
+    for (int p = 1; p <= 9; p++) {
+        snprintf(b, sizeof b, "%.*g", p, (double)x);
+        if ((float)strtod(b, NULL) == x) break;
     }
-    /* b is "d.ddde[+-]XX" (x > 0) */
-    int n = 0;
-    for (const char *q = b; *q && *q != 'e'; q++)
-        if (*q >= '0' && *q <= '9') digits[n++] = *q;
-    while (n > 1 && digits[n - 1] == '0') n--;
-    digits[n] = '\0';
-    *decpt = atoi(strchr(b, 'e') + 1) + 1;
+    return strtod(b, NULL);
 }
 
-/* repr(float(x)) in Python 3: the shortest digits that round-trip, fixed
- * notation for 1e-4 <= |x| < 1e16 with ".0" when integral, else d.ddde+XX. */
-static void py_float_repr(double x, bool single, char out[40]) {
-    if (isnan(x)) {
-        snprintf(out, 40, "NaN");
-        return;
-    }
-    if (isinf(x)) {
-        snprintf(out, 40, x > 0 ? "Infinity" : "-Infinity");
-        return;
-    }
-    char *o = out;
-    if (signbit(x)) *o++ = '-', x = -x;
-    if (x == 0) {
-        strcpy(o, "0.0");
-        return;
-    }
-    char d[24];
-    int decpt;
-    shortest_digits(x, single, d, &decpt);
-    int n = (int)strlen(d);
-    if (decpt <= -4 || decpt > 16) {
-        *o++ = d[0];
-        if (n > 1) {
-            *o++ = '.';
-            memcpy(o, d + 1, (size_t)n - 1);
-            o += n - 1;
-        }
-        char e[16];
-        snprintf(e, sizeof e, "e%c%02d", decpt - 1 < 0 ? '-' : '+', abs(decpt - 1) % 1000);
-        strcpy(o, e);
-    } else if (decpt <= 0) {
-        *o++ = '0', *o++ = '.';
-        for (int i = 0; i < -decpt; i++) *o++ = '0';
-        strcpy(o, d);
-    } else if (decpt < n) {
-        memcpy(o, d, (size_t)decpt);
-        o += decpt;
-        *o++ = '.';
-        strcpy(o, d + decpt);
-    } else {
-        memcpy(o, d, (size_t)n);
-        o += n;
-        for (int i = n; i < decpt; i++) *o++ = '0';
-        strcpy(o, ".0");
-    }
-}
-
+/* A number as Python's json.dumps writes it: repr(float) (of the shortest
+ * decimal of the float x when single), with NaN and Infinity for the
+ * values JSON has no word for. */
 static void jw_real(jw *w, double x, bool single) {
-    char b[40];
+    char b[48];
     jw_value(w);
-    py_float_repr(x, single, b);
-    jw_puts(w, b);
+    if (isnan(x)) jw_puts(w, "NaN");
+    else if (isinf(x)) jw_puts(w, x > 0 ? "Infinity" : "-Infinity");
+    else jw_puts(w, keras_float_repr(single ? float_as_decimal((float)x) : x, b, sizeof b));
 }
 
 /* Any parsed value, for messages (jw's limit cuts it short). */
