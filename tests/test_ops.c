@@ -624,6 +624,9 @@ static sy_node build(const row *r, ctx *c, sy_dtype dt, uint64_t seed) {
     return out;
 }
 
+/* check_nan_propagates sets this: the first leaf is fed as all NaN. */
+static bool poison_first_leaf;
+
 /* Write the leaves' values into the plan (variables and inputs). */
 static void feed(ctx *c, sy_plan *p) {
     sy_vars *v = sy_plan_vars(p);
@@ -640,7 +643,8 @@ static void feed(ctx *c, sy_plan *p) {
         if (!dst) continue; /* not read by this plan */
         int64_t n = sy_shape_count(&l->shape);
         for (int64_t k = 0; k < n; k++) {
-            if (l->kind == LEAF_INT) ((int32_t *)dst)[k] = (int32_t)l->values[k];
+            if (poison_first_leaf && i == 0 && l->kind != LEAF_INT) ((float *)dst)[k] = NAN;
+            else if (l->kind == LEAF_INT) ((int32_t *)dst)[k] = (int32_t)l->values[k];
             else if (c->dt == SY_F32) ((float *)dst)[k] = (float)l->values[k];
             else ((double *)dst)[k] = l->values[k];
         }
@@ -903,6 +907,36 @@ static void check_inference_scan_has_no_gradient(void) {
     free_ctx(&c);
 }
 
+/* A NaN in gives NaN out, as in TensorFlow, through every kernel built on
+ * the fast exp (exp, sigmoid, tanh, softmax, the recurrent cells' gates):
+ * a model whose weights went NaN must show a NaN loss, not a plausible
+ * number. (The eight-lane exp once clamped NaN to exp(-87.3); the scalar
+ * one reached a signed shift of a negative value, which UBSan reports.) */
+static void check_nan_propagates(sy_pool *pool2) {
+    /* rows without a mask, so that every output depends on the NaN */
+    sy_node (*const builders[])(ctx *) = {b_exp,         b_sigmoid,     b_tanh, b_softmax_37,     b_log_softmax,
+                                          b_matmul_sigmoid, b_matmul_tanh, b_lstm, b_lstm_inference, b_gru};
+    poison_first_leaf = true;
+    for (size_t k = 0; k < sizeof builders / sizeof builders[0]; k++) {
+        const row *r = NULL;
+        for (int i = 0; i < N_ROWS && !r; i++)
+            if (rows[i].build == builders[k]) r = &rows[i];
+        CHECK(r != NULL, "check_nan_propagates: builder %zu has no row", k);
+        if (!r) continue;
+        for (int v = 0; v < 3; v++) {
+            int64_t n = 0;
+            double *y = forward(r, "cpu", v == 2 ? pool2 : NULL, v > 0, &n, NULL);
+            if (!y) continue;
+            int64_t finite = 0;
+            for (int64_t i = 0; i < n; i++) finite += !isnan(y[i]);
+            CHECK(finite == 0, "%s on cpu (variant %d) with NaN input: %lld of %lld outputs are not NaN", r->name, v,
+                  (long long)finite, (long long)n);
+            free(y);
+        }
+    }
+    poison_first_leaf = false;
+}
+
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL;
     check_inference_scan_has_no_gradient();
@@ -919,6 +953,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%-40s %s\n", r->name, check_failures == before ? "ok" : "FAILED");
     }
     check_optimizers(covered);
+    if (!only) check_nan_propagates(pool2);
     for (int op = 0; op < SY_OP_COUNT; op++)
         CHECK(covered[op], "op '%s' has no row in the op harness", sy_op_name((sy_op)op));
     sy_pool_free(pool2);

@@ -59,12 +59,19 @@ void sy_parallel_parts(const sy_exec *ex, int64_t parts, sy_part_fn fn, void *ct
 
 /* ---- branch-free float math that GCC vectorises ---------------------------
  * exp: Cody-Waite reduction and a degree-6 polynomial, ~2 ulp on
- * [-87.3, 88.3] (inputs are clamped to it). sigmoid and tanh are built on it. */
+ * [-87.3, 88.3] (inputs are clamped to it). sigmoid and tanh are built on it.
+ * A NaN passes the clamp (both compares are false) and comes out NaN, as
+ * from expf: a diverged model's loss must show NaN, not a number. The
+ * exponent is taken from the bits of the rounding sum in unsigned
+ * arithmetic, so no input, NaN included, reaches a signed shift or a
+ * float-to-int conversion out of range. */
 static inline float sy_vexpf(float x) {
     x = x < -87.3f ? -87.3f : x > 88.3f ? 88.3f : x;
     /* round to nearest by the 1.5 * 2^23 trick: plain adds, which vectorise
-     * (roundf is a library call GCC will not inline without -ffast-math) */
-    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+     * (roundf is a library call GCC will not inline without -ffast-math);
+     * t's low mantissa bits then hold n + 0x400000 */
+    float t = x * 1.44269504088896341f + 12582912.0f;
+    float n = t - 12582912.0f;
     float r = x - n * 0.693145751953125f;
     r = r - n * 1.428606765330187045e-06f;
     float p = 1.9875691500e-4f;
@@ -74,7 +81,9 @@ static inline float sy_vexpf(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    int32_t e = ((int32_t)n + 127) << 23;
+    uint32_t tb;
+    memcpy(&tb, &t, sizeof tb);
+    uint32_t e = (tb - 0x4B400000u + 127u) << 23;
     float scale;
     memcpy(&scale, &e, sizeof scale);
     return p * scale;
@@ -97,7 +106,9 @@ static inline float sy_vlogf(float x) { return logf(x); }
  * step (within 2 ulp of the division). tanh is 2 sigmoid(2x) - 1, which
  * near 0 is as accurate (to 1e-7 absolutely) as sy_vtanhf's (1 - t)/(1 + t). */
 static inline __m256 sy_exp8(__m256 x) {
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+    /* max/min return their second operand when either is NaN: x second,
+     * so a NaN lane stays NaN (as in sy_vexpf) instead of clamping to 0 */
+    x = _mm256_min_ps(_mm256_set1_ps(88.3f), _mm256_max_ps(_mm256_set1_ps(-87.3f), x));
     __m256 magic = _mm256_set1_ps(12582912.0f);
     __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic), magic);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
