@@ -91,32 +91,29 @@ int file_model_init(file_model *f, const char *command, const char *path, const 
     return -1;
 }
 
-/* The whole file as a string (free()). */
+/* A Keras model JSON is a few hundred bytes a layer (ResNet-152's is
+ * about 400 KB); a file past this is not one, and reading it whole (a link
+ * to /dev/zero, a misnamed dataset) would take the machine's memory. */
+#define MODEL_JSON_MAX ((size_t)64 << 20)
+
+/* The whole file as a string (sy_free()); a directory, FIFO or device is
+ * refused by data_read_file_max, naming what it is. */
 static sy_status read_file(const char *path, char **out) {
     *out = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return sy_error(SY_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *s = malloc(cap);
-    while (s) {
-        n += fread(s + n, 1, cap - n - 1, fp);
-        if (n < cap - 1) break;
-        char *t = realloc(s, cap * 2);
-        if (!t) free(s);
-        s = t;
-        cap *= 2;
-    }
-    bool failed = ferror(fp);
-    fclose(fp);
-    if (!s) return sy_error(SY_ERR_OUT_OF_MEMORY, "'%s': out of memory", path);
-    if (failed) {
-        free(s);
-        return sy_error(SY_ERR_IO, "cannot read '%s'", path);
+    uint8_t *buf;
+    size_t n;
+    sy_status st = data_read_file_max(path, MODEL_JSON_MAX, "a Keras model JSON", &buf, &n);
+    if (st) return st;
+    char *s = sy_realloc_array(buf, n, n + 1, 1);
+    if (!s) {
+        sy_free(buf);
+        return sy_error(SY_ERR_OUT_OF_MEMORY, "'%s': out of memory", path);
     }
     s[n] = '\0';
     if (strlen(s) != n) {
-        free(s);
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "'%s' holds a NUL byte: not Keras's model JSON", path);
+        sy_free(s);
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "'%s' holds a NUL byte: not Keras's model JSON",
+                        path);
     }
     *out = s;
     return SY_OK;
@@ -131,7 +128,7 @@ sy_status file_model_load(file_model *f, uint64_t seed, sy_model **out) {
         char *json;
         if ((st = read_file(path, &json))) return st;
         st = sy_model_from_json(json, out);
-        free(json);
+        sy_free(json);
         if (st) return st;
         sy_model_set_seed(*out, seed); /* the initial weights, as a built-in model's */
         break;

@@ -17,6 +17,7 @@
 #include "../core/core_internal.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <zlib.h>
 
@@ -33,8 +34,20 @@ sy_status npy_parse(const uint8_t *buf, size_t n, const char *what, sy_tensor **
  * outlive it; sy_npz_close frees only what the parse allocated. */
 sy_status npz_parse(const uint8_t *buf, size_t n, const char *what, sy_npz **out);
 
-/* The whole file at `path` in a new sy_malloc'd buffer (*buf may be non-NULL
- * for an empty file). SY_ERR_IO names the path and the system's reason. */
+/* Open `path` for reading without blocking and check that it is a regular
+ * file: a directory, FIFO, device or socket is refused (SY_ERR_IO saying
+ * which), as is a file that cannot be opened. Messages start "what: " when
+ * what is given. *fd is blocking again; *size (when non-NULL) from fstat. */
+sy_status data_open_read(const char *path, const char *what, int *fd, int64_t *size);
+/* The same, as a stdio stream (fclose it). */
+sy_status data_fopen_read(const char *path, const char *what, FILE **f, int64_t *size);
+
+/* The whole file at `path` in a new sy_malloc'd buffer (*buf is non-NULL
+ * even for an empty file). SY_ERR_IO names the path and the system's
+ * reason; a file over `max` bytes (0: no limit) is refused before it is
+ * read, SY_ERR_INVALID_ARGUMENT naming `format` ("a Keras model JSON"). */
+sy_status data_read_file_max(const char *path, size_t max, const char *format, uint8_t **buf,
+                             size_t *n);
 sy_status data_read_file(const char *path, uint8_t **buf, size_t *n);
 
 /* Read the file at `path` whole, call fn(bytes, size, path, ctx), and free
@@ -204,6 +217,9 @@ void tfrecord_frame(const void *data, size_t n, uint8_t head[12], uint8_t foot[4
 sy_status tfrecord_reader_open_memory(const uint8_t *buf, size_t n, const char *what,
                                       const sy_tfrecord_options *options, sy_tfrecord_reader **out);
 
+/* "a directory", "a FIFO", "a character device", ... for messages about a
+ * path that is not a regular file (read.c). */
+const char *data_file_kind(unsigned mode);
 /* Create dir and its parents (mkdir -p); SY_ERR_IO names the part that
  * failed, or a part that is not a directory (fetch.c). */
 sy_status data_make_dirs(const char *dir);
@@ -211,10 +227,16 @@ sy_status data_make_dirs(const char *dir);
 void data_sync_dir(const char *dir);
 /* Write the n buffers, one after another, as the file at path, atomically:
  * into a temporary file beside it (".<name>.tmp-XXXXXX"), fsync'd, renamed
- * over path, the directory fsync'd. On any failure (a full disk, a missing
+ * over path, the directory fsync'd. A symbolic link is written through: the
+ * file it points to is replaced (beside itself) and the link kept, as h5py
+ * does; an existing file keeps its permissions. A directory, FIFO, device or
+ * socket at path (or at the end of its links) is refused, SY_ERR_IO naming
+ * it, before anything is written. On any failure (a full disk, a missing
  * directory) the temporary file is removed, whatever path held before is
- * untouched, and SY_ERR_IO names path and the reason (fetch.c). */
-sy_status data_write_file_atomic(const char *path, const void *const *bufs, const size_t *sizes, int32_t n);
+ * untouched, and SY_ERR_IO names path and the reason (fetch.c). Every writer
+ * of a whole file goes through here. */
+sy_status data_write_file_atomic(const char *path, const void *const *bufs, const size_t *sizes,
+                                 int32_t n);
 
 /* ---- SHA-256 (sha256.c) --------------------------------------------------------- */
 

@@ -153,26 +153,23 @@ static bool read_exact(cache_file *cf, void *dst, size_t n) {
 /* Open the file and check what can be checked cheaply: SY_ERR_INVALID_ARGUMENT
  * when it is not a cache of d's elements (never to be overwritten),
  * SY_ERR_CORRUPT when it is partial or damaged, SY_ERR_NOT_FOUND when it
- * is not there. */
+ * is not there, SY_ERR_IO when it is not a regular file (a directory, a
+ * FIFO: never overwritten either) or cannot be read. */
 static sy_status cache_file_open(cache_file *cf, const char *path, const sy_dataset *d) {
     memset(cf, 0, sizeof *cf);
     cf->path = path;
-    cf->f = fopen(path, "rb");
-    if (!cf->f) {
-        int err = errno;
-        return sy_error(err == ENOENT ? SY_ERR_NOT_FOUND : SY_ERR_IO, "cache: cannot open '%s': %s", path,
-                        strerror(err));
-    }
+    int64_t size;
     struct stat sb;
-    if (fstat(fileno(cf->f), &sb) != 0 || !S_ISREG(sb.st_mode))
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "cache: '%s' is not a regular file", path);
-    cf->size = (uint64_t)sb.st_size;
+    if (lstat(path, &sb) != 0 && errno == ENOENT)
+        return sy_error(SY_ERR_NOT_FOUND, "cache: cannot open '%s': %s", path, strerror(ENOENT));
+    sy_status st = data_fopen_read(path, "cache", &cf->f, &size);
+    if (st) return st;
+    cf->size = (uint64_t)size;
     byte_buf want = {0};
     if (!encode_header(d, &want)) return sy_error(SY_ERR_OUT_OF_MEMORY, "cache: out of memory");
     uint8_t head[8 + 4 + 8 * SY_ELEMENT_MAX + 4];
     size_t got = fread(head, 1, want.n, cf->f);
     cf->pos = got;
-    sy_status st = SY_OK;
     char specs[SY_ELEMENT_MAX * DS_SPEC_STR_MAX] = "", one[DS_SPEC_STR_MAX];
     for (int32_t c = 0; c < d->n; c++)
         snprintf(specs + strlen(specs), sizeof specs - strlen(specs), "%s%s", c ? ", " : "",

@@ -51,13 +51,8 @@ sy_status ds_stream_open(ds_stream *s, const char *path, sy_compression compress
     s->path = path;
     s->what = what;
     s->compression = compression;
-    s->f = fopen(path, "rb");
-    if (!s->f) return sy_error(SY_ERR_IO, "%s: cannot open '%s': %s", what, path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(s->f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        ds_stream_close(s);
-        return sy_error(SY_ERR_IO, "%s: cannot read '%s': it is a directory", what, path);
-    }
+    sy_status st = data_fopen_read(path, what, &s->f, NULL);
+    if (st) return st;
     if (compression == SY_COMPRESSION_NONE) return SY_OK;
     s->in = sy_malloc(DS_STREAM_CHUNK);
     if (!s->in || inflateInit2(&s->z, compression == SY_COMPRESSION_ZLIB ? 15 : 15 + 16) != Z_OK) {

@@ -114,8 +114,9 @@ void sha256_hex(const uint8_t digest[32], char hex[65]) {
 }
 
 sy_status sha256_file(const char *path, char hex[65]) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return sy_error(SY_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    FILE *f;
+    sy_status st = data_fopen_read(path, NULL, &f, NULL);
+    if (st) return st;
     sha256_ctx c;
     sha256_init(&c);
     uint8_t buf[1 << 16];

@@ -435,14 +435,10 @@ sy_status sy_tfrecord_reader_open(const char *path, const sy_tfrecord_options *o
     *out = NULL;
     if (!path)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "sy_tfrecord_reader_open: the path is NULL");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return sy_error(SY_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        close(fd);
-        return sy_error(SY_ERR_IO, "cannot read '%s': it is a directory", path);
-    }
-    sy_status st = reader_new(path, options, true, out);
+    int fd;
+    sy_status st = data_open_read(path, NULL, &fd, NULL);
+    if (st) return st;
+    st = reader_new(path, options, true, out);
     if (st) {
         close(fd);
         return st;
