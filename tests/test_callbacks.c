@@ -28,8 +28,12 @@
 #include "synthetic.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* A whole file, NUL-terminated (NULL if it cannot be read); *n its size. */
 static char *slurp(const char *path, size_t *n) {
@@ -506,10 +510,62 @@ static void test_fit(void) {
     sy_model_free(m);
 }
 
+/* Rows are written whole or not at all: a row that does not fit (a full
+ * disk; here a file size limit that stops the write part way, as a full
+ * disk does) leaves the file as it was, so the next row (this run's, or a
+ * later --csv-append run's) starts on a line of its own. A FIFO at the
+ * path is refused at train begin instead of blocking. */
+static void test_csv_logger_whole_rows(void) {
+    char path[1024];
+    in_tmp(path, sizeof path, "torn.csv");
+    remove(path);
+    sy_logs logs = {.n = 2, .names = {"loss", "accuracy"}, .values = {39.536529541015625, 0.125}};
+    sy_callback cb;
+    CHECK_OK(sy_callback_csv_logger(path, ',', true, &cb));
+    CHECK_OK(cb.on_train_begin(cb.ctx, NULL));
+    CHECK_OK(cb.on_epoch_end(cb.ctx, NULL, 0, &logs));
+    size_t before_n = 0;
+    char *before = slurp(path, &before_n);
+    struct rlimit old, lim;
+    CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0, "getrlimit");
+    lim = old;
+    lim.rlim_cur = (rlim_t)before_n + 5; /* room for "1,39." and no more */
+    void (*handler)(int) = signal(SIGXFSZ, SIG_IGN);
+    CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0, "setrlimit");
+    CHECK_ERR(cb.on_epoch_end(cb.ctx, NULL, 1, &logs), SY_ERR_IO, path, "epoch 1", "as it was before this row");
+    CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0, "setrlimit back");
+    signal(SIGXFSZ, handler);
+    size_t after_n = 0;
+    char *after = slurp(path, &after_n);
+    CHECK(before && after && after_n == before_n && !memcmp(before, after, before_n),
+          "a row that did not fit left %zu bytes where there were %zu: %s", after_n, before_n, after ? after : "");
+    free(after);
+    CHECK_OK(cb.on_epoch_end(cb.ctx, NULL, 2, &logs));
+    CHECK_OK(cb.on_train_end(cb.ctx, NULL, &logs));
+    after = slurp(path, NULL);
+    CHECK(after && !strcmp(after, "epoch,accuracy,loss,val_accuracy,val_loss\r\n"
+                              "0,0.125,39.536529541015625,NA,NA\r\n2,0.125,39.536529541015625,NA,NA\r\n"),
+          "after a failed row the next is whole, on its own line: %s", after ? after : "(none)");
+    free(before);
+    free(after);
+    sy_callback_free(&cb);
+
+    in_tmp(path, sizeof path, "fifo.csv");
+    remove(path);
+    CHECK(mkfifo(path, 0600) == 0, "mkfifo %s", path);
+    CHECK_OK(sy_callback_csv_logger(path, ',', true, &cb));
+    CHECK_ERR(cb.on_train_begin(cb.ctx, NULL), SY_ERR_IO, path, "it is a FIFO, not a regular file");
+    sy_callback_free(&cb);
+    struct stat sb;
+    CHECK(stat(path, &sb) == 0 && S_ISFIFO(sb.st_mode), "the FIFO is left as it was");
+    remove(path);
+}
+
 int main(void) {
     if (!files_setup("test_callbacks", __FILE__)) return 1;
     test_float_repr_golden();
     test_csv_logger_golden();
+    test_csv_logger_whole_rows();
     test_early_stopping_golden();
     test_refusals();
     test_fit();

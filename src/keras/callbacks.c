@@ -17,8 +17,14 @@
  * quoted (and its '"' doubled) when it holds the separator, '"', '\r' or
  * '\n', a missing value written NA, numbers as Python's str(float) (the
  * shortest string that reads back to the same double: keras_float_repr).
- * Each row is flushed; the file is closed at train end. The columns stay
- * those of the first run when the callback is reused, as Keras's do.
+ * Each row (with the header, when it comes first) is made in memory and
+ * written whole: should the write fail part way (a full disk, a file size
+ * limit), the file is cut back to its length before the row, so that a
+ * later --csv-append never joins its row onto a torn one; the epoch's
+ * error says so. The path must be a regular file or nothing: a FIFO or a
+ * directory is refused at train begin, naming it, instead of blocking or
+ * being replaced. The file is closed at train end. The columns stay those
+ * of the first run when the callback is reused, as Keras's do.
  *
  * EarlyStopping follows Keras's on_epoch_end step for step: the monitored
  * value missing warns (sy_log) with the names present and is skipped, as
@@ -34,10 +40,14 @@
  */
 #include "keras_internal.h"
 
+#include "../data/data_internal.h" /* data_file_kind */
+
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- Python's repr of a float ------------------------------------------------------------ */
@@ -121,7 +131,7 @@ typedef struct csv_logger {
     char *filename;
     char sep;
     bool append;
-    FILE *f;
+    int fd;         /* open from train begin to train end, else -1 */
     bool created;   /* the file did not exist when this run began */
     bool header;    /* write the header with the first row of this run */
     bool started;   /* the first row of this run is written (Keras's self.writer) */
@@ -149,27 +159,60 @@ static void csv_field(FILE *f, const char *s, char sep) {
 static sy_status csv_train_begin(void *ctx, sy_model *m) {
     (void)m;
     csv_logger *c = ctx;
-    if (c->f) fclose(c->f); /* a run before that failed without reaching its end */
-    c->f = NULL;
-    /* Keras (append): the header only if the file's first line is empty,
-     * which (as readline() keeps the newline) means a missing or empty file */
-    FILE *r = fopen(c->filename, "rb");
-    c->created = !r;
-    c->header = !c->append || !r || fgetc(r) == EOF;
-    if (r) fclose(r);
-    /* "a" even without append: nothing is lost before the first row */
-    c->f = fopen(c->filename, "ab");
-    if (!c->f)
+    if (c->fd >= 0) close(c->fd); /* a run before that failed without reaching its end */
+    c->fd = -1;
+    /* appending even without append: nothing is lost before the first row.
+     * O_NONBLOCK so that a FIFO cannot block the open; fstat then refuses
+     * whatever is not a regular file. */
+    struct stat sb;
+    bool exists = stat(c->filename, &sb) == 0;
+    c->created = !exists && errno == ENOENT;
+    if (exists && !S_ISREG(sb.st_mode))
+        return sy_error(SY_ERR_IO, "CSVLogger: cannot write '%s': it is %s, not a regular file", c->filename,
+                        data_file_kind(sb.st_mode));
+    c->fd = open(c->filename, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (c->fd < 0)
         return sy_error(SY_ERR_IO, "CSVLogger: cannot open '%s' for %s: %s", c->filename,
                         c->append ? "appending" : "writing", strerror(errno));
+    if (fstat(c->fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(c->fd);
+        c->fd = -1;
+        return sy_error(SY_ERR_IO, "CSVLogger: cannot write '%s': it is %s, not a regular file", c->filename,
+                        data_file_kind(sb.st_mode));
+    }
+    fcntl(c->fd, F_SETFL, O_APPEND);
+    /* Keras (append): the header only if the file's first line is empty,
+     * which (as readline() keeps the newline) means a missing or empty file */
+    c->header = !c->append || sb.st_size == 0;
     c->started = false;
     return SY_OK;
+}
+
+/* Write the row (len bytes) at the file's end whole, or leave the file as
+ * it was: a short write is cut back off. */
+static sy_status csv_write_row(csv_logger *c, int32_t epoch, const char *row, size_t len) {
+    off_t before = lseek(c->fd, 0, SEEK_END);
+    size_t done = 0;
+    int err = 0;
+    while (done < len) {
+        ssize_t w = write(c->fd, row + done, len - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            err = w < 0 ? errno : ENOSPC;
+            break;
+        }
+        done += (size_t)w;
+    }
+    if (!err) return SY_OK;
+    bool restored = before >= 0 && (done == 0 || ftruncate(c->fd, before) == 0);
+    return sy_error(SY_ERR_IO, "CSVLogger: writing epoch %d to '%s': %s (%s)", epoch, c->filename, strerror(err),
+                    restored ? "the file is as it was before this row" : "a partial row may remain");
 }
 
 static sy_status csv_epoch_end(void *ctx, sy_model *m, int32_t epoch, const sy_logs *logs) {
     (void)m;
     csv_logger *c = ctx;
-    if (!c->f) return sy_error(SY_ERR_STATE, "CSVLogger '%s': epoch %d ended before training began", c->filename, epoch);
+    if (c->fd < 0) return sy_error(SY_ERR_STATE, "CSVLogger '%s': epoch %d ended before training began", c->filename, epoch);
     if (c->n_keys < 0) {
         c->n_keys = 0;
         bool val = false;
@@ -182,37 +225,47 @@ static sy_status csv_epoch_end(void *ctx, sy_model *m, int32_t epoch, const sy_l
             snprintf(c->keys[c->n_keys++], sizeof c->keys[0], "val_%.*s", (int)sizeof c->keys[0] - 5, c->keys[i]);
     }
     char sep[2] = {c->sep, '\0'};
-    if (!c->started && !c->append && (fflush(c->f) || ftruncate(fileno(c->f), 0)))
+    if (!c->started && !c->append && ftruncate(c->fd, 0) != 0)
         return sy_error(SY_ERR_IO, "CSVLogger: cannot truncate '%s': %s", c->filename, strerror(errno));
-    if (!c->started && c->header) {
-        csv_field(c->f, "epoch", c->sep);
+    char *row = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&row, &len);
+    if (!f) return sy_error(SY_ERR_OUT_OF_MEMORY, "CSVLogger '%s': out of memory for a row", c->filename);
+    bool header = !c->started && c->header;
+    if (header) {
+        csv_field(f, "epoch", c->sep);
         for (int32_t i = 0; i < c->n_keys; i++) {
-            fputs(sep, c->f);
-            csv_field(c->f, c->keys[i], c->sep);
+            fputs(sep, f);
+            csv_field(f, c->keys[i], c->sep);
         }
-        fputs("\r\n", c->f);
+        fputs("\r\n", f);
     }
-    c->started = true;
-    fprintf(c->f, "%d", epoch);
+    fprintf(f, "%d", epoch);
     for (int32_t i = 0; i < c->n_keys; i++) {
         char value[40] = "NA";
         for (int32_t j = 0; j < logs->n; j++)
             if (strcmp(logs->names[j], c->keys[i]) == 0) keras_float_repr(logs->values[j], value, sizeof value);
-        fputs(sep, c->f);
-        csv_field(c->f, value, c->sep);
+        fputs(sep, f);
+        csv_field(f, value, c->sep);
     }
-    fputs("\r\n", c->f);
-    if (fflush(c->f) || ferror(c->f))
-        return sy_error(SY_ERR_IO, "CSVLogger: writing epoch %d to '%s': %s", epoch, c->filename, strerror(errno));
-    return SY_OK;
+    fputs("\r\n", f);
+    bool oom = ferror(f) != 0;
+    if (fclose(f) != 0 || oom) {
+        free(row);
+        return sy_error(SY_ERR_OUT_OF_MEMORY, "CSVLogger '%s': out of memory for a row", c->filename);
+    }
+    sy_status st = csv_write_row(c, epoch, row, len);
+    free(row);
+    if (!st) c->started = true; /* a header that did not land is written with the next row */
+    return st;
 }
 
 static sy_status csv_train_end(void *ctx, sy_model *m, const sy_logs *logs) {
     (void)m, (void)logs;
     csv_logger *c = ctx;
-    if (!c->f) return SY_OK;
-    int rc = fclose(c->f);
-    c->f = NULL;
+    if (c->fd < 0) return SY_OK;
+    int rc = close(c->fd);
+    c->fd = -1;
     if (!c->started && c->created) remove(c->filename); /* Keras would not have made it */
     c->started = false;
     if (rc) return sy_error(SY_ERR_IO, "CSVLogger: closing '%s': %s", c->filename, strerror(errno));
@@ -222,7 +275,7 @@ static sy_status csv_train_end(void *ctx, sy_model *m, const sy_logs *logs) {
 static void csv_free(void *ctx) {
     csv_logger *c = ctx;
     if (!c) return;
-    if (c->f) fclose(c->f);
+    if (c->fd >= 0) close(c->fd);
     sy_free(c->filename);
     sy_free(c);
 }
@@ -235,6 +288,7 @@ sy_status sy_callback_csv_logger(const char *filename, char separator, bool appe
         return sy_error(SY_ERR_INVALID_ARGUMENT, "CSVLogger '%s': the separator is NUL; expected a character such as ','",
                         filename);
     csv_logger *c = sy_calloc(1, sizeof *c);
+    if (c) c->fd = -1;
     if (c) c->filename = sy_strdup(filename);
     if (!c || !c->filename) {
         csv_free(c);
