@@ -10,6 +10,12 @@
  * layer and both shapes named), another optimizer, another seed, truncated,
  * damaged and foreign files -- each leaving the model as it was -- and a
  * save that fails for want of space leaving the older checkpoints whole.
+ * One run per model_dir: a second fit on it while the first runs (here,
+ * from the first's callback) is refused naming the pid and touches
+ * nothing; the lock goes when fit ends or fails (tests/cli_checkpoint_lock.sh
+ * checks another process and SIGKILL). A resume whose newest checkpoints
+ * are damaged goes on from the newest valid one, naming what it skipped,
+ * and ends as if never stopped; none valid, or another model's, is refused.
  */
 #define _GNU_SOURCE
 #include "files.h"
@@ -200,11 +206,18 @@ static void test_refusals(sy_strategy *s) {
     o.keep_checkpoint_max = 2;
     CHECK_OK(sy_model_fit(k, x, y, &o, NULL));
     CHECK(count_checkpoints(path, &newest) == 2 && newest == 45, "2 kept, the newest at 45: %lld", (long long)newest);
-    /* a temporary file a killed writer left is not a checkpoint, and goes */
+    /* a temporary file a killed writer left is not a checkpoint; listing
+     * leaves it (it may be another run's, being written), and the next run
+     * to take the directory's lock removes it */
     snprintf(bad, sizeof bad, "%s/.ckpt-48.syckpt.tmp-Ab12Cd", path);
     write_bytes(bad, "partial", 7, false);
+    CHECK(count_checkpoints(path, &newest) == 2 && newest == 45 && access(bad, F_OK) == 0,
+          "the temporary file is ignored, and left, by a listing");
+    o.resume = true; /* all 3 epochs done: nothing to train */
+    CHECK_OK(sy_model_fit(k, x, y, &o, NULL));
+    o.resume = false;
     CHECK(count_checkpoints(path, &newest) == 2 && newest == 45 && access(bad, F_OK) != 0,
-          "the temporary file is removed and ignored");
+          "the temporary file is removed by the next run");
     sy_model_free(k);
 
     /* loading into another model: named layer, both shapes; nothing changed */
@@ -328,6 +341,190 @@ static void test_refusals(sy_strategy *s) {
     sy_tensor_free(small_y);
 }
 
+/* ---- one run per model_dir, and resuming past damaged checkpoints ------------------- */
+
+/* on_epoch_end of the run holding the directory: another model's fit on
+ * it, in this process, must be refused at once and touch nothing -- not
+ * even a temporary file that may be the holder's checkpoint being written. */
+typedef struct second_run {
+    const char *dir;
+    bool ran;
+    sy_status st;
+    char msg[2048];
+    bool tmp_kept;
+} second_run;
+
+static sy_status fit_same_dir(void *ctx, sy_model *m, int32_t epoch, const sy_logs *logs) {
+    (void)m, (void)logs;
+    second_run *r = ctx;
+    if (epoch != 0) return SY_OK;
+    char tmp[700];
+    snprintf(tmp, sizeof tmp, "%s/.ckpt-99.syckpt.tmp-Zz9Yy8", r->dir);
+    write_bytes(tmp, "being written", 13, false);
+    run_spec arrays = {false, 0};
+    sy_model *b;
+    r->st = run(NULL, &arrays, r->dir, 4, true, 0, &b);
+    snprintf(r->msg, sizeof r->msg, "%s", r->st ? sy_last_error() : "");
+    sy_model_free(b);
+    r->tmp_kept = access(tmp, F_OK) == 0;
+    r->ran = true;
+    return SY_OK;
+}
+
+static void test_lock(void) {
+    char dir[600], lock[700], tmp[700], pid[32];
+    snprintf(dir, sizeof dir, "%s/locked", tmp_root);
+    snprintf(lock, sizeof lock, "%s/" CKPT_LOCK, dir);
+    snprintf(tmp, sizeof tmp, "%s/.ckpt-99.syckpt.tmp-Zz9Yy8", dir);
+    snprintf(pid, sizeof pid, "pid %ld, this process", (long)getpid());
+    sy_tensor *x, *y;
+    make_data(600, &x, &y, 11);
+    sy_model *a = make_mlp(NULL, 5, 16, true, 2);
+    second_run r = {dir, false, SY_OK, "", false};
+    sy_callback cb = {&r, NULL, NULL, NULL, fit_same_dir, NULL, NULL};
+    sy_fit_options o = sy_fit_options_default();
+    o.batch_size = 40;
+    o.epochs = 2;
+    o.steps_per_epoch = 7;
+    o.verbose = 0;
+    o.model_dir = dir;
+    o.save_checkpoints_steps = 3;
+    o.callbacks = &cb;
+    o.n_callbacks = 1;
+    CHECK_OK(sy_model_fit(a, x, y, &o, NULL));
+    CHECK(r.ran && r.st == SY_ERR_STATE && strstr(r.msg, "is in use by another run") && strstr(r.msg, pid) &&
+              strstr(r.msg, dir),
+          "a second fit on a model_dir in use (in this process) should be refused naming the "
+          "holder: %s (%s)",
+          sy_status_name(r.st), r.msg);
+    CHECK(r.tmp_kept, "the refused run removed a temporary file of the directory's holder");
+    FILE *f = fopen(lock, "r");
+    long held = -1;
+    CHECK(f && fscanf(f, "%ld", &held) == 1 && held == (long)getpid(), "the lock file '%s' holds the pid: %ld", lock,
+          held);
+    if (f) fclose(f);
+
+    /* released at the end: the next run takes the directory (and clears
+     * the temporary file left there) */
+    sy_model *b;
+    run_spec arrays = {false, 0};
+    CHECK_OK(run(NULL, &arrays, dir, 3, true, 0, &b));
+    CHECK(access(tmp, F_OK) != 0, "the run holding the directory removes the temporary files left there");
+    sy_model_free(b);
+    /* released when fit fails, too */
+    CHECK_ERR(run(NULL, &arrays, dir, 5, true, 25, &b), SY_ERR_INTERNAL, "simulated crash");
+    sy_model_free(b);
+    CHECK_OK(run(NULL, &arrays, dir, 5, true, 0, &b));
+    sy_model_free(b);
+    sy_model_free(a);
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+}
+
+static char warnings[8192];
+
+static void capture_warning(void *ctx, sy_log_level level, const char *msg) {
+    (void)ctx;
+    size_t at = strlen(warnings);
+    if (level >= SY_LOG_WARNING && at < sizeof warnings) snprintf(warnings + at, sizeof warnings - at, "%s\n", msg);
+}
+
+/* Cut a file to n bytes, or flip the byte at -n - 1 when n < 0. */
+static void damage(const char *path, long n) {
+    uint8_t *file;
+    size_t size;
+    CHECK_OK(ckpt_read(path, &file, &size));
+    if (n < 0) file[(size_t)(-n - 1) % size] ^= 0x40;
+    write_bytes(path, file, n < 0 ? size : (size_t)n, false);
+    sy_free(file);
+}
+
+static void test_resume_past_damage(sy_strategy *s) {
+    char ref[600], cut[600], a[700], b[700], c[700], moved[800];
+    snprintf(ref, sizeof ref, "%s/damaged-ref", tmp_root);
+    snprintf(cut, sizeof cut, "%s/damaged-cut", tmp_root);
+    run_spec arrays = {false, 0};
+    sy_model *whole, *first, *resumed;
+    CHECK_OK(run(s, &arrays, ref, 4, false, 0, &whole));
+    CHECK_ERR(run(s, &arrays, cut, 4, false, 20, &first), SY_ERR_INTERNAL, "simulated crash");
+    int64_t *steps, newest_ref;
+    int32_t n;
+    count_checkpoints(ref, &newest_ref);
+    CHECK_OK(ckpt_list(cut, &steps, &n));
+    CHECK(n >= 4, "the stopped run left %d checkpoints", n);
+    if (n < 4) return;
+    /* the newest truncated, the one before it with a flipped byte: resume
+     * goes on from the third newest, and ends as if never stopped */
+    ckpt_path(a, sizeof a, cut, steps[n - 1]);
+    ckpt_path(b, sizeof b, cut, steps[n - 2]);
+    ckpt_path(c, sizeof c, cut, steps[n - 3]);
+    damage(a, 700);
+    damage(b, -301);
+    warnings[0] = '\0';
+    sy_set_log(capture_warning, NULL);
+    sy_status st = run(s, &arrays, cut, 4, true, 0, &resumed);
+    sy_set_log(NULL, NULL);
+    CHECK(st == SY_OK, "resume past two damaged checkpoints: %s", sy_last_error());
+    CHECK(strstr(warnings, a) && strstr(warnings, "truncated") && strstr(warnings, b) && strstr(warnings, "CRC-32C") &&
+              strstr(warnings, c) && strstr(warnings, "newest valid"),
+          "the warnings should name the two skipped checkpoints, why, and the one resumed from: %s", warnings);
+    CHECK(same_weights(whole, resumed), "resumed from '%s' past two damaged checkpoints, the weights differ", c);
+    ckpt_path(a, sizeof a, ref, newest_ref);
+    ckpt_path(b, sizeof b, cut, newest_ref);
+    CHECK(same_file(a, b), "resumed past damage, the last checkpoints %s and %s differ", a, b);
+    snprintf(moved, sizeof moved, "%s/ckpt-%lld" CKPT_SUFFIX ".damaged", cut, (long long)steps[n - 1]);
+    CHECK(access(moved, F_OK) == 0, "the damaged checkpoint is kept aside as '%s'", moved);
+    sy_free(steps);
+    sy_model_free(whole);
+    sy_model_free(first);
+    sy_model_free(resumed);
+
+    /* every checkpoint damaged: refused, naming each, and all left in place */
+    snprintf(cut, sizeof cut, "%s/damaged-all", tmp_root);
+    CHECK_ERR(run(s, &arrays, cut, 4, false, 7, &first), SY_ERR_INTERNAL, "simulated crash");
+    sy_model_free(first);
+    CHECK_OK(ckpt_list(cut, &steps, &n));
+    CHECK(n == 2, "2 checkpoints (steps 4 and 6) before the crash: %d", n);
+    ckpt_path(a, sizeof a, cut, steps[0]);
+    ckpt_path(b, sizeof b, cut, steps[n - 1]);
+    damage(a, 30);
+    damage(b, -40);
+    sy_set_log(capture_warning, NULL);
+    CHECK_ERR(run(s, &arrays, cut, 4, true, 0, &resumed), SY_ERR_CORRUPT, "all 2 checkpoints are damaged", a, b,
+              "CRC-32C", "truncated");
+    sy_set_log(NULL, NULL);
+    sy_model_free(resumed);
+    CHECK(access(a, F_OK) == 0 && access(b, F_OK) == 0, "with none valid, the damaged checkpoints stay in place");
+    sy_free(steps);
+
+    /* a checkpoint of another model is no damage: refused, not skipped */
+    snprintf(cut, sizeof cut, "%s/damaged-other", tmp_root);
+    CHECK_ERR(run(s, &arrays, cut, 4, false, 5, &first), SY_ERR_INTERNAL, "simulated crash");
+    sy_model_free(first);
+    snprintf(c, sizeof c, "%s/other-model", tmp_root);
+    sy_model *other = make_mlp(s, 5, 8, true, 1);
+    sy_tensor *x, *y;
+    make_data(40, &x, &y, 3);
+    sy_fit_options o = sy_fit_options_default();
+    o.batch_size = 40;
+    o.verbose = 0;
+    o.model_dir = c;
+    CHECK_OK(sy_model_fit(other, x, y, &o, NULL));
+    ckpt_path(a, sizeof a, c, 1);
+    ckpt_path(b, sizeof b, cut, 1000);
+    uint8_t *file;
+    size_t size;
+    CHECK_OK(ckpt_read(a, &file, &size));
+    write_bytes(b, file, size, false);
+    sy_free(file);
+    CHECK_ERR(run(s, &arrays, cut, 4, true, 0, &resumed), SY_ERR_SHAPE, "another model", "ckpt-1000");
+    CHECK(access(b, F_OK) == 0, "a checkpoint of another model is left in place");
+    sy_model_free(resumed);
+    sy_model_free(other);
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+}
+
 /* test_checkpoint --write-fuzz-seeds DIR: the fuzz target's seeds, a
  * checkpoint of its model whole ('\0' first) and as framed by it ('\1',
  * the manifest's length, manifest and data). */
@@ -375,6 +572,8 @@ int main(int argc, char **argv) {
     test_resume(s, &per_pass, "dataset-pass", 20);
     test_resume(s, &across, "dataset-across", 16);
     test_refusals(s);
+    test_lock();
+    test_resume_past_damage(s);
     sy_strategy_free(s);
     files_cleanup();
     return check_report("test_checkpoint");

@@ -388,8 +388,17 @@ typedef struct sy_fit_options {
      * weights, bit for bit, of one never interrupted; a dataset must be
      * the same pipeline built again. Without resume a model_dir that
      * already holds checkpoints is refused. A checkpoint of another model,
-     * optimizer or seed, or a damaged one, is refused naming what differs,
-     * before any weight changes (docs/design/checkpoints.md). */
+     * optimizer or seed is refused naming what differs, before any weight
+     * changes; a damaged one (truncated, a bad CRC or manifest) is skipped
+     * with a warning (sy_log) naming it and why, the resume going on from
+     * the newest valid one and renaming the damaged ones '*.damaged' (none
+     * valid: SY_ERR_CORRUPT listing them). fit holds model_dir's lock from
+     * start to end, callbacks included: flock on DIR/.lock, which holds
+     * its pid. A second fit on the directory meanwhile -- in another
+     * process or this one, e.g. another model's -- fails at once with
+     * SY_ERR_STATE naming that pid. The lock goes when fit returns, or
+     * when the process dies, however; a child forked during fit shares it
+     * until it exits or execs (docs/design/checkpoints.md). */
     const char *model_dir;          /* NULL: none */
     int64_t save_checkpoints_steps; /* 0 */
     int32_t keep_checkpoint_max;    /* 5 */

@@ -14,7 +14,19 @@
  * reader never trusts a length it has not checked. A file is written
  * whole, atomically (data_write_file_atomic), so a crash leaves either the
  * previous set of checkpoints or the new one, plus at most a temporary
- * ".ckpt-<step>.syckpt.tmp-XXXXXX", which ckpt_list() removes.
+ * ".ckpt-<step>.syckpt.tmp-XXXXXX", which ckpt_remove_temporaries()
+ * removes -- only under the directory's lock, since a temporary file in a
+ * directory another run holds may be that run's checkpoint being written.
+ *
+ * The lock (ckpt_lock) is flock(LOCK_EX | LOCK_NB) on "DIR/.lock", held
+ * through a run; the file holds the holder's pid, which a refused run
+ * names. flock's lock belongs to the open file description, so a second
+ * open of the file -- in another process or the same one -- is refused,
+ * and the kernel drops it when the descriptor closes, however the process
+ * ends: a killed run leaves no stale lock, only its pid in the file, which
+ * nobody reads while the lock is free. The file stays (removing it would
+ * let a run lock a file another run has just opened). The listing sees
+ * only "ckpt-<digits>.syckpt", so neither it nor "*.damaged" counts.
  *
  * Why not TensorFlow's tensor bundle: its index is a LevelDB table of
  * BundleEntryProto, and a checkpoint here also carries state that
@@ -27,10 +39,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -72,11 +86,15 @@ sy_status ckpt_parse(const uint8_t *buf, size_t n, const char *what, char **mani
         return sy_error(SY_ERR_CORRUPT, "'%s' is not a systolic checkpoint (%s)", what,
                         n < HEADER + 4 ? "too short" : "no SYCKPT01 magic at its start");
     uint64_t m = get_u64(buf + 8), d = get_u64(buf + 16);
-    if (m > MANIFEST_MAX || d > n || m + d + HEADER + 4 != n)
+    if (m > MANIFEST_MAX || d > n || m + d + HEADER + 4 != n) {
+        char all[48] = ""; /* the sum, unless a length is too large to add */
+        if (m <= MANIFEST_MAX && d <= UINT64_MAX - MANIFEST_MAX - HEADER - 4)
+            snprintf(all, sizeof all, " (%" PRIu64 " in all)", m + d + HEADER + 4);
         return sy_error(SY_ERR_CORRUPT,
                         "checkpoint '%s' is %zu bytes but its header gives a %" PRIu64 "-byte manifest and %" PRIu64
-                        " bytes of data (%" PRIu64 " in all): truncated or damaged",
-                        what, n, m, d, m <= MANIFEST_MAX && d <= n ? m + d + HEADER + 4 : (uint64_t)0);
+                        " bytes of data%s: truncated or damaged",
+                        what, n, m, d, all);
+    }
     uint32_t want = 0;
     for (int i = 0; i < 4; i++) want |= (uint32_t)buf[n - 4 + i] << (8 * i);
     uint32_t got = crc32c_extend(0, buf, n - 4);
@@ -159,12 +177,6 @@ sy_status ckpt_list(const char *dir, int64_t **steps, int32_t *n) {
     sy_status st = SY_OK;
     struct dirent *e;
     while ((e = readdir(d))) {
-        /* a temporary file a killed writer left: never a checkpoint */
-        if (e->d_name[0] == '.' && strncmp(e->d_name, ".ckpt-", 6) == 0 && strstr(e->d_name, CKPT_SUFFIX ".tmp-")) {
-            char p[4096];
-            if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < sizeof p) unlink(p);
-            continue;
-        }
         int64_t s = step_of(e->d_name);
         if (s < 0) continue;
         if (SY_GROW(v, cap, count + 1)) {
@@ -182,4 +194,60 @@ sy_status ckpt_list(const char *dir, int64_t **steps, int32_t *n) {
     *steps = v;
     *n = (int32_t)count;
     return SY_OK;
+}
+
+void ckpt_remove_temporaries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        /* a temporary file a killed writer left: never a checkpoint */
+        if (strncmp(e->d_name, ".ckpt-", 6) == 0 && strstr(e->d_name, CKPT_SUFFIX ".tmp-")) {
+            char p[4096];
+            if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < sizeof p) unlink(p);
+        }
+    }
+    closedir(d);
+}
+
+sy_status ckpt_lock(const char *dir, int *fd) {
+    *fd = -1;
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/" CKPT_LOCK, dir) >= sizeof path)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "the model directory's name is too long: '%.64s...'", dir);
+    int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (f < 0) return sy_error(SY_ERR_IO, "cannot open the lock file '%s': %s", path, strerror(errno));
+    int r;
+    do r = flock(f, LOCK_EX | LOCK_NB);
+    while (r != 0 && errno == EINTR);
+    if (r != 0) {
+        int err = errno;
+        char pid[24] = "";
+        ssize_t got = err == EWOULDBLOCK ? pread(f, pid, sizeof pid - 1, 0) : -1;
+        close(f);
+        if (err != EWOULDBLOCK) return sy_error(SY_ERR_IO, "cannot lock '%s': %s", path, strerror(err));
+        pid[got > 0 ? got : 0] = '\0';
+        pid[strspn(pid, "0123456789")] = '\0';
+        if (!pid[0]) /* the holder has locked it and not yet written its pid */
+            return sy_error(SY_ERR_STATE,
+                            "the model directory '%s' is in use by another run (its pid is not yet in '%s')", dir,
+                            path);
+        bool self = strtol(pid, NULL, 10) == (long)getpid();
+        return sy_error(SY_ERR_STATE, "the model directory '%s' is in use by another run (pid %s%s)", dir, pid,
+                        self ? ", this process" : "");
+    }
+    char pid[24];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(f, 0) != 0 || pwrite(f, pid, (size_t)len, 0) != len) {
+        int err = errno;
+        close(f);
+        return sy_error(SY_ERR_IO, "cannot write this run's pid into the lock file '%s': %s", path, strerror(err));
+    }
+    *fd = f;
+    return SY_OK;
+}
+
+void ckpt_unlock(int fd) {
+    /* closing drops the lock; the pid stays in the file, as after a crash */
+    if (fd >= 0) close(fd);
 }

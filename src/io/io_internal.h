@@ -40,9 +40,20 @@ sy_status ckpt_parse(const uint8_t *buf, size_t n, const char *what, char **mani
 /* dir/ckpt-<step>.syckpt */
 void ckpt_path(char *buf, size_t size, const char *dir, int64_t step);
 /* The steps of the checkpoints in dir, ascending (a new array, sy_free);
- * none when dir does not exist. Temporary files a killed writer left are
- * removed. */
+ * none when dir does not exist. Changes nothing. */
 sy_status ckpt_list(const char *dir, int64_t **steps, int32_t *n);
+/* Remove the temporary files a killed writer left in dir. Only while
+ * holding dir's lock: another run's may be being written. */
+void ckpt_remove_temporaries(const char *dir);
+/* The model directory's lock file, beside the checkpoints. */
+#define CKPT_LOCK ".lock"
+/* Take dir's lock (dir must exist) for as long as *fd stays open, and
+ * write this process's pid in it. SY_ERR_STATE, naming the holder's pid,
+ * if another open of it holds the lock -- in another process or this
+ * one; SY_ERR_IO if it cannot be opened or locked. */
+sy_status ckpt_lock(const char *dir, int *fd);
+/* Release a lock ckpt_lock took; -1 is a no-op. */
+void ckpt_unlock(int fd);
 
 /* ---- TensorBoard event files (events.c) -------------------------------------------- */
 

@@ -19,11 +19,12 @@
  * label, its index and value: x must be (samples, input_shape...), labels
  * must be what the loss takes (class indices for sparse losses).
  *
- * With a model_dir, fit() checkpoints at each epoch's end and every
- * save_checkpoints_steps steps (model_checkpoint.c), and with resume starts
- * where the newest checkpoint left off: the feed is put back (the sample
- * stream's pass and place, or the dataset's random state and the batches
- * taken, replayed) and the epoch's running sums with it.
+ * With a model_dir, fit() holds the directory's lock throughout, checkpoints
+ * at each epoch's end and every save_checkpoints_steps steps
+ * (model_checkpoint.c), and with resume starts where the newest valid
+ * checkpoint left off: the feed is put back (the sample stream's pass and
+ * place, or the dataset's random state and the batches taken, replayed)
+ * and the epoch's running sums with it.
  */
 #include "keras_internal.h"
 
@@ -778,18 +779,17 @@ static sy_status feed_steps(const sy_model *m, fit_feed *f, trip *t, int64_t wan
     return SY_OK;
 }
 
-/* fit's epochs, callbacks, progress and validation, from either feed;
- * an entry in h per epoch. */
-static sy_status fit_epochs(sy_model *m, const sy_fit_options *o, model_plan *p, trip *t, fit_feed *f, int64_t batch,
-                            sy_history *h) {
+/* fit's epochs, callbacks, progress and validation, from either feed,
+ * going on from *at when resumed from a checkpoint; an entry in h per
+ * epoch. */
+static sy_status run_epochs(sy_model *m, const sy_fit_options *o, model_plan *p, trip *t, fit_feed *f, int64_t batch,
+                            sy_history *h, bool resumed, const fit_position *at) {
     sy_status st = SY_OK;
     int64_t spe = m->steps_per_execution;
     FILE *progress = progress_file(o->progress);
     sy_logs logs = {0};
     m->stop_training = false;
-    fit_position resumed_at;
-    bool resumed = false;
-    if ((st = checkpoint_begin(m, o, &resumed_at, &resumed))) return st;
+    fit_position resumed_at = *at;
     if (resumed && (st = resume_feed(f, &resumed_at))) return st;
     int64_t ckpt_every = o->model_dir ? o->save_checkpoints_steps : 0;
     CALLBACKS(o, on_train_begin);
@@ -886,6 +886,21 @@ static sy_status fit_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
         }
     }
     CALLBACKS(o, on_train_end, &logs);
+    return st;
+}
+
+/* run_epochs holding the model_dir's lock from its checkpoints' start
+ * (and resume) to its end, callbacks included, whether it succeeds or
+ * fails. */
+static sy_status fit_epochs(sy_model *m, const sy_fit_options *o, model_plan *p, trip *t, fit_feed *f, int64_t batch,
+                            sy_history *h) {
+    fit_position at;
+    memset(&at, 0, sizeof at);
+    bool resumed = false;
+    int lock = -1;
+    sy_status st = checkpoint_begin(m, o, &at, &resumed, &lock);
+    if (!st) st = run_epochs(m, o, p, t, f, batch, h, resumed, &at);
+    checkpoint_end(lock);
     return st;
 }
 

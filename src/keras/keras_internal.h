@@ -220,10 +220,15 @@ typedef struct fit_position {
 } fit_position;
 
 /* fit()'s start with options o: nothing without o->model_dir; else make
- * the directory, refuse one that holds checkpoints unless o->resume, and
- * with resume load the newest into m (weights, slots, step count) and *p,
- * setting *resumed. */
-sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p, bool *resumed);
+ * the directory and take its lock into *lock (SY_ERR_STATE naming the pid
+ * of another run holding it), refuse a directory that holds checkpoints
+ * unless o->resume, and with resume load the newest valid one into m
+ * (weights, slots, step count) and *p, setting *resumed; damaged newer
+ * ones are skipped with a warning. *lock is -1 or held, also on an error:
+ * give it to checkpoint_end, always, when fit ends. */
+sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p, bool *resumed, int *lock);
+/* Release the lock checkpoint_begin took (-1: none). */
+void checkpoint_end(int lock);
 /* Write "ckpt-<global step>.syckpt" in o->model_dir and drop the oldest
  * beyond o->keep_checkpoint_max. */
 sy_status checkpoint_save(sy_model *m, const sy_fit_options *o, const fit_position *p);

@@ -19,12 +19,21 @@
  * name, dtype and shape, the seed, the optimizer -- before it writes
  * anything, so a checkpoint of another model is refused naming the layer
  * and both shapes, and the model is left as it was.
+ *
+ * A run holds the directory's lock (io/checkpoint.c's ckpt_lock) from
+ * checkpoint_begin to checkpoint_end, so two runs never write one
+ * directory: the second is refused at once, naming the first's pid. Under
+ * the lock the temporary files a killed writer left are removed, and a
+ * resume whose newest checkpoints are damaged (truncated, a bad CRC, a bad
+ * manifest) goes on from the newest valid one, saying which it skipped and
+ * why; a checkpoint of another model is never skipped, but refused.
  */
 #include "keras_internal.h"
 
 #include "../io/io_internal.h"
 #include "../data/data_internal.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <string.h>
@@ -336,8 +345,55 @@ sy_status checkpoint_load(sy_model *m, const char *path, fit_position *p) {
     return st;
 }
 
-sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p, bool *resumed) {
+/* Resume from the newest checkpoint in o->model_dir (steps[0..n), ascending)
+ * that is not damaged: the damaged newer ones (SY_ERR_CORRUPT) are skipped,
+ * each with a warning, and once one loads they are renamed "*.damaged", out
+ * of the listing, so that keep_checkpoint_max does not keep them in place
+ * of this run's. Any other refusal (another model, optimizer or seed; a
+ * file that cannot be read) stops the resume: the directory is not this
+ * model's, and an older checkpoint would hide that. */
+static sy_status resume_newest_valid(sy_model *m, const sy_fit_options *o, const int64_t *steps, int32_t n,
+                                     fit_position *p) {
+    char path[4096], why[2048], skipped[1536] = "";
+    size_t at = 0;
+    int32_t i = n - 1;
+    sy_status st = SY_OK;
+    for (; i >= 0; i--) {
+        ckpt_path(path, sizeof path, o->model_dir, steps[i]);
+        if ((st = checkpoint_load(m, path, p)) != SY_ERR_CORRUPT) break;
+        snprintf(why, sizeof why, "%s", sy_last_error());
+        sy_log(SY_LOG_WARNING, "fit: resume skips the damaged checkpoint '%s': %s", path, why);
+        if (at < sizeof skipped) {
+            int k = snprintf(skipped + at, sizeof skipped - at, "%s%s", at ? "; " : "", why);
+            if (k > 0) at += (size_t)k;
+        }
+    }
+    if (i < 0)
+        return sy_error(SY_ERR_CORRUPT, "fit: nothing to resume from in '%s': all %d checkpoints are damaged: %s",
+                        o->model_dir, n, skipped);
+    if (st) return st;
+    for (int32_t k = i + 1; k < n; k++) {
+        char from[4096], to[4200];
+        ckpt_path(from, sizeof from, o->model_dir, steps[k]);
+        snprintf(to, sizeof to, "%s.damaged", from);
+        if (rename(from, to) != 0)
+            return sy_error(SY_ERR_IO, "fit: cannot move the damaged checkpoint '%s' aside to '%s': %s", from, to,
+                            strerror(errno));
+    }
+    if (i < n - 1)
+        sy_log(SY_LOG_WARNING,
+               "fit: resumed from '%s' (epoch %d, step %lld), the newest valid checkpoint; the %d "
+               "newer, damaged, "
+               "renamed '<name>.damaged'",
+               path, p->epoch + 1, (long long)p->step, n - 1 - i);
+    else
+        sy_log(SY_LOG_INFO, "fit: resumed from '%s': epoch %d, step %lld", path, p->epoch + 1, (long long)p->step);
+    return SY_OK;
+}
+
+sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p, bool *resumed, int *lock) {
     *resumed = false;
+    *lock = -1;
     if (!o->model_dir) {
         if (o->resume || o->save_checkpoints_steps)
             return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: %s needs a model_dir to %s checkpoints",
@@ -349,28 +405,35 @@ sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p
                         "fit: save_checkpoints_steps (%lld) must be >= 0 and keep_checkpoint_max (%d) >= 1",
                         (long long)o->save_checkpoints_steps, o->keep_checkpoint_max);
     sy_status st = data_make_dirs(o->model_dir);
+    if (!st) st = ckpt_lock(o->model_dir, lock);
     if (st) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", sy_last_error());
+        if (st == SY_ERR_STATE) return sy_error(st, "fit: %s; wait for it to end, or give another model_dir", msg);
         return sy_error(st, "fit: model_dir: %s", msg);
     }
+    /* the directory is this run's now: what a killed writer left can go */
+    ckpt_remove_temporaries(o->model_dir);
     int64_t *steps;
     int32_t n;
     if ((st = ckpt_list(o->model_dir, &steps, &n))) return st;
-    char path[4096];
-    if (n > 0) ckpt_path(path, sizeof path, o->model_dir, steps[n - 1]);
-    sy_free(steps);
     if (n == 0) {
         if (o->resume) sy_log(SY_LOG_INFO, "fit: no checkpoint in '%s' yet: training from the start", o->model_dir);
-        return SY_OK;
+    } else if (!o->resume) {
+        char path[4096];
+        ckpt_path(path, sizeof path, o->model_dir, steps[n - 1]);
+        st = sy_error(SY_ERR_INVALID_ARGUMENT,
+                      "fit: the model directory '%s' already holds checkpoints (the newest: '%s'); "
+                      "resume from it, "
+                      "or give an empty or new directory",
+                      o->model_dir, path);
+    } else if (!(st = resume_newest_valid(m, o, steps, n, p))) {
+        *resumed = true;
     }
-    if (!o->resume)
-        return sy_error(SY_ERR_INVALID_ARGUMENT,
-                        "fit: the model directory '%s' already holds checkpoints (the newest: '%s'); resume from it, "
-                        "or give an empty or new directory",
-                        o->model_dir, path);
-    if ((st = checkpoint_load(m, path, p))) return st;
-    sy_log(SY_LOG_INFO, "fit: resumed from '%s': epoch %d, step %lld", path, p->epoch + 1, (long long)p->step);
-    *resumed = true;
-    return SY_OK;
+    sy_free(steps);
+    return st;
+}
+
+void checkpoint_end(int lock) {
+    ckpt_unlock(lock);
 }
