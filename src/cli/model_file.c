@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -72,13 +73,28 @@ int file_model_init(file_model *f, const char *command, const char *path, const 
         }
     }
     if (loss) {
+        if (!*loss || strlen(loss) >= sizeof f->loss) {
+            fprintf(stderr, "systolic %s: --loss: '%s' is no loss's name\n", command, loss);
+            return 2;
+        }
         snprintf(f->loss, sizeof f->loss, "%s", loss);
         b->loss = f->loss;
     }
     if (metrics) {
+        if (strlen(metrics) >= sizeof f->metrics) {
+            fprintf(stderr, "systolic %s: --metrics: '%s' is longer than %d characters\n", command, metrics,
+                    (int)sizeof f->metrics - 1);
+            return 2;
+        }
         snprintf(f->metrics, sizeof f->metrics, "%s", metrics);
         int n = 0;
-        for (char *save = NULL, *m = strtok_r(f->metrics, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+        for (char *m = f->metrics, *comma; m; m = comma ? comma + 1 : NULL) { /* A,B: every name given */
+            if ((comma = strchr(m, ','))) *comma = '\0';
+            if (!*m) {
+                fprintf(stderr, "systolic %s: --metrics: '%s' has an empty name; give Keras metric names separated by "
+                                "commas, e.g. accuracy\n", command, metrics);
+                return 2;
+            }
             if (n == (int)(sizeof b->metrics / sizeof b->metrics[0])) {
                 fprintf(stderr, "systolic %s: --metrics '%s': at most %d metrics\n", command, metrics, n);
                 return 2;
@@ -96,8 +112,14 @@ static sy_status read_file(const char *path, char **out) {
     *out = NULL;
     FILE *fp = fopen(path, "rb");
     if (!fp) return sy_error(SY_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat sb; /* fopen opens a directory on Linux; reading it fails with EISDIR */
+    if (fstat(fileno(fp), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fclose(fp);
+        return sy_error(SY_ERR_IO, "cannot read '%s': it is a directory", path);
+    }
     size_t cap = 1 << 16, n = 0;
     char *s = malloc(cap);
+    errno = 0;
     while (s) {
         n += fread(s + n, 1, cap - n - 1, fp);
         if (n < cap - 1) break;
@@ -106,12 +128,12 @@ static sy_status read_file(const char *path, char **out) {
         s = t;
         cap *= 2;
     }
-    bool failed = ferror(fp);
+    int failed = ferror(fp) ? (errno ? errno : EIO) : 0;
     fclose(fp);
     if (!s) return sy_error(SY_ERR_OUT_OF_MEMORY, "'%s': out of memory", path);
     if (failed) {
         free(s);
-        return sy_error(SY_ERR_IO, "cannot read '%s'", path);
+        return sy_error(SY_ERR_IO, "cannot read '%s': %s", path, strerror(failed));
     }
     s[n] = '\0';
     if (strlen(s) != n) {
