@@ -15,7 +15,10 @@
  *   6. buffers: parameters and slots in the variable store, gradients in one
  *      block, constants in one block, everything else -- inputs,
  *      activations, kernel workspaces -- in one arena whose offsets come
- *      from liveness (memplan.c); views (reshape) share their source's buffer;
+ *      from liveness (memplan.c); views (reshape) share their source's buffer.
+ *      Every size is a checked product (sy_shape_bytes), and blocks that
+ *      would pass int64 or the memory available now are refused, naming
+ *      the batch size and the bytes, before anything is allocated;
  *   7. every step is bound to a kernel of the backend, with its argument
  *      block (pointers, shapes) filled in once.
  *
@@ -333,18 +336,32 @@ static sy_status schedule(compile_ctx *c) {
     return SY_OK;
 }
 
+/* " at batch size N (per replica)": the first input's first dimension, a
+ * replica's share of a global batch; "" for a graph without one. */
+static void batch_words(const sy_graph *g, char *buf, size_t size) {
+    buf[0] = '\0';
+    for (int64_t i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == SY_OP_INPUT && g->nodes[i].shape.rank > 0) {
+            snprintf(buf, size, " at batch size %lld (per replica)", (long long)g->nodes[i].shape.dims[0]);
+            return;
+        }
+}
+
 /* Add node i's value's bytes, aligned, to *total (checked: a shape too
- * large is an error that names the node). */
+ * large is an error that names the node and the batch size). */
 static sy_status value_bytes(const sy_graph *g, int64_t i, int64_t *total) {
     const sy_node_rec *r = &g->nodes[i];
     int64_t bytes;
     if (sy_shape_bytes(&r->shape, sy_dtype_size(r->dtype), &bytes) == SY_OK && bytes <= INT64_MAX - SY_ALIGN &&
         !sy_add_overflow64(*total, sy_align_up(bytes, SY_ALIGN), total))
         return SY_OK;
-    char buf[SY_SHAPE_STR_MAX];
-    return sy_error(SY_ERR_SHAPE, "compile: the value of '%s' (%s %s) is too large: more than %lld bytes",
-                    sy_graph_name(g, (sy_node)i), sy_dtype_name(r->dtype), sy_shape_format(&r->shape, buf, sizeof buf),
-                    (long long)INT64_MAX);
+    char buf[SY_SHAPE_STR_MAX], at[64];
+    batch_words(g, at, sizeof at);
+    return sy_error(SY_ERR_OUT_OF_MEMORY,
+                    "compile: the plan%s does not fit: the value of '%s' (%s %s) needs more than %lld bytes; use a "
+                    "smaller batch size",
+                    at, sy_graph_name(g, (sy_node)i), sy_dtype_name(r->dtype),
+                    sy_shape_format(&r->shape, buf, sizeof buf), (long long)INT64_MAX);
 }
 
 /* The memory this machine can give now, in bytes: MemAvailable (free and
@@ -370,14 +387,10 @@ static int64_t available_memory(void) {
 }
 
 /* A plan too large for this machine: SY_ERR_OUT_OF_MEMORY naming the batch
- * size (the first input's first dimension: a replica's share of a global
- * batch) and the bytes. */
+ * size and the bytes. */
 static sy_status too_large(const sy_graph *g, const char *what, int64_t bytes) {
-    int64_t batch = -1;
-    for (int64_t i = 0; i < g->n_nodes && batch < 0; i++)
-        if (g->nodes[i].op == SY_OP_INPUT && g->nodes[i].shape.rank > 0) batch = g->nodes[i].shape.dims[0];
-    char at[64] = "";
-    if (batch >= 0) snprintf(at, sizeof at, " at batch size %lld (per replica)", (long long)batch);
+    char at[64];
+    batch_words(g, at, sizeof at);
     int64_t mem = available_memory();
     char have[96] = "";
     if (mem < INT64_MAX) snprintf(have, sizeof have, "; this machine has %.1f GB available", (double)mem / 1e9);
@@ -486,8 +499,11 @@ static sy_status plan_buffers(compile_ctx *c) {
     p->info.unplanned_bytes = unplanned;
     int64_t arena_bytes, total;
     if ((st = memplan(reqs, nreq, &arena_bytes))) goto done;
-    if (sy_add_overflow64(arena_bytes, grad_bytes, &total) || sy_add_overflow64(total, const_bytes, &total) ||
-        total > available_memory()) {
+    if (sy_add_overflow64(arena_bytes, grad_bytes, &total) || sy_add_overflow64(total, const_bytes, &total)) {
+        st = too_large(g, "its activations and gradients need more than", INT64_MAX);
+        goto done;
+    }
+    if (total > available_memory()) {
         st = too_large(g, "its activations and gradients need", total);
         goto done;
     }
