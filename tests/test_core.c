@@ -191,8 +191,37 @@ static void test_initializers(void) {
     free(x);
 }
 
+/* Issue 13: a batch of INT64_MAX overflowed sy_shape_count (signed
+ * overflow, UBSan). Products past INT64_MAX saturate, and sy_shape_bytes,
+ * the checked size every array is allocated with, refuses them. */
+static void test_shape_overflow(void) {
+    sy_shape big = sy_shape_of(4, INT64_MAX, (int64_t)28, (int64_t)28, (int64_t)1);
+    CHECK(sy_shape_count(&big) == INT64_MAX, "saturates: %lld", (long long)sy_shape_count(&big));
+    sy_shape wrap = sy_shape_of(2, (int64_t)1 << 32, (int64_t)1 << 32); /* 2^64: wraps to 0 unchecked */
+    CHECK(sy_shape_count(&wrap) == INT64_MAX, "2^64 saturates: %lld", (long long)sy_shape_count(&wrap));
+    int64_t bytes = -1;
+    CHECK(sy_shape_bytes(&wrap, 4, &bytes) == SY_ERR_SHAPE && bytes == 0, "2^64 elements refused");
+    CHECK(strstr(sy_last_error(), "(4294967296, 4294967296) of 4-byte elements is too large"), "%s", sy_last_error());
+    sy_shape edge = sy_shape_of(2, (int64_t)1 << 31, (int64_t)1 << 30); /* 2^61 elements: the count fits, the bytes do not */
+    CHECK(sy_shape_count(&edge) == (int64_t)1 << 61, "2^61");
+    CHECK(sy_shape_bytes(&edge, 4, &bytes) == SY_ERR_SHAPE, "2^63 bytes refused");
+    CHECK_OK(sy_shape_bytes(&edge, 2, &bytes));
+    CHECK(bytes == (int64_t)1 << 62, "2^62 bytes: %lld", (long long)bytes);
+    sy_shape zero = sy_shape_of(3, INT64_MAX, (int64_t)0, INT64_MAX);
+    CHECK(sy_shape_count(&zero) == 0, "a zero dimension: %lld", (long long)sy_shape_count(&zero));
+    sy_shape neg = sy_shape_of(2, (int64_t)-1, (int64_t)3);
+    CHECK(sy_shape_bytes(&neg, 4, &bytes) == SY_ERR_SHAPE && strstr(sy_last_error(), "negative"), "%s", sy_last_error());
+    sy_shape scalar = sy_shape_of(0);
+    CHECK(sy_shape_bytes(&scalar, 8, &bytes) == SY_OK && bytes == 8, "a scalar");
+    sy_tensor *t = NULL;
+    CHECK(sy_tensor_new(SY_F32, big, &t) == SY_ERR_SHAPE && !t, "tensor of INT64_MAX rows refused");
+    CHECK(strstr(sy_last_error(), "tensor: shape (9223372036854775807, 28, 28, 1)"), "%s", sy_last_error());
+    CHECK(sy_tensor_new(SY_F64, edge, &t) == SY_ERR_SHAPE && !t, "2^64 bytes of f64 refused");
+}
+
 int main(void) {
     test_status_and_shapes();
+    test_shape_overflow();
     test_tensors();
     test_pool();
     test_rng();

@@ -89,7 +89,14 @@ typedef struct sy_shape {
 /* sy_shape_of(2, 128, 10) is the shape (128, 10). rank <= SY_MAX_RANK. */
 sy_shape sy_shape_of(int rank, ...);
 sy_shape sy_shape_from(int rank, const int64_t *dims);
-int64_t sy_shape_count(const sy_shape *shape); /* product of dims; 1 for a scalar */
+/* The product of the dims; 1 for a scalar. A product past INT64_MAX gives
+ * INT64_MAX (never wraps): sy_shape_bytes says so as an error. */
+int64_t sy_shape_count(const sy_shape *shape);
+/* The bytes of a dense array of `shape` with elements of `elem_size`
+ * bytes, in *bytes: the one checked product every size of an array is
+ * computed with. SY_ERR_SHAPE naming the shape for a negative dimension or
+ * a size past INT64_MAX bytes (*bytes is then 0). */
+sy_status sy_shape_bytes(const sy_shape *shape, size_t elem_size, int64_t *bytes);
 bool sy_shape_equal(const sy_shape *a, const sy_shape *b);
 /* Writes "(128, 28, 28, 1)" (Python's tuple notation) into buf; returns buf. */
 char *sy_shape_format(const sy_shape *shape, char *buf, size_t size);

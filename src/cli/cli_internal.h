@@ -95,6 +95,9 @@ typedef struct record_parse {
     sy_shape x_shape;
 } record_parse;
 
+#define RECORDS_PREFIX "tfrecord:"
+/* SY_ERR_INVALID_ARGUMENT unless spec is "tfrecord:GLOB" with a GLOB. */
+sy_status records_check_spec(const char *spec);
 /* --data tfrecord:GLOB: the training pipeline over the files GLOB names
  * (shuffled with seed, batches of `batch` with drop_remainder, repeated
  * when steps_per_epoch is set) and, when files with "test" in place of the
@@ -110,6 +113,13 @@ sy_status records_datasets(const builtin_model *b, const char *spec, const sy_tf
 /* FLAG_BOOL is a switch: "--overwrite" sets it, and it takes no value. */
 typedef enum flag_kind { FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_BOOL } flag_kind;
 
+/* Numbers are checked against the range of what they end up in, so that
+ * none is cut short on the way: an int32_t field (epochs) takes at most
+ * INT32_MAX, a float (a learning rate) at most FLT_MAX. Tables give the
+ * range after the positional fields, e.g.
+ *   {"--epochs", FLAG_INT, &o.epochs, "N", "epochs to train", .set = false, .min = 0, .max = INT32_MAX}
+ * and a FLAG_INT or FLAG_FLOAT without one (min >= max) is a bug that
+ * flags_parse asserts on. */
 typedef struct flag {
     const char *name; /* "--epochs" */
     flag_kind kind;
@@ -117,14 +127,23 @@ typedef struct flag {
     const char *arg;  /* "N"; "" for a switch */
     const char *help;
     bool set;         /* out: given on the command line */
+    int64_t min, max; /* FLAG_INT: the values accepted */
+    double lo, hi;    /* FLAG_FLOAT: the values accepted, finite */
 } flag;
 
 /* Parse argv (after the command name): flags from `flags`, and at most
  * `max_positional` other words into positional[]. Returns 0, or 2 after
- * printing a usage error naming the flag. */
+ * printing a usage error naming the flag: an unknown flag, a missing value,
+ * a value that is not a number of the flag's kind or lies outside its
+ * range (named), NaN or infinity. */
 int flags_parse(int argc, char **argv, flag *flags, int n_flags, const char **positional, int max_positional,
                 int *n_positional, const char *command);
 void flags_help(FILE *out, const flag *flags, int n_flags);
+/* A flag's value the library refused (an unknown --optimizer, a --tpu spec
+ * it cannot resolve): prints "systolic COMMAND: FLAG: <sy_last_error()>"
+ * and returns 2, the exit status of every usage error. The one place a
+ * library error about what the user typed becomes a usage error. */
+int flag_refused(const char *command, const char *flag_name);
 
 /* The commands (train.c). */
 int cmd_train(int argc, char **argv);

@@ -270,17 +270,19 @@ int cmd_convert(int argc, char **argv) {
         {"--images", FLAG_STRING, &o.images, "PATH",
          "an IDX file of uint8 images, (N, H, W) or (N, H, W, C), gzip'd or not, instead of "
          "DATASET",
-         false},
+         .set = false},
         {"--labels", FLAG_STRING, &o.labels, "PATH",
-         "an IDX file of their labels, (N,) integers (default: none)", false},
+         "an IDX file of their labels, (N,) integers (default: none)", .set = false},
         {"--split", FLAG_STRING, &o.split, "NAME",
-         "the split --images makes: OUTDIR/NAME-00000-of-0000N.tfrecord (default train)", false},
+         "the split --images makes: OUTDIR/NAME-00000-of-0000N.tfrecord (default train)",
+         .set = false},
         {"--shards", FLAG_INT, &o.shards, "N",
-         "files per split (default 0: one per 10,000 records; at most one per record)", false},
+         "files per split (default 0: one per 10,000 records; at most one per record)",
+         .set = false, .min = 0, .max = MAX_SHARDS},
         {"--compression", FLAG_STRING, &o.compression, "NAME",
-         "NONE, ZLIB or GZIP, TFRecordOptions' compression_type (default NONE)", false},
+         "NONE, ZLIB or GZIP, TFRecordOptions' compression_type (default NONE)", .set = false},
         {"--overwrite", FLAG_BOOL, &o.overwrite, "",
-         "replace the shards of the same splits in OUTDIR (default: refuse)", false},
+         "replace the shards of the same splits in OUTDIR (default: refuse)", .set = false},
     };
     int n_flags = (int)(sizeof f / sizeof f[0]);
     for (int i = 0; i < argc; i++)
@@ -297,19 +299,16 @@ int cmd_convert(int argc, char **argv) {
         n_pos != want ? (o.images ? "with --images, give only OUTDIR" : "give DATASET and OUTDIR")
         : o.labels && !o.images ? "--labels goes with --images"
         : f[2].set && !o.images ? "--split goes with --images (a dataset has its own splits)"
-        : o.shards < 0 || o.shards > MAX_SHARDS ? "--shards must be 0 (automatic) to 99999"
-        : !plain_name(o.split)                  ? "--split must be letters, digits, '_', '-' or '.'"
-        : !*pos[want - 1]                       ? "OUTDIR is empty"
-                                                : NULL;
+        : !plain_name(o.split)  ? "--split must be letters, digits, '_', '-' or '.'"
+        : !*pos[want - 1]       ? "OUTDIR is empty"
+                                : NULL;
     if (bad) {
         fprintf(stderr, "systolic convert: %s (see systolic convert --help)\n", bad);
         return 2;
     }
     sy_compression c;
-    if (sy_compression_from_name(o.compression, &c)) {
-        fprintf(stderr, "systolic convert: --compression: %s\n", sy_last_error());
-        return 2;
-    }
+    if (sy_compression_from_name(o.compression, &c))
+        return flag_refused("convert", "--compression");
     const char *dataset = o.images ? NULL : pos[0], *outdir = pos[want - 1];
     if (dataset && strcmp(dataset, "fashion_mnist") && strcmp(dataset, "mnist") &&
         strcmp(dataset, "imdb")) {

@@ -3,10 +3,21 @@
  * flags, and `--name` switches. Every flag has a type, and a value that
  * does not parse as that type, an unknown flag, a missing value or a value
  * given to a switch is a usage error (exit status 2) that names the flag.
+ *
+ * Numbers are parsed whole (strtoll, strtod: no trailing text) and checked
+ * against the flag's range, which is that of the field the value ends up
+ * in or narrower: a value past it is refused with the range, never cut to
+ * 32 bits or to a float's infinity on the way. Floats must be finite; a
+ * value that underflows (strtod's ERANGE toward zero) is refused as well,
+ * as it would not be the number typed.
  */
 #include "cli_internal.h"
 
+#include "core/core_internal.h" /* SY_ASSERT */
+
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,8 +27,14 @@ static int parse_value(flag *f, const char *text, const char *command) {
     switch (f->kind) {
     case FLAG_INT: {
         long long v = strtoll(text, &end, 10);
-        if (!*text || *end || errno) {
-            fprintf(stderr, "systolic %s: %s expects an integer, got '%s'\n", command, f->name, text);
+        if (!*text || *end) {
+            fprintf(stderr, "systolic %s: %s expects an integer from %lld to %lld, got '%s'\n", command, f->name,
+                    (long long)f->min, (long long)f->max, text);
+            return 2;
+        }
+        if (errno == ERANGE || v < f->min || v > f->max) {
+            fprintf(stderr, "systolic %s: %s: %s is out of range (%lld to %lld)\n", command, f->name, text,
+                    (long long)f->min, (long long)f->max);
             return 2;
         }
         *(int64_t *)f->value = v;
@@ -25,8 +42,16 @@ static int parse_value(flag *f, const char *text, const char *command) {
     }
     case FLAG_FLOAT: {
         double v = strtod(text, &end);
-        if (!*text || *end || errno) {
-            fprintf(stderr, "systolic %s: %s expects a number, got '%s'\n", command, f->name, text);
+        if (!*text || *end || isnan(v)) {
+            fprintf(stderr, "systolic %s: %s expects a number from %g to %g, got '%s'\n", command, f->name, f->lo, f->hi,
+                    text);
+            return 2;
+        }
+        if (errno == ERANGE || !(v >= f->lo && v <= f->hi)) {
+            if (f->lo == -DBL_MAX && f->hi == DBL_MAX)
+                fprintf(stderr, "systolic %s: %s: %s is not a finite number\n", command, f->name, text);
+            else
+                fprintf(stderr, "systolic %s: %s: %s is out of range (%g to %g)\n", command, f->name, text, f->lo, f->hi);
             return 2;
         }
         *(double *)f->value = v;
@@ -39,9 +64,17 @@ static int parse_value(flag *f, const char *text, const char *command) {
     return 0;
 }
 
+int flag_refused(const char *command, const char *flag_name) {
+    fprintf(stderr, "systolic %s: %s: %s\n", command, flag_name, sy_last_error());
+    return 2;
+}
+
 int flags_parse(int argc, char **argv, flag *flags, int n_flags, const char **positional, int max_positional,
                 int *n_positional, const char *command) {
     *n_positional = 0;
+    for (int k = 0; k < n_flags; k++) /* every number has its range */
+        SY_ASSERT((flags[k].kind != FLAG_INT || flags[k].min < flags[k].max) &&
+                  (flags[k].kind != FLAG_FLOAT || (isfinite(flags[k].lo) && isfinite(flags[k].hi) && flags[k].lo < flags[k].hi)));
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {

@@ -4,7 +4,9 @@
  * Subcommands, darknet style: `systolic <command> [options]`. Each command
  * is a function taking argc/argv after the command name; `--help` anywhere
  * prints its usage with every default. Errors go to stderr with a non-zero
- * exit status (2 for usage errors, 1 for failures).
+ * exit status: 2 for usage errors -- an unknown command or flag, a value
+ * that is not of the flag's kind or outside its range, a name (an
+ * optimizer, a --tpu spec) the library does not know -- and 1 for failures.
  */
 #include "cli_internal.h"
 
@@ -27,7 +29,7 @@ static int cmd_version(int argc, char **argv) {
 
 static int cmd_devices(int argc, char **argv) {
     const char *tpu = NULL;
-    flag f[1] = {{"--tpu", FLAG_STRING, &tpu, "SPEC", "devices to resolve: local, cpu, cpu:N (default $SYSTOLIC_TPU, else local)", false}};
+    flag f[1] = {{"--tpu", FLAG_STRING, &tpu, "SPEC", "devices to resolve: local, cpu, cpu:N (default $SYSTOLIC_TPU, else local)", .set = false}};
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: systolic devices [--tpu SPEC]\n\nList the devices a spec resolves to (one replica each), "
@@ -39,10 +41,7 @@ static int cmd_devices(int argc, char **argv) {
     int rc = flags_parse(argc, argv, f, 1, NULL, 0, &n_pos, "devices");
     if (rc) return rc;
     sy_cluster *c;
-    if (sy_cluster_resolve(tpu, &c)) {
-        fprintf(stderr, "systolic devices: %s\n", sy_last_error());
-        return 1;
-    }
+    if (sy_cluster_resolve(tpu, &c)) return flag_refused("devices", tpu && *tpu ? "--tpu" : "--tpu (from $SYSTOLIC_TPU)");
     int32_t n = sy_cluster_device_count(c), cores = sy_cluster_host_cores(c);
     printf("%s: %d replica%s in sync\n", sy_cluster_spec(c), n, n == 1 ? "" : "s");
     printf("  %-7s %-5s %s\n", "replica", "kind", "name");

@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -72,13 +73,28 @@ int file_model_init(file_model *f, const char *command, const char *path, const 
         }
     }
     if (loss) {
+        if (!*loss || strlen(loss) >= sizeof f->loss) {
+            fprintf(stderr, "systolic %s: --loss: '%s' is no loss's name\n", command, loss);
+            return 2;
+        }
         snprintf(f->loss, sizeof f->loss, "%s", loss);
         b->loss = f->loss;
     }
     if (metrics) {
+        if (strlen(metrics) >= sizeof f->metrics) {
+            fprintf(stderr, "systolic %s: --metrics: '%s' is longer than %d characters\n", command, metrics,
+                    (int)sizeof f->metrics - 1);
+            return 2;
+        }
         snprintf(f->metrics, sizeof f->metrics, "%s", metrics);
         int n = 0;
-        for (char *save = NULL, *m = strtok_r(f->metrics, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+        for (char *m = f->metrics, *comma; m; m = comma ? comma + 1 : NULL) { /* A,B: every name given */
+            if ((comma = strchr(m, ','))) *comma = '\0';
+            if (!*m) {
+                fprintf(stderr, "systolic %s: --metrics: '%s' has an empty name; give Keras metric names separated by "
+                                "commas, e.g. accuracy\n", command, metrics);
+                return 2;
+            }
             if (n == (int)(sizeof b->metrics / sizeof b->metrics[0])) {
                 fprintf(stderr, "systolic %s: --metrics '%s': at most %d metrics\n", command, metrics, n);
                 return 2;

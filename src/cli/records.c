@@ -169,18 +169,22 @@ static sy_status split_dataset(const builtin_model *b, record_parse *parse, cons
     return st;
 }
 
+sy_status records_check_spec(const char *spec) {
+    if (strncmp(spec, RECORDS_PREFIX, sizeof RECORDS_PREFIX - 1) != 0 || !spec[sizeof RECORDS_PREFIX - 1])
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "'%s': expected tfrecord:GLOB (files `systolic convert` wrote)", spec);
+    return SY_OK;
+}
+
 sy_status records_datasets(const builtin_model *b, const char *spec, const sy_tfrecord_options *options, int64_t batch,
                            int64_t steps_per_epoch, uint64_t seed, record_parse *parse, sy_dataset **train,
                            sy_dataset **validation) {
     *train = *validation = NULL;
-    static const char prefix[] = "tfrecord:";
-    if (strncmp(spec, prefix, sizeof prefix - 1) != 0 || !spec[sizeof prefix - 1])
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "--data '%s': expected tfrecord:GLOB (files `systolic convert` wrote)",
-                        spec);
-    const char *pattern = spec + sizeof prefix - 1;
+    sy_status st = records_check_spec(spec);
+    if (st) return st;
+    const char *pattern = spec + sizeof RECORDS_PREFIX - 1;
     parse->b = b;
     parse->x_shape = b->input_shape;
-    sy_status st = split_dataset(b, parse, pattern, options, batch, true, steps_per_epoch, seed, train);
+    st = split_dataset(b, parse, pattern, options, batch, true, steps_per_epoch, seed, train);
     if (st) return sy_error(st, "--data: %s", sy_last_error());
     char *test = test_pattern(pattern);
     glob_t g;

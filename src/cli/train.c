@@ -7,8 +7,9 @@
  */
 #include "cli_internal.h"
 #include "io/io_internal.h"
+#include "keras/keras_internal.h" /* the compiled metrics' names, for --monitor */
 
-#include <math.h>
+#include <float.h>
 #include <string.h>
 #include <time.h>
 
@@ -58,77 +59,77 @@ static void make_flags(flag *f, run_opts *o) {
     o->verbose = 1;
     o->count = 10;
     o->steps_per_execution = 1;
-    f[F_EPOCHS] = (flag){"--epochs", FLAG_INT, &o->epochs, "N", "epochs to train", false};
-    f[F_STEPS] = (flag){"--steps-per-epoch", FLAG_INT, &o->steps_per_epoch, "N", "steps per epoch (0: one pass over the training set)", false};
-    f[F_BATCH] = (flag){"--batch-size", FLAG_INT, &o->batch_size, "N", "global batch size", false};
-    f[F_OPTIMIZER] = (flag){"--optimizer", FLAG_STRING, &o->optimizer, "NAME", "sgd, adam or rmsprop, with Keras's defaults", false};
-    f[F_LR] = (flag){"--learning-rate", FLAG_FLOAT, &o->learning_rate, "X", "the optimizer's learning rate", false};
-    f[F_VALFREQ] = (flag){"--validation-freq", FLAG_INT, &o->validation_freq, "N", "validate on the test split after every N-th epoch", false};
+    f[F_EPOCHS] = (flag){"--epochs", FLAG_INT, &o->epochs, "N", "epochs to train", .set = false, .min = 0, .max = INT32_MAX};
+    f[F_STEPS] = (flag){"--steps-per-epoch", FLAG_INT, &o->steps_per_epoch, "N", "steps per epoch (0: one pass over the training set)", .set = false, .min = 0, .max = INT64_MAX};
+    f[F_BATCH] = (flag){"--batch-size", FLAG_INT, &o->batch_size, "N", "global batch size", .set = false, .min = 1, .max = INT64_MAX};
+    f[F_OPTIMIZER] = (flag){"--optimizer", FLAG_STRING, &o->optimizer, "NAME", "sgd, adam or rmsprop, with Keras's defaults", .set = false};
+    f[F_LR] = (flag){"--learning-rate", FLAG_FLOAT, &o->learning_rate, "X", "the optimizer's learning rate", .set = false, .lo = 0, .hi = FLT_MAX};
+    f[F_VALFREQ] = (flag){"--validation-freq", FLAG_INT, &o->validation_freq, "N", "validate on the test split after every N-th epoch", .set = false, .min = 1, .max = INT32_MAX};
     f[F_VALSTEPS] = (flag){"--validation-steps", FLAG_INT, &o->validation_steps, "N",
-                           "validate on the first N batches of the test split only (default 0: all of it)", false};
-    f[F_EVALSTEPS] = (flag){"--steps", FLAG_INT, &o->eval_steps, "N", "evaluate the first N batches only (default 0: all)", false};
-    f[F_SEED] = (flag){"--seed", FLAG_INT, &o->seed, "N", "seed of the initial weights, dropout and shuffling (default 0)", false};
-    f[F_VERBOSE] = (flag){"--verbose", FLAG_INT, &o->verbose, "N", "0 silent, 1 progress bar, 2 one line per epoch (default 1)", false};
-    f[F_COUNT] = (flag){"--count", FLAG_INT, &o->count, "N", "predictions to print (default 10)", false};
+                           "validate on the first N batches of the test split only (default 0: all of it)", .set = false, .min = 0, .max = INT64_MAX};
+    f[F_EVALSTEPS] = (flag){"--steps", FLAG_INT, &o->eval_steps, "N", "evaluate the first N batches only (default 0: all)", .set = false, .min = 0, .max = INT64_MAX};
+    f[F_SEED] = (flag){"--seed", FLAG_INT, &o->seed, "N", "seed of the initial weights, dropout and shuffling (default 0)", .set = false, .min = 0, .max = INT64_MAX};
+    f[F_VERBOSE] = (flag){"--verbose", FLAG_INT, &o->verbose, "N", "0 silent, 1 progress bar, 2 one line per epoch (default 1)", .set = false, .min = 0, .max = 2};
+    f[F_COUNT] = (flag){"--count", FLAG_INT, &o->count, "N", "predictions to print (default 10)", .set = false, .min = 0, .max = INT64_MAX};
     f[F_TPU] = (flag){"--tpu", FLAG_STRING, &o->tpu, "SPEC",
-                      "devices to run replicas on: local, cpu, cpu:N (default $SYSTOLIC_TPU, else local: one per core)", false};
+                      "devices to run replicas on: local, cpu, cpu:N (default $SYSTOLIC_TPU, else local: one per core)", .set = false};
     f[F_DATA] = (flag){"--data", FLAG_STRING, &o->data, "tfrecord:GLOB",
                        "train from TFRecord files of tf.train.Examples (as `systolic convert` writes them) through the "
                        "input pipeline; validate on the files with \"test\" for the last \"train\" in their name",
-                       false};
+                       .set = false};
     f[F_DATA_COMPRESSION] = (flag){"--data-compression", FLAG_STRING, &o->data_compression, "NAME",
-                                   "the --data files' compression: NONE, ZLIB or GZIP (default NONE)", false};
+                                   "the --data files' compression: NONE, ZLIB or GZIP (default NONE)", .set = false};
     f[F_SKIP_CORRUPT] = (flag){"--skip-corrupt", FLAG_BOOL, &o->skip_corrupt, "",
                                "skip the --data files' corrupt records, counting them per file on stderr, instead of "
                                "stopping at the first",
-                               false};
+                               .set = false};
     /* a model from a file */
     f[F_DATASET] = (flag){"--dataset", FLAG_STRING, &o->dataset, "NAME",
                           "a model file's data: fashion_mnist, mnist or imdb (train and test splits), shaped as the "
                           "model takes it",
-                          false};
+                          .set = false};
     f[F_LOSS] = (flag){"--loss", FLAG_STRING, &o->loss, "NAME",
                        "a model file's loss, Keras's name (default sparse_categorical_crossentropy; "
                        "binary_crossentropy for a one-unit output)",
-                       false};
+                       .set = false};
     f[F_METRICS] = (flag){"--metrics", FLAG_STRING, &o->metrics, "A,B",
                           "a model file's metrics, Keras's names (default sparse_categorical_accuracy; accuracy for a "
                           "one-unit output)",
-                          false};
+                          .set = false};
     /* saving */
     f[F_SAVE_WEIGHTS] = (flag){"--save-weights", FLAG_STRING, &o->save_weights, "FILE",
-                               "after training, save the weights as Keras's model.save_weights (HDF5)", false};
+                               "after training, save the weights as Keras's model.save_weights (HDF5)", .set = false};
     f[F_LOAD_WEIGHTS] = (flag){"--load-weights", FLAG_STRING, &o->load_weights, "FILE",
-                               "start from the weights in FILE (Keras HDF5 weights or a full model .h5)", false};
+                               "start from the weights in FILE (Keras HDF5 weights or a full model .h5)", .set = false};
     f[F_SAVE_MODEL] = (flag){"--save-model", FLAG_STRING, &o->save_model, "FILE",
                              "after training, save the model as Keras's model.save (FILE.h5) or to_json (FILE.json)",
-                             false};
+                             .set = false};
     /* checkpoints */
     f[F_MODEL_DIR] = (flag){"--model-dir", FLAG_STRING, &o->model_dir, "DIR",
-                            "write a checkpoint to DIR after every epoch (and --save-checkpoints-steps)", false};
+                            "write a checkpoint to DIR after every epoch (and --save-checkpoints-steps)", .set = false};
     f[F_CKPT_STEPS] = (flag){"--save-checkpoints-steps", FLAG_INT, &o->save_checkpoints_steps, "N",
-                             "also checkpoint every N training steps (needs --model-dir)", false};
+                             "also checkpoint every N training steps (needs --model-dir)", .set = false, .min = 0, .max = INT64_MAX};
     f[F_KEEP_CKPT] = (flag){"--keep-checkpoints", FLAG_INT, &o->keep_checkpoints, "N",
-                            "keep the newest N checkpoints in --model-dir (default 5)", false};
+                            "keep the newest N checkpoints in --model-dir (default 5)", .set = false, .min = 1, .max = INT32_MAX};
     f[F_RESUME] = (flag){"--resume", FLAG_BOOL, &o->resume, "",
-                         "continue from the newest checkpoint in --model-dir", false};
+                         "continue from the newest checkpoint in --model-dir", .set = false};
     /* TensorBoard */
     f[F_LOGDIR] = (flag){"--logdir", FLAG_STRING, &o->logdir, "DIR",
-                         "write TensorBoard event files to DIR/train and DIR/validation", false};
+                         "write TensorBoard event files to DIR/train and DIR/validation", .set = false};
     f[F_UPDATE_FREQ] = (flag){"--update-freq", FLAG_INT, &o->update_freq, "N",
-                              "also write per-batch scalars every N steps to --logdir (default 0: epochs only)", false};
+                              "also write per-batch scalars every N steps to --logdir (default 0: epochs only)", .set = false, .min = 0, .max = INT64_MAX};
     /* CSV log and early stopping */
-    f[F_CSV_LOG] = (flag){"--csv-log", FLAG_STRING, &o->csv_log, "FILE", "write each epoch's logs to FILE as a row (Keras's CSVLogger; FILE is replaced unless --csv-append)", false};
-    f[F_CSV_APPEND] = (flag){"--csv-append", FLAG_BOOL, &o->csv_append, "", "keep what --csv-log's FILE holds and add to it", false};
+    f[F_CSV_LOG] = (flag){"--csv-log", FLAG_STRING, &o->csv_log, "FILE", "write each epoch's logs to FILE as a row (Keras's CSVLogger; FILE is replaced unless --csv-append)", .set = false};
+    f[F_CSV_APPEND] = (flag){"--csv-append", FLAG_BOOL, &o->csv_append, "", "keep what --csv-log's FILE holds and add to it", .set = false};
     f[F_PATIENCE] = (flag){"--early-stopping", FLAG_INT, &o->patience, "PATIENCE",
-                           "stop when --monitor has not improved for PATIENCE epochs (Keras's EarlyStopping)", false};
-    f[F_MONITOR] = (flag){"--monitor", FLAG_STRING, &o->monitor, "NAME", "what early stopping watches (default val_loss)", false};
+                           "stop when --monitor has not improved for PATIENCE epochs (Keras's EarlyStopping)", .set = false, .min = 0, .max = INT32_MAX};
+    f[F_MONITOR] = (flag){"--monitor", FLAG_STRING, &o->monitor, "NAME", "what early stopping watches (default val_loss)", .set = false};
     f[F_MIN_DELTA] = (flag){"--min-delta", FLAG_FLOAT, &o->min_delta, "X",
-                            "the least change early stopping counts as an improvement (default 0)", false};
+                            "the least change early stopping counts as an improvement (default 0)", .set = false, .lo = -DBL_MAX, .hi = DBL_MAX};
     f[F_RESTORE_BEST] = (flag){"--restore-best-weights", FLAG_BOOL, &o->restore_best_weights, "",
-                               "when early stopping stops, restore the best epoch's weights", false};
+                               "when early stopping stops, restore the best epoch's weights", .set = false};
     f[F_SPE] = (flag){"--steps-per-execution", FLAG_INT, &o->steps_per_execution, "N",
-                      "steps per host round trip; the progress bar updates every N steps (default 1)", false};
+                      "steps per host round trip; the progress bar updates every N steps (default 1)", .set = false, .min = 1, .max = INT32_MAX};
 }
 
 typedef struct command_spec {
@@ -200,6 +201,25 @@ static int parse_file_model(const command_spec *c, const char *path, const run_o
     return -1;
 }
 
+/* The flags whose values are names the library looks up -- --optimizer,
+ * --tpu, --data and --data-compression -- checked before anything is
+ * loaded, so that a mistake in one is a usage error (exit status 2) that
+ * names the flag. Returns -1 to go on, else an exit status. */
+static int check_names(const command_spec *c, const run_opts *o) {
+    sy_optimizer opt;
+    if (o->optimizer_set && sy_optimizer_from_name(o->optimizer, &opt)) return flag_refused(c->name, "--optimizer");
+    sy_cluster *cluster;
+    if (sy_cluster_resolve(o->tpu, &cluster))
+        return flag_refused(c->name, o->tpu && *o->tpu ? "--tpu" : "--tpu (from $SYSTOLIC_TPU)");
+    sy_cluster_free(cluster);
+    sy_compression compression;
+    if (o->data_compression && sy_compression_from_name(o->data_compression, &compression))
+        return flag_refused(c->name, "--data-compression");
+    if (o->data && records_check_spec(o->data)) return flag_refused(c->name, "--data");
+    sy_clear_error();
+    return -1;
+}
+
 /* Parse the command line; returns -1 to go on, else an exit status. */
 static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts *o, const builtin_model **model,
                  file_model *fm) {
@@ -251,44 +271,30 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
         o->learning_rate = keras_default.learning_rate; /* the optimizer's own, as Keras's compile() */
     sy_clear_error();
     const char *bad_save = o->save_model ? model_file_check_save(o->save_model) : NULL;
-    const char *bad = o->epochs < 0                ? "--epochs must be >= 0"
-                      : o->steps_per_epoch < 0     ? "--steps-per-epoch must be >= 0"
-                      : o->batch_size <= 0         ? "--batch-size must be positive"
-                      : o->validation_freq <= 0    ? "--validation-freq must be positive"
-                      : o->validation_steps < 0    ? "--validation-steps must be >= 0"
-                      : o->eval_steps < 0          ? "--steps must be >= 0"
-                      : o->verbose < 0 || o->verbose > 2 ? "--verbose must be 0, 1 or 2"
-                      : !(o->learning_rate >= 0) || isinf(o->learning_rate) ? "--learning-rate must be a number >= 0"
-                      : o->seed < 0                ? "--seed must be >= 0"
-                      : o->count < 0               ? "--count must be >= 0"
-                      : o->steps_per_execution < 1 ? "--steps-per-execution must be >= 1"
-                      : !o->data && (o->data_compression || o->skip_corrupt)
+    /* the numbers' ranges are flags_parse's; here what depends on other flags */
+    const char *bad = !o->data && (o->data_compression || o->skip_corrupt)
                           ? "--data-compression and --skip-corrupt describe --data's files: give --data tfrecord:GLOB"
                       : !o->model_dir && (f[F_CKPT_STEPS].set || f[F_KEEP_CKPT].set || o->resume)
                           ? "--save-checkpoints-steps, --keep-checkpoints and --resume need --model-dir DIR"
-                      : o->save_checkpoints_steps < 0 ? "--save-checkpoints-steps must be >= 0"
-                      : f[F_KEEP_CKPT].set && o->keep_checkpoints < 1 ? "--keep-checkpoints must be >= 1"
-                      : bad_save;
+                          : bad_save;
     if (bad) {
         fprintf(stderr, "systolic %s: %s\n", c->name, bad);
         return 2;
     }
+    if ((rc = check_names(c, o)) >= 0) return rc;
     /* CSV log and early stopping: flags that would be ignored are refused */
     bad = f[F_CSV_APPEND].set && !o->csv_log ? "--csv-append adds to --csv-log's FILE: give --csv-log FILE"
           : !f[F_PATIENCE].set && (f[F_MONITOR].set || f[F_MIN_DELTA].set || f[F_RESTORE_BEST].set)
               ? "--monitor, --min-delta and --restore-best-weights configure early stopping: give --early-stopping "
                 "PATIENCE"
-          : o->patience < 0 || o->patience > INT32_MAX ? "--early-stopping PATIENCE must be a number of epochs >= 0"
-          : !isfinite(o->min_delta) ? "--min-delta must be a number"
-                                    : NULL;
+                : NULL;
     if (bad) {
         fprintf(stderr, "systolic %s: %s\n", c->name, bad);
         return 2;
     }
     o->early_stopping = f[F_PATIENCE].set;
-    if (o->update_freq < 0 || (o->update_freq && !o->logdir)) {
-        fprintf(stderr, "systolic %s: %s\n", c->name,
-                o->update_freq < 0 ? "--update-freq must be >= 0" : "--update-freq writes to --logdir: give --logdir DIR");
+    if (o->update_freq && !o->logdir) {
+        fprintf(stderr, "systolic %s: --update-freq writes to --logdir: give --logdir DIR\n", c->name);
         return 2;
     }
     return -1;
@@ -325,7 +331,12 @@ static int prepare(const char *command, const builtin_model *b, file_model *fm, 
     c.metrics = b->metrics;
     c.n_metrics = b->n_metrics;
     c.steps_per_execution = (int32_t)o->steps_per_execution;
-    if (sy_model_compile(*m, &c)) return fail(command, b->name);
+    if ((st = sy_model_compile(*m, &c))) {
+        /* an unknown --loss or --metrics name, or a metric that does not go with the loss: known only now */
+        if ((st == SY_ERR_NOT_FOUND || st == SY_ERR_INVALID_ARGUMENT) && (o->loss || o->metrics))
+            return flag_refused(command, o->loss && o->metrics ? "--loss, --metrics" : o->loss ? "--loss" : "--metrics");
+        return fail(command, b->name);
+    }
     if (o->load_weights && sy_model_load_weights(*m, o->load_weights)) return fail(command, "--load-weights");
     if (with_data && (fm ? file_model_data(fm, d) : b->load(d))) return fail(command, NULL);
     return 0;
@@ -379,8 +390,25 @@ static sy_status count_epoch(void *ctx, sy_model *m, int32_t epoch, const sy_log
     return SY_OK;
 }
 
+/* --monitor must name what fit's logs will hold -- loss, the metrics, and
+ * each with val_ -- or early stopping would never stop (Keras warns each
+ * epoch; a command line is refused at once). Returns -1 to go on, else 2. */
+static int check_monitor(const command_spec *c, const run_opts *o, const sy_model *m) {
+    if (!o->early_stopping || !o->monitor) return -1;
+    const char *name = strncmp(o->monitor, "val_", 4) ? o->monitor : o->monitor + 4;
+    bool known = !strcmp(name, "loss");
+    for (int32_t i = 0; i < m->n_metrics && !known; i++) known = !strcmp(name, m->metrics[i].name);
+    if (known) return -1;
+    fprintf(stderr, "systolic %s: --monitor: '%s' is not in the logs; known: loss", c->name, o->monitor);
+    for (int32_t i = 0; i < m->n_metrics; i++) fprintf(stderr, ", %s", m->metrics[i].name);
+    fprintf(stderr, ", and each with val_\n");
+    return 2;
+}
+
 static int train_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
                       const sy_data_split *d) {
+    int rc = check_monitor(c, o, m);
+    if (rc >= 0) return rc;
     sy_fit_options fo = sy_fit_options_default();
     fo.batch_size = o->batch_size;
     fo.epochs = (int32_t)o->epochs;

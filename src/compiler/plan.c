@@ -15,7 +15,10 @@
  *   6. buffers: parameters and slots in the variable store, gradients in one
  *      block, constants in one block, everything else -- inputs,
  *      activations, kernel workspaces -- in one arena whose offsets come
- *      from liveness (memplan.c); views (reshape) share their source's buffer;
+ *      from liveness (memplan.c); views (reshape) share their source's buffer.
+ *      Every size is a checked product (sy_shape_bytes), and blocks that
+ *      would pass int64 or the memory available now are refused, naming
+ *      the batch size and the bytes, before anything is allocated;
  *   7. every step is bound to a kernel of the backend, with its argument
  *      block (pointers, shapes) filled in once.
  *
@@ -25,8 +28,10 @@
  */
 #include "compiler_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { BLK_NONE, BLK_ARENA, BLK_PARAMS, BLK_SLOTS, BLK_GRADS, BLK_CONST };
 
@@ -331,6 +336,68 @@ static sy_status schedule(compile_ctx *c) {
     return SY_OK;
 }
 
+/* " at batch size N (per replica)": the first input's first dimension, a
+ * replica's share of a global batch; "" for a graph without one. */
+static void batch_words(const sy_graph *g, char *buf, size_t size) {
+    buf[0] = '\0';
+    for (int64_t i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == SY_OP_INPUT && g->nodes[i].shape.rank > 0) {
+            snprintf(buf, size, " at batch size %lld (per replica)", (long long)g->nodes[i].shape.dims[0]);
+            return;
+        }
+}
+
+/* Add node i's value's bytes, aligned, to *total (checked: a shape too
+ * large is an error that names the node and the batch size). */
+static sy_status value_bytes(const sy_graph *g, int64_t i, int64_t *total) {
+    const sy_node_rec *r = &g->nodes[i];
+    int64_t bytes;
+    if (sy_shape_bytes(&r->shape, sy_dtype_size(r->dtype), &bytes) == SY_OK && bytes <= INT64_MAX - SY_ALIGN &&
+        !sy_add_overflow64(*total, sy_align_up(bytes, SY_ALIGN), total))
+        return SY_OK;
+    char buf[SY_SHAPE_STR_MAX], at[64];
+    batch_words(g, at, sizeof at);
+    return sy_error(SY_ERR_OUT_OF_MEMORY,
+                    "compile: the plan%s does not fit: the value of '%s' (%s %s) needs more than %lld bytes; use a "
+                    "smaller batch size",
+                    at, sy_graph_name(g, (sy_node)i), sy_dtype_name(r->dtype),
+                    sy_shape_format(&r->shape, buf, sizeof buf), (long long)INT64_MAX);
+}
+
+/* The memory this machine can give now, in bytes: MemAvailable (free and
+ * reclaimable), else the free pages, else INT64_MAX when unknown. What is
+ * available, not installed, so that the plans of several replicas, each
+ * compiled after the last one's blocks were zeroed (and so are resident),
+ * are checked against what is left. A plan that needs more is refused
+ * before anything is allocated, rather than left to fail in malloc or,
+ * with overcommit, to be killed in the middle of a run. */
+static int64_t available_memory(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[128];
+        long long kb = -1;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
+        fclose(f);
+        if (kb > 0 && kb < INT64_MAX / 1024) return (int64_t)kb * 1024;
+    }
+    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0 || pages > INT64_MAX / page) return INT64_MAX;
+    return (int64_t)pages * page;
+}
+
+/* A plan too large for this machine: SY_ERR_OUT_OF_MEMORY naming the batch
+ * size and the bytes. */
+static sy_status too_large(const sy_graph *g, const char *what, int64_t bytes) {
+    char at[64];
+    batch_words(g, at, sizeof at);
+    int64_t mem = available_memory();
+    char have[96] = "";
+    if (mem < INT64_MAX) snprintf(have, sizeof have, "; this machine has %.1f GB available", (double)mem / 1e9);
+    return sy_error(SY_ERR_OUT_OF_MEMORY, "compile: the plan%s does not fit: %s %.1f GB (%lld bytes)%s; use a smaller batch size",
+                    at, what, (double)bytes / 1e9, (long long)bytes, have);
+}
+
 /* 6: places for every live value, arena offsets by liveness. */
 static sy_status plan_buffers(compile_ctx *c) {
     sy_plan *p = c->p;
@@ -366,9 +433,8 @@ static sy_status plan_buffers(compile_ctx *c) {
     for (int32_t i = 0; o->loss != SY_NONE && i < c->n_params; i++) {
         if (c->grads[i] == SY_NONE) continue;
         sy_node gn = storage_of(p, c->grads[i]);
-        const sy_node_rec *r = &g->nodes[gn];
         p->places[gn] = (place){BLK_GRADS, grad_bytes};
-        grad_bytes += sy_align_up(sy_shape_count(&r->shape) * (int64_t)sy_dtype_size(r->dtype), SY_ALIGN);
+        if ((st = value_bytes(g, gn, &grad_bytes))) goto done;
         p->grad_params[p->n_grads] = c->params[i];
         p->grad_nodes[p->n_grads++] = gn;
         p->readable[gn] = true;
@@ -378,7 +444,7 @@ static sy_status plan_buffers(compile_ctx *c) {
     for (int64_t i = 0; i < n; i++) {
         if (!c->fs.live[i] || g->nodes[i].op != SY_OP_FILL) continue;
         p->places[i] = (place){BLK_CONST, const_bytes};
-        const_bytes += sy_align_up(sy_shape_count(&g->nodes[i].shape) * (int64_t)sy_dtype_size(g->nodes[i].dtype), SY_ALIGN);
+        if ((st = value_bytes(g, i, &const_bytes))) goto done;
     }
     /* lifetimes of arena values, on storage nodes (views extend their source) */
     for (int32_t s = 0; s < p->n_steps; s++) {
@@ -410,7 +476,9 @@ static sy_status plan_buffers(compile_ctx *c) {
             first[i] = 0;
             last[i] = p->n_steps;
         }
-        reqs[nreq] = (sy_buffer_req){sy_shape_count(&r->shape) * (int64_t)sy_dtype_size(r->dtype), first[i], last[i], 0};
+        int64_t bytes = 0;
+        if ((st = value_bytes(g, i, &bytes))) goto done;
+        reqs[nreq] = (sy_buffer_req){bytes, first[i], last[i], 0};
         req_node[nreq++] = i;
     }
     for (int32_t s = 0; s < p->n_steps; s++) {
@@ -418,11 +486,28 @@ static sy_status plan_buffers(compile_ctx *c) {
         reqs[nreq] = (sy_buffer_req){p->steps[s].ws_bytes, s, s, 0};
         req_node[nreq++] = -1 - s;
     }
-    int64_t arena_bytes;
+    /* The sum of the aligned sizes bounds the arena (memplan places each
+     * buffer at most past all the others), so once it fits in int64 the
+     * planner's offsets do too. */
+    int64_t unplanned = 0;
+    for (int64_t k = 0; k < nreq; k++)
+        if (reqs[k].bytes > INT64_MAX - SY_ALIGN ||
+            sy_add_overflow64(unplanned, sy_align_up(reqs[k].bytes, SY_ALIGN), &unplanned)) {
+            st = too_large(g, "its activations need more than", INT64_MAX);
+            goto done;
+        }
+    p->info.unplanned_bytes = unplanned;
+    int64_t arena_bytes, total;
     if ((st = memplan(reqs, nreq, &arena_bytes))) goto done;
-    p->info.unplanned_bytes = 0;
+    if (sy_add_overflow64(arena_bytes, grad_bytes, &total) || sy_add_overflow64(total, const_bytes, &total)) {
+        st = too_large(g, "its activations and gradients need more than", INT64_MAX);
+        goto done;
+    }
+    if (total > available_memory()) {
+        st = too_large(g, "its activations and gradients need", total);
+        goto done;
+    }
     for (int64_t k = 0; k < nreq; k++) {
-        p->info.unplanned_bytes += sy_align_up(reqs[k].bytes, SY_ALIGN);
         if (req_node[k] >= 0)
             p->places[req_node[k]] = (place){BLK_ARENA, reqs[k].offset};
         else

@@ -51,6 +51,11 @@ _Noreturn void sy_assert_fail(const char *cond, const char *file, int line);
 void sy_log(sy_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static inline int64_t sy_align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+/* Checked int64 arithmetic for sizes: true (and *out unspecified) when the
+ * result does not fit. Sizes built from shapes go through these or
+ * sy_shape_bytes, never a bare `*`. */
+static inline bool sy_mul_overflow64(int64_t a, int64_t b, int64_t *out) { return __builtin_mul_overflow(a, b, out); }
+static inline bool sy_add_overflow64(int64_t a, int64_t b, int64_t *out) { return __builtin_add_overflow(a, b, out); }
 static inline int64_t sy_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t sy_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 

@@ -104,8 +104,27 @@ sy_shape sy_shape_from(int rank, const int64_t *dims) {
 
 int64_t sy_shape_count(const sy_shape *shape) {
     int64_t n = 1;
-    for (int i = 0; i < shape->rank; i++) n *= shape->dims[i];
+    for (int i = 0; i < shape->rank; i++)
+        if (sy_mul_overflow64(n, shape->dims[i], &n)) return INT64_MAX;
     return n;
+}
+
+sy_status sy_shape_bytes(const sy_shape *shape, size_t elem_size, int64_t *bytes) {
+    char buf[SY_SHAPE_STR_MAX];
+    *bytes = 0;
+    if (shape->rank < 0 || shape->rank > SY_MAX_RANK)
+        return sy_error(SY_ERR_SHAPE, "shape: rank %d is outside [0, %d]", shape->rank, SY_MAX_RANK);
+    for (int i = 0; i < shape->rank; i++)
+        if (shape->dims[i] < 0)
+            return sy_error(SY_ERR_SHAPE, "shape %s has a negative dimension", sy_shape_format(shape, buf, sizeof buf));
+    int64_t n = 1; /* the count first: it must fit whatever the element size */
+    bool over = elem_size > INT64_MAX;
+    for (int i = 0; i < shape->rank && !over; i++) over = sy_mul_overflow64(n, shape->dims[i], &n);
+    if (over || sy_mul_overflow64(n, (int64_t)elem_size, &n))
+        return sy_error(SY_ERR_SHAPE, "shape %s of %zu-byte elements is too large: more than %lld bytes",
+                        sy_shape_format(shape, buf, sizeof buf), elem_size, (long long)INT64_MAX);
+    *bytes = n;
+    return SY_OK;
 }
 
 bool sy_shape_equal(const sy_shape *a, const sy_shape *b) {

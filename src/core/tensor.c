@@ -16,31 +16,19 @@ struct sy_tensor {
     void *data;
 };
 
-static sy_status check_tensor_shape(const sy_shape *s, int64_t *count) {
-    char buf[SY_SHAPE_STR_MAX];
-    if (s->rank < 0 || s->rank > SY_MAX_RANK)
-        return sy_error(SY_ERR_SHAPE, "tensor: rank %d is outside [0, %d]", s->rank, SY_MAX_RANK);
-    int64_t n = 1;
-    for (int i = 0; i < s->rank; i++) {
-        if (s->dims[i] < 0)
-            return sy_error(SY_ERR_SHAPE, "tensor: shape %s has a negative dimension", sy_shape_format(s, buf, sizeof buf));
-        if (s->dims[i] && n > INT64_MAX / 16 / s->dims[i])
-            return sy_error(SY_ERR_SHAPE, "tensor: shape %s is too large", sy_shape_format(s, buf, sizeof buf));
-        n *= s->dims[i];
-    }
-    *count = n;
-    return SY_OK;
-}
-
 static sy_status tensor_alloc(sy_dtype dtype, sy_shape shape, bool zero, sy_tensor **out) {
     *out = NULL;
     if ((unsigned)dtype >= SY_DTYPE_COUNT) return sy_error(SY_ERR_DTYPE, "tensor: invalid dtype %d", (int)dtype);
-    int64_t count = 0;
-    sy_status st = check_tensor_shape(&shape, &count);
-    if (st) return st;
-    size_t head = (size_t)sy_align_up((int64_t)sizeof(sy_tensor), SY_ALIGN);
-    size_t bytes = (size_t)count * sy_dtype_size(dtype);
-    sy_tensor *t = sy_malloc_aligned(head + bytes, SY_ALIGN);
+    int64_t size = 0, head = sy_align_up((int64_t)sizeof(sy_tensor), SY_ALIGN), whole;
+    sy_status st = sy_shape_bytes(&shape, sy_dtype_size(dtype), &size);
+    if (st || sy_add_overflow64(size, head, &whole) || (uint64_t)whole > SIZE_MAX) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", st ? sy_last_error() : "too large");
+        return sy_error(SY_ERR_SHAPE, "tensor: %s", msg);
+    }
+    int64_t count = sy_shape_count(&shape);
+    size_t bytes = (size_t)size;
+    sy_tensor *t = sy_malloc_aligned((size_t)whole, SY_ALIGN);
     if (!t) {
         char buf[SY_SHAPE_STR_MAX];
         return sy_error(SY_ERR_OUT_OF_MEMORY, "tensor: out of memory for %s %s (%zu bytes)", sy_dtype_name(dtype),
