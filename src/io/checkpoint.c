@@ -116,31 +116,9 @@ sy_status ckpt_parse(const uint8_t *buf, size_t n, const char *what, char **mani
 }
 
 sy_status ckpt_read(const char *path, uint8_t **file, size_t *size) {
-    *file = NULL;
-    *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return sy_error(SY_ERR_IO, "cannot open checkpoint '%s': %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return sy_error(SY_ERR_IO, "checkpoint '%s' is not a regular file", path);
-    }
-    size_t n = (size_t)sb.st_size;
-    uint8_t *buf = sy_malloc(n ? n : 1);
-    if (!buf) {
-        fclose(f);
-        return sy_error(SY_ERR_OUT_OF_MEMORY, "out of memory reading checkpoint '%s' (%zu bytes)", path, n);
-    }
-    size_t got = fread(buf, 1, n, f);
-    int err = ferror(f) ? errno : 0;
-    fclose(f);
-    if (got != n) {
-        sy_free(buf);
-        return sy_error(SY_ERR_IO, "cannot read checkpoint '%s': %s", path, err ? strerror(err) : "it shrank while read");
-    }
-    *file = buf;
-    *size = n;
-    return SY_OK;
+    /* data_read_file refuses a FIFO or a directory at once (a FIFO named
+     * like a checkpoint would otherwise block the resume in open()) */
+    return data_read_file(path, file, size);
 }
 
 void ckpt_path(char *buf, size_t size, const char *dir, int64_t step) {
