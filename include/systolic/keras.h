@@ -257,7 +257,10 @@ typedef struct sy_callback {
  * a no-op for NULL or a callback without free. */
 void sy_callback_free(sy_callback *cb);
 
-/* Ask fit() to stop after the current epoch (Keras's model.stop_training). */
+/* Ask fit() to stop (Keras's model.stop_training): from on_train_batch_end,
+ * after that batch -- the epoch then ends as usual (validation,
+ * on_epoch_end) without its checkpoint; from on_epoch_end, after that
+ * epoch. */
 void sy_model_stop_training(sy_model *m);
 
 /* Optimizer steps applied so far (Keras's optimizer.iterations): the global
@@ -322,6 +325,15 @@ typedef struct sy_early_stopping_state {
 
 /* SY_ERR_INVALID_ARGUMENT for a callback not made by sy_callback_early_stopping. */
 sy_status sy_callback_early_stopping_state(const sy_callback *cb, sy_early_stopping_state *out);
+
+/* TerminateOnNaN(): after each host round trip, a "loss" in the logs that
+ * is NaN or infinite prints "Batch N: Invalid loss, terminating training"
+ * (N the 0-based step in the epoch, Keras's wording) to `progress` (NULL:
+ * stderr) and stops training after that batch (sy_model_stop_training).
+ * Without it fit() goes on, as Keras's does, and warns (sy_log) once when
+ * the loss first stops being a finite number. Nothing to free (free is
+ * NULL); sy_callback_free is harmless. */
+sy_status sy_callback_terminate_on_nan(FILE *progress, sy_callback *out);
 
 /* TensorBoard(log_dir, update_freq): event files under log_dir/train and
  * log_dir/validation with Keras's tags (epoch_loss, epoch_<metric>,

@@ -10,6 +10,7 @@
 #include "keras/keras_internal.h" /* the compiled metrics' names, for --monitor */
 
 #include <float.h>
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -39,7 +40,7 @@ typedef struct run_opts {
     int64_t update_freq;
     /* CSV log and early stopping */
     const char *csv_log, *monitor;
-    bool csv_append, restore_best_weights;
+    bool csv_append, restore_best_weights, terminate_on_nan;
     bool early_stopping; /* --early-stopping given (its PATIENCE may be 0) */
     int64_t patience;
     double min_delta;
@@ -52,6 +53,7 @@ enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_E
        F_MODEL_DIR, F_CKPT_STEPS, F_KEEP_CKPT, F_RESUME,
        F_LOGDIR, F_UPDATE_FREQ,
        F_CSV_LOG, F_CSV_APPEND, F_PATIENCE, F_MONITOR, F_MIN_DELTA, F_RESTORE_BEST,
+       F_TERMINATE_ON_NAN,
        F_N };
 
 static void make_flags(flag *f, run_opts *o) {
@@ -126,6 +128,10 @@ static void make_flags(flag *f, run_opts *o) {
     f[F_MONITOR] = (flag){"--monitor", FLAG_STRING, &o->monitor, "NAME", "what early stopping watches (default val_loss)", .set = false};
     f[F_MIN_DELTA] = (flag){"--min-delta", FLAG_FLOAT, &o->min_delta, "X",
                             "the least change early stopping counts as an improvement (default 0)", .set = false, .lo = -DBL_MAX, .hi = DBL_MAX};
+    f[F_TERMINATE_ON_NAN] = (flag){"--terminate-on-nan", FLAG_BOOL, &o->terminate_on_nan, "",
+                                   "stop when the loss becomes NaN or infinite (Keras's TerminateOnNaN); the run then exits "
+                                   "with status 1 and saves no --save-weights or --save-model",
+                                   .set = false};
     f[F_RESTORE_BEST] = (flag){"--restore-best-weights", FLAG_BOOL, &o->restore_best_weights, "",
                                "when early stopping stops, restore the best epoch's weights", .set = false};
     f[F_SPE] = (flag){"--steps-per-execution", FLAG_INT, &o->steps_per_execution, "N",
@@ -142,7 +148,7 @@ static const int train_flags[] = {F_EPOCHS,     F_STEPS,      F_BATCH,      F_OP
                                   F_DATA_COMPRESSION, F_SKIP_CORRUPT, F_DATASET, F_LOSS,    F_METRICS,      F_SAVE_WEIGHTS,
                                   F_LOAD_WEIGHTS, F_SAVE_MODEL, F_MODEL_DIR, F_CKPT_STEPS,  F_KEEP_CKPT,    F_RESUME,
                                   F_LOGDIR,     F_UPDATE_FREQ, F_CSV_LOG,   F_CSV_APPEND,  F_PATIENCE,     F_MONITOR,
-                                  F_MIN_DELTA,  F_RESTORE_BEST, -1};
+                                  F_MIN_DELTA,  F_RESTORE_BEST, F_TERMINATE_ON_NAN, -1};
 static const int eval_flags[] = {F_BATCH, F_EVALSTEPS, F_SEED, F_VERBOSE, F_TPU, F_SPE, F_DATASET, F_LOSS, F_METRICS,
                                  F_LOAD_WEIGHTS, -1};
 static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, F_DATASET, F_LOAD_WEIGHTS, -1};
@@ -343,7 +349,10 @@ static int prepare(const char *command, const builtin_model *b, file_model *fm, 
 }
 
 static void print_logs(FILE *out, const sy_logs *l) {
-    for (int32_t i = 0; i < l->n; i++) fprintf(out, "%s%s: %.4f", i ? " - " : "", l->names[i], l->values[i]);
+    for (int32_t i = 0; i < l->n; i++) { /* four decimals; "nan" as Keras writes it, never "-nan" */
+        if (isnan(l->values[i])) fprintf(out, "%s%s: nan", i ? " - " : "", l->names[i]);
+        else fprintf(out, "%s%s: %.4f", i ? " - " : "", l->names[i], l->values[i]);
+    }
     fprintf(out, "\n");
 }
 
@@ -452,6 +461,7 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
         st = sy_callback_early_stopping(&es, &cbs[n_cbs]);
         if (!st) n_cbs++;
     }
+    if (!st && o->terminate_on_nan && !(st = sy_callback_terminate_on_nan(stdout, &cbs[n_cbs]))) n_cbs++;
     if (!st && o->logdir) {
         sy_tensorboard_options tb = sy_tensorboard_options_default();
         tb.log_dir = o->logdir;
@@ -481,12 +491,19 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     }
     for (int32_t i = 0; i < n_cbs; i++) sy_callback_free(&cbs[i]);
     if (st) return fail(c->name, b->name);
+    int32_t n = sy_history_epochs(h);
+    if (o->terminate_on_nan && n > 0 && !isfinite(sy_logs_get(sy_history_logs(h, n - 1), "loss"))) {
+        /* the weights are not numbers: writing them would only replace good files */
+        fprintf(stderr, "systolic train: %s: training stopped in epoch %d: the loss is not a finite number%s\n",
+                b->name, n, o->save_weights || o->save_model ? "; nothing was saved" : "");
+        sy_history_free(h);
+        return 1;
+    }
     if (o->save_weights && sy_model_save_weights(m, o->save_weights)) {
         sy_history_free(h);
         return fail(c->name, "--save-weights");
     }
     double secs = now_seconds() - t0;
-    int32_t n = sy_history_epochs(h);
     int64_t steps = count.total, per_epoch = n ? steps / n : 0;
     printf("%s: %d epoch%s of %lld steps in %.1f s (%.0f samples/s)", b->name, n, n == 1 ? "" : "s",
            (long long)per_epoch, secs, secs > 0 ? (double)(steps * o->batch_size) / secs : 0.0);

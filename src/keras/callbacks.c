@@ -37,6 +37,12 @@
  * Keras 2.15, running out of epochs without stopping restores nothing.
  * tests/test_callbacks.c compares both with what Keras itself did
  * (tools/golden/make_callback_fixtures.py).
+ *
+ * TerminateOnNaN is Keras's too: after each batch (each host round trip
+ * here), a "loss" in the logs that is NaN or infinite prints "Batch N:
+ * Invalid loss, terminating training" and stops training after that
+ * batch; fit() still ends the epoch (validation, on_epoch_end) as Keras's
+ * does.
  */
 #include "keras_internal.h"
 
@@ -484,5 +490,26 @@ sy_status sy_callback_early_stopping_state(const sy_callback *cb, sy_early_stopp
         return sy_error(SY_ERR_INVALID_ARGUMENT,
                         "EarlyStopping state: the callback was not made by sy_callback_early_stopping");
     *out = ((const early_stopping *)cb->ctx)->s;
+    return SY_OK;
+}
+
+/* ---- TerminateOnNaN ------------------------------------------------------------- */
+
+/* Keras's on_batch_end: a loss in the logs that is NaN or infinite stops
+ * training after this batch, with Keras's message. */
+static sy_status tn_batch_end(void *ctx, sy_model *m, int64_t step, const sy_logs *logs) {
+    FILE *out = ctx ? ctx : stderr;
+    for (int32_t i = 0; i < logs->n; i++)
+        if (!strcmp(logs->names[i], "loss") && !isfinite(logs->values[i])) {
+            fprintf(out, "Batch %lld: Invalid loss, terminating training\n", (long long)step);
+            fflush(out);
+            sy_model_stop_training(m);
+        }
+    return SY_OK;
+}
+
+sy_status sy_callback_terminate_on_nan(FILE *progress, sy_callback *out) {
+    if (!out) return sy_error(SY_ERR_INVALID_ARGUMENT, "TerminateOnNaN: no callback to fill in (out is NULL)");
+    *out = (sy_callback){.ctx = progress, .on_train_batch_end = tn_batch_end};
     return SY_OK;
 }

@@ -9,7 +9,11 @@
  * not divide by the batch size runs on into the next. After each step the
  * host reads the loss of every sample and the predictions, and keeps the
  * epoch's sums; the logs it reports are running means over the epoch's
- * samples, as Keras's metrics are.
+ * samples, as Keras's metrics are. A loss that stops being a finite number
+ * is warned of once (sy_log); training goes on, as Keras's does, unless a
+ * callback stops it (TerminateOnNaN): a stop asked for in
+ * on_train_batch_end takes effect after that batch, and the epoch ends as
+ * usual except for its checkpoint, which would claim a whole epoch.
  *
  * evaluate() and predict() walk the samples in order; the last batch is
  * padded with zero rows whose results are left out, so every sample counts
@@ -788,6 +792,7 @@ static sy_status run_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
     int64_t spe = m->steps_per_execution;
     FILE *progress = progress_file(o->progress);
     sy_logs logs = {0};
+    bool warned_nan = false;
     m->stop_training = false;
     fit_position resumed_at = *at;
     if (resumed && (st = resume_feed(f, &resumed_at))) return st;
@@ -814,7 +819,7 @@ static sy_status run_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
             sums_to_logs(m, &sm, "", &logs);
             if (o->verbose == 1) progbar_update(&bar, step, &logs, false);
         }
-        bool ran_out = false;
+        bool ran_out = false, stopped_in_epoch = false;
         while (st == SY_OK && (!f->steps || step < f->steps)) {
             int64_t want = f->steps && f->steps - step < spe ? f->steps - step : spe, k = 0;
             bool fed = (st = feed_steps(m, f, t, want, batch, step, &k)) == SY_OK;
@@ -837,6 +842,18 @@ static sy_status run_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
                 step += k;
                 if (o->verbose == 1) progbar_update(&bar, step, &logs, false);
                 CALLBACKS(o, on_train_batch_end, step - 1, &logs);
+                double loss = sy_logs_get(&logs, "loss");
+                if (!isfinite(loss) && !warned_nan && !m->stop_training) { /* once a fit: it stays so */
+                    warned_nan = true;
+                    sy_log(SY_LOG_WARNING,
+                           "fit: epoch %d, step %lld: the loss is %s; training goes on, as Keras's does (a "
+                           "TerminateOnNaN callback, --terminate-on-nan, stops it); a lower learning rate may help",
+                           epoch + 1, (long long)step, isnan(loss) ? "nan" : "infinite");
+                }
+                if (m->stop_training) { /* from a batch callback: after this batch, as Keras */
+                    stopped_in_epoch = !(f->steps && step == f->steps);
+                    break;
+                }
                 /* every ckpt_every steps, unless the epoch's end is here (its checkpoint follows) */
                 if (!st && ckpt_every && sy_model_iterations(m) / ckpt_every > before / ckpt_every &&
                     !(f->steps && step == f->steps)) {
@@ -873,7 +890,7 @@ static sy_status run_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
             sy_iterator_free(f->it);
             f->it = NULL;
         }
-        if (o->model_dir) {
+        if (o->model_dir && !stopped_in_epoch) { /* a checkpoint says the epoch was whole */
             fit_position next = position_now(f, epoch + 1, 0, NULL);
             if ((st = checkpoint_save(m, o, &next))) break;
         }

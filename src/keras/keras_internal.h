@@ -189,6 +189,9 @@ typedef struct progbar {
 } progbar;
 
 void progbar_init(progbar *p, FILE *out, int verbose, int64_t target);
+/* A log value as Keras's progress bar shows it: "%.4f", or "%.4e" at
+ * magnitudes up to 1e-3; "nan" for every NaN, as Python writes it. */
+void keras_format_value(char *buf, size_t size, double v);
 /* Keras's Progbar.update(current, values, finalize). */
 void progbar_update(progbar *p, int64_t current, const sy_logs *logs, bool finalize);
 

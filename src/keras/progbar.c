@@ -13,7 +13,8 @@
  * epoch; verbose 2 prints "60/60 - 1s - loss: ... - 1s/epoch - 23ms/step".
  * The values shown are the logs as given: fit() passes running means over
  * the epoch, as Keras's stateful metrics are. Formatting follows Keras 2.15:
- * four decimals, or %.4e below 1e-3; the time per step ignores the first
+ * four decimals, or %.4e below 1e-3, "nan" for a NaN whatever its sign
+ * bit (C's printf would write "-nan"); the time per step ignores the first
  * step once there are more.
  */
 #include "keras_internal.h"
@@ -57,10 +58,16 @@ static int append(char *buf, size_t size, int len, const char *fmt, ...) {
     return n > 0 ? (len + n < (int)size ? len + n : (int)size - 1) : len;
 }
 
+void keras_format_value(char *buf, size_t size, double v) {
+    if (isnan(v)) snprintf(buf, size, "nan"); /* Python has no "-nan" */
+    else snprintf(buf, size, fabs(v) > 1e-3 ? "%.4f" : "%.4e", v);
+}
+
 static int append_values(char *buf, size_t size, int len, const sy_logs *logs) {
     for (int32_t i = 0; logs && i < logs->n; i++) {
-        double v = logs->values[i];
-        len = append(buf, size, len, fabs(v) > 1e-3 ? " - %s: %.4f" : " - %s: %.4e", logs->names[i], v);
+        char value[64];
+        keras_format_value(value, sizeof value, logs->values[i]);
+        len = append(buf, size, len, " - %s: %s", logs->names[i], value);
     }
     return len;
 }
