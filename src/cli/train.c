@@ -6,7 +6,6 @@
  * --help lists per model, or for a model file Keras's default.
  */
 #include "cli_internal.h"
-#include "io/io_internal.h"
 #include "keras/keras_internal.h" /* the compiled metrics' names, for --monitor */
 
 #include <float.h>
@@ -348,6 +347,14 @@ static int prepare(const char *command, const builtin_model *b, file_model *fm, 
     return 0;
 }
 
+/* The library's messages with its INFO ones too, on stderr, for --resume. */
+static void log_with_info(void *ctx, sy_log_level level, const char *message) {
+    (void)ctx;
+    if (level == SY_LOG_INFO) fprintf(stderr, "%s\n", message);
+    else if (level > SY_LOG_INFO)
+        fprintf(stderr, "systolic: %s: %s\n", level == SY_LOG_WARNING ? "warning" : "error", message);
+}
+
 static void print_logs(FILE *out, const sy_logs *l) {
     for (int32_t i = 0; i < l->n; i++) { /* four decimals; "nan" as Keras writes it, never "-nan" */
         if (isnan(l->values[i])) fprintf(out, "%s%s: nan", i ? " - " : "", l->names[i]);
@@ -432,15 +439,9 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     fo.save_checkpoints_steps = o->save_checkpoints_steps;
     if (o->keep_checkpoints) fo.keep_checkpoint_max = (int32_t)o->keep_checkpoints;
     fo.resume = o->resume;
-    if (o->resume && o->verbose) { /* say where it goes on from (fit checks the checkpoint) */
-        int64_t *steps = NULL;
-        int32_t n = 0;
-        if (ckpt_list(o->model_dir, &steps, &n) == SY_OK && n > 0)
-            fprintf(stderr, "resuming from %s/ckpt-%lld%s\n", o->model_dir, (long long)steps[n - 1], CKPT_SUFFIX);
-        else
-            fprintf(stderr, "no checkpoint in %s yet: training from the start\n", o->model_dir);
-        sy_free(steps);
-    }
+    /* where a resumed run goes on from: fit says (sy_log, at INFO), naming
+     * the checkpoint it loaded and any damaged one it skipped */
+    if (o->resume && o->verbose) sy_set_log(log_with_info, NULL);
     step_count count = {0, 0};
     /* Each feature's callback goes into cbs; all are freed at the end. */
     sy_callback cbs[8];
@@ -489,6 +490,7 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     } else {
         st = sy_model_fit(m, d->x_train, d->y_train, &fo, &h);
     }
+    sy_set_log(NULL, NULL);
     for (int32_t i = 0; i < n_cbs; i++) sy_callback_free(&cbs[i]);
     if (st) return fail(c->name, b->name);
     int32_t n = sy_history_epochs(h);
