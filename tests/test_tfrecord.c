@@ -575,6 +575,24 @@ static void test_writer(void) {
     sy_tfrecord_writer_abort(NULL);
     CHECK_OK(sy_tfrecord_writer_close(NULL));
 
+    /* through a symbolic link: its target gets the file, the link stays */
+    char link[1200];
+    snprintf(link, sizeof link, "%s/link.tfrecord", dir);
+    CHECK(symlink("data.tfrecord", link) == 0, "symlink %s", link);
+    CHECK_OK(sy_tfrecord_writer_open(link, SY_COMPRESSION_NONE, &w));
+    CHECK_OK(sy_tfrecord_write(w, "via", 3));
+    CHECK_OK(sy_tfrecord_writer_close(w));
+    r = read_records(path, SY_COMPRESSION_NONE, 0, false);
+    CHECK(lstat(link, &sb) == 0 && S_ISLNK(sb.st_mode) && r.n == 1 && !strcmp(r.hex[0], "766961"),
+          "writing through a link replaces its target and keeps the link");
+    recs_free(&r);
+    /* a FIFO is refused, and left a FIFO */
+    snprintf(link, sizeof link, "%s/fifo.tfrecord", dir);
+    CHECK(mkfifo(link, 0600) == 0, "mkfifo %s", link);
+    CHECK_ERR(sy_tfrecord_writer_open(link, SY_COMPRESSION_NONE, &w), SY_ERR_IO, link, "it is a FIFO");
+    CHECK(lstat(link, &sb) == 0 && S_ISFIFO(sb.st_mode), "the FIFO is left as it was");
+    remove(link);
+
     /* places that cannot be written */
     snprintf(path, sizeof path, "%s/no-such-dir/data.tfrecord", dir);
     CHECK_ERR(sy_tfrecord_writer_open(path, SY_COMPRESSION_NONE, &w), SY_ERR_IO, path,

@@ -225,6 +225,13 @@ const char *data_file_kind(unsigned mode);
 sy_status data_make_dirs(const char *dir);
 /* fsync the directory, so that a rename into it survives a crash. */
 void data_sync_dir(const char *dir);
+/* Where a write to path lands (into target, of `size` bytes): path, or
+ * the end of its chain of symbolic links; SY_ERR_IO, before anything is
+ * written, when that is a directory, FIFO, device or socket. *mode is the
+ * existing file's permission bits, or -1 when there is none. Writers that
+ * stream into a temporary file and rename it (the TFRecord writer, the
+ * dataset cache) resolve their path here, as data_write_file_atomic does. */
+sy_status data_write_target(const char *path, char *target, size_t size, int *mode);
 /* Write the n buffers, one after another, as the file at path, atomically:
  * into a temporary file beside it (".<name>.tmp-XXXXXX"), fsync'd, renamed
  * over path, the directory fsync'd. A symbolic link is written through: the

@@ -37,6 +37,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -315,6 +316,7 @@ typedef struct cache_iter {
     /* file writer */
     FILE *out;
     char *temp;
+    char target[PATH_MAX]; /* where the file lands: the filename, or what its symbolic link points to */
     byte_buf buf;
     int64_t written;
 } cache_iter;
@@ -358,13 +360,13 @@ static sy_status publish(cache_iter *it, cache_state *s) {
     int err = errno;
     ok = fclose(it->out) == 0 && ok;
     it->out = NULL;
-    if (ok && rename(it->temp, s->filename) != 0) ok = false, err = errno;
+    if (ok && rename(it->temp, it->target) != 0) ok = false, err = errno;
     if (!ok) {
         errno = err;
         return write_error(it, s->filename);
     }
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", s->filename);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", it->target);
     char *slash = strrchr(dir, '/');
     if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
     data_sync_dir(slash ? dir : ".");
@@ -437,10 +439,13 @@ static const ds_iter_ops write_ops = {cache_write, cache_release};
 
 /* The writer of a file cache: the temporary file and its header. */
 static sy_status start_file(cache_iter *it, cache_state *s, uint64_t n) {
-    size_t len = strlen(s->filename) + 64;
+    int mode;
+    sy_status st = data_write_target(s->filename, it->target, sizeof it->target, &mode);
+    if (st) return st;
+    size_t len = strlen(it->target) + 64;
     it->temp = sy_malloc(len);
     if (!it->temp) return sy_error(SY_ERR_OUT_OF_MEMORY, "cache: out of memory");
-    snprintf(it->temp, len, "%s.tmp-%ld-%llu", s->filename, (long)getpid(), (unsigned long long)n);
+    snprintf(it->temp, len, "%s.tmp-%ld-%llu", it->target, (long)getpid(), (unsigned long long)n);
     int fd = open(it->temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     it->out = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!it->out) {

@@ -226,7 +226,7 @@ void data_sync_dir(const char *dir) {
  * end of the chain (a directory, a FIFO, a device, a socket) is refused:
  * renaming over it would destroy it, and writing into it is not saving a
  * file. *mode is the existing file's permissions (kept), or -1. */
-static sy_status write_target(const char *path, char *target, size_t size, int *mode) {
+sy_status data_write_target(const char *path, char *target, size_t size, int *mode) {
     char cur[PATH_MAX], link[PATH_MAX];
     if ((size_t)snprintf(cur, sizeof cur, "%s", path) >= sizeof cur)
         return sy_error(SY_ERR_IO, "cannot write '%s': the path is too long", path);
@@ -282,7 +282,7 @@ sy_status data_write_file_atomic(const char *path, const void *const *bufs, cons
                                  int32_t n) {
     char target[PATH_MAX], tmp[PATH_MAX], dir[PATH_MAX];
     int mode;
-    sy_status st = write_target(path, target, sizeof target, &mode);
+    sy_status st = data_write_target(path, target, sizeof target, &mode);
     if (st) return st;
     const char *slash = strrchr(target, '/');
     const char *base = slash ? slash + 1 : target;

@@ -566,11 +566,16 @@ sy_status sy_tfrecord_writer_open(const char *path, sy_compression compression,
         return sy_error(SY_ERR_INVALID_ARGUMENT,
                         "%s: invalid compression %d (SY_COMPRESSION_NONE, _ZLIB, _GZIP)", path,
                         (int)compression);
+    /* through a symbolic link to its target; never over a FIFO or device */
+    char target[PATH_MAX];
+    int mode;
+    sy_status tst = data_write_target(path, target, sizeof target, &mode);
+    if (tst) return tst;
+    const char *named = path;
+    path = target;
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
-    struct stat sb;
-    if (!*base || (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)))
-        return sy_error(SY_ERR_IO, "cannot write '%s': it names a directory", path);
+    if (!*base) return sy_error(SY_ERR_IO, "cannot write '%s': it names a directory", named);
     sy_tfrecord_writer *w = sy_calloc(1, sizeof *w);
     if (!w) return sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory for a TFRecord writer", path);
     w->fd = -1;
