@@ -112,10 +112,14 @@ expect 2 "^systolic train: --monitor: 'val_acc' is not in the logs; known: loss,
 # where this machine has less than that available.
 expect 1 "compile: the plan at batch size 1000000000000 \\(per replica\\) does not fit: its activations and gradients need [0-9.]+ GB \\([0-9]+ bytes\\); this machine has [0-9.]+ GB available" \
     train $m --data "$data" --batch-size 1000000000000 --tpu cpu:1 --steps-per-epoch 1 --verbose 0
-# past int64 bytes: refused naming the batch and the value (no overflow: UBSan aborts the asan build)
-expect 1 "compile: the plan at batch size 100000000000000 \\(per replica\\) does not fit: the value of '[^']+' \\(float32 \\(100000000000000, [0-9, ]+\\)\\) needs more than $I64 bytes" \
+# past int64 bytes: refused where the graph is built, naming the layer and
+# its shape (no overflow: UBSan aborts the asan build)
+expect 1 "model 'sequential': conv2d \\(conv2d/conv2d\\): its output \\(100000000000000, 26, 26, 64\\) is too large: more than 2\\^63 bytes" \
     train $m --data "$data" --batch-size 100000000000000 --tpu cpu:1 --steps-per-epoch 1 --verbose 0
-expect 1 "." train $m --data "$data" --batch-size $I64 --tpu cpu:1 --steps-per-epoch 1 --verbose 0
+expect 1 "model 'sequential': input \\(input\\): its output \\($I64, 28, 28, 1\\) is too large: more than 2\\^63 bytes" \
+    train $m --data "$data" --batch-size $I64 --tpu cpu:1 --steps-per-epoch 1 --verbose 0
+expect 1 "the dataset's batch size $I64 does not divide among the 2 replicas in sync; batch by a multiple of 2\$" \
+    train $m --data "$data" --batch-size $I64 --tpu cpu:2 --steps-per-epoch 1 --verbose 0
 avail=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo 2>/dev/null)
 if [ -n "$avail" ] && [ "$avail" -lt 25000000 ]; then
     expect 1 "compile: the plan at batch size 60001 \\(per replica\\) does not fit: its activations and gradients need 26.2 GB \\(26[0-9]{9} bytes\\)" \

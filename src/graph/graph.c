@@ -125,7 +125,16 @@ sy_node graph_add(sy_graph *g, sy_op op, const sy_node *in, int n_in, const sy_a
     g->n_nodes++;
     g->n_edges += n_in;
     const sy_op_def *def = sy_op_def_of(op);
-    if (def->infer(g, n) != SY_OK) {
+    int64_t bytes;
+    sy_status st = def->infer(g, n);
+    if (st == SY_OK && sy_shape_bytes(&n->shape, sy_dtype_size(n->dtype), &bytes) != SY_OK) {
+        /* a shape past int64 (a batch of 2^62): said here, where the layer is
+         * known, not as a nonsense mismatch further on */
+        char buf[SY_SHAPE_STR_MAX];
+        st = graph_fail(g, n, SY_ERR_SHAPE, "its output %s is too large: more than 2^63 bytes",
+                        sy_shape_format(&n->shape, buf, sizeof buf));
+    }
+    if (st != SY_OK) {
         g->n_nodes--; /* drop the half-made node; the error stays */
         g->n_edges -= n_in;
         sy_free(n->name);
@@ -137,6 +146,7 @@ sy_node graph_add(sy_graph *g, sy_op op, const sy_node *in, int n_in, const sy_a
 /* ---- leaves ----------------------------------------------------------------- */
 
 static sy_status check_shape(sy_graph *g, const char *what, const char *name, const sy_shape *s) {
+    if (!name) name = "?";
     if (s->rank < 0 || s->rank > SY_MAX_RANK)
         return graph_fail(g, NULL, SY_ERR_SHAPE, "%s '%s': rank %d is outside [0, %d]", what, name, s->rank, SY_MAX_RANK);
     for (int i = 0; i < s->rank; i++)

@@ -933,14 +933,17 @@ sy_status sy_model_fit(sy_model *m, const sy_tensor *x, const sy_tensor *y, cons
     if (st) return st;
     int64_t n = samples(x), batch = o->batch_size, r = model_replicas(m);
     if (batch % r != 0) {
-        int64_t below = batch / r * r, above = below + r;
+        int64_t below = batch / r * r, above = below + r; /* batch < INT64_MAX - r: no overflow */
+        if (batch > INT64_MAX - 2 * r) above = below;
+        char eg[64];
+        if (!below || above == below) snprintf(eg, sizeof eg, "%lld", (long long)(below ? below : above));
+        else snprintf(eg, sizeof eg, "%lld or %lld", (long long)below, (long long)above);
         return sy_error(SY_ERR_INVALID_ARGUMENT,
                         "fit: the global batch size %lld does not divide among the %lld replicas in sync; every "
-                        "replica takes an equal shard, so use a multiple of %lld (e.g. %lld or %lld)",
-                        (long long)batch, (long long)r, (long long)r, (long long)(below ? below : above),
-                        (long long)(below ? above : above + r));
+                        "replica takes an equal shard, so use a multiple of %lld (e.g. %s)",
+                        (long long)batch, (long long)r, (long long)r, eg);
     }
-    int64_t steps = o->steps_per_epoch ? o->steps_per_epoch : (n + batch - 1) / batch, spe = m->steps_per_execution;
+    int64_t steps = o->steps_per_epoch ? o->steps_per_epoch : n / batch + (n % batch != 0), spe = m->steps_per_execution;
     model_plan *p;
     if ((st = model_plan_get(m, MODE_TRAIN, batch / r, &p))) return st;
     sy_history *h = NULL;
