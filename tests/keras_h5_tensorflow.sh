@@ -12,7 +12,7 @@
 #      test_saving loads, and systolic's predictions match Keras's.
 #
 # Python is the first of $SYSTOLIC_PYTHON, <root>/.venv/bin/python (make
-# deps: h5py) and <root>/.gl/bin/python (make bench-deps: TensorFlow) that
+# deps: TensorFlow, h5py) and <root>/.gl/bin/python (make bench-deps) that
 # imports TensorFlow and h5py, else the first that imports h5py. Skipped
 # (77) when none does; without TensorFlow step 2 runs and the test is then
 # reported skipped (77), so that a run without Keras's side is never counted
