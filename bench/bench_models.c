@@ -14,7 +14,8 @@
  * as TPUStrategy runs them.
  *
  * Training: samples/s and ms/step over `steps` steps (the training data in
- * order) after two warm-up steps, best of 3 runs. --predict: model.predict
+ * order: fit's shuffle is off, as in the peers) after two warm-up steps,
+ * best of 3 runs. --predict: model.predict
  * over the first steps x batch test samples after a warm-up call, best of
  * 3. Then the achieved GFLOP/s (the model's dense FLOP count per sample,
  * below) as a fraction of this machine's GEMM peak (a 2048^3 sgemm through
@@ -137,6 +138,7 @@ static double train_rate(sy_model *m, const sy_data_split *d, int64_t batch, int
     sy_fit_options f = sy_fit_options_default();
     f.batch_size = batch;
     f.steps_per_epoch = warm + steps;
+    f.shuffle = false; /* the training data in order, as the peers take it (bench/train_peers.py) */
     f.verbose = 0;
     f.callbacks = &cb;
     f.n_callbacks = 1;

@@ -11,7 +11,10 @@ the IMDB LSTM trained at batch 64 and 256 and predicting at batch 1,000, on
 1 thread and on all cores. systolic runs build/bench/bench_models on one
 core with --threads 1, on more as the systolic command does, one replica
 per core (--tpu cpu:N); the peers run bench/train_peers.py with that many
-threads. --steps N replaces every configuration's step count (--steps 1:
+threads. Every framework trains on the data in order, unshuffled
+(bench_models sets fit's shuffle off, train_peers.py passes shuffle=False to
+Keras and slices PyTorch's batches in order), so all three do the same
+work. --steps N replaces every configuration's step count (--steps 1:
 a quick check that everything runs). Then, unless --no-epoch, one whole
 epoch of `systolic train imdb_lstm --batch-size 256 --epochs 1`, as is and
 without its validation pass.
