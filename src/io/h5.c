@@ -153,6 +153,8 @@ static void file_free(h5_file *f) {
     sy_free(f);
 }
 
+sy_status h5_lost(const h5_file *f) { return f && f->reader ? h5_reader_lost(f->reader) : SY_OK; }
+
 void h5_close(h5_file *f) {
     if (f) file_free(f);
 }

@@ -511,6 +511,10 @@ sy_status h5_reader_open(const char *path, h5_reader **out, h5_id *root) {
     return SY_OK;
 }
 
+sy_status h5_reader_lost(const h5_reader *r) {
+    return r->dead ? sy_error(SY_ERR_CORRUPT, "%s", r->dead) : SY_OK;
+}
+
 void h5_reader_close(h5_reader *r) {
     if (!r) return;
     reap(r, true);

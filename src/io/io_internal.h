@@ -116,6 +116,10 @@ sy_status h5_open(const char *path, h5_file **out);
 /* Close a file opened for reading, or abandon one being written (its
  * temporary file is removed). NULL: nothing. */
 void h5_close(h5_file *f);
+/* SY_OK, or, once libhdf5 crashed or hung reading f, SY_ERR_CORRUPT with
+ * why. A yes/no question (h5_exists, h5_attr_exists, ...) whose reader
+ * died says no: a load asks this before it trusts what it read. */
+sy_status h5_lost(const h5_file *f);
 /* The target path (for messages), and the root group. */
 const char *h5_path(const h5_file *f);
 h5_id h5_root(const h5_file *f);
@@ -179,6 +183,7 @@ typedef struct h5_reader h5_reader;
 sy_status h5_open_here(const char *path, h5_file **out);
 sy_status h5_reader_open(const char *path, h5_reader **out, h5_id *root);
 void h5_reader_close(h5_reader *r);
+sy_status h5_reader_lost(const h5_reader *r);
 sy_status h5_reader_group_open(h5_reader *r, h5_id parent, const char *name, h5_id *out);
 void h5_reader_group_close(h5_reader *r, h5_id group);
 bool h5_reader_is_group(h5_reader *r, h5_id parent, const char *path);

@@ -333,6 +333,8 @@ sy_status sy_model_load_weights(sy_model *m, const char *path) {
     bool opened;
     if (!(st = weights_group(f, &g, &opened))) st = load_weights_group(m, f, g);
     if (opened) h5_group_close(f, g);
+    sy_status lost = h5_lost(f); /* libhdf5 died: a "no" it answered meant nothing */
+    if (lost) st = lost;
     h5_close(f);
     return st;
 }
@@ -627,6 +629,8 @@ sy_status sy_model_load(const char *path, sy_model **out) {
         st = compile_from(m, path, training);
 done:
     h5_group_close(f, weights);
+    sy_status lost = h5_lost(f); /* libhdf5 died: a "no" it answered meant nothing */
+    if (lost) st = lost;
     h5_close(f);
     sy_free(config);
     sy_free(training);
