@@ -39,6 +39,14 @@
  *
  * Links. Only hard links are followed: an external or soft link in a
  * damaged or hostile file would make libhdf5 open other files.
+ *
+ * Reading. h5_open does not open the file here: it starts h5_reader.c's
+ * child process, which opens it with h5_open_here and serves requests by
+ * calling the functions below on its own in-process h5_file. So each read
+ * function starts by handing a file opened with h5_open (f->reader set)
+ * to h5_reader.c, and otherwise does the libhdf5 work itself; in this
+ * process that is only ever the writer's, and a damaged file that crashes
+ * or hangs libhdf5 takes down only the child.
  */
 #define _GNU_SOURCE /* mkostemp: the temporary file with O_CLOEXEC */
 #include "io_internal.h"
@@ -64,9 +72,9 @@ _Static_assert(sizeof(hid_t) == sizeof(h5_id), "hid_t is 64-bit since libhdf5 1.
 #define H5_MAX_STRING_BYTES (64 << 20)
 
 struct h5_file {
-    hid_t id;     /* the root; in a file opened for reading, the reader's */
-    char *path;   /* the target: every message names it */
-    bool writing; /* made by h5_create: in memory until h5_commit */
+    hid_t id;          /* the root; in a file opened for reading, the reader's */
+    char *path;        /* the target: every message names it */
+    bool writing;      /* made by h5_create: in memory until h5_commit */
     h5_reader *reader; /* opened for reading: libhdf5 runs there */
 };
 
@@ -250,6 +258,7 @@ sy_status h5_open(const char *path, h5_file **out) {
     if (!path || !*path) return sy_error(SY_ERR_INVALID_ARGUMENT, "HDF5 file: no path given");
     h5_file *f = file_new(path);
     if (!f) return sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    h5_init(); /* once, here: each child starts with libhdf5 ready (a fork is cheaper than H5open) */
     h5_id root;
     sy_status st = h5_reader_open(path, &f->reader, &root);
     if (st) {

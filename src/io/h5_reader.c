@@ -99,7 +99,7 @@ typedef struct wbuf {
 } wbuf;
 
 static void put(wbuf *b, const void *p, size_t n) {
-    if (b->oom) return;
+    if (b->oom || n == 0) return; /* n == 0: p may be NULL, which memcpy may not take */
     if (b->n + n > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->n + n) cap *= 2;
