@@ -19,7 +19,9 @@ for f in crash_1 crash_2 crash_3 hang_1; do
     "$cli" summary "$file" >"$out" 2>&1
     rc=$?
     [ $rc -eq 1 ] || fail "summary $f.h5: exit status $rc, expected 1"
-    grep -q "^systolic summary: .*$file: damaged HDF5 file (libhdf5 \(crashed with SIGSEGV\|timed out\) reading attribute '[a-z_]*' of '/[a-z_]*'" "$out" ||
+    # crashed with SIGSEGV; under ASan, "crashed: its reader process exited
+    # with status 1" when ASan stops the child first
+    grep -q "^systolic summary: .*$file: damaged HDF5 file (libhdf5 \(crashed\|timed out\).* reading attribute '[a-z_]*' of '/[a-z_]*'" "$out" ||
         fail "summary $f.h5: libhdf5's failure is not explained"
     # the weights: refused with the file named, or (damage where the
     # weights are not) loaded
@@ -29,7 +31,7 @@ for f in crash_1 crash_2 crash_3 hang_1; do
         fail "summary --load-weights $f.h5: exit status $rc"
 done
 "$cli" summary "$data/tiny_cnn.json" --load-weights "$data/crash_2.h5" >"$out" 2>&1
-[ $? -eq 1 ] && grep -q "crash_2.h5: damaged HDF5 file (libhdf5 crashed with SIGSEGV reading attribute 'layer_names' of '/model_weights')" "$out" ||
+[ $? -eq 1 ] && grep -q "crash_2.h5: damaged HDF5 file (libhdf5 crashed.* reading attribute 'layer_names' of '/model_weights')" "$out" ||
     fail "--load-weights crash_2.h5: libhdf5's crash is not explained"
 "$cli" summary "$data/tiny_cnn.h5" --load-weights "$data/tiny_cnn.h5" >"$out" 2>&1 || fail "the undamaged file"
 echo "cli_h5_damaged: every damaged file refused with exit status 1 and the reason"

@@ -387,9 +387,12 @@ static sy_status reader_lost(h5_reader *r, bool timed_out) {
         snprintf(msg, sizeof msg, "%s: damaged HDF5 file (libhdf5 crashed with %s %s)", r->path,
                  name ? name : sig, what);
     } else if (status >= 0 && WIFEXITED(status)) {
+        /* the child exits by itself only with 0, at the parent's close:
+         * another status is an abort (a sanitizer's report, libFuzzer's
+         * malloc limit) */
         snprintf(msg, sizeof msg,
-                 "%s: damaged HDF5 file (libhdf5's reader process exited with status %d %s)",
-                 r->path, WEXITSTATUS(status), what);
+                 "%s: damaged HDF5 file (libhdf5 crashed: its reader process exited with status %d %s)", r->path,
+                 WEXITSTATUS(status), what);
     } else {
         snprintf(msg, sizeof msg, "%s: damaged HDF5 file (libhdf5's reader process ended %s)",
                  r->path, what);
