@@ -5,9 +5,10 @@
  * Why. libhdf5 trusts a file's metadata: of 300 Keras files with a few
  * bytes of metadata changed, Debian 12's libhdf5 1.10.8 crashed on 4
  * (H5HG_read under H5Aread, H5O__msg_iterate_real under H5Aexists) and
- * spun for minutes on 1 (tests/data/h5/). Its bugs are not ours to fix, but
- * a user who loads a downloaded weights file must get an error, not a
- * crash, and a process training for hours must survive a bad file.
+ * spun for minutes on 1 (tests/data/h5 keeps such files). Its bugs are
+ * not ours to fix, but a user who loads a downloaded weights file must
+ * get an error, not a crash, and a process training for hours must
+ * survive a bad file.
  *
  * How. h5_open forks (no exec) a reader: the child opens the file with
  * libhdf5 and then serves requests over a socketpair -- open a group, does
@@ -27,8 +28,11 @@
  * request on the file fails with
  *   FILE: damaged HDF5 file (libhdf5 crashed with SIGSEGV reading
  *   attribute 'layer_names' of '/')
- * as SY_ERR_CORRUPT. The library stays usable: nothing of the parent was
- * touched. h5_close kills the child and reaps it.
+ * as SY_ERR_CORRUPT (a child that exits by itself with a status other than
+ * 0, as a sanitizer's report makes it, "crashed" too). A yes/no request
+ * answers no once the child is gone; h5_lost tells a load so. The library
+ * stays usable: nothing of the parent was touched. h5_close kills the
+ * child and reaps it.
  *
  * The child. After fork only the forking thread exists; the pool threads
  * of the parent do not, and the child runs nothing but h5.c and libhdf5
@@ -41,8 +45,9 @@
  * works: the child starts no thread, which is what TSan forbids after a
  * multi-threaded fork.
  *
- * Cost: one fork and a few round trips per layer (tens of microseconds
- * each) on each load; docs/design/model-files.md has the measurement.
+ * Cost: one fork, and a round trip per request (about three per layer and
+ * two per weight): some 5 ms a load on a busy 2-core machine, against
+ * 0.5 ms in-process (docs/design/model-files.md, tools/h5_load_cost.c).
  */
 #define _GNU_SOURCE /* close_range */
 #include "io_internal.h"
