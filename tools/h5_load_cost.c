@@ -5,17 +5,19 @@
  * warm-up load, and, for scale, N bare fork + _exit + waitpid of the same
  * process. Link it against the library before and after the change:
  *
- *   L="$(pkg-config --libs hdf5 2>/dev/null) -ldnnl -ljansson -lcurl -lz -lprotobuf-c -lcrypto -lm
- * -fopenmp" cc -O2 -Iinclude tools/h5_load_cost.c build/libsystolic.a
- * -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 $L
- *   ./a.out m.h5 w.h5 20
+ *   cc -O2 -Iinclude tools/h5_load_cost.c build/libsystolic.a \
+ *      -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -ldnnl -ljansson \
+ *      -lcurl -lz -lprotobuf-c -lcrypto -lm -fopenmp -o h5_load_cost
+ *   ./h5_load_cost m.h5 w.h5 50
  */
-#include <sys/wait.h>
-#include <unistd.h>
 #include "systolic.h"
+
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
