@@ -39,6 +39,14 @@
  *
  * Links. Only hard links are followed: an external or soft link in a
  * damaged or hostile file would make libhdf5 open other files.
+ *
+ * Reading. h5_open does not open the file here: it starts h5_reader.c's
+ * child process, which opens it with h5_open_here and serves requests by
+ * calling the functions below on its own in-process h5_file. So each read
+ * function starts by handing a file opened with h5_open (f->reader set)
+ * to h5_reader.c, and otherwise does the libhdf5 work itself; in this
+ * process that is only ever the writer's, and a damaged file that crashes
+ * or hangs libhdf5 takes down only the child.
  */
 #define _GNU_SOURCE /* mkostemp: the temporary file with O_CLOEXEC */
 #include "io_internal.h"
@@ -64,9 +72,10 @@ _Static_assert(sizeof(hid_t) == sizeof(h5_id), "hid_t is 64-bit since libhdf5 1.
 #define H5_MAX_STRING_BYTES (64 << 20)
 
 struct h5_file {
-    hid_t id;
-    char *path; /* the target: every message names it */
-    bool writing; /* made by h5_create: in memory until h5_commit */
+    hid_t id;          /* the root; in a file opened for reading, the reader's */
+    char *path;        /* the target: every message names it */
+    bool writing;      /* made by h5_create: in memory until h5_commit */
+    h5_reader *reader; /* opened for reading: libhdf5 runs there */
 };
 
 static pthread_once_t h5_once = PTHREAD_ONCE_INIT;
@@ -108,7 +117,11 @@ static void h5_reason(char *buf, size_t size) {
         snprintf(buf, size, "no reason given");
 }
 
-const char *h5_name(h5_id obj, char *buf, size_t size) {
+const char *h5_name(const h5_file *f, h5_id obj, char *buf, size_t size) {
+    if (f->reader) {
+        h5_reader_name(f->reader, obj, buf, size);
+        return buf;
+    }
     ssize_t n = obj >= 0 ? H5Iget_name((hid_t)obj, buf, size) : -1;
     if (n <= 0) {
         H5Eclear2(H5E_DEFAULT);
@@ -128,7 +141,7 @@ __attribute__((format(printf, 4, 5))) static sy_status h5_fail(const h5_file *f,
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     if (obj >= 0)
-        return sy_error(code, "%s: %s in '%s': libhdf5: %s", f->path, what, h5_name(obj, name, sizeof name), reason);
+        return sy_error(code, "%s: %s in '%s': libhdf5: %s", f->path, what, h5_name(f, obj, name, sizeof name), reason);
     return sy_error(code, "%s: %s: libhdf5: %s", f->path, what, reason);
 }
 
@@ -138,13 +151,17 @@ const char *h5_path(const h5_file *f) { return f->path; }
 h5_id h5_root(const h5_file *f) { return f->id; }
 
 static void file_free(h5_file *f) {
-    if (f->id >= 0) {
+    if (f->reader) {
+        h5_reader_close(f->reader);
+    } else if (f->id >= 0) {
         H5Fclose(f->id);
         H5Eclear2(H5E_DEFAULT);
     }
     sy_free(f->path);
     sy_free(f);
 }
+
+sy_status h5_lost(const h5_file *f) { return f && f->reader ? h5_reader_lost(f->reader) : SY_OK; }
 
 void h5_close(h5_file *f) {
     if (f) file_free(f);
@@ -238,6 +255,23 @@ sy_status h5_commit(h5_file *f) {
 
 sy_status h5_open(const char *path, h5_file **out) {
     *out = NULL;
+    if (!path || !*path) return sy_error(SY_ERR_INVALID_ARGUMENT, "HDF5 file: no path given");
+    h5_file *f = file_new(path);
+    if (!f) return sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    h5_init(); /* once, here: each child starts with libhdf5 ready (a fork is cheaper than H5open) */
+    h5_id root;
+    sy_status st = h5_reader_open(path, &f->reader, &root);
+    if (st) {
+        file_free(f);
+        return st;
+    }
+    f->id = (hid_t)root;
+    *out = f;
+    return SY_OK;
+}
+
+sy_status h5_open_here(const char *path, h5_file **out) {
+    *out = NULL;
     h5_init();
     if (!path || !*path) return sy_error(SY_ERR_INVALID_ARGUMENT, "HDF5 file: no path given");
     struct stat sb;
@@ -319,22 +353,32 @@ static H5I_type_t object_type(hid_t parent, const char *path) {
     return t;
 }
 
-bool h5_exists(h5_id parent, const char *path) { return object_type((hid_t)parent, path) != H5I_BADID; }
-bool h5_is_group(h5_id parent, const char *path) { return object_type((hid_t)parent, path) == H5I_GROUP; }
+bool h5_exists(h5_file *f, h5_id parent, const char *path) {
+    if (f->reader) return h5_reader_exists(f->reader, parent, path);
+    return object_type((hid_t)parent, path) != H5I_BADID;
+}
+
+bool h5_is_group(h5_file *f, h5_id parent, const char *path) {
+    if (f->reader) return h5_reader_is_group(f->reader, parent, path);
+    return object_type((hid_t)parent, path) == H5I_GROUP;
+}
 
 sy_status h5_group_open(h5_file *f, h5_id parent, const char *name, h5_id *out) {
+    if (f->reader) return h5_reader_group_open(f->reader, parent, name, out);
     char where[256];
-    if (!h5_is_group(parent, name))
+    if (!h5_is_group(f, parent, name))
         return sy_error(SY_ERR_NOT_FOUND, "%s: no group '%s' in '%s'", f->path, name,
-                        h5_name(parent, where, sizeof where));
+                        h5_name(f, parent, where, sizeof where));
     hid_t g = H5Gopen2((hid_t)parent, name, H5P_DEFAULT);
     if (g < 0) return h5_fail(f, (hid_t)parent, SY_ERR_CORRUPT, "cannot open group '%s'", name);
     *out = g;
     return SY_OK;
 }
 
-void h5_group_close(h5_id group) {
-    if (group >= 0) H5Gclose((hid_t)group);
+void h5_group_close(h5_file *f, h5_id group) {
+    if (group < 0) return;
+    if (f->reader) h5_reader_group_close(f->reader, group);
+    else H5Gclose((hid_t)group);
 }
 
 /* ---- string attributes ------------------------------------------------------------------- */
@@ -347,7 +391,8 @@ void h5_strings_free(h5_strings *s) {
     s->n = 0;
 }
 
-bool h5_attr_exists(h5_id obj, const char *name) {
+bool h5_attr_exists(h5_file *f, h5_id obj, const char *name) {
+    if (f->reader) return h5_reader_attr_exists(f->reader, obj, name);
     htri_t r = H5Aexists((hid_t)obj, name);
     if (r < 0) H5Eclear2(H5E_DEFAULT);
     return r > 0;
@@ -454,7 +499,7 @@ static sy_status read_attr_strings(h5_file *f, hid_t obj, const char *name, h5_s
         if (n == 0) goto done; /* h5py's empty list: a float64 array of none */
         char where[256];
         st = sy_error(SY_ERR_CORRUPT, "%s: attribute '%s' of '%s' holds %lld numbers; expected strings", f->path,
-                      name, h5_name(obj, where, sizeof where), (long long)n);
+                      name, h5_name(f, obj, where, sizeof where), (long long)n);
         goto done;
     }
     if (n > H5_MAX_STRINGS) {
@@ -515,18 +560,19 @@ done:
 }
 
 sy_status h5_attr_read_strings(h5_file *f, h5_id obj, const char *name, h5_strings *out, bool *found) {
+    if (f->reader) return h5_reader_attr_read_strings(f->reader, obj, name, out, found);
     out->v = NULL;
     out->n = 0;
     *found = false;
     sy_status st = SY_OK;
-    if (h5_attr_exists(obj, name)) {
+    if (h5_attr_exists(f, obj, name)) {
         *found = true;
         st = read_attr_strings(f, (hid_t)obj, name, out);
     } else {
         for (int64_t c = 0; !st; c++) {
             char chunk_name[256];
             snprintf(chunk_name, sizeof chunk_name, "%s%lld", name, (long long)c);
-            if (!h5_attr_exists(obj, chunk_name)) break;
+            if (!h5_attr_exists(f, obj, chunk_name)) break;
             *found = true;
             st = read_attr_strings(f, (hid_t)obj, chunk_name, out);
         }
@@ -542,11 +588,11 @@ sy_status h5_attr_read_string(h5_file *f, h5_id obj, const char *name, char **ou
     char where[256];
     sy_status st = h5_attr_read_strings(f, obj, name, &s, &found);
     if (st) return st;
-    if (!found) return sy_error(SY_ERR_NOT_FOUND, "%s: no attribute '%s' in '%s'", f->path, name, h5_name(obj, where, sizeof where));
+    if (!found) return sy_error(SY_ERR_NOT_FOUND, "%s: no attribute '%s' in '%s'", f->path, name, h5_name(f, obj, where, sizeof where));
     if (s.n != 1) {
         h5_strings_free(&s);
         return sy_error(SY_ERR_CORRUPT, "%s: attribute '%s' of '%s' holds %lld strings; expected one", f->path, name,
-                        h5_name(obj, where, sizeof where), (long long)s.n);
+                        h5_name(f, obj, where, sizeof where), (long long)s.n);
     }
     *out = s.v[0];
     sy_free(s.v);
@@ -579,7 +625,7 @@ static sy_status open_dataset(h5_file *f, hid_t parent, const char *name, hid_t 
     *out = -1;
     if (object_type(parent, name) != H5I_DATASET)
         return sy_error(SY_ERR_NOT_FOUND, "%s: no dataset '%s' in '%s'", f->path, name,
-                        h5_name(parent, where, sizeof where));
+                        h5_name(f, parent, where, sizeof where));
     hid_t d = H5Dopen2(parent, name, H5P_DEFAULT);
     if (d < 0) return h5_fail(f, parent, SY_ERR_CORRUPT, "cannot open dataset '%s'", name);
     sy_status st = SY_OK;
@@ -590,11 +636,11 @@ static sy_status open_dataset(h5_file *f, hid_t parent, const char *name, hid_t 
         st = h5_fail(f, parent, SY_ERR_CORRUPT, "cannot read the type and shape of dataset '%s'", name);
     } else if (cls != H5T_FLOAT) {
         st = sy_error(SY_ERR_DTYPE, "%s: dataset '%s' in '%s' holds %s; expected float32 weights", f->path, name,
-                      h5_name(parent, where, sizeof where),
+                      h5_name(f, parent, where, sizeof where),
                       cls == H5T_INTEGER ? "integers" : cls == H5T_STRING ? "strings" : "values that are not numbers");
     } else if (rank > SY_MAX_RANK) {
         st = sy_error(SY_ERR_CORRUPT, "%s: dataset '%s' in '%s' has %d dimensions (at most %d)", f->path, name,
-                      h5_name(parent, where, sizeof where), rank, SY_MAX_RANK);
+                      h5_name(f, parent, where, sizeof where), rank, SY_MAX_RANK);
     } else {
         hsize_t dims[SY_MAX_RANK];
         if (H5Sget_simple_extent_dims(space, dims, NULL) < 0) {
@@ -612,6 +658,7 @@ static sy_status open_dataset(h5_file *f, hid_t parent, const char *name, hid_t 
 }
 
 sy_status h5_dataset_shape(h5_file *f, h5_id parent, const char *name, sy_shape *shape) {
+    if (f->reader) return h5_reader_dataset_shape(f->reader, parent, name, shape);
     hid_t d;
     memset(shape, 0, sizeof *shape);
     sy_status st = open_dataset(f, (hid_t)parent, name, &d, shape);
@@ -620,6 +667,7 @@ sy_status h5_dataset_shape(h5_file *f, h5_id parent, const char *name, sy_shape 
 }
 
 sy_status h5_dataset_read_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, float *out) {
+    if (f->reader) return h5_reader_dataset_read_f32(f->reader, parent, name, shape, out);
     hid_t d, p = (hid_t)parent;
     sy_shape s = {0};
     sy_status st = open_dataset(f, p, name, &d, &s);
@@ -627,7 +675,7 @@ sy_status h5_dataset_read_f32(h5_file *f, h5_id parent, const char *name, const 
     if (!sy_shape_equal(&s, shape)) {
         char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX], where[256];
         st = sy_error(SY_ERR_SHAPE, "%s: dataset '%s' in '%s' has shape %s; expected %s", f->path, name,
-                      h5_name(p, where, sizeof where), sy_shape_format(&s, a, sizeof a),
+                      h5_name(f, p, where, sizeof where), sy_shape_format(&s, a, sizeof a),
                       sy_shape_format(shape, b, sizeof b));
     } else if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
         st = h5_fail(f, p, SY_ERR_CORRUPT, "cannot read dataset '%s'", name);

@@ -4,6 +4,7 @@
  * weights and configuration as plain names, shapes and arrays).
  *
  *   h5.c          Keras's HDF5 files through libhdf5 (weights, full models)
+ *   h5_reader.c   the child process that does all of libhdf5's reading
  *   events.c      TensorBoard event files (TFRecord framing, Event protos)
  *   checkpoint.c  training checkpoints: every variable and the loop's state
  *
@@ -100,7 +101,13 @@ double io_events_now(void);
  * temporary one) and the object, with libhdf5's own innermost reason;
  * libhdf5 prints nothing. Objects are libhdf5 ids (hid_t, 64-bit since
  * 1.10) kept opaque here so that no HDF5 header leaks past h5.c. libhdf5's
- * serial build is not thread-safe: one thread at a time may use these. */
+ * serial build is not thread-safe: one thread at a time may use these.
+ *
+ * A file opened for reading is read by libhdf5 in a child process
+ * (h5_reader.c): a damaged file that crashes or hangs libhdf5 gives
+ * SY_ERR_CORRUPT ("FILE: damaged HDF5 file (libhdf5 crashed with SIGSEGV
+ * reading attribute 'layer_names' of '/')"), never a crash here. Ids of such
+ * a file are the child's; pass them only with their file. */
 
 typedef int64_t h5_id;
 typedef struct h5_file h5_file;
@@ -112,12 +119,18 @@ sy_status h5_create(const char *path, h5_file **out);
  * on any failure the temporary file is removed and `path` left as it was.
  * Frees f either way. */
 sy_status h5_commit(h5_file *f);
-/* Open `path` read-only. A missing file, one that is not HDF5, or one that
- * libhdf5 finds damaged or truncated is refused with the reason. */
+/* Open `path` read-only, in a reader process. A missing file, one that is
+ * not HDF5, or one that libhdf5 finds damaged or truncated is refused with
+ * the reason. SYSTOLIC_H5_TIMEOUT: the seconds the reader may go silent
+ * before it is stopped (30). */
 sy_status h5_open(const char *path, h5_file **out);
 /* Close a file opened for reading, or abandon one being written (its
  * temporary file is removed). NULL: nothing. */
 void h5_close(h5_file *f);
+/* SY_OK, or, once libhdf5 crashed or hung reading f, SY_ERR_CORRUPT with
+ * why. A yes/no question (h5_exists, h5_attr_exists, ...) whose reader
+ * died says no: a load asks this before it trusts what it read. */
+sy_status h5_lost(const h5_file *f);
 /* The target path (for messages), and the root group. */
 const char *h5_path(const h5_file *f);
 h5_id h5_root(const h5_file *f);
@@ -126,14 +139,14 @@ h5_id h5_root(const h5_file *f);
  * intermediate groups. Close every group opened or created. */
 sy_status h5_group_create(h5_file *f, h5_id parent, const char *name, h5_id *out);
 sy_status h5_group_open(h5_file *f, h5_id parent, const char *name, h5_id *out);
-void h5_group_close(h5_id group);
+void h5_group_close(h5_file *f, h5_id group);
 /* Whether `path` below parent names a group (false for a dataset or
  * nothing), and whether it names anything; every step of the path is
  * checked, so a missing intermediate group is just "no". */
-bool h5_is_group(h5_id parent, const char *path);
-bool h5_exists(h5_id parent, const char *path);
+bool h5_is_group(h5_file *f, h5_id parent, const char *path);
+bool h5_exists(h5_file *f, h5_id parent, const char *path);
 /* "/model_weights/dense" (for messages); "?" when libhdf5 cannot say. */
-const char *h5_name(h5_id obj, char *buf, size_t size);
+const char *h5_name(const h5_file *f, h5_id obj, char *buf, size_t size);
 
 /* Strings, one or several. */
 typedef struct h5_strings {
@@ -159,7 +172,7 @@ sy_status h5_attr_read_strings(h5_file *f, h5_id obj, const char *name, h5_strin
 /* Read one string (a scalar, or an array of one): a new string (sy_free).
  * SY_ERR_NOT_FOUND when absent. */
 sy_status h5_attr_read_string(h5_file *f, h5_id obj, const char *name, char **out);
-bool h5_attr_exists(h5_id obj, const char *name);
+bool h5_attr_exists(h5_file *f, h5_id obj, const char *name);
 
 /* Datasets of float32 (IEEE little-endian, contiguous, as h5py writes a
  * float32 numpy array). `name` may be a path; intermediate groups are
@@ -172,5 +185,25 @@ sy_status h5_dataset_write_f32(h5_file *f, h5_id parent, const char *name, const
 sy_status h5_dataset_shape(h5_file *f, h5_id parent, const char *name, sy_shape *shape);
 /* Read dataset `name`, which must have `shape` (checked again), into out. */
 sy_status h5_dataset_read_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, float *out);
+
+/* h5.c and h5_reader.c only. h5_open_here opens in this process: the
+ * reader's child calls it, and h5.c's functions on the file it gives run
+ * libhdf5 here. The h5_reader_ functions are h5.c's for a file opened by
+ * h5_open: each sends its request to the child and waits for the reply. */
+typedef struct h5_reader h5_reader;
+sy_status h5_open_here(const char *path, h5_file **out);
+sy_status h5_reader_open(const char *path, h5_reader **out, h5_id *root);
+void h5_reader_close(h5_reader *r);
+sy_status h5_reader_lost(const h5_reader *r);
+sy_status h5_reader_group_open(h5_reader *r, h5_id parent, const char *name, h5_id *out);
+void h5_reader_group_close(h5_reader *r, h5_id group);
+bool h5_reader_is_group(h5_reader *r, h5_id parent, const char *path);
+bool h5_reader_exists(h5_reader *r, h5_id parent, const char *path);
+bool h5_reader_attr_exists(h5_reader *r, h5_id obj, const char *name);
+void h5_reader_name(h5_reader *r, h5_id obj, char *buf, size_t size);
+sy_status h5_reader_attr_read_strings(h5_reader *r, h5_id obj, const char *name, h5_strings *out, bool *found);
+sy_status h5_reader_dataset_shape(h5_reader *r, h5_id parent, const char *name, sy_shape *shape);
+sy_status h5_reader_dataset_read_f32(h5_reader *r, h5_id parent, const char *name, const sy_shape *shape,
+                                     float *out);
 
 #endif

@@ -93,13 +93,13 @@ static sy_status write_weights(h5_file *f, h5_id g, const sy_model *m) {
             sy_shape s = sy_vars_shape(m->vars, L->weight_var[j]);
             st = h5_dataset_write_f32(f, lg, wnames[j], &s, sy_vars_data(m->vars, L->weight_var[j]));
         }
-        h5_group_close(lg);
+        h5_group_close(f, lg);
     }
     if (!st) {
         h5_id top;
         if (!(st = h5_group_create(f, g, "top_level_model_weights", &top))) {
             st = h5_attr_write_strings(f, top, "weight_names", NULL, 0);
-            h5_group_close(top);
+            h5_group_close(f, top);
         }
     }
 done:
@@ -137,9 +137,9 @@ typedef struct saved_layer {
     h5_strings weights;
 } saved_layer;
 
-static void saved_free(saved_layer *s, int64_t n) {
+static void saved_free(h5_file *f, saved_layer *s, int64_t n) {
     for (int64_t i = 0; s && i < n; i++) {
-        h5_group_close(s[i].group);
+        h5_group_close(f, s[i].group);
         h5_strings_free(&s[i].weights);
     }
     sy_free(s);
@@ -164,7 +164,7 @@ static sy_status load_weights_group(sy_model *m, h5_file *f, h5_id g) {
     bool found;
     sy_status st = h5_attr_read_strings(f, g, "layer_names", &layer_names, &found);
     if (st) return st;
-    if (!found && h5_is_group(g, "layers") && !h5_attr_exists(g, "model_config")) {
+    if (!found && h5_is_group(f, g, "layers") && !h5_attr_exists(f, g, "model_config")) {
         return sy_error(SY_ERR_UNSUPPORTED,
                         "%s holds Keras 3's weights layout (layers/<name>/vars/0, ..., which Keras 2.15's "
                         "save_weights writes for a name ending in .weights.h5), not tf.keras 2's HDF5 layout "
@@ -176,7 +176,7 @@ static sy_status load_weights_group(sy_model *m, h5_file *f, h5_id g) {
         return sy_error(SY_ERR_CORRUPT,
                         "%s: no layer_names attribute in '%s'; expected a Keras weights file (model.save_weights) or "
                         "a full model file (model.save) in HDF5",
-                        path, h5_name(g, where, sizeof where));
+                        path, h5_name(f, g, where, sizeof where));
     }
     saved_layer *saved = sy_calloc((size_t)layer_names.n + 1, sizeof *saved);
     float **staged = NULL;
@@ -201,7 +201,7 @@ static sy_status load_weights_group(sy_model *m, h5_file *f, h5_id g) {
         }
         if ((st = h5_attr_read_strings(f, s->group, "weight_names", &s->weights, &found))) break;
         if (s->weights.n == 0) {
-            h5_group_close(s->group);
+            h5_group_close(f, s->group);
             s->group = -1;
             h5_strings_free(&s->weights);
             continue;
@@ -256,12 +256,12 @@ static sy_status load_weights_group(sy_model *m, h5_file *f, h5_id g) {
         }
     }
     if (st) goto done;
-    if (h5_is_group(g, "top_level_model_weights")) {
+    if (h5_is_group(f, g, "top_level_model_weights")) {
         h5_id top;
         h5_strings tw;
         if (!(st = h5_group_open(f, g, "top_level_model_weights", &top))) {
             st = h5_attr_read_strings(f, top, "weight_names", &tw, &found);
-            h5_group_close(top);
+            h5_group_close(f, top);
             if (!st && tw.n > 0)
                 st = sy_error(SY_ERR_SHAPE,
                               "%s: weight count mismatch for top-level weights: model '%s' expects 0 top-level "
@@ -302,7 +302,7 @@ static sy_status load_weights_group(sy_model *m, h5_file *f, h5_id g) {
 done:
     for (int64_t i = 0; i < n_staged && staged; i++) sy_free(staged[i]);
     sy_free(staged);
-    saved_free(saved, layer_names.n);
+    saved_free(f, saved, layer_names.n);
     sy_free(mine);
     sy_free(theirs);
     sy_free(filtered);
@@ -316,8 +316,8 @@ static sy_status weights_group(h5_file *f, h5_id *g, bool *opened) {
     h5_id root = h5_root(f);
     *g = root;
     *opened = false;
-    if (h5_attr_exists(root, "layer_names") || h5_attr_exists(root, "layer_names0") ||
-        !h5_is_group(root, "model_weights"))
+    if (h5_attr_exists(f, root, "layer_names") || h5_attr_exists(f, root, "layer_names0") ||
+        !h5_is_group(f, root, "model_weights"))
         return SY_OK;
     sy_status st = h5_group_open(f, root, "model_weights", g);
     *opened = st == SY_OK;
@@ -332,7 +332,9 @@ sy_status sy_model_load_weights(sy_model *m, const char *path) {
     h5_id g;
     bool opened;
     if (!(st = weights_group(f, &g, &opened))) st = load_weights_group(m, f, g);
-    if (opened) h5_group_close(g);
+    if (opened) h5_group_close(f, g);
+    sy_status lost = h5_lost(f); /* libhdf5 died: a "no" it answered meant nothing */
+    if (lost) st = lost;
     h5_close(f);
     return st;
 }
@@ -468,7 +470,7 @@ sy_status sy_model_save(const sy_model *m, const char *path) {
             !(st = training ? h5_attr_write_string(f, root, "training_config", training, false) : SY_OK) &&
             !(st = h5_group_create(f, root, "model_weights", &weights)))
             st = write_weights(f, weights, m);
-        h5_group_close(weights);
+        h5_group_close(f, weights);
         if (st) h5_close(f);
         else st = h5_commit(f);
     }
@@ -623,10 +625,12 @@ sy_status sy_model_load(const char *path, sy_model **out) {
     }
     if (!(st = h5_group_open(f, root, "model_weights", &weights))) st = load_weights_group(m, f, weights);
     if (st) goto done;
-    if (h5_attr_exists(root, "training_config") && !(st = h5_attr_read_string(f, root, "training_config", &training)))
+    if (h5_attr_exists(f, root, "training_config") && !(st = h5_attr_read_string(f, root, "training_config", &training)))
         st = compile_from(m, path, training);
 done:
-    h5_group_close(weights);
+    h5_group_close(f, weights);
+    sy_status lost = h5_lost(f); /* libhdf5 died: a "no" it answered meant nothing */
+    if (lost) st = lost;
     h5_close(f);
     sy_free(config);
     sy_free(training);
