@@ -10,7 +10,8 @@
 # with exit status 1 and a message naming it, and is left as it was.
 #
 # Reading never blocks or reads without end: a model JSON that is a FIFO, a
-# directory or a link to /dev/zero, a --data tfrecord: FIFO, and a FIFO in
+# directory or a link to /dev/zero, a .h5 model or --load-weights file that
+# is a FIFO, a --data tfrecord: FIFO, and a FIFO in
 # place of a dataset file under $SYSTOLIC_DATASETS are each refused at once
 # (exit status 1, the message says what the path is); each command runs
 # under a 60 s limit, so a hang fails the test instead of stalling it.
@@ -65,6 +66,9 @@ echo "cli_file_types: writes go through links to their targets; FIFOs, devices a
 mkfifo "$dir/m.json"
 run 1 "cannot read '$dir/m.json': it is a FIFO, not a regular file" summary "$dir/m.json"
 run 1 "cannot read '$dir/d.json': it is a directory" summary "$dir/d.json"
+run 1 "^systolic summary: cannot read '$dir/fifo.h5': it is a FIFO, not a regular file" summary "$dir/fifo.h5"
+run 1 "^systolic summary: --load-weights: cannot read '$dir/fifo.h5': it is a FIFO" \
+    summary fashion_mnist_cnn --load-weights "$dir/fifo.h5"
 ln -s /dev/zero "$dir/z.json"
 run 1 "cannot read '$dir/z.json': it is a character device" summary "$dir/z.json"
 run 1 "tfrecord: cannot read '$dir/fifo.h5': it is a FIFO" train fashion_mnist_cnn --data "tfrecord:$dir/fifo.h5" \

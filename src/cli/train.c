@@ -306,7 +306,9 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
 }
 
 static int fail(const char *command, const char *what) {
-    fprintf(stderr, "systolic %s: %s%s%s\n", command, what ? what : "", what ? ": " : "", sy_last_error());
+    const char *msg = sy_last_error();
+    if (what && strstr(msg, what)) what = NULL; /* a message that names the file already: not twice */
+    fprintf(stderr, "systolic %s: %s%s%s\n", command, what ? what : "", what ? ": " : "", msg);
     return 1;
 }
 

@@ -276,7 +276,9 @@ sy_status h5_open_here(const char *path, h5_file **out) {
     if (!path || !*path) return sy_error(SY_ERR_INVALID_ARGUMENT, "HDF5 file: no path given");
     struct stat sb;
     if (stat(path, &sb) != 0) return sy_error(SY_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
-    if (!S_ISREG(sb.st_mode)) return sy_error(SY_ERR_IO, "cannot read '%s': not a regular file", path);
+    if (S_ISDIR(sb.st_mode)) return sy_error(SY_ERR_IO, "cannot read '%s': it is a directory", path);
+    if (!S_ISREG(sb.st_mode)) /* stat, not open: a FIFO cannot block here */
+        return sy_error(SY_ERR_IO, "cannot read '%s': it is %s, not a regular file", path, data_file_kind(sb.st_mode));
     if (access(path, R_OK) != 0) return sy_error(SY_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
     h5_file *f = file_new(path);
     if (!f) return sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
