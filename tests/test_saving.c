@@ -358,7 +358,7 @@ static void test_refusals(void) {
     CHECK_REFUSED(cnn, path, SY_ERR_CORRUPT, "not_hdf5.h5 is not an HDF5 file");
     in_tmp(path, sizeof path, "absent.h5");
     CHECK_REFUSED(cnn, path, SY_ERR_IO, "absent.h5", "No such file");
-    CHECK_REFUSED(cnn, tmp_root, SY_ERR_IO, "not a regular file");
+    CHECK_REFUSED(cnn, tmp_root, SY_ERR_IO, "it is a directory");
     /* truncated copies: before, inside and after the superblock, in the
      * middle, one byte short */
     long size = file_size(cnn_w);
