@@ -356,7 +356,7 @@ static void test_damaged_archive(void) {
     sy_data_split_free(&d);
     uint8_t *gz;
     size_t n;
-    CHECK_OK(data_read_file(path, &gz, &n));
+    CHECK_OK(io_read_file(path, &gz, &n));
     buf half = {gz, n / 2, 0};
     expect_corrupt(&half, R, "half.tgz", "truncated gzip stream", "the file is incomplete", "");
     int flipped = 0;

@@ -623,7 +623,7 @@ static void test_npz(void) {
     snprintf(path, sizeof path, "%s/arrays_compressed.npz", data_dir);
     uint8_t *buf = NULL;
     size_t n = 0;
-    CHECK_OK(data_read_file(path, &buf, &n));
+    CHECK_OK(io_read_file(path, &buf, &n));
     if (!buf) return;
     sy_npz *z = NULL;
     sy_tensor *t = NULL;
@@ -636,7 +636,7 @@ static void test_npz(void) {
     /* the central directory pointing past the end */
     memcpy(copy, buf, n);
     for (size_t p = n - 22;; p--)
-        if (data_le32(copy + p) == 0x06054b50u) {
+        if (io_le32(copy + p) == 0x06054b50u) {
             copy[p + 19] = 0x7f;
             break;
         }
@@ -646,14 +646,14 @@ static void test_npz(void) {
     CHECK_OK(npz_parse(copy, n, "d.npz", &z));
     if (z) {
         /* the first member's data: after its 30-byte local header, name and extra field */
-        size_t first = 30 + data_le16(copy + 26) + data_le16(copy + 28);
+        size_t first = 30 + io_le16(copy + 26) + io_le16(copy + 28);
         for (size_t i = first + 2; i < first + 40; i++) copy[i] ^= 0xa5;
         CHECK_ERR(sy_npz_get(z, "x_f32", &t), SY_ERR_CORRUPT, "d.npz, array 'x_f32'");
         sy_npz_close(z);
     }
     memcpy(copy, buf, n);
     for (size_t p = 0; p + 4 < n; p++)
-        if (data_le32(copy + p) == 0x02014b50u) {
+        if (io_le32(copy + p) == 0x02014b50u) {
             copy[p + 16] ^= 1;
             break;
         }
@@ -730,7 +730,7 @@ static void handle(server *s, int fd) {
         snprintf(file, sizeof file, "%s/%s", s->zoo_root, rel);
         uint8_t *body = NULL;
         size_t size = 0;
-        if (data_read_file(file, &body, &size) == SY_OK) {
+        if (io_read_file(file, &body, &size) == SY_OK) {
             respond(fd, 200, body, size);
             sy_free(body);
             return;
@@ -865,7 +865,7 @@ static void test_fetch(void) {
     CHECK(strcmp(path, file) == 0, "downloaded to %s", path);
     uint8_t *got = NULL;
     size_t n = 0;
-    CHECK_OK(data_read_file(file, &got, &n));
+    CHECK_OK(io_read_file(file, &got, &n));
     CHECK(got && n == sizeof good_body && memcmp(got, good_body, n) == 0,
           "the cached file is the served one");
     sy_free(got);

@@ -666,7 +666,7 @@ static void test_tar_damaged(void) {
     in_tmp(path, sizeof path, "good.tar.gz");
     uint8_t *gz;
     size_t n;
-    CHECK_OK(data_read_file(path, &gz, &n));
+    CHECK_OK(io_read_file(path, &gz, &n));
     if (gz) {
         gz[n / 2] ^= 0xff;
         gz[n / 2 + 1] ^= 0x55;

@@ -224,7 +224,7 @@ static void test_tensorflow_files(void) {
     snprintf(path, sizeof path, "%s/tfrecord/examples.gzip.tfrecord", fixture_dir);
     uint8_t *gz;
     size_t n;
-    CHECK_OK(data_read_file(path, &gz, &n));
+    CHECK_OK(io_read_file(path, &gz, &n));
     buf twice = {0};
     buf_add(&twice, gz, n);
     buf_add(&twice, gz, n);
@@ -251,8 +251,8 @@ static void test_tensorflow_files(void) {
     size_t n_ours, n_theirs;
     char tf_path[1024];
     snprintf(tf_path, sizeof tf_path, "%s/tfrecord/examples.tfrecord", fixture_dir);
-    CHECK_OK(data_read_file(path, &ours, &n_ours));
-    CHECK_OK(data_read_file(tf_path, &theirs, &n_theirs));
+    CHECK_OK(io_read_file(path, &ours, &n_ours));
+    CHECK_OK(io_read_file(tf_path, &theirs, &n_theirs));
     CHECK(n_ours == n_theirs && !memcmp(ours, theirs, n_ours),
           "our file of TensorFlow's records is not TensorFlow's");
     sy_free(ours);
@@ -329,7 +329,7 @@ static void damage_source(buf *b, size_t off[DAMAGE_RECORDS + 1], sy_compression
     CHECK_OK(sy_tfrecord_writer_close(w));
     uint8_t *p;
     size_t n;
-    CHECK_OK(data_read_file(path, &p, &n));
+    CHECK_OK(io_read_file(path, &p, &n));
     b->n = 0;
     buf_add(b, p, n);
     sy_free(p);
@@ -522,7 +522,7 @@ static int temp_files(const char *dir) {
 static bool file_is(const char *path, const char *content) {
     uint8_t *p;
     size_t n;
-    if (data_read_file(path, &p, &n)) return false;
+    if (io_read_file(path, &p, &n)) return false;
     bool same = n == strlen(content) && !memcmp(p, content, n);
     sy_free(p);
     return same;

@@ -40,7 +40,7 @@
  */
 #include "cli_internal.h"
 
-#include "data/data_internal.h" /* data_make_dirs */
+#include "io/io_internal.h" /* io_make_dirs */
 
 #include <ctype.h>
 #include <dirent.h>
@@ -356,7 +356,7 @@ int cmd_convert(int argc, char **argv) {
             splits[k] = (split_data){names[k], sy_tensor_shape(x).dims[0], x, y, NULL};
         }
     }
-    if (!rc && data_make_dirs(outdir)) rc = fail(NULL);
+    if (!rc && io_make_dirs(outdir)) rc = fail(NULL);
     for (int k = 0; k < n_splits && !rc; k++) rc = write_split(&splits[k], outdir, &o, c);
     sy_data_split_free(&images);
     sy_imdb_split_free(&imdb);

@@ -27,7 +27,7 @@
 #include "cli_internal.h"
 
 #include "core/core_internal.h"   /* sy_error */
-#include "data/data_internal.h"   /* data_write_file_atomic */
+#include "io/io_internal.h" /* io_write_file_atomic, io_read_file_max */
 #include "keras/keras_internal.h" /* a loaded model's compile settings */
 
 #include <errno.h>
@@ -113,12 +113,12 @@ int file_model_init(file_model *f, const char *command, const char *path, const 
 #define MODEL_JSON_MAX ((size_t)64 << 20)
 
 /* The whole file as a string (sy_free()); a directory, FIFO or device is
- * refused by data_read_file_max, naming what it is. */
+ * refused by io_read_file_max, naming what it is. */
 static sy_status read_file(const char *path, char **out) {
     *out = NULL;
     uint8_t *buf;
     size_t n;
-    sy_status st = data_read_file_max(path, MODEL_JSON_MAX, "a Keras model JSON", &buf, &n);
+    sy_status st = io_read_file_max(path, MODEL_JSON_MAX, "a Keras model JSON", &buf, &n);
     if (st) return st;
     char *s = sy_realloc_array(buf, n, n + 1, 1);
     if (!s) {
@@ -249,7 +249,7 @@ sy_status model_file_save(const sy_model *m, const char *path) {
     if (st) return st;
     const void *bufs[1] = {json};
     size_t sizes[1] = {strlen(json)};
-    st = data_write_file_atomic(path, bufs, sizes, 1);
+    st = io_write_file_atomic(path, bufs, sizes, 1);
     sy_free(json);
     return st;
 }

@@ -163,7 +163,7 @@ static sy_status cache_file_open(cache_file *cf, const char *path, const sy_data
     struct stat sb;
     if (lstat(path, &sb) != 0 && errno == ENOENT)
         return sy_error(SY_ERR_NOT_FOUND, "cache: cannot open '%s': %s", path, strerror(ENOENT));
-    sy_status st = data_fopen_read(path, "cache", &cf->f, &size);
+    sy_status st = io_fopen_read(path, "cache", &cf->f, &size);
     if (st) return st;
     cf->size = (uint64_t)size;
     byte_buf want = {0};
@@ -369,7 +369,7 @@ static sy_status publish(cache_iter *it, cache_state *s) {
     snprintf(dir, sizeof dir, "%s", it->target);
     char *slash = strrchr(dir, '/');
     if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
-    data_sync_dir(slash ? dir : ".");
+    io_sync_dir(slash ? dir : ".");
     sy_free(it->temp);
     it->temp = NULL;
     struct stat sb; /* what we wrote needs no reading through */
@@ -440,7 +440,7 @@ static const ds_iter_ops write_ops = {cache_write, cache_release};
 /* The writer of a file cache: the temporary file and its header. */
 static sy_status start_file(cache_iter *it, cache_state *s, uint64_t n) {
     int mode;
-    sy_status st = data_write_target(s->filename, it->target, sizeof it->target, &mode);
+    sy_status st = io_write_target(s->filename, it->target, sizeof it->target, &mode);
     if (st) return st;
     size_t len = strlen(it->target) + 64;
     it->temp = sy_malloc(len);

@@ -51,7 +51,7 @@ sy_status ds_stream_open(ds_stream *s, const char *path, sy_compression compress
     s->path = path;
     s->what = what;
     s->compression = compression;
-    sy_status st = data_fopen_read(path, what, &s->f, NULL);
+    sy_status st = io_fopen_read(path, what, &s->f, NULL);
     if (st) return st;
     if (compression == SY_COMPRESSION_NONE) return SY_OK;
     s->in = sy_malloc(DS_STREAM_CHUNK);

@@ -378,7 +378,7 @@ static sy_status list_values(const ex_src *s, const field *list, values *v) {
             if (f.len % 4)
                 return wire_error(s, f.val, "a packed float_list's length is not a multiple of 4");
             for (size_t k = 0; v->f && k < f.len; k += 4) {
-                uint32_t bits = data_le32(f.val + k);
+                uint32_t bits = io_le32(f.val + k);
                 memcpy(v->f++, &bits, 4);
             }
             v->count += (int64_t)(f.len / 4);

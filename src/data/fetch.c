@@ -187,146 +187,6 @@ static size_t sink_write(char *data, size_t one, size_t count, void *ctx) {
     return n;
 }
 
-/* Create dir and its parents. */
-sy_status data_make_dirs(const char *dir) {
-    char p[PATH_MAX];
-    if (!*dir) return sy_error(SY_ERR_IO, "no directory given (an empty path)");
-    if (strlen(dir) >= sizeof p)
-        return sy_error(SY_ERR_IO, "the directory path '%s' is too long", dir);
-    strcpy(p, dir);
-    for (char *c = p + 1;; c++) {
-        if (*c != '/' && *c != '\0') continue;
-        char saved = *c;
-        *c = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST)
-            return sy_error(SY_ERR_IO, "cannot create the directory '%s': %s", p, strerror(errno));
-        if (!(*c = saved)) break;
-    }
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return sy_error(SY_ERR_IO, "'%s' exists but is not a directory", dir);
-    return SY_OK;
-}
-
-/* Make the rename of a file in dir durable. */
-void data_sync_dir(const char *dir) {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
-/* Where a write to path must land: path itself when nothing is there or a
- * regular file is, else, for a symbolic link, what it points to (relative
- * links resolve against the link's directory), followed to the end as
- * open() would. Writing through a link replaces the target and keeps the
- * link, as h5py and Keras do; replacing the link itself would leave the
- * target holding the old bytes. Anything that is not a regular file at the
- * end of the chain (a directory, a FIFO, a device, a socket) is refused:
- * renaming over it would destroy it, and writing into it is not saving a
- * file. *mode is the existing file's permissions (kept), or -1. */
-sy_status data_write_target(const char *path, char *target, size_t size, int *mode) {
-    char cur[PATH_MAX], link[PATH_MAX];
-    if ((size_t)snprintf(cur, sizeof cur, "%s", path) >= sizeof cur)
-        return sy_error(SY_ERR_IO, "cannot write '%s': the path is too long", path);
-    *mode = -1;
-    for (int hops = 0; hops <= 40; hops++) {
-        struct stat sb;
-        if (lstat(cur, &sb) != 0) {
-            if (errno != ENOENT)
-                return sy_error(SY_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-            break; /* a new file (or the target of a dangling link): created */
-        }
-        if (S_ISREG(sb.st_mode)) {
-            *mode = (int)(sb.st_mode & 07777);
-            break;
-        }
-        if (!S_ISLNK(sb.st_mode)) {
-            if (!strcmp(cur, path))
-                return sy_error(
-                    SY_ERR_IO,
-                    "cannot write '%s': it is %s, not a regular file (nothing was written)", path,
-                    data_file_kind(sb.st_mode));
-            return sy_error(
-                SY_ERR_IO,
-                "cannot write '%s': it links to '%s', which is %s, not a regular file (nothing was "
-                "written)",
-                path, cur, data_file_kind(sb.st_mode));
-        }
-        ssize_t n = readlink(cur, link, sizeof link - 1);
-        if (n < 0)
-            return sy_error(SY_ERR_IO, "cannot write '%s': cannot read the link '%s': %s", path,
-                            cur, strerror(errno));
-        link[n] = '\0';
-        const char *slash = strrchr(cur, '/');
-        if (link[0] != '/' && slash) {
-            char next[PATH_MAX];
-            if ((size_t)snprintf(next, sizeof next, "%.*s/%s", (int)(slash - cur), cur, link) >=
-                sizeof next)
-                return sy_error(SY_ERR_IO, "cannot write '%s': the path it links to is too long",
-                                path);
-            strcpy(cur, next);
-        } else {
-            strcpy(cur, link);
-        }
-        if (hops == 40) return sy_error(SY_ERR_IO, "cannot write '%s': %s", path, strerror(ELOOP));
-    }
-    if (strlen(cur) >= size)
-        return sy_error(SY_ERR_IO, "cannot write '%s': the path is too long", path);
-    strcpy(target, cur);
-    return SY_OK;
-}
-
-sy_status data_write_file_atomic(const char *path, const void *const *bufs, const size_t *sizes,
-                                 int32_t n) {
-    char target[PATH_MAX], tmp[PATH_MAX], dir[PATH_MAX];
-    int mode;
-    sy_status st = data_write_target(path, target, sizeof target, &mode);
-    if (st) return st;
-    const char *slash = strrchr(target, '/');
-    const char *base = slash ? slash + 1 : target;
-    if (!*base)
-        return sy_error(SY_ERR_IO, "cannot write '%s': it names a directory, not a file", path);
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == target)
-        snprintf(dir, sizeof dir, "/");
-    else
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - target), target);
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s/.%s.tmp-XXXXXX", dir, base) >= sizeof tmp)
-        return sy_error(SY_ERR_IO, "cannot write '%s': the path is too long", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0)
-        return sy_error(SY_ERR_IO, "cannot write '%s': cannot create a file in '%s': %s", path, dir,
-                        strerror(errno));
-    int err = 0;
-    for (int32_t i = 0; i < n && !err; i++) {
-        const char *p = bufs[i];
-        size_t left = sizes[i];
-        while (left > 0) {
-            ssize_t w = write(fd, p, left);
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) {
-                err = w < 0 ? errno : ENOSPC;
-                break;
-            }
-            p += w;
-            left -= (size_t)w;
-        }
-    }
-    if (!err && (fchmod(fd, mode >= 0 ? (mode_t)mode : 0644) != 0 || fsync(fd) != 0)) err = errno;
-    if (close(fd) != 0 && !err) err = errno;
-    if (!err && rename(tmp, target) != 0) err = errno;
-    if (err) {
-        unlink(tmp);
-        return sy_error(SY_ERR_IO, "cannot write '%s': %s (whatever it held before is unchanged)",
-                        path, strerror(err));
-    }
-    data_sync_dir(dir);
-    return SY_OK;
-}
-
 /* Run the transfer of url into s; false with the reason in why. */
 static bool transfer(const char *url, sink *s, report *why) {
     CURL *curl = curl_easy_init();
@@ -417,7 +277,7 @@ static sy_status download(const data_file_spec *spec, const char *url, const cha
         report_add(why, "cannot rename '%s' to '%s': %s", tmp, target, strerror(errno));
         goto fail;
     }
-    data_sync_dir(dir);
+    io_sync_dir(dir);
     return SY_OK;
 fail:
     if (s.fd >= 0) close(s.fd);
@@ -470,7 +330,7 @@ sy_status data_fetch(const data_file_spec *spec, char *path, size_t size) {
     } else if (curl_init_rc != CURLE_OK) {
         report_add(&tried, "\n  no download: libcurl failed to start (%s)",
                    curl_easy_strerror(curl_init_rc));
-    } else if ((st = data_make_dirs(dir))) {
+    } else if ((st = io_make_dirs(dir))) {
         report_add(&tried, "\n  no download: %s", sy_last_error());
     } else {
         for (int i = 0; mirror ? i < 1 : spec->urls[i] != NULL; i++) {

@@ -101,7 +101,7 @@ static sy_status idx_header(data_stream *s, const idx_type **type, sy_shape *sha
     uint64_t count = 1;
     bool overflow = false;
     for (int i = 0; i < rank; i++) {
-        uint32_t d = data_be32(head + 4 + 4 * i);
+        uint32_t d = io_be32(head + 4 + 4 * i);
         if (d > INT32_MAX)
             return sy_error(SY_ERR_CORRUPT,
                             "%s: IDX dimension %d is %u at byte %d%s: more than 2^31 - 1", s->what,

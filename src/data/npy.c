@@ -293,7 +293,7 @@ sy_status npy_parse(const uint8_t *buf, size_t n, const char *what, sy_tensor **
             SY_ERR_CORRUPT,
             "%s: truncated NPY header: the file ends at byte %zu, inside the header length", what,
             n);
-    size_t hlen = major == 1 ? data_le16(buf + 8) : data_le32(buf + 8);
+    size_t hlen = major == 1 ? io_le16(buf + 8) : io_le32(buf + 8);
     if (hlen > n - start)
         return sy_error(
             SY_ERR_CORRUPT,

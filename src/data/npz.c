@@ -63,7 +63,7 @@ static sy_status find_directory(const sy_npz *z, uint64_t *cd_at, uint64_t *cd_s
                         "%s: not a zip archive (.npz): %zu bytes is too short for one", z->what, n);
     size_t lowest = n - 22 > 65535 ? n - 22 - 65535 : 0, eocd = SIZE_MAX;
     for (size_t p = n - 22 + 1; p-- > lowest;)
-        if (data_le32(b + p) == ZIP_EOCD && p + 22 + data_le16(b + p + 20) <= n) {
+        if (io_le32(b + p) == ZIP_EOCD && p + 22 + io_le16(b + p + 20) <= n) {
             eocd = p;
             break;
         }
@@ -73,21 +73,21 @@ static sy_status find_directory(const sy_npz *z, uint64_t *cd_at, uint64_t *cd_s
             "%s: not a zip archive (.npz): no end-of-central-directory record in its last "
             "%zu bytes; the file is not an .npz or it is truncated",
             z->what, n - lowest);
-    if (data_le16(b + eocd + 4) != 0 || data_le16(b + eocd + 6) != 0)
+    if (io_le16(b + eocd + 4) != 0 || io_le16(b + eocd + 6) != 0)
         return sy_error(SY_ERR_UNSUPPORTED, "%s: multi-part zip archives are not supported",
                         z->what);
-    *entries = data_le16(b + eocd + 10);
-    *cd_size = data_le32(b + eocd + 12);
-    *cd_at = data_le32(b + eocd + 16);
-    if (eocd >= 20 && data_le32(b + eocd - 20) == ZIP64_LOCATOR) {
-        uint64_t at = data_le64(b + eocd - 20 + 8);
+    *entries = io_le16(b + eocd + 10);
+    *cd_size = io_le32(b + eocd + 12);
+    *cd_at = io_le32(b + eocd + 16);
+    if (eocd >= 20 && io_le32(b + eocd - 20) == ZIP64_LOCATOR) {
+        uint64_t at = io_le64(b + eocd - 20 + 8);
         if (at > eocd - 20 || eocd - 20 - at < 56)
             return zip_error(z, eocd - 20, "the zip64 locator points outside the archive", NULL);
-        if (data_le32(b + at) != ZIP64_EOCD)
+        if (io_le32(b + at) != ZIP64_EOCD)
             return zip_error(z, (size_t)at, "no zip64 end-of-central-directory record", NULL);
-        *entries = data_le64(b + at + 32);
-        *cd_size = data_le64(b + at + 40);
-        *cd_at = data_le64(b + at + 48);
+        *entries = io_le64(b + at + 32);
+        *cd_size = io_le64(b + at + 40);
+        *cd_at = io_le64(b + at + 48);
     }
     if (*cd_at > eocd || *cd_size > eocd - *cd_at)
         return zip_error(z, eocd, "the central directory lies outside the archive", NULL);
@@ -102,7 +102,7 @@ static sy_status read_zip64_extra(const sy_npz *z, size_t at, size_t len, uint64
                                   uint64_t *csize, uint64_t *offset) {
     const uint8_t *b = z->buf;
     for (size_t p = at; p + 4 <= at + len;) {
-        size_t id = data_le16(b + p), size = data_le16(b + p + 2), q = p + 4;
+        size_t id = io_le16(b + p), size = io_le16(b + p + 2), q = p + 4;
         if (size > at + len - q) return zip_error(z, p, "an extra field runs past its entry", NULL);
         if (id == 1) {
             uint64_t *fields[3] = {usize, csize, offset};
@@ -110,7 +110,7 @@ static sy_status read_zip64_extra(const sy_npz *z, size_t at, size_t len, uint64
                 if (*fields[i] != 0xFFFFFFFFu) continue;
                 if (q + 8 > p + 4 + size)
                     return zip_error(z, q, "the zip64 extra field is too short", NULL);
-                *fields[i] = data_le64(b + q);
+                *fields[i] = io_le64(b + q);
                 q += 8;
             }
         }
@@ -123,16 +123,16 @@ static sy_status read_zip64_extra(const sy_npz *z, size_t at, size_t len, uint64
 static sy_status read_entry(sy_npz *z, size_t *at, npz_member *m) {
     const uint8_t *b = z->buf;
     size_t p = *at;
-    if (z->n - p < 46 || data_le32(b + p) != ZIP_CENTRAL)
+    if (z->n - p < 46 || io_le32(b + p) != ZIP_CENTRAL)
         return zip_error(z, p, "expected a central directory entry (PK\\1\\2)", NULL);
-    uint16_t flags = data_le16(b + p + 8);
-    m->method = data_le16(b + p + 10);
-    m->crc = data_le32(b + p + 16);
-    m->csize = data_le32(b + p + 20);
-    m->usize = data_le32(b + p + 24);
-    size_t name_len = data_le16(b + p + 28), extra_len = data_le16(b + p + 30),
-           comment_len = data_le16(b + p + 32);
-    uint64_t local = data_le32(b + p + 42);
+    uint16_t flags = io_le16(b + p + 8);
+    m->method = io_le16(b + p + 10);
+    m->crc = io_le32(b + p + 16);
+    m->csize = io_le32(b + p + 20);
+    m->usize = io_le32(b + p + 24);
+    size_t name_len = io_le16(b + p + 28), extra_len = io_le16(b + p + 30),
+           comment_len = io_le16(b + p + 32);
+    uint64_t local = io_le32(b + p + 42);
     if (name_len + extra_len + comment_len > z->n - p - 46)
         return zip_error(z, p, "a central directory entry runs past the end of the archive", NULL);
     sy_status st = read_zip64_extra(z, p + 46 + name_len, extra_len, &m->usize, &m->csize, &local);
@@ -155,11 +155,11 @@ static sy_status read_entry(sy_npz *z, size_t *at, npz_member *m) {
             "%s: member '%s' uses zip compression method %u; only stored (0) and "
             "deflated (8) are supported, as np.savez and np.savez_compressed write them",
             z->what, m->name, m->method);
-    if (local > z->n || z->n - local < 30 || data_le32(b + local) != ZIP_LOCAL)
+    if (local > z->n || z->n - local < 30 || io_le32(b + local) != ZIP_LOCAL)
         return zip_error(
             z, p, "the entry's local header offset does not point at a local header (PK\\3\\4): ",
             m->name);
-    m->data = local + 30 + data_le16(b + local + 26) + data_le16(b + local + 28);
+    m->data = local + 30 + io_le16(b + local + 26) + io_le16(b + local + 28);
     if (m->data > z->n || m->csize > z->n - m->data)
         return zip_error(z, (size_t)local,
                          "a member's data runs past the end of the archive: ", m->name);
@@ -205,7 +205,7 @@ sy_status sy_npz_open(const char *path, sy_npz **out) {
     *out = NULL;
     uint8_t *buf;
     size_t n;
-    sy_status st = data_read_file(path, &buf, &n);
+    sy_status st = io_read_file(path, &buf, &n);
     if (st) return st;
     if ((st = npz_parse(buf, n, path, out))) {
         sy_free(buf);

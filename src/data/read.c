@@ -1,19 +1,13 @@
 /*
- * read.c - what the readers share: a whole file into memory, byte order,
- * and data_stream, the bytes of a buffer as they are, or inflated when the
- * buffer is gzip'd.
+ * read.c - what the dataset readers share: a file read whole and handed to
+ * a parser (data_with_file, data_parse_file), byte order, and data_stream,
+ * the bytes of a buffer as they are, or inflated when the buffer is gzip'd.
  *
- * Every file the library reads is opened through data_open_read: without
- * blocking (a FIFO put where a file was expected would otherwise hang the
- * open for ever), and refused, naming what it is, unless it is a regular
- * file -- a directory, a FIFO, a device such as /dev/zero (endless) all
- * get a message instead of a hang or an unbounded read.
- *
- * The readers parse from memory (so fuzz targets can feed them bytes), so a
- * file is read whole, once, into an sy_malloc'd buffer, exactly as many
- * bytes as fstat reported, and no more than the caller's format can hold. The files this module
- * reads are tens of megabytes, small next to the tensors made from them; what
- * a gzip'd file holds is never inflated whole: data_stream inflates as its
+ * Files are opened and read by io (src/io/file.c): without blocking, only
+ * when they are regular files, and whole, so the parsers work from memory
+ * (and fuzz targets can feed them bytes). The files this module reads are
+ * tens of megabytes, small next to the tensors made from them; what a
+ * gzip'd file holds is never inflated whole: data_stream inflates as its
  * reader asks for bytes (the IDX reader straight into a tensor, the tar
  * reader one member at a time).
  *
@@ -33,116 +27,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *data_file_kind(unsigned mode) {
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISSOCK(mode)) return "a socket";
-    if (S_ISLNK(mode)) return "a symbolic link";
-    return "not a regular file";
-}
-
-/* O_NONBLOCK: open() of a FIFO with no writer returns at once instead of
- * waiting for one, and fstat then says what it is; a regular file ignores
- * the flag, which is cleared all the same before any read. */
-sy_status data_open_read(const char *path, const char *what, int *fd, int64_t *size) {
-    *fd = -1;
-    const char *sep = what ? ": " : "";
-    if (!what) what = "";
-    int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (f < 0) {
-        int err = errno;
-        return sy_error(SY_ERR_IO, "%s%scannot open '%s': %s", what, sep, path, strerror(err));
-    }
-    struct stat st;
-    if (fstat(f, &st) != 0) {
-        int err = errno;
-        close(f);
-        return sy_error(SY_ERR_IO, "%s%scannot read '%s': %s", what, sep, path, strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(f);
-        if (S_ISDIR(st.st_mode))
-            return sy_error(SY_ERR_IO, "%s%scannot read '%s': it is a directory", what, sep, path);
-        return sy_error(SY_ERR_IO, "%s%scannot read '%s': it is %s, not a regular file", what, sep,
-                        path, data_file_kind(st.st_mode));
-    }
-    int flags = fcntl(f, F_GETFL);
-    if (flags >= 0) fcntl(f, F_SETFL, flags & ~O_NONBLOCK);
-    *fd = f;
-    if (size) *size = (int64_t)st.st_size;
-    return SY_OK;
-}
-
-sy_status data_fopen_read(const char *path, const char *what, FILE **out, int64_t *size) {
-    *out = NULL;
-    int fd;
-    sy_status st = data_open_read(path, what, &fd, size);
-    if (st) return st;
-    *out = fdopen(fd, "rb");
-    if (!*out) {
-        int err = errno;
-        close(fd);
-        return sy_error(SY_ERR_IO, "%s%scannot read '%s': %s", what ? what : "", what ? ": " : "",
-                        path, strerror(err));
-    }
-    return SY_OK;
-}
-
-sy_status data_read_file_max(const char *path, size_t max, const char *format, uint8_t **buf,
-                             size_t *n) {
-    *buf = NULL;
-    *n = 0;
-    int fd;
-    int64_t size64;
-    sy_status st = data_open_read(path, NULL, &fd, &size64);
-    if (st) return st;
-    size_t size = (size_t)size64;
-    if (max && size > max) {
-        close(fd);
-        return sy_error(SY_ERR_INVALID_ARGUMENT,
-                        "cannot read '%s': it holds %zu bytes, more than %s can (%zu)", path, size,
-                        format ? format : "this reader takes", max);
-    }
-    uint8_t *p = sy_malloc(size ? size : 1);
-    if (!p) {
-        close(fd);
-        return sy_error(SY_ERR_OUT_OF_MEMORY, "out of memory reading '%s' (%zu bytes)", path, size);
-    }
-    /* Exactly the size fstat gave: a file growing while it is read (or
-     * one that reports a size it does not have) cannot make this read
-     * more than it planned. */
-    size_t got = 0;
-    int err = 0;
-    while (got < size) {
-        ssize_t r = read(fd, p + got, size - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            err = r < 0 ? errno : 0;
-            break;
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    if (got != size) {
-        sy_free(p);
-        return sy_error(SY_ERR_IO, "cannot read '%s': %s", path,
-                        err ? strerror(err) : "the file shrank while it was read");
-    }
-    *buf = p;
-    *n = size;
-    return SY_OK;
-}
-
-sy_status data_read_file(const char *path, uint8_t **buf, size_t *n) {
-    return data_read_file_max(path, 0, NULL, buf, n);
-}
-
 sy_status data_with_file(const char *path, data_bytes_fn fn, void *ctx) {
     uint8_t *buf;
     size_t n;
-    sy_status st = data_read_file(path, &buf, &n);
+    sy_status st = io_read_file(path, &buf, &n);
     if (st) return st;
     st = fn(buf, n, path, ctx);
     sy_free(buf);

@@ -34,7 +34,7 @@ static inline uint32_t rotr(uint32_t x, int n) {
 
 static void sha256_compress(uint32_t h[8], const uint8_t *p) {
     uint32_t w[64];
-    for (int i = 0; i < 16; i++) w[i] = data_be32(p + 4 * i);
+    for (int i = 0; i < 16; i++) w[i] = io_be32(p + 4 * i);
     for (int i = 16; i < 64; i++) {
         uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ w[i - 15] >> 3;
         uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ w[i - 2] >> 10;
@@ -115,7 +115,7 @@ void sha256_hex(const uint8_t digest[32], char hex[65]) {
 
 sy_status sha256_file(const char *path, char hex[65]) {
     FILE *f;
-    sy_status st = data_fopen_read(path, NULL, &f, NULL);
+    sy_status st = io_fopen_read(path, NULL, &f, NULL);
     if (st) return st;
     sha256_ctx c;
     sha256_init(&c);

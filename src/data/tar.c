@@ -96,7 +96,7 @@ sy_status tar_open_file(const char *path, tar_reader **out) {
     *out = NULL;
     uint8_t *buf;
     size_t n;
-    sy_status st = data_read_file(path, &buf, &n);
+    sy_status st = io_read_file(path, &buf, &n);
     if (st) return st;
     if ((st = tar_open_memory(buf, n, path, out))) {
         sy_free(buf);

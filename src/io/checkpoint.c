@@ -12,7 +12,7 @@
  * damage; the lengths are checked against the file's size before anything
  * is read, so a truncated or padded file is refused by what it is, and the
  * reader never trusts a length it has not checked. A file is written
- * whole, atomically (data_write_file_atomic), so a crash leaves either the
+ * whole, atomically (io_write_file_atomic), so a crash leaves either the
  * previous set of checkpoints or the new one, plus at most a temporary
  * ".ckpt-<step>.syckpt.tmp-XXXXXX", which ckpt_remove_temporaries()
  * removes -- only under the directory's lock, since a temporary file in a
@@ -35,7 +35,6 @@
  */
 #include "io_internal.h"
 
-#include "../data/data_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -74,7 +73,7 @@ sy_status ckpt_write(const char *path, const char *manifest, const void *data, s
     for (int i = 0; i < 4; i++) tail[i] = (uint8_t)(crc >> (8 * i));
     const void *bufs[4] = {head, manifest, data, tail};
     size_t sizes[4] = {HEADER, m, data_size, 4};
-    return data_write_file_atomic(path, bufs, sizes, 4);
+    return io_write_file_atomic(path, bufs, sizes, 4);
 }
 
 sy_status ckpt_parse(const uint8_t *buf, size_t n, const char *what, char **manifest, const uint8_t **data,
@@ -116,9 +115,9 @@ sy_status ckpt_parse(const uint8_t *buf, size_t n, const char *what, char **mani
 }
 
 sy_status ckpt_read(const char *path, uint8_t **file, size_t *size) {
-    /* data_read_file refuses a FIFO or a directory at once (a FIFO named
+    /* io_read_file refuses a FIFO or a directory at once (a FIFO named
      * like a checkpoint would otherwise block the resume in open()) */
-    return data_read_file(path, file, size);
+    return io_read_file(path, file, size);
 }
 
 void ckpt_path(char *buf, size_t size, const char *dir, int64_t step) {

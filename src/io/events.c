@@ -11,7 +11,7 @@
  * where n counts the writers this process opened (TensorFlow's
  * file_id_counter) and ".v2" is create_file_writer's filename_suffix.
  * TensorBoard finds event files by "tfevents" in the name and reads them
- * in name order. The file is a TFRecord file (src/data/tfrecord.c's
+ * in name order. The file is a TFRecord file (src/io/tfrecord.c's
  * framing, tfrecord_frame) of serialized tensorflow.Event messages
  * (src/data/proto/tensorflow/core/util/event.proto, through protobuf-c).
  *
@@ -41,7 +41,6 @@
  */
 #include "io_internal.h"
 
-#include "../data/data_internal.h"
 #include "tensorflow/core/util/event.pb-c.h"
 
 #include <errno.h>
@@ -213,7 +212,7 @@ sy_status io_events_open(const char *dir, io_events **out) {
     *out = NULL;
     if (!dir || !*dir)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "event files: no log directory given");
-    sy_status st = data_make_dirs(dir);
+    sy_status st = io_make_dirs(dir);
     if (st) {
         char why[1024];
         snprintf(why, sizeof why, "%s", sy_last_error());
@@ -261,7 +260,7 @@ sy_status io_events_open(const char *dir, io_events **out) {
     }
     char parent[PATH_MAX];
     snprintf(parent, sizeof parent, "%.*s", (int)dir_len, dir);
-    data_sync_dir(parent);
+    io_sync_dir(parent);
     *out = w;
     return SY_OK;
 }

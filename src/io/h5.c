@@ -16,7 +16,7 @@
  *
  * Writing. libhdf5 builds the whole file in memory (the core driver
  * without a backing store); h5_commit takes its image (H5Fget_file_image)
- * and writes it with data_write_file_atomic: a temporary file beside the
+ * and writes it with io_write_file_atomic: a temporary file beside the
  * target, fsync'd, renamed over it, the directory synced. Any failure
  * removes the temporary, and h5_close of an uncommitted file writes
  * nothing: the target is never touched unless the whole new file is on
@@ -51,7 +51,6 @@
 #define _GNU_SOURCE /* mkostemp: the temporary file with O_CLOEXEC */
 #include "io_internal.h"
 
-#include "../data/data_internal.h" /* data_sync_dir */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -241,7 +240,7 @@ sy_status h5_commit(h5_file *f) {
     if (!st) {
         const void *bufs[1] = {image};
         size_t sizes[1] = {(size_t)n};
-        st = data_write_file_atomic(f->path, bufs, sizes, 1);
+        st = io_write_file_atomic(f->path, bufs, sizes, 1);
     }
     sy_free(image);
     if (st) {
@@ -278,7 +277,7 @@ sy_status h5_open_here(const char *path, h5_file **out) {
     if (stat(path, &sb) != 0) return sy_error(SY_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
     if (S_ISDIR(sb.st_mode)) return sy_error(SY_ERR_IO, "cannot read '%s': it is a directory", path);
     if (!S_ISREG(sb.st_mode)) /* stat, not open: a FIFO cannot block here */
-        return sy_error(SY_ERR_IO, "cannot read '%s': it is %s, not a regular file", path, data_file_kind(sb.st_mode));
+        return sy_error(SY_ERR_IO, "cannot read '%s': it is %s, not a regular file", path, io_file_kind(sb.st_mode));
     if (access(path, R_OK) != 0) return sy_error(SY_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
     h5_file *f = file_new(path);
     if (!f) return sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", path);

@@ -1,8 +1,14 @@
 /*
- * io_internal.h - the io module: the TensorFlow ecosystem's files that hold
- * models and training state, below keras (which gives them a model's
- * weights and configuration as plain names, shapes and arrays).
+ * io_internal.h - the io module: files, and the TensorFlow ecosystem's
+ * formats, readers and writers that know nothing of models. It sits below
+ * data (whose datasets read their files through it) and keras (which gives
+ * it a model's weights and configuration as plain names, shapes and
+ * arrays); docs/design/modules.md says why, and which of data's formats
+ * are still to move here.
  *
+ *   file.c        opening, reading and writing any file (docs/design/files.md)
+ *   crc32c.c      CRC-32C, with the SSE4.2 instruction where there is one
+ *   tfrecord.c    TFRecord files: the reader, the writer, the framing
  *   h5.c          Keras's HDF5 files through libhdf5 (weights, full models)
  *   h5_reader.c   the child process that does all of libhdf5's reading
  *   events.c      TensorBoard event files (TFRecord framing, Event protos)
@@ -19,10 +25,97 @@
 #define SY_IO_INTERNAL_H
 
 #include "systolic/core.h"
+#include "systolic/data.h" /* the TFRecord reader and writer (tfrecord.c) are data.h's API */
 #include "../core/core_internal.h"
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+/* ---- files (file.c): docs/design/files.md ------------------------------------------ */
+
+/* Open `path` for reading without blocking and check that it is a regular
+ * file: a directory, FIFO, device or socket is refused (SY_ERR_IO saying
+ * which), as is a file that cannot be opened. Messages start "what: " when
+ * what is given. *fd is blocking again; *size (when non-NULL) from fstat. */
+sy_status io_open_read(const char *path, const char *what, int *fd, int64_t *size);
+/* The same, as a stdio stream (fclose it). */
+sy_status io_fopen_read(const char *path, const char *what, FILE **f, int64_t *size);
+
+/* The whole file at `path` in a new sy_malloc'd buffer (*buf is non-NULL
+ * even for an empty file). SY_ERR_IO names the path and the system's
+ * reason; a file over `max` bytes (0: no limit) is refused before it is
+ * read, SY_ERR_INVALID_ARGUMENT naming `format` ("a Keras model JSON"). */
+sy_status io_read_file_max(const char *path, size_t max, const char *format, uint8_t **buf,
+                             size_t *n);
+sy_status io_read_file(const char *path, uint8_t **buf, size_t *n);
+
+/* "a directory", "a FIFO", "a character device", ... for messages about a
+ * path that is not a regular file. */
+const char *io_file_kind(unsigned mode);
+/* Create dir and its parents (mkdir -p); SY_ERR_IO names the part that
+ * failed, or a part that is not a directory. */
+sy_status io_make_dirs(const char *dir);
+/* fsync the directory, so that a rename into it survives a crash. */
+void io_sync_dir(const char *dir);
+/* Where a write to path lands (into target, of `size` bytes): path, or
+ * the end of its chain of symbolic links; SY_ERR_IO, before anything is
+ * written, when that is a directory, FIFO, device or socket. *mode is the
+ * existing file's permission bits, or -1 when there is none. Writers that
+ * stream into a temporary file and rename it (the TFRecord writer, the
+ * dataset cache) resolve their path here, as io_write_file_atomic does. */
+sy_status io_write_target(const char *path, char *target, size_t size, int *mode);
+/* Write the n buffers, one after another, as the file at path, atomically:
+ * into a temporary file beside it (".<name>.tmp-XXXXXX"), fsync'd, renamed
+ * over path, the directory fsync'd. A symbolic link is written through: the
+ * file it points to is replaced (beside itself) and the link kept, as h5py
+ * does; an existing file keeps its permissions. A directory, FIFO, device or
+ * socket at path (or at the end of its links) is refused, SY_ERR_IO naming
+ * it, before anything is written. On any failure (a full disk, a missing
+ * directory) the temporary file is removed, whatever path held before is
+ * untouched, and SY_ERR_IO names path and the reason. Every writer
+ * of a whole file goes through here. */
+sy_status io_write_file_atomic(const char *path, const void *const *bufs, const size_t *sizes,
+                                 int32_t n);
+
+/* Unaligned little- and big-endian loads. */
+static inline uint16_t io_le16(const uint8_t *p) {
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+static inline uint32_t io_le32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t io_le64(const uint8_t *p) {
+    return io_le32(p) | (uint64_t)io_le32(p + 4) << 32;
+}
+static inline uint32_t io_be32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+/* ---- TFRecord (crc32c.c, tfrecord.c) ------------------------------------------------ */
+
+/* CRC-32C continued over n more bytes: crc32c_extend(0, data, n) is the
+ * CRC of data. crc32c_soft is the table version the hardware path must
+ * agree with (tests compare them). */
+uint32_t crc32c_extend(uint32_t crc, const void *data, size_t n);
+uint32_t crc32c_soft(uint32_t crc, const void *data, size_t n);
+
+/* TFRecord's masked CRC: a CRC stored beside the data it covers, masked so
+ * that a CRC of bytes that hold CRCs does not degenerate. */
+static inline uint32_t tfrecord_mask(uint32_t crc) {
+    return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
+}
+
+/* A record's TFRecord frame: head gets its length (uint64 little-endian)
+ * and that length's masked CRC, foot the data's masked CRC; the record is
+ * head, the n bytes of data, foot. For writers that keep their own file
+ * (TensorBoard's event files, src/io/events.c). */
+void tfrecord_frame(const void *data, size_t n, uint8_t head[12], uint8_t foot[4]);
+
+/* A TFRecord reader on bytes in memory (which must outlive it), named
+ * `what` in messages: what the fuzz target feeds. */
+sy_status tfrecord_reader_open_memory(const uint8_t *buf, size_t n, const char *what,
+                                      const sy_tfrecord_options *options, sy_tfrecord_reader **out);
 
 /* ---- checkpoints (checkpoint.c) ------------------------------------------------ */
 

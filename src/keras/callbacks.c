@@ -46,7 +46,7 @@
  */
 #include "keras_internal.h"
 
-#include "../data/data_internal.h" /* data_file_kind */
+#include "../io/io_internal.h" /* io_file_kind */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -175,7 +175,7 @@ static sy_status csv_train_begin(void *ctx, sy_model *m) {
     c->created = !exists && errno == ENOENT;
     if (exists && !S_ISREG(sb.st_mode))
         return sy_error(SY_ERR_IO, "CSVLogger: cannot write '%s': it is %s, not a regular file", c->filename,
-                        data_file_kind(sb.st_mode));
+                        io_file_kind(sb.st_mode));
     c->fd = open(c->filename, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);
     if (c->fd < 0)
         return sy_error(SY_ERR_IO, "CSVLogger: cannot open '%s' for %s: %s", c->filename,
@@ -184,7 +184,7 @@ static sy_status csv_train_begin(void *ctx, sy_model *m) {
         close(c->fd);
         c->fd = -1;
         return sy_error(SY_ERR_IO, "CSVLogger: cannot write '%s': it is %s, not a regular file", c->filename,
-                        data_file_kind(sb.st_mode));
+                        io_file_kind(sb.st_mode));
     }
     fcntl(c->fd, F_SETFL, O_APPEND);
     /* Keras (append): the header only if the file's first line is empty,

@@ -404,7 +404,7 @@ sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p
         return sy_error(SY_ERR_INVALID_ARGUMENT,
                         "fit: save_checkpoints_steps (%lld) must be >= 0 and keep_checkpoint_max (%d) >= 1",
                         (long long)o->save_checkpoints_steps, o->keep_checkpoint_max);
-    sy_status st = data_make_dirs(o->model_dir);
+    sy_status st = io_make_dirs(o->model_dir);
     if (!st) st = ckpt_lock(o->model_dir, lock);
     if (st) {
         char msg[1024];

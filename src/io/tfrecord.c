@@ -53,7 +53,7 @@
  * that error, so a loop of writes can check only the close.
  */
 #define _GNU_SOURCE /* mkostemp: the temporary file with O_CLOEXEC */
-#include "data_internal.h"
+#include "io_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -64,6 +64,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define TFRECORD_BUFFER (256 * 1024) /* TFRecordDataset's default buffer_size */
 #define HEADER_BYTES    12           /* length, its masked CRC */
@@ -325,8 +326,8 @@ static sy_status next_record(sy_tfrecord_reader *r, const uint8_t **data, size_t
         return damaged(r, index, at, true,
                        "truncated: the file ends %zu bytes into the record's %d-byte header", got,
                        HEADER_BYTES);
-    uint64_t len = data_le64(head);
-    uint32_t stored = data_le32(head + 8), computed = tfrecord_mask(crc32c_extend(0, head, 8));
+    uint64_t len = io_le64(head);
+    uint32_t stored = io_le32(head + 8), computed = tfrecord_mask(crc32c_extend(0, head, 8));
     if (stored != computed)
         return damaged(r, index, at, true,
                        "the length field's checksum does not match (stored %08x, computed %08x), "
@@ -351,7 +352,7 @@ static sy_status next_record(sy_tfrecord_reader *r, const uint8_t **data, size_t
                        "truncated: its length field says %llu bytes of data and a 4-byte checksum "
                        "follow, the file ends after %zu",
                        (unsigned long long)len, have);
-    stored = data_le32(r->rec + len);
+    stored = io_le32(r->rec + len);
     computed = tfrecord_mask(crc32c_extend(0, r->rec, (size_t)len));
     if (stored != computed)
         return damaged(r, index, at, false,
@@ -436,7 +437,7 @@ sy_status sy_tfrecord_reader_open(const char *path, const sy_tfrecord_options *o
     if (!path)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "sy_tfrecord_reader_open: the path is NULL");
     int fd;
-    sy_status st = data_open_read(path, NULL, &fd, NULL);
+    sy_status st = io_open_read(path, NULL, &fd, NULL);
     if (st) return st;
     st = reader_new(path, options, true, out);
     if (st) {
@@ -569,7 +570,7 @@ sy_status sy_tfrecord_writer_open(const char *path, sy_compression compression,
     /* through a symbolic link to its target; never over a FIFO or device */
     char target[PATH_MAX];
     int mode;
-    sy_status tst = data_write_target(path, target, sizeof target, &mode);
+    sy_status tst = io_write_target(path, target, sizeof target, &mode);
     if (tst) return tst;
     const char *named = path;
     path = target;
@@ -648,7 +649,7 @@ sy_status sy_tfrecord_writer_close(sy_tfrecord_writer *w) {
                                      strerror(errno)));
     if (!st) {
         w->tmp[0] = '\0'; /* renamed: nothing to remove */
-        data_sync_dir(w->dir);
+        io_sync_dir(w->dir);
     } else if (w->failure) {
         sy_error(st, "%s; the temporary file was removed and any earlier '%s' left as it was",
                  w->failure, w->path);

@@ -14,7 +14,7 @@
  * crc32c_extend(crc, data, n) continues a CRC: crc32c_extend(crc32c(a), b)
  * is the CRC of a followed by b, and crc32c("123456789") is 0xE3069283.
  */
-#include "data_internal.h"
+#include "io_internal.h"
 
 #include <pthread.h>
 
@@ -42,7 +42,7 @@ static void crc_init(void) {
 
 static uint32_t crc_soft(uint32_t c, const uint8_t *p, size_t n) {
     for (; n >= 8; n -= 8, p += 8) {
-        uint32_t lo = c ^ data_le32(p), hi = data_le32(p + 4);
+        uint32_t lo = c ^ io_le32(p), hi = io_le32(p + 4);
         c = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
             crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xff] ^
             crc_table[2][(hi >> 8) & 0xff] ^ crc_table[1][(hi >> 16) & 0xff] ^
