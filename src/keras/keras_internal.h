@@ -168,12 +168,19 @@ sy_dtype model_label_dtype(const sy_model *m);
  * Embedding, float32 otherwise (Keras casts the data the same way). */
 sy_dtype model_input_dtype(const sy_model *m);
 
-/* ---- Keras model JSON (config.c) --------------------------------------------------- */
+/* ---- Keras model JSON (config.c, config_read.c) --------------------------------------------------- */
 
 /* sy_model_from_json over `size` bytes (no NUL needed), refusing a model
  * whose weights would hold more than max_params values in all (before any
  * is allocated): the fuzz target reads arbitrary bytes with a small limit. */
 sy_status keras_model_from_json_bytes(const char *json, size_t size, int64_t max_params, sy_model **out);
+/* A JSON value for a message, as Python's json.dumps writes it, cut at
+ * about 100 characters ("(absent)" for NULL; config.c). */
+typedef struct keras_shown {
+    char s[128];
+} keras_shown;
+struct json_t;
+keras_shown keras_json_show(const struct json_t *v);
 
 /* ---- the progress bar (Keras's Progbar, through the callback interface) -------- */
 
