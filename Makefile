@@ -7,6 +7,7 @@
 #   make tsan     the tests under ThreadSanitizer (build-tsan/), no learning tests
 #   make bench    build and run the benchmarks
 #   make fuzz     run the libFuzzer targets, FUZZ_SECONDS each (clang, build-fuzz/)
+#   make skipped  list the tests each build skipped and why (last in CI's command, so its log ends with it)
 #   make deps     install the Debian packages the build needs, and .venv/ (TensorFlow 2.15.1) for the interop tests
 #   make bench-deps  install what the side-by-side benchmarks need (PyTorch; TensorFlow in .gl/)
 #   make format   clang-format the sources
@@ -35,7 +36,7 @@ PYTHON_PACKAGES = tensorflow-cpu==2.15.1 tensorboard h5py
 # threads) takes its place through Debian's alternatives.
 BENCH_PACKAGES = python3-torch python3-venv libopenblas0-openmp
 
-.PHONY: all configure test test-long asan tsan fuzz bench deps bench-deps format clean
+.PHONY: all configure test test-long asan tsan fuzz skipped bench deps bench-deps format clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -84,6 +85,12 @@ fuzz:
 	  build-fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -malloc_limit_mb=256 -print_final_stats=1 \
 	    -artifact_prefix=build-fuzz/$$t- build-fuzz/corpus/$$t tests/fuzz/corpus/$$t || exit 1; \
 	done
+
+# The tests each build that ran skipped, and why: what test, asan and tsan
+# print after their runs, again together, so that CI's log ends with it; an
+# interop test skipped though .venv has TensorFlow fails here too.
+skipped:
+	@$(SKIPPED) $(wildcard $(BUILD) build-asan build-tsan)
 
 # Kernels beside PyTorch, then the tutorial models (Fashion-MNIST CNN, IMDB
 # LSTM: training, prediction, a whole IMDB epoch) beside TensorFlow (.gl/
