@@ -269,7 +269,7 @@ static void test_refusals(sy_strategy *s) {
     /* damaged files: truncated at several points, a flipped byte, not a checkpoint */
     uint8_t *file;
     size_t size;
-    CHECK_OK(ckpt_read(path, &file, &size));
+    CHECK_OK(io_read_file(path, &file, &size));
     before = snapshot(seeded, &n);
     snprintf(bad, sizeof bad, "%s/bad.syckpt", tmp_root);
     size_t cuts[] = {0, 5, 24, 100, size / 2, size - 1};
@@ -433,7 +433,7 @@ static void capture_warning(void *ctx, sy_log_level level, const char *msg) {
 static void damage(const char *path, long n) {
     uint8_t *file;
     size_t size;
-    CHECK_OK(ckpt_read(path, &file, &size));
+    CHECK_OK(io_read_file(path, &file, &size));
     if (n < 0) file[(size_t)(-n - 1) % size] ^= 0x40;
     write_bytes(path, file, n < 0 ? size : (size_t)n, false);
     sy_free(file);
@@ -514,7 +514,7 @@ static void test_resume_past_damage(sy_strategy *s) {
     ckpt_path(b, sizeof b, cut, 1000);
     uint8_t *file;
     size_t size;
-    CHECK_OK(ckpt_read(a, &file, &size));
+    CHECK_OK(io_read_file(a, &file, &size));
     write_bytes(b, file, size, false);
     sy_free(file);
     CHECK_ERR(run(s, &arrays, cut, 4, true, 0, &resumed), SY_ERR_SHAPE, "another model", "ckpt-1000");
@@ -541,7 +541,7 @@ static int write_fuzz_seeds(const char *dir) {
     size_t size, data_size;
     char *man;
     const uint8_t *data;
-    CHECK_OK(ckpt_read(file_path, &file, &size));
+    CHECK_OK(io_read_file(file_path, &file, &size));
     CHECK_OK(ckpt_parse(file, size, file_path, &man, &data, &data_size));
     size_t m = strlen(man);
     uint8_t *seed = malloc(size + 1);

@@ -20,12 +20,7 @@
  */
 #include "data_internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 sy_status data_with_file(const char *path, data_bytes_fn fn, void *ctx) {
     uint8_t *buf;

@@ -114,12 +114,6 @@ sy_status ckpt_parse(const uint8_t *buf, size_t n, const char *what, char **mani
     return SY_OK;
 }
 
-sy_status ckpt_read(const char *path, uint8_t **file, size_t *size) {
-    /* io_read_file refuses a FIFO or a directory at once (a FIFO named
-     * like a checkpoint would otherwise block the resume in open()) */
-    return io_read_file(path, file, size);
-}
-
 void ckpt_path(char *buf, size_t size, const char *dir, int64_t step) {
     snprintf(buf, size, "%s/ckpt-%" PRId64 CKPT_SUFFIX, dir, step);
 }

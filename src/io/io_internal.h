@@ -124,8 +124,6 @@ sy_status tfrecord_reader_open_memory(const uint8_t *buf, size_t n, const char *
 /* Write a checkpoint file: the manifest (JSON text) and the data bytes,
  * framed and CRC'd, atomically. */
 sy_status ckpt_write(const char *path, const char *manifest, const void *data, size_t data_size);
-/* The whole file at path, in a new buffer (sy_free). */
-sy_status ckpt_read(const char *path, uint8_t **file, size_t *size);
 /* Check a checkpoint's bytes (named `what` in messages): the magic, the
  * lengths against n, the CRC. *manifest is a new NUL-terminated copy
  * (sy_free); *data points into buf. SY_ERR_CORRUPT says what is wrong. */

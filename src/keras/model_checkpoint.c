@@ -338,7 +338,7 @@ sy_status checkpoint_load_bytes(sy_model *m, const uint8_t *buf, size_t n, const
 sy_status checkpoint_load(sy_model *m, const char *path, fit_position *p) {
     uint8_t *file;
     size_t size;
-    sy_status st = ckpt_read(path, &file, &size);
+    sy_status st = io_read_file(path, &file, &size);
     if (st) return st;
     st = checkpoint_load_bytes(m, file, size, path, p);
     sy_free(file);
