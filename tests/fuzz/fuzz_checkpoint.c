@@ -18,6 +18,7 @@
 #include "io/io_internal.h"
 #include "data/data_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
