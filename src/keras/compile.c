@@ -207,7 +207,7 @@ sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training, b
         }
         layer_ctx ctx = {training, L->cfg.seed ? L->cfg.seed : sy_mix64(m->seed ^ sy_mix64((uint64_t)i + 0xD0D0ull)),
                          gradients};
-        h = impl->build(g, &L->cfg, h, w, &ctx);
+        h = impl->build(g, &L->cfg, &h, 1, w, &ctx);
         sy_graph_pop_scope(g);
     }
     return h;

@@ -22,7 +22,7 @@
  * as the named initializer it equals), initializers null (Keras then uses
  * glorot_uniform; written so) or by name.
  */
-#include "keras_internal.h"
+#include "keras_config.h"
 
 #include "../core/core_internal.h"
 
@@ -38,17 +38,6 @@
 
 /* ==== writing JSON as Python's json.dumps does =================================== */
 
-#define JW_DEPTH 32
-
-typedef struct jw {
-    char *buf;
-    size_t len, cap;
-    size_t limit; /* 0: none; else stop, marking truncated, past this many bytes */
-    bool failed;  /* out of memory */
-    bool truncated;
-    int depth;
-    bool array[JW_DEPTH], first[JW_DEPTH];
-} jw;
 
 static void jw_raw(jw *w, const char *s, size_t n) {
     if (w->failed || w->truncated) return;
@@ -83,7 +72,7 @@ static void jw_value(jw *w) {
     }
 }
 
-static void jw_open(jw *w, bool array) {
+void jw_open(jw *w, bool array) {
     jw_value(w);
     jw_puts(w, array ? "[" : "{");
     if (w->depth < JW_DEPTH) {
@@ -93,7 +82,7 @@ static void jw_open(jw *w, bool array) {
     w->depth++;
 }
 
-static void jw_close(jw *w) {
+void jw_close(jw *w) {
     w->depth--;
     jw_puts(w, w->depth < JW_DEPTH && w->array[w->depth] ? "]" : "}");
 }
@@ -145,12 +134,12 @@ static void jw_string_body(jw *w, const char *s) {
     jw_puts(w, "\"");
 }
 
-static void jw_str(jw *w, const char *s) {
+void jw_str(jw *w, const char *s) {
     jw_value(w);
     jw_string_body(w, s);
 }
 
-static void jw_key(jw *w, const char *key) {
+void jw_key(jw *w, const char *key) {
     if (w->depth > 0 && w->depth <= JW_DEPTH) {
         if (!w->first[w->depth - 1]) jw_puts(w, ", ");
         w->first[w->depth - 1] = false;
@@ -159,19 +148,19 @@ static void jw_key(jw *w, const char *key) {
     jw_puts(w, ": ");
 }
 
-static void jw_int(jw *w, long long v) {
+void jw_int(jw *w, long long v) {
     char b[32];
     jw_value(w);
     snprintf(b, sizeof b, "%lld", v);
     jw_puts(w, b);
 }
 
-static void jw_bool(jw *w, bool v) {
+void jw_bool(jw *w, bool v) {
     jw_value(w);
     jw_puts(w, v ? "true" : "false");
 }
 
-static void jw_null(jw *w) {
+void jw_null(jw *w) {
     jw_value(w);
     jw_puts(w, "null");
 }
@@ -191,7 +180,7 @@ static double float_as_decimal(float x) {
 /* A number as Python's json.dumps writes it: repr(float) (of the shortest
  * decimal of the float x when single), with NaN and Infinity for the
  * values JSON has no word for. */
-static void jw_real(jw *w, double x, bool single) {
+void jw_real(jw *w, double x, bool single) {
     char b[48];
     jw_value(w);
     if (isnan(x)) jw_puts(w, "NaN");
@@ -200,7 +189,7 @@ static void jw_real(jw *w, double x, bool single) {
 }
 
 /* Any parsed value, for messages (jw's limit cuts it short). */
-static void jw_json(jw *w, const json_t *v) {
+void jw_json(jw *w, const json_t *v) {
     if (w->depth >= JW_DEPTH) {
         jw_value(w);
         jw_puts(w, "...");
@@ -253,28 +242,28 @@ keras_shown keras_json_show(const json_t *v) {
 
 /* ==== to_json ==================================================================== */
 
-static void jw_shape(jw *w, const sy_shape *s, bool batch) {
+void jw_shape(jw *w, const sy_shape *s, bool batch) {
     jw_open(w, true);
     if (batch) jw_null(w);
     for (int i = 0; i < s->rank; i++) jw_int(w, (long long)s->dims[i]);
     jw_close(w);
 }
 
-static void jw_pair(jw *w, int32_t a, int32_t b) {
+void jw_pair(jw *w, int32_t a, int32_t b) {
     jw_open(w, true);
     jw_int(w, a);
     jw_int(w, b);
     jw_close(w);
 }
 
-static void jw_seed(jw *w, uint64_t seed) {
+void jw_seed(jw *w, uint64_t seed) {
     jw_key(w, "seed");
     if (seed) jw_int(w, (long long)(int64_t)seed);
     else jw_null(w);
 }
 
 /* An initializer as Keras serializes it; false for one Keras has no name for. */
-static bool jw_init(jw *w, const sy_init *in) {
+bool jw_init(jw *w, const sy_init *in) {
     static const char *const names[] = {
         [SY_INIT_ZEROS] = "Zeros",           [SY_INIT_ONES] = "Ones",
         [SY_INIT_CONSTANT] = "Constant",     [SY_INIT_UNIFORM] = "RandomUniform",
@@ -328,7 +317,7 @@ static bool jw_init(jw *w, const sy_init *in) {
     return true;
 }
 
-static void jw_nulls(jw *w, const char *const *keys) {
+void jw_nulls(jw *w, const char *const *keys) {
     for (; *keys; keys++) {
         jw_key(w, *keys);
         jw_null(w);
@@ -363,7 +352,9 @@ static const char *write_layer_config(jw *w, const model_layer *L) {
         else jw_null(w);
         jw_close(w);
     }
-    switch (l->kind) {
+    const layer_impl *impl = layer_impl_of(l->kind);
+    if (impl->json_write) impl->json_write(w, l, &bad);
+    else switch (l->kind) {
     case SY_LAYER_DENSE: {
         static const char *const nulls[] = {"kernel_regularizer", "bias_regularizer", "activity_regularizer",
                                             "kernel_constraint", "bias_constraint", NULL};
@@ -494,6 +485,7 @@ static const char *write_layer_config(jw *w, const model_layer *L) {
         }
         break;
     }
+    default: break;
     }
     jw_close(w);
 #undef INIT

@@ -17,7 +17,7 @@
  * and systolic does not, SY_ERR_INVALID_ARGUMENT for everything else
  * (syntax, types, missing arguments, values Keras refuses too).
  */
-#include "keras_internal.h"
+#include "keras_config.h"
 
 #include "../core/core_internal.h"
 
@@ -36,18 +36,10 @@
 
 /* ==== reading ===================================================================== */
 
-static const char SUPPORTED_LAYERS[] = "Activation, AveragePooling2D, Conv2D, Dense, Dropout, Embedding, Flatten, "
-                                       "GRU, InputLayer, LSTM, MaxPooling2D, Reshape";
 static const char SUPPORTED_ACTIVATIONS[] = "linear, relu, sigmoid, tanh, softmax";
 
-/* One layer's config being read: its name and class for messages. */
-typedef struct rd {
-    const char *name, *cls;
-    json_t *cfg;
-} rd;
 
-static sy_status rd_err(const rd *r, sy_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static sy_status rd_err(const rd *r, sy_status st, const char *fmt, ...) {
+sy_status rd_err(const rd *r, sy_status st, const char *fmt, ...) {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -56,10 +48,10 @@ static sy_status rd_err(const rd *r, sy_status st, const char *fmt, ...) {
     return sy_error(st, "model JSON: layer '%s' (%s): %s", r->name, r->cls, msg);
 }
 
-static json_t *rd_get(const rd *r, const char *key) { return json_object_get(r->cfg, key); }
+json_t *rd_get(const rd *r, const char *key) { return json_object_get(r->cfg, key); }
 
 /* An integer argument in [lo, hi]; `def` when absent (required: no default). */
-static sy_status rd_int(const rd *r, const char *key, bool required, int64_t def, int64_t lo, int64_t hi,
+sy_status rd_int(const rd *r, const char *key, bool required, int64_t def, int64_t lo, int64_t hi,
                         int64_t *out) {
     json_t *v = rd_get(r, key);
     if (!v) {
@@ -74,7 +66,7 @@ static sy_status rd_int(const rd *r, const char *key, bool required, int64_t def
     return SY_OK;
 }
 
-static sy_status rd_i32(const rd *r, const char *key, bool required, int32_t def, int32_t lo, int32_t *out) {
+sy_status rd_i32(const rd *r, const char *key, bool required, int32_t def, int32_t lo, int32_t *out) {
     int64_t v = 0;
     sy_status st = rd_int(r, key, required, def, lo, INT32_MAX, &v);
     if (!st) *out = (int32_t)v;
@@ -82,7 +74,7 @@ static sy_status rd_i32(const rd *r, const char *key, bool required, int32_t def
 }
 
 /* A pair of positive integers: an integer n (n, n) or a list of two. */
-static sy_status rd_pair(const rd *r, const char *key, bool required, int32_t def, int32_t out[2]) {
+sy_status rd_pair(const rd *r, const char *key, bool required, int32_t def, int32_t out[2]) {
     json_t *v = rd_get(r, key);
     if (!v) {
         if (required) return rd_err(r, SY_ERR_INVALID_ARGUMENT, "the argument '%s' is missing", key);
@@ -100,7 +92,7 @@ static sy_status rd_pair(const rd *r, const char *key, bool required, int32_t de
     return SY_OK;
 }
 
-static sy_status rd_bool(const rd *r, const char *key, bool def, bool *out) {
+sy_status rd_bool(const rd *r, const char *key, bool def, bool *out) {
     json_t *v = rd_get(r, key);
     if (!v) {
         *out = def;
@@ -112,7 +104,7 @@ static sy_status rd_bool(const rd *r, const char *key, bool def, bool *out) {
 }
 
 /* A boolean that must hold `want` (absent: Keras's default, which is want). */
-static sy_status rd_bool_only(const rd *r, const char *key, bool want) {
+sy_status rd_bool_only(const rd *r, const char *key, bool want) {
     bool b = want;
     sy_status st = rd_bool(r, key, want, &b);
     if (!st && b != want)
@@ -121,7 +113,7 @@ static sy_status rd_bool_only(const rd *r, const char *key, bool want) {
     return st;
 }
 
-static sy_status rd_float(const rd *r, const char *key, bool required, float def, float *out) {
+sy_status rd_float(const rd *r, const char *key, bool required, float def, float *out) {
     json_t *v = rd_get(r, key);
     if (!v) {
         if (required) return rd_err(r, SY_ERR_INVALID_ARGUMENT, "the argument '%s' is missing", key);
@@ -135,13 +127,13 @@ static sy_status rd_float(const rd *r, const char *key, bool required, float def
 }
 
 /* An argument that must be absent or null (regularizers, constraints, ...). */
-static sy_status rd_null(const rd *r, const char *key) {
+sy_status rd_null(const rd *r, const char *key) {
     json_t *v = rd_get(r, key);
     if (v && !json_is_null(v)) return rd_err(r, SY_ERR_UNSUPPORTED, "%s %s is not supported (supported: null)", key, keras_json_show(v).s);
     return SY_OK;
 }
 
-static sy_status rd_nulls(const rd *r, const char *const *keys) {
+sy_status rd_nulls(const rd *r, const char *const *keys) {
     for (; *keys; keys++) {
         sy_status st = rd_null(r, *keys);
         if (st) return st;
@@ -149,7 +141,7 @@ static sy_status rd_nulls(const rd *r, const char *const *keys) {
     return SY_OK;
 }
 
-static sy_status rd_data_format(const rd *r) {
+sy_status rd_data_format(const rd *r) {
     json_t *v = rd_get(r, "data_format");
     if (!v || json_is_null(v) || (json_is_string(v) && !strcmp(json_string_value(v), "channels_last"))) return SY_OK;
     if (!json_is_string(v))
@@ -157,7 +149,7 @@ static sy_status rd_data_format(const rd *r) {
     return rd_err(r, SY_ERR_UNSUPPORTED, "data_format %s is not supported (supported: \"channels_last\")", keras_json_show(v).s);
 }
 
-static sy_status rd_padding(const rd *r, sy_padding *out) {
+sy_status rd_padding(const rd *r, sy_padding *out) {
     json_t *v = rd_get(r, "padding");
     const char *s = v && json_is_string(v) ? json_string_value(v) : NULL;
     if (!v) s = "valid";
@@ -170,7 +162,7 @@ static sy_status rd_padding(const rd *r, sy_padding *out) {
 
 /* Keras's activation argument: a name, null (linear), or the
  * {"class_name": "function", "config": NAME} of Keras's newer serializer. */
-static sy_status rd_activation(const rd *r, const char *key, sy_activation def, bool required, sy_activation *out) {
+sy_status rd_activation(const rd *r, const char *key, sy_activation def, bool required, sy_activation *out) {
     json_t *v = rd_get(r, key);
     if (!v) {
         if (required) return rd_err(r, SY_ERR_INVALID_ARGUMENT, "the argument '%s' is missing", key);
@@ -276,7 +268,7 @@ static sy_status variance_scaling(const rd *r, const char *key, json_t *cfg, sy_
 /* An initializer argument: Keras's {"class_name", "config"} (with or
  * without module and registered_name), a name, or null (Keras then uses
  * glorot_uniform). */
-static sy_status rd_init(const rd *r, const char *key, sy_init def, sy_init *out) {
+sy_status rd_init(const rd *r, const char *key, sy_init def, sy_init *out) {
     json_t *v = rd_get(r, key);
     if (!v) {
         *out = def;
@@ -346,7 +338,7 @@ static sy_status rd_init(const rd *r, const char *key, sy_init def, sy_init *out
 /* A shape given as a JSON list: with the batch axis first (batch_input_shape,
  * whose batch may be null or a number, ignored) or without. *known is false
  * when a dimension is null (unknown: shapes here are static). */
-static sy_status rd_shape(const rd *r, const char *key, json_t *v, bool batch, sy_shape *out, bool *known) {
+sy_status rd_shape(const rd *r, const char *key, json_t *v, bool batch, sy_shape *out, bool *known) {
     memset(out, 0, sizeof *out);
     *known = true;
     size_t n = json_is_array(v) ? json_array_size(v) : 0;
@@ -445,7 +437,7 @@ static sy_status rd_dtype(const rd *r) {
 /* The arguments every kind shares: trainable, dtype, the input shape a first
  * layer may carry (batch_input_shape, input_shape, or Dense's legacy
  * input_dim), weights, autocast. */
-static sy_status rd_common(const rd *r, const layer_kind_info *k, sy_layer *l) {
+static sy_status rd_common(const rd *r, sy_layer_kind kind, sy_layer *l) {
     sy_status st;
     if ((st = rd_bool_only(r, "trainable", true)) || (st = rd_dtype(r)) || (st = rd_null(r, "weights")) ||
         (st = rd_null(r, "activity_regularizer")))
@@ -462,7 +454,7 @@ static sy_status rd_common(const rd *r, const layer_kind_info *k, sy_layer *l) {
         bool known;
         if ((st = rd_shape(r, batch ? "batch_input_shape" : "input_shape", v, batch, &l->input_shape, &known)))
             return st;
-    } else if (k->kind != SY_LAYER_EMBEDDING && rd_get(r, "input_dim")) {
+    } else if (kind != SY_LAYER_EMBEDDING && rd_get(r, "input_dim")) {
         int64_t d;
         if ((st = rd_int(r, "input_dim", false, 0, 1, INT32_MAX, &d))) return st;
         l->input_shape = sy_shape_of(1, d);
@@ -547,7 +539,7 @@ static sy_status rd_reshape(const rd *r, sy_layer *l) {
     return SY_OK;
 }
 
-static sy_status rd_seed(const rd *r, uint64_t *out) {
+sy_status rd_seed(const rd *r, uint64_t *out) {
     json_t *v = rd_get(r, "seed");
     if (v && !json_is_null(v) && !json_is_integer(v))
         return rd_err(r, SY_ERR_INVALID_ARGUMENT, "seed must be an integer or null, got %s", keras_json_show(v).s);
@@ -614,6 +606,8 @@ static sy_status rd_recurrent(const rd *r, sy_layer *l) {
 typedef sy_status (*rd_fn)(const rd *r, sy_layer *l);
 
 static rd_fn reader_of(sy_layer_kind kind) {
+    const layer_impl *impl = layer_impl_of(kind);
+    if (impl && impl->json_read) return impl->json_read;
     switch (kind) {
     case SY_LAYER_DENSE: return rd_dense;
     case SY_LAYER_CONV2D: return rd_conv2d;
@@ -629,6 +623,8 @@ static rd_fn reader_of(sy_layer_kind kind) {
 }
 
 static sy_layer layer_defaults(sy_layer_kind kind) {
+    const layer_impl *impl = layer_impl_of(kind);
+    if (impl && impl->defaults) return impl->defaults();
     switch (kind) {
     case SY_LAYER_DENSE: return sy_layer_dense(0);
     case SY_LAYER_CONV2D: return sy_layer_conv2d(0, 0, 0);
@@ -732,23 +728,28 @@ static sy_status read_layer(json_t *entry, size_t index, parsed *p) {
     sy_status st = entry_parts(entry, index, &cls, &cfg, &name);
     if (st) return st;
     const layer_kind_info *k = kind_of(cls);
-    if (!k) {
+    const layer_impl *impl = k ? layer_impl_of(k->kind) : layer_impl_by_class(cls);
+    if (!impl) {
+        char supported[1024];
+        keras_layer_names(supported, sizeof supported);
         if (!strcmp(cls, "Sequential") || !strcmp(cls, "Functional") || !strcmp(cls, "Model"))
             return sy_error(SY_ERR_UNSUPPORTED, "model JSON: layer '%s': a nested model (%s) is not supported; "
-                            "supported layers: %s", name ? name : "?", cls, SUPPORTED_LAYERS);
+                            "supported layers: %s", name ? name : "?", cls, supported);
         return sy_error(SY_ERR_UNSUPPORTED, "model JSON: layer '%s': %s is not supported; supported layers: %s",
-                        name ? name : "?", cls, SUPPORTED_LAYERS);
+                        name ? name : "?", cls, supported);
     }
-    rd r = {name ? name : "?", k->cls, cfg};
+    const char *const *own = k ? k->keys : impl->json_keys;
+    static const char *const none[] = {NULL};
+    rd r = {name ? name : "?", impl->class_name, cfg};
     const char *key;
     json_t *x;
     json_object_foreach(cfg, key, x) {
-        if (!in_list(common_keys, key) && !in_list(k->keys, key))
+        if (!in_list(common_keys, key) && !in_list(own ? own : none, key))
             return rd_err(&r, SY_ERR_INVALID_ARGUMENT, "unknown argument '%s'", key);
     }
-    sy_layer l = layer_defaults(k->kind);
+    sy_layer l = layer_defaults(impl->kind);
     l.name = name;
-    if ((st = rd_common(&r, k, &l)) || (st = reader_of(k->kind)(&r, &l))) return st;
+    if ((st = rd_common(&r, impl->kind, &l)) || (st = reader_of(impl->kind)(&r, &l))) return st;
     p->layers[p->n++] = l;
     return SY_OK;
 }
@@ -910,7 +911,7 @@ static sy_status check_sizes(const sy_layer *l, const sy_shape *in, int64_t *par
     const layer_impl *impl = layer_impl_of(l->kind);
     const char *name = l->name ? l->name : impl->prefix; /* sy_model_add gives the automatic name */
     sy_shape out;
-    sy_status st = impl->output_shape(l, name, in, &out);
+    sy_status st = impl->output_shape(l, name, in, 1, &out);
     if (st) return st;
     int64_t count = 1;
     for (int i = 0; i < out.rank; i++)

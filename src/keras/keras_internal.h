@@ -25,31 +25,58 @@ typedef struct layer_weight {
     const char *name; /* "kernel", "bias", "lstm_cell/kernel": the variable is "<layer>/<name>" */
     sy_shape shape;
     sy_init init;
+    bool non_trainable; /* state the optimizer leaves alone (BatchNormalization's moving_mean) */
 } layer_weight;
 
 typedef struct layer_ctx {
-    bool training;  /* dropout active */
+    bool training;  /* dropout active, BatchNormalization on the batch's statistics */
     uint64_t seed;  /* the layer's stream (dropout) */
     bool gradients; /* the graph will be differentiated (training, or a test taking gradients without dropout) */
 } layer_ctx;
 
+struct rd;
+struct jw;
+
+/* One kind of layer: everything systolic knows of it, in its own file
+ * under layers/. Inputs come as arrays: a layer that takes one input
+ * (max_inputs 0) sees n_in == 1 and in[0] / x[0]; the model checks the
+ * count before calling it. */
 typedef struct layer_impl {
     sy_layer_kind kind;
     const char *class_name; /* Keras's class: "Conv2D" */
     const char *prefix;     /* automatic names: "conv2d" */
-    /* Check the configuration against the input shape (without the batch
+    /* Check the configuration against the input shapes (without the batch
      * axis) and give the output shape. On a mismatch return sy_error(...)
      * naming `name` and the shapes. */
-    sy_status (*output_shape)(const sy_layer *l, const char *name, const sy_shape *in, sy_shape *out);
+    sy_status (*output_shape)(const sy_layer *l, const char *name, const sy_shape *in, int n_in, sy_shape *out);
     /* The weights, in Keras's order; returns how many (<= LAYER_MAX_WEIGHTS).
      * NULL for a layer without weights. */
     int (*weights)(const sy_layer *l, const sy_shape *in, layer_weight *w);
-    /* Add the layer's ops to g: x (batch, in...) -> (batch, out...); w are
-     * the weights' param nodes in the order weights() gave. */
-    sy_node (*build)(sy_graph *g, const sy_layer *l, sy_node x, const sy_node *w, const layer_ctx *ctx);
+    /* Add the layer's ops to g: x[i] (batch, in[i]...) -> (batch, out...);
+     * w are the weights' param nodes in the order weights() gave. */
+    sy_node (*build)(sy_graph *g, const sy_layer *l, const sy_node *x, int n_in, const sy_node *w,
+                     const layer_ctx *ctx);
+    /* How many inputs it takes: 0, 0 means exactly one; a merge layer 2 (or
+     * 1) to LAYER_MAX_INPUTS. */
+    int min_inputs, max_inputs;
+    /* Its model JSON (keras_config.h): the arguments of its get_config()
+     * besides the common ones, read into a sy_layer that holds defaults(),
+     * and written after name, trainable, dtype and the input shape (set
+     * *bad to the argument's name when Keras could not hold its value).
+     * NULL json_read: the kind is read by config_read.c's own table. */
+    const char *const *json_keys;
+    sy_status (*json_read)(const struct rd *r, sy_layer *l);
+    void (*json_write)(struct jw *w, const sy_layer *l, const char **bad);
+    sy_layer (*defaults)(void);
 } layer_impl;
 
+#define LAYER_MAX_INPUTS 64
+
 const layer_impl *layer_impl_of(sy_layer_kind kind);
+/* The kind whose Keras class is `cls` ("Conv2D"), or NULL. */
+const layer_impl *layer_impl_by_class(const char *cls);
+/* "Activation, Add, ..., InputLayer, ...": every class systolic reads, sorted. */
+void keras_layer_names(char *buf, size_t size);
 
 extern const layer_impl keras_dense, keras_conv2d, keras_max_pooling2d, keras_average_pooling2d,
     keras_activation_layer, keras_flatten, keras_reshape, keras_dropout, keras_embedding, keras_lstm, keras_gru;

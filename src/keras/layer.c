@@ -5,6 +5,7 @@
  */
 #include "keras_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -100,6 +101,25 @@ const layer_impl *layer_impl_of(sy_layer_kind kind) {
     for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++)
         if (impls[i]->kind == kind) return impls[i];
     return NULL;
+}
+
+const layer_impl *layer_impl_by_class(const char *cls) {
+    for (size_t i = 0; cls && i < sizeof impls / sizeof impls[0]; i++)
+        if (strcmp(impls[i]->class_name, cls) == 0) return impls[i];
+    return NULL;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+void keras_layer_names(char *buf, size_t size) {
+    const char *names[sizeof impls / sizeof impls[0] + 1];
+    size_t n = 0, used = 0;
+    for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++) names[n++] = impls[i]->class_name;
+    names[n++] = "InputLayer";
+    qsort(names, n, sizeof names[0], by_name);
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", names[i]);
 }
 
 const char *sy_layer_class_name(sy_layer_kind kind) {

@@ -99,7 +99,7 @@ static sy_status build_layer(sy_model *m, int64_t i) {
     model_layer *L = &m->layers[i];
     const layer_impl *impl = layer_impl_of(L->cfg.kind);
     const sy_shape *in = layer_input(m, i);
-    sy_status st = impl->output_shape(&L->cfg, L->name, in, &L->out_shape);
+    sy_status st = impl->output_shape(&L->cfg, L->name, in, 1, &L->out_shape);
     if (st) return st;
     layer_weight w[LAYER_MAX_WEIGHTS];
     L->n_weights = impl->weights ? impl->weights(&L->cfg, in, w) : 0;

@@ -5,7 +5,8 @@
  */
 #include "../keras_internal.h"
 
-static sy_status conv2d_output_shape(const sy_layer *l, const char *name, const sy_shape *in, sy_shape *out) {
+static sy_status conv2d_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in, sy_shape *out) {
+    (void)n_in;
     char s[SY_SHAPE_STR_MAX];
     if (l->filters <= 0)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (Conv2D): filters must be positive, got %d", name, l->filters);
@@ -35,17 +36,26 @@ static int conv2d_weights(const sy_layer *l, const sy_shape *in, layer_weight *w
     w[0] = (layer_weight){"kernel",
                           sy_shape_of(4, (int64_t)l->kernel_size[0], (int64_t)l->kernel_size[1], in->dims[2],
                                       (int64_t)l->filters),
-                          l->kernel_initializer};
+                          l->kernel_initializer, false};
     if (!l->use_bias) return 1;
-    w[1] = (layer_weight){"bias", sy_shape_of(1, (int64_t)l->filters), l->bias_initializer};
+    w[1] = (layer_weight){"bias", sy_shape_of(1, (int64_t)l->filters), l->bias_initializer, false};
     return 2;
 }
 
-static sy_node conv2d_build(sy_graph *g, const sy_layer *l, sy_node x, const sy_node *w, const layer_ctx *ctx) {
+static sy_node conv2d_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w, const layer_ctx *ctx) {
+    sy_node x = in[0];
+    (void)n_in;
     (void)ctx;
     sy_node h = sy_graph_conv2d(g, x, w[0], l->strides[0], l->strides[1], l->padding);
     if (l->use_bias) h = sy_graph_bias_add(g, h, w[1]);
     return keras_activate(g, l->activation, h);
 }
 
-const layer_impl keras_conv2d = {SY_LAYER_CONV2D, "Conv2D", "conv2d", conv2d_output_shape, conv2d_weights, conv2d_build};
+const layer_impl keras_conv2d = {
+    .kind = SY_LAYER_CONV2D,
+    .class_name = "Conv2D",
+    .prefix = "conv2d",
+    .output_shape = conv2d_output_shape,
+    .weights = conv2d_weights,
+    .build = conv2d_build,
+};

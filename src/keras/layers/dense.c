@@ -9,7 +9,8 @@
  */
 #include "../keras_internal.h"
 
-static sy_status dense_output_shape(const sy_layer *l, const char *name, const sy_shape *in, sy_shape *out) {
+static sy_status dense_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in, sy_shape *out) {
+    (void)n_in;
     char s[SY_SHAPE_STR_MAX];
     if (l->units <= 0)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (Dense): units must be positive, got %d", name, l->units);
@@ -22,17 +23,19 @@ static sy_status dense_output_shape(const sy_layer *l, const char *name, const s
 }
 
 static int dense_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) {
-    w[0] = (layer_weight){"kernel", sy_shape_of(2, in->dims[in->rank - 1], (int64_t)l->units), l->kernel_initializer};
+    w[0] = (layer_weight){"kernel", sy_shape_of(2, in->dims[in->rank - 1], (int64_t)l->units), l->kernel_initializer, false};
     if (!l->use_bias) return 1;
-    w[1] = (layer_weight){"bias", sy_shape_of(1, (int64_t)l->units), l->bias_initializer};
+    w[1] = (layer_weight){"bias", sy_shape_of(1, (int64_t)l->units), l->bias_initializer, false};
     return 2;
 }
 
-static sy_node dense_build(sy_graph *g, const sy_layer *l, sy_node x, const sy_node *w, const layer_ctx *ctx) {
+static sy_node dense_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w, const layer_ctx *ctx) {
+    sy_node x = in[0];
+    (void)n_in;
     (void)ctx;
     sy_shape xs = sy_graph_shape(g, x);
-    int64_t in = xs.dims[xs.rank - 1];
-    sy_node h = xs.rank == 2 ? x : sy_graph_reshape(g, x, sy_shape_of(2, sy_shape_count(&xs) / in, in));
+    int64_t features = xs.dims[xs.rank - 1];
+    sy_node h = xs.rank == 2 ? x : sy_graph_reshape(g, x, sy_shape_of(2, sy_shape_count(&xs) / features, features));
     h = sy_graph_matmul(g, h, w[0], false, false);
     if (l->use_bias) h = sy_graph_bias_add(g, h, w[1]);
     if (xs.rank != 2) {
@@ -43,4 +46,11 @@ static sy_node dense_build(sy_graph *g, const sy_layer *l, sy_node x, const sy_n
     return keras_activate(g, l->activation, h);
 }
 
-const layer_impl keras_dense = {SY_LAYER_DENSE, "Dense", "dense", dense_output_shape, dense_weights, dense_build};
+const layer_impl keras_dense = {
+    .kind = SY_LAYER_DENSE,
+    .class_name = "Dense",
+    .prefix = "dense",
+    .output_shape = dense_output_shape,
+    .weights = dense_weights,
+    .build = dense_build,
+};

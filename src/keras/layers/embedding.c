@@ -8,7 +8,8 @@
  */
 #include "../keras_internal.h"
 
-static sy_status embedding_output_shape(const sy_layer *l, const char *name, const sy_shape *in, sy_shape *out) {
+static sy_status embedding_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in, sy_shape *out) {
+    (void)n_in;
     char s[SY_SHAPE_STR_MAX];
     if (l->input_dim <= 0 || l->output_dim <= 0)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (Embedding): input_dim %d and output_dim %d must be positive",
@@ -32,14 +33,22 @@ static sy_status embedding_output_shape(const sy_layer *l, const char *name, con
 static int embedding_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) {
     (void)in;
     w[0] = (layer_weight){"embeddings", sy_shape_of(2, (int64_t)l->input_dim, (int64_t)l->output_dim),
-                          l->embeddings_initializer};
+                          l->embeddings_initializer, false};
     return 1;
 }
 
-static sy_node embedding_build(sy_graph *g, const sy_layer *l, sy_node x, const sy_node *w, const layer_ctx *ctx) {
+static sy_node embedding_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w, const layer_ctx *ctx) {
+    sy_node x = in[0];
+    (void)n_in;
     (void)l, (void)ctx;
     return sy_graph_gather(g, w[0], x);
 }
 
-const layer_impl keras_embedding = {SY_LAYER_EMBEDDING, "Embedding", "embedding", embedding_output_shape,
-                                    embedding_weights,  embedding_build};
+const layer_impl keras_embedding = {
+    .kind = SY_LAYER_EMBEDDING,
+    .class_name = "Embedding",
+    .prefix = "embedding",
+    .output_shape = embedding_output_shape,
+    .weights = embedding_weights,
+    .build = embedding_build,
+};

@@ -4,17 +4,26 @@
  */
 #include "../keras_internal.h"
 
-static sy_status flatten_output_shape(const sy_layer *l, const char *name, const sy_shape *in, sy_shape *out) {
+static sy_status flatten_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in, sy_shape *out) {
+    (void)n_in;
     (void)l, (void)name;
     *out = sy_shape_of(1, sy_shape_count(in));
     return SY_OK;
 }
 
-static sy_node flatten_build(sy_graph *g, const sy_layer *l, sy_node x, const sy_node *w, const layer_ctx *ctx) {
+static sy_node flatten_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w, const layer_ctx *ctx) {
+    sy_node x = in[0];
+    (void)n_in;
     (void)l, (void)w, (void)ctx;
     sy_shape xs = sy_graph_shape(g, x);
     return sy_graph_reshape(g, x, sy_shape_of(2, xs.dims[0], sy_shape_count(&xs) / xs.dims[0]));
 }
 
-const layer_impl keras_flatten = {SY_LAYER_FLATTEN, "Flatten", "flatten", flatten_output_shape, NULL,
-                                  flatten_build};
+const layer_impl keras_flatten = {
+    .kind = SY_LAYER_FLATTEN,
+    .class_name = "Flatten",
+    .prefix = "flatten",
+    .output_shape = flatten_output_shape,
+    .weights = NULL,
+    .build = flatten_build,
+};

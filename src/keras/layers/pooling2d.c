@@ -10,7 +10,8 @@ static void pool_strides(const sy_layer *l, int32_t s[2]) {
     s[1] = l->strides[1] ? l->strides[1] : l->pool_size[1];
 }
 
-static sy_status pool_output_shape(const sy_layer *l, const char *name, const sy_shape *in, sy_shape *out) {
+static sy_status pool_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in, sy_shape *out) {
+    (void)n_in;
     char s[SY_SHAPE_STR_MAX];
     const char *cls = sy_layer_class_name(l->kind);
     int32_t st[2];
@@ -35,7 +36,9 @@ static sy_status pool_output_shape(const sy_layer *l, const char *name, const sy
     return SY_OK;
 }
 
-static sy_node pool_build(sy_graph *g, const sy_layer *l, sy_node x, const sy_node *w, const layer_ctx *ctx) {
+static sy_node pool_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w, const layer_ctx *ctx) {
+    sy_node x = in[0];
+    (void)n_in;
     (void)w, (void)ctx;
     int32_t st[2];
     pool_strides(l, st);
@@ -44,7 +47,19 @@ static sy_node pool_build(sy_graph *g, const sy_layer *l, sy_node x, const sy_no
     return sy_graph_avg_pool2d(g, x, l->pool_size[0], l->pool_size[1], st[0], st[1], l->padding);
 }
 
-const layer_impl keras_max_pooling2d = {SY_LAYER_MAX_POOLING2D, "MaxPooling2D", "max_pooling2d",
-                                        pool_output_shape,       NULL,   pool_build};
-const layer_impl keras_average_pooling2d = {SY_LAYER_AVERAGE_POOLING2D, "AveragePooling2D", "average_pooling2d",
-                                            pool_output_shape,           NULL,       pool_build};
+const layer_impl keras_max_pooling2d = {
+    .kind = SY_LAYER_MAX_POOLING2D,
+    .class_name = "MaxPooling2D",
+    .prefix = "max_pooling2d",
+    .output_shape = pool_output_shape,
+    .weights = NULL,
+    .build = pool_build,
+};
+const layer_impl keras_average_pooling2d = {
+    .kind = SY_LAYER_AVERAGE_POOLING2D,
+    .class_name = "AveragePooling2D",
+    .prefix = "average_pooling2d",
+    .output_shape = pool_output_shape,
+    .weights = NULL,
+    .build = pool_build,
+};

@@ -27,7 +27,8 @@
 
 static int gates_of(const sy_layer *l) { return l->kind == SY_LAYER_LSTM ? 4 : 3; }
 
-static sy_status rnn_output_shape(const sy_layer *l, const char *name, const sy_shape *in, sy_shape *out) {
+static sy_status rnn_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in, sy_shape *out) {
+    (void)n_in;
     const char *cls = sy_layer_class_name(l->kind);
     char s[SY_SHAPE_STR_MAX];
     if (l->units <= 0)
@@ -59,14 +60,14 @@ static int rnn_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) {
     int64_t gu = (int64_t)gates_of(l) * l->units;
     bool lstm = l->kind == SY_LAYER_LSTM;
     w[0] = (layer_weight){lstm ? "lstm_cell/kernel" : "gru_cell/kernel", sy_shape_of(2, in->dims[1], gu),
-                          l->kernel_initializer};
+                          l->kernel_initializer, false};
     w[1] = (layer_weight){lstm ? "lstm_cell/recurrent_kernel" : "gru_cell/recurrent_kernel",
-                          sy_shape_of(2, (int64_t)l->units, gu), l->recurrent_initializer};
+                          sy_shape_of(2, (int64_t)l->units, gu), l->recurrent_initializer, false};
     if (!l->use_bias) return 2;
     sy_init bias = l->bias_initializer;
     if (lstm && l->unit_forget_bias) bias = (sy_init){SY_INIT_UNIT_FORGET_BIAS, 0, 0, 0};
     w[2] = (layer_weight){lstm ? "lstm_cell/bias" : "gru_cell/bias", lstm ? sy_shape_of(1, gu) : sy_shape_of(2, (int64_t)2, gu),
-                          bias};
+                          bias, false};
     return 3;
 }
 
@@ -75,7 +76,9 @@ static sy_node mask(sy_graph *g, sy_shape s, float rate, uint64_t seed) {
     return sy_graph_dropout(g, sy_graph_fill(g, SY_F32, s, 1.0), rate, seed);
 }
 
-static sy_node rnn_build(sy_graph *g, const sy_layer *l, sy_node x, const sy_node *w, const layer_ctx *ctx) {
+static sy_node rnn_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w, const layer_ctx *ctx) {
+    sy_node x = in[0];
+    (void)n_in;
     sy_shape xs = sy_graph_shape(g, x);
     int64_t b = xs.dims[0], t = xs.dims[1], d = xs.dims[2], u = l->units;
     bool lstm = l->kind == SY_LAYER_LSTM;
@@ -97,5 +100,19 @@ static sy_node rnn_build(sy_graph *g, const sy_layer *l, sy_node x, const sy_nod
     return sy_graph_reshape(g, sy_graph_slice(g, seq, begin, size), sy_shape_of(2, b, u));
 }
 
-const layer_impl keras_lstm = {SY_LAYER_LSTM, "LSTM", "lstm", rnn_output_shape, rnn_weights, rnn_build};
-const layer_impl keras_gru = {SY_LAYER_GRU, "GRU", "gru", rnn_output_shape, rnn_weights, rnn_build};
+const layer_impl keras_lstm = {
+    .kind = SY_LAYER_LSTM,
+    .class_name = "LSTM",
+    .prefix = "lstm",
+    .output_shape = rnn_output_shape,
+    .weights = rnn_weights,
+    .build = rnn_build,
+};
+const layer_impl keras_gru = {
+    .kind = SY_LAYER_GRU,
+    .class_name = "GRU",
+    .prefix = "gru",
+    .output_shape = rnn_output_shape,
+    .weights = rnn_weights,
+    .build = rnn_build,
+};

@@ -4,7 +4,8 @@
  */
 #include "../keras_internal.h"
 
-static sy_status reshape_output_shape(const sy_layer *l, const char *name, const sy_shape *in, sy_shape *out) {
+static sy_status reshape_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in, sy_shape *out) {
+    (void)n_in;
     char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
     const sy_shape *t = &l->target_shape;
     if (t->rank < 1 || t->rank >= SY_MAX_RANK)
@@ -39,14 +40,22 @@ static sy_status reshape_output_shape(const sy_layer *l, const char *name, const
     return SY_OK;
 }
 
-static sy_node reshape_build(sy_graph *g, const sy_layer *l, sy_node x, const sy_node *w, const layer_ctx *ctx) {
+static sy_node reshape_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w, const layer_ctx *ctx) {
+    sy_node x = in[0];
+    (void)n_in;
     (void)w, (void)ctx;
-    sy_shape xs = sy_graph_shape(g, x), in = xs, out;
-    in.rank--;
-    for (int i = 0; i < in.rank; i++) in.dims[i] = xs.dims[i + 1];
-    if (reshape_output_shape(l, "", &in, &out)) return SY_NONE;
+    sy_shape xs = sy_graph_shape(g, x), sample = xs, out;
+    sample.rank--;
+    for (int i = 0; i < sample.rank; i++) sample.dims[i] = xs.dims[i + 1];
+    if (reshape_output_shape(l, "", &sample, 1, &out)) return SY_NONE;
     return sy_graph_reshape(g, x, keras_batch_shape(xs.dims[0], &out));
 }
 
-const layer_impl keras_reshape = {SY_LAYER_RESHAPE, "Reshape", "reshape", reshape_output_shape, NULL,
-                                  reshape_build};
+const layer_impl keras_reshape = {
+    .kind = SY_LAYER_RESHAPE,
+    .class_name = "Reshape",
+    .prefix = "reshape",
+    .output_shape = reshape_output_shape,
+    .weights = NULL,
+    .build = reshape_build,
+};
