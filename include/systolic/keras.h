@@ -182,7 +182,57 @@ float *sy_model_weight_data(sy_model *m, int32_t index);
 /* The index of the weight named `name` (with or without ":0"), or -1. */
 int32_t sy_model_find_weight(const sy_model *m, const char *name);
 
-/* Keras's summary table (layers, output shapes, parameter counts) to out. */
+/* ---- Functional models ------------------------------------------------------- */
+
+/* A Functional model is built as Keras's functional API builds one:
+ *
+ *   sy_model *m;
+ *   sy_model_new_functional("resnet_block", &m);
+ *   int32_t x, h, y;
+ *   sy_model_input(m, sy_shape_of(3, (int64_t)32, (int64_t)32, (int64_t)16), NULL, NULL, &x); // Input
+ *   sy_layer conv = sy_layer_conv2d(16, 3, 3);
+ *   conv.padding = SY_PADDING_SAME;
+ *   sy_model_call(m, &conv, &x, 1, &h);                   // Conv2D(...)(x)
+ *   sy_layer add = sy_layer_add();
+ *   int32_t both[2] = {x, h};
+ *   sy_model_call(m, &add, both, 2, &y);                   // Add()([x, h])
+ *   sy_model_set_outputs(m, &y, 1);                        // Model(x, y)
+ *
+ * Tensors are int32 handles of the model's nodes. A layer is built at its
+ * first call (output shape inferred, weights created, shapes checked, so a
+ * mismatch is refused at the call naming the layer and the shapes);
+ * calling a layer again (sy_model_call_again) shares its weights.
+ * sy_model_set_outputs ends the model as Model(inputs, outputs): it is
+ * refused, naming what, for an output a model input does not lead to
+ * ("graph disconnected"), a layer that leads to no output, or a name used
+ * twice; the layers then take Keras's model.layers order (by depth from
+ * the inputs), which is the order of the weights, the JSON and the
+ * summary. A Sequential model is the chain case of the same graph. The
+ * model's inputs are those made with sy_model_input, in that order. */
+
+/* An empty Functional model named `name` (NULL: "model"), with
+ * sy_model_new's strategy scope. */
+sy_status sy_model_new_functional(const char *name, sy_model **out);
+/* keras.Input(shape, name, dtype): shape without the batch axis, every
+ * dimension known; name NULL: "input_1", "input_2", ...; dtype NULL:
+ * "float32" (or "int32", "int64", "uint8", "float16", "float64": fed as
+ * the first layer takes them). */
+sy_status sy_model_input(sy_model *m, sy_shape shape, const char *name, const char *dtype, int32_t *out);
+/* layer(inputs): a new layer (configuration copied, named as sy_model_add
+ * names) called on n tensors; *out is its output. On an error the model is
+ * as it was. */
+sy_status sy_model_call(sy_model *m, const sy_layer *layer, const int32_t *inputs, int n, int32_t *out);
+/* The layer named `layer_name` called again, sharing its weights: its
+ * inputs must have the shapes of its first call's. */
+sy_status sy_model_call_again(sy_model *m, const char *layer_name, const int32_t *inputs, int n, int32_t *out);
+/* Model(inputs, outputs): the outputs, in order. */
+sy_status sy_model_set_outputs(sy_model *m, const int32_t *outputs, int n);
+int32_t sy_model_input_count(const sy_model *m);
+int32_t sy_model_output_count(const sy_model *m);
+
+/* Keras's summary table (layers, output shapes, parameter counts) to out:
+ * a Functional model that is not a plain chain gets the "Connected to"
+ * column, an InputLayer row per input, as Keras prints it. */
 void sy_model_summary(const sy_model *m, FILE *out);
 
 /* ---- compile ------------------------------------------------------------------- */

@@ -63,7 +63,8 @@ static sy_status resolve_loss(sy_model *m, const char *name) {
  * integer labels are sparse, anything else categorical. Labels here take
  * the loss's form, so the loss decides between sparse and categorical. */
 static sy_status resolve_metric(sy_model *m, const char *name, metric_spec *out) {
-    int64_t classes = m->layers[m->n_layers - 1].out_shape.dims[m->layers[m->n_layers - 1].out_shape.rank - 1];
+    sy_shape out_shape = model_output_shape(m);
+    int64_t classes = out_shape.dims[out_shape.rank - 1];
     snprintf(out->name, sizeof out->name, "%s", name ? name : "");
     if (name && (strcmp(name, "accuracy") == 0 || strcmp(name, "acc") == 0)) {
         out->kind = classes == 1                                   ? KERAS_METRIC_BINARY_ACCURACY
@@ -108,8 +109,9 @@ sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
         return sy_error(SY_ERR_STATE,
                         "compile: model '%s' has %s; give the first layer an input_shape or call sy_model_build first",
                         m->name, m->n_layers ? "no input shape yet" : "no layers");
-    sy_status st = optimizer_check(&o->optimizer);
+    sy_status st = model_runnable(m, "compile");
     if (st) return st;
+    if ((st = optimizer_check(&o->optimizer))) return st;
     if (o->optimizer.kind == SY_OPTIMIZER_NONE)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: an optimizer is required (sgd, adam or rmsprop)");
     if (o->n_metrics < 0 || o->n_metrics > (int32_t)(sizeof m->metrics / sizeof m->metrics[0]) ||
@@ -122,7 +124,7 @@ sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
     if (!backend) return SY_ERR_NOT_FOUND;
     sy_model saved = *m;
     if ((st = resolve_loss(m, o->loss))) goto fail;
-    sy_shape out = m->layers[m->n_layers - 1].out_shape;
+    sy_shape out = model_output_shape(m);
     if (m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE && out.dims[out.rank - 1] < 2) {
         char s[SY_SHAPE_STR_MAX];
         st = sy_error(SY_ERR_SHAPE,
@@ -170,13 +172,15 @@ fail:
 /* ---- plans ----------------------------------------------------------------------------- */
 
 sy_shape model_label_shape(const sy_model *m) {
-    sy_shape s = m->layers[m->n_layers - 1].out_shape;
+    sy_shape s = model_output_shape(m);
     if (m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE) s.rank--;
     return s;
 }
 
 sy_dtype model_input_dtype(const sy_model *m) {
-    return m->n_layers && m->layers[0].cfg.kind == SY_LAYER_EMBEDDING ? SY_I32 : SY_F32;
+    if (m->n_inputs > 0 && m->inputs[0].dtype[0] && strncmp(m->inputs[0].dtype, "int", 3) == 0) return SY_I32;
+    const model_layer *first = model_first_layer(m);
+    return first && first->cfg.kind == SY_LAYER_EMBEDDING ? SY_I32 : SY_F32;
 }
 
 sy_dtype model_label_dtype(const sy_model *m) {
@@ -193,24 +197,52 @@ void model_plans_free(sy_model *m) {
     for (int i = 0; i < MODE_COUNT; i++) plan_clear(&m->plans[i]);
 }
 
+sy_status model_runnable(const sy_model *m, const char *what) {
+    if (m->functional && m->n_outputs == 0)
+        return sy_error(SY_ERR_STATE, "%s: Functional model '%s' has no outputs yet (sy_model_set_outputs)", what, m->name);
+    if (m->n_inputs > 1 || m->n_outputs > 1)
+        return sy_error(SY_ERR_UNSUPPORTED, "%s: model '%s' has %d inputs and %d outputs; compiling, training and "
+                        "running a model with several inputs or outputs is not supported yet (its JSON, weights and "
+                        "summary are)", what, m->name, m->n_inputs, m->n_outputs);
+    return SY_OK;
+}
+
 sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training, bool gradients) {
-    sy_node h = x;
-    for (int64_t i = 0; i < m->n_layers && h != SY_NONE; i++) {
-        model_layer *L = &m->layers[i];
-        const layer_impl *impl = layer_impl_of(L->cfg.kind);
-        sy_node w[LAYER_MAX_WEIGHTS];
-        sy_graph_push_scope(g, L->name);
-        for (int j = 0; j < L->n_weights; j++) {
-            const char *full = sy_vars_name(m->vars, L->weight_var[j]);
-            const char *leaf = full + strlen(L->name) + 1; /* the name within the layer's scope */
-            w[j] = sy_graph_param(g, leaf, SY_F32, sy_vars_shape(m->vars, L->weight_var[j]), sy_init_zeros());
+    /* one graph node per model node; a layer's weights are params made at
+     * its first call and used by every call, so shared layers share them */
+    sy_node *value = sy_calloc((size_t)m->n_nodes + 1, sizeof *value);
+    sy_node *params = sy_calloc((size_t)m->n_layers * LAYER_MAX_WEIGHTS + 1, sizeof *params);
+    sy_node out = SY_NONE;
+    if (!value || !params) goto done;
+    for (int64_t i = 0; i < m->n_nodes; i++) {
+        const model_node *n = &m->nodes[i];
+        if (n->layer < 0) {
+            value[i] = n->input == 0 ? x : SY_NONE; /* one input for now: compile() refuses more */
+            continue;
         }
-        layer_ctx ctx = {training, L->cfg.seed ? L->cfg.seed : sy_mix64(m->seed ^ sy_mix64((uint64_t)i + 0xD0D0ull)),
+        model_layer *L = &m->layers[n->layer];
+        const layer_impl *impl = layer_impl_of(L->cfg.kind);
+        sy_node *w = params + (size_t)n->layer * LAYER_MAX_WEIGHTS, in[LAYER_MAX_INPUTS];
+        for (int k = 0; k < n->n_in; k++) in[k] = value[m->edges[n->in_off + k]];
+        sy_graph_push_scope(g, L->name);
+        if (n->call == 0)
+            for (int j = 0; j < L->n_weights; j++) {
+                const char *full = sy_vars_name(m->vars, L->weight_var[j]);
+                const char *leaf = full + strlen(L->name) + 1; /* the name within the layer's scope */
+                w[j] = sy_graph_param(g, leaf, SY_F32, sy_vars_shape(m->vars, L->weight_var[j]), sy_init_zeros());
+            }
+        layer_ctx ctx = {training,
+                         L->cfg.seed ? L->cfg.seed : sy_mix64(m->seed ^ sy_mix64((uint64_t)L->born + 0xD0D0ull)) + (uint64_t)n->call,
                          gradients};
-        h = impl->build(g, &L->cfg, &h, 1, w, &ctx);
+        value[i] = impl->build(g, &L->cfg, in, n->n_in, w, &ctx);
         sy_graph_pop_scope(g);
+        if (value[i] == SY_NONE) goto done;
     }
-    return h;
+    out = m->n_outputs > 0 ? value[m->outputs[0]] : SY_NONE;
+done:
+    sy_free(value);
+    sy_free(params);
+    return out;
 }
 
 static sy_node build_loss(sy_model *m, sy_graph *g, sy_node pred, sy_node y) {
@@ -286,6 +318,8 @@ sy_status model_plan_get(sy_model *m, plan_mode mode, int64_t batch, model_plan 
     if (!m->compiled && mode != MODE_PREDICT)
         return sy_error(SY_ERR_STATE, "model '%s' must be compiled (sy_model_compile) before fit or evaluate", m->name);
     if (!m->built) return sy_error(SY_ERR_STATE, "model '%s' has no input shape yet", m->name);
+    sy_status runnable = model_runnable(m, mode == MODE_PREDICT ? "predict" : "fit");
+    if (runnable) return runnable;
     if (p->rs && p->batch == batch) {
         *out = p;
         return SY_OK;

@@ -492,6 +492,103 @@ static const char *write_layer_config(jw *w, const model_layer *L) {
     return bad;
 }
 
+/* An InputLayer's entry of the layers list. */
+static void write_input_layer(jw *w, const sy_model *m, int input, bool functional) {
+    const model_input *in = &m->inputs[input];
+    char name[2 * LAYER_NAME_MAX];
+    if (in->name[0]) snprintf(name, sizeof name, "%s", in->name);
+    else snprintf(name, sizeof name, "%s_input", m->layers[0].name); /* Sequential's default */
+    jw_open(w, false);
+    jw_key(w, "module");
+    jw_str(w, "keras.layers");
+    jw_key(w, "class_name");
+    jw_str(w, "InputLayer");
+    jw_key(w, "config");
+    jw_open(w, false);
+    jw_key(w, "batch_input_shape");
+    jw_shape(w, &in->shape, true);
+    jw_key(w, "dtype");
+    jw_str(w, in->dtype[0] ? in->dtype : "float32");
+    jw_key(w, "sparse");
+    jw_bool(w, false);
+    jw_key(w, "ragged");
+    jw_bool(w, false);
+    jw_key(w, "name");
+    jw_str(w, name);
+    jw_close(w);
+    jw_key(w, "registered_name");
+    jw_null(w);
+    if (functional) {
+        jw_key(w, "name");
+        jw_str(w, name);
+        jw_key(w, "inbound_nodes");
+        jw_open(w, true);
+        jw_close(w);
+    }
+    jw_close(w);
+}
+
+static const char *node_layer_name(const sy_model *m, const model_node *n) {
+    return n->layer >= 0 ? m->layers[n->layer].name : m->inputs[n->input].name;
+}
+
+/* A layer's entry: class, config, build_config and, in a Functional
+ * model, its name and inbound nodes. Returns the argument Keras cannot
+ * hold, or NULL. */
+static const char *write_layer_entry(jw *w, const sy_model *m, int64_t i) {
+    const model_layer *L = &m->layers[i];
+    jw_open(w, false);
+    jw_key(w, "module");
+    jw_str(w, "keras.layers");
+    jw_key(w, "class_name");
+    jw_str(w, sy_layer_class_name(L->cfg.kind));
+    jw_key(w, "config");
+    const char *bad = write_layer_config(w, L);
+    jw_key(w, "registered_name");
+    jw_null(w);
+    const model_node *first = NULL;
+    for (int64_t k = 0; k < m->n_nodes && !first; k++)
+        if (m->nodes[k].layer == i) first = &m->nodes[k];
+    if (m->built && first) {
+        jw_key(w, "build_config");
+        jw_open(w, false);
+        jw_key(w, "input_shape");
+        if (first->n_in == 1) {
+            jw_shape(w, &m->nodes[m->edges[first->in_off]].shape, true);
+        } else {
+            jw_open(w, true);
+            for (int k = 0; k < first->n_in; k++) jw_shape(w, &m->nodes[m->edges[first->in_off + k]].shape, true);
+            jw_close(w);
+        }
+        jw_close(w);
+    }
+    if (m->functional) {
+        jw_key(w, "name");
+        jw_str(w, L->name);
+        jw_key(w, "inbound_nodes");
+        jw_open(w, true);
+        for (int64_t k = 0; k < m->n_nodes; k++) {
+            const model_node *n = &m->nodes[k];
+            if (n->layer != i) continue;
+            jw_open(w, true);
+            for (int e = 0; e < n->n_in; e++) {
+                const model_node *from = &m->nodes[m->edges[n->in_off + e]];
+                jw_open(w, true);
+                jw_str(w, node_layer_name(m, from));
+                jw_int(w, from->call);
+                jw_int(w, 0);
+                jw_open(w, false);
+                jw_close(w);
+                jw_close(w);
+            }
+            jw_close(w);
+        }
+        jw_close(w);
+    }
+    jw_close(w);
+    return bad;
+}
+
 sy_status sy_model_to_json(const sy_model *m, char **json) {
     *json = NULL;
     jw w;
@@ -500,60 +597,52 @@ sy_status sy_model_to_json(const sy_model *m, char **json) {
     int64_t bad_layer = 0;
     jw_open(&w, false);
     jw_key(&w, "class_name");
-    jw_str(&w, "Sequential");
+    jw_str(&w, m->functional ? "Functional" : "Sequential");
     jw_key(&w, "config");
     jw_open(&w, false);
     jw_key(&w, "name");
     jw_str(&w, m->name);
+    if (m->functional) {
+        jw_key(&w, "trainable");
+        jw_bool(&w, true);
+    }
     jw_key(&w, "layers");
     jw_open(&w, true);
-    if (m->built && m->n_layers > 0) {
-        char name[2 * LAYER_NAME_MAX];
-        snprintf(name, sizeof name, "%s_input", m->layers[0].name);
-        jw_open(&w, false);
-        jw_key(&w, "module");
-        jw_str(&w, "keras.layers");
-        jw_key(&w, "class_name");
-        jw_str(&w, "InputLayer");
-        jw_key(&w, "config");
-        jw_open(&w, false);
-        jw_key(&w, "batch_input_shape");
-        jw_shape(&w, &m->input_shape, true);
-        jw_key(&w, "dtype");
-        jw_str(&w, m->input_dtype[0] ? m->input_dtype : "float32");
-        jw_key(&w, "sparse");
-        jw_bool(&w, false);
-        jw_key(&w, "ragged");
-        jw_bool(&w, false);
-        jw_key(&w, "name");
-        jw_str(&w, m->input_name[0] ? m->input_name : name);
-        jw_close(&w);
-        jw_key(&w, "registered_name");
-        jw_null(&w);
-        jw_close(&w);
-    }
-    for (int64_t i = 0; i < m->n_layers; i++) {
-        const model_layer *L = &m->layers[i];
-        jw_open(&w, false);
-        jw_key(&w, "module");
-        jw_str(&w, "keras.layers");
-        jw_key(&w, "class_name");
-        jw_str(&w, sy_layer_class_name(L->cfg.kind));
-        jw_key(&w, "config");
-        const char *b = write_layer_config(&w, L);
-        if (b && !bad) bad = b, bad_layer = i;
-        jw_key(&w, "registered_name");
-        jw_null(&w);
-        if (m->built) {
-            jw_key(&w, "build_config");
-            jw_open(&w, false);
-            jw_key(&w, "input_shape");
-            jw_shape(&w, i == 0 ? &m->input_shape : &m->layers[i - 1].out_shape, true);
-            jw_close(&w);
+    if (m->functional) {
+        for (int32_t k = 0; k < m->n_order; k++) {
+            int32_t e = m->order[k];
+            if (e < 0) {
+                write_input_layer(&w, m, -1 - e, true);
+                continue;
+            }
+            const char *b = write_layer_entry(&w, m, e);
+            if (b && !bad) bad = b, bad_layer = e;
         }
-        jw_close(&w);
+    } else {
+        if (m->built && m->n_layers > 0) write_input_layer(&w, m, 0, false);
+        for (int64_t i = 0; i < m->n_layers; i++) {
+            const char *b = write_layer_entry(&w, m, i);
+            if (b && !bad) bad = b, bad_layer = i;
+        }
     }
     jw_close(&w);
+    if (m->functional) {
+        static const char *const keys[2] = {"input_layers", "output_layers"};
+        for (int io = 0; io < 2; io++) {
+            jw_key(&w, keys[io]);
+            jw_open(&w, true);
+            int n = io ? m->n_outputs : m->n_inputs;
+            for (int k = 0; k < n; k++) {
+                const model_node *node = &m->nodes[io ? m->outputs[k] : m->inputs[k].node];
+                jw_open(&w, true);
+                jw_str(&w, node_layer_name(m, node));
+                jw_int(&w, node->call);
+                jw_int(&w, 0);
+                jw_close(&w);
+            }
+            jw_close(&w);
+        }
+    }
     jw_close(&w);
     jw_key(&w, "keras_version");
     jw_str(&w, KERAS_VERSION);

@@ -960,8 +960,8 @@ static sy_status build(const parsed *p, int64_t max_params, sy_model **out) {
         sy_model_free(m);
         return sy_error(st, "model JSON: %s", sy_last_error());
     }
-    if (p->input_name) snprintf(m->input_name, sizeof m->input_name, "%s", p->input_name);
-    if (p->input_dtype) snprintf(m->input_dtype, sizeof m->input_dtype, "%s", p->input_dtype);
+    if (p->input_name) snprintf(m->inputs[0].name, sizeof m->inputs[0].name, "%s", p->input_name);
+    if (p->input_dtype) snprintf(m->inputs[0].dtype, sizeof m->inputs[0].dtype, "%s", p->input_dtype);
     *out = m;
     return SY_OK;
 }

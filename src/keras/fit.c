@@ -98,15 +98,16 @@ static sy_status check_data(const sy_model *m, const char *what, const char *xna
                         same_count ? "; the sizes agree: reshape it to " : "",
                         same_count ? sy_shape_format(&want, b, sizeof b) : "");
     }
-    if (m->layers[0].cfg.kind == SY_LAYER_EMBEDDING) { /* word indices */
-        int64_t n = sy_tensor_count(x), vocab = m->layers[0].cfg.input_dim;
+    const model_layer *first = model_first_layer(m);
+    if (first && first->cfg.kind == SY_LAYER_EMBEDDING) { /* word indices */
+        int64_t n = sy_tensor_count(x), vocab = first->cfg.input_dim;
         for (int64_t i = 0; i < n; i++) {
             double v = sy_tensor_get(x, i);
             if (!(v >= 0 && v < (double)vocab && v == floor(v)))
                 return sy_error(SY_ERR_INVALID_ARGUMENT,
                                 "%s: %s[%lld] = %g is not a word index in [0, %lld) for layer '%s' (Embedding with "
                                 "input_dim %lld)",
-                                what, xname, (long long)i, v, (long long)vocab, m->layers[0].name, (long long)vocab);
+                                what, xname, (long long)i, v, (long long)vocab, first->name, (long long)vocab);
         }
     }
     if (!y) return SY_OK;
@@ -115,7 +116,7 @@ static sy_status check_data(const sy_model *m, const char *what, const char *xna
                         yname, (long long)samples(y));
     sy_shape yp = per_sample(y), want = model_label_shape(m);
     if (!same_up_to_trailing_one(&yp, &want)) {
-        sy_shape out = m->layers[m->n_layers - 1].out_shape;
+        sy_shape out = model_output_shape(m);
         bool sparse = m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE;
         sy_shape whole = sy_tensor_shape(y);
         return sy_error(SY_ERR_SHAPE, "%s: %s has shape %s but the loss %s on the output %s takes %s per sample%s", what,
@@ -124,7 +125,7 @@ static sy_status check_data(const sy_model *m, const char *what, const char *xna
                         sparse ? " (class indices)" : yp.rank < want.rank ? "" : " (one target per output)");
     }
     if (m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE) {
-        sy_shape out = m->layers[m->n_layers - 1].out_shape;
+        sy_shape out = model_output_shape(m);
         int64_t classes = out.dims[out.rank - 1], n = sy_tensor_count(y);
         for (int64_t i = 0; i < n; i++) {
             double v = sy_tensor_get(y, i);
@@ -229,7 +230,7 @@ static void read_sums(void *ctx, int64_t step, int32_t replica, sy_plan *plan) {
     for (int64_t k = 0; k < rows; k++) s->loss += l[k];
     const float *pred = sy_plan_output(plan, p->pred);
     const void *labels = sy_plan_input(plan, p->y);
-    sy_shape out = m->layers[m->n_layers - 1].out_shape;
+    sy_shape out = model_output_shape(m);
     int64_t per_row = out.dims[out.rank - 1], rows_of_pred = rows * (sy_shape_count(&out) / per_row);
     for (int32_t i = 0; i < m->n_metrics; i++)
         metric_accumulate(m->metrics[i].kind, pred, labels, rows_of_pred, per_row, &s->metric[i]);
@@ -241,7 +242,8 @@ static void read_predictions(void *ctx, int64_t step, int32_t replica, sy_plan *
     const trip *t = ctx;
     const int64_t *idx = shard(t, step, replica);
     int64_t base = t->base ? t->base[step] : 0;
-    size_t row = (size_t)sy_shape_count(&t->m->layers[t->m->n_layers - 1].out_shape) * sizeof(float);
+    sy_shape out_shape = model_output_shape(t->m);
+    size_t row = (size_t)sy_shape_count(&out_shape) * sizeof(float);
     const char *pred = sy_plan_output(plan, t->p->pred);
     for (int64_t k = 0; k < t->p->batch && idx[k] >= 0; k++)
         memcpy((char *)t->pred_out + (size_t)(base + idx[k]) * row, pred + (size_t)k * row, row);
@@ -262,7 +264,7 @@ static void sums_to_logs(const sy_model *m, const sums *s, const char *prefix, s
     double n = s->seen ? (double)s->seen : 1.0;
     snprintf(name, sizeof name, "%sloss", prefix);
     logs_set(logs, name, s->loss / n);
-    sy_shape out = m->layers[m->n_layers - 1].out_shape;
+    sy_shape out = model_output_shape(m);
     double per_sample_rows = (double)(sy_shape_count(&out) / out.dims[out.rank - 1]);
     for (int32_t i = 0; i < m->n_metrics; i++) {
         snprintf(name, sizeof name, "%s%s", prefix, m->metrics[i].name);
@@ -370,7 +372,8 @@ sy_status sy_model_predict(sy_model *m, const sy_tensor *x, const sy_evaluate_op
     if (!st) st = check_data(m, "predict", "x", x, NULL, NULL);
     if (st) return st;
     sy_tensor *t;
-    if ((st = sy_tensor_new(SY_F32, keras_batch_shape(samples(x), &m->layers[m->n_layers - 1].out_shape), &t))) return st;
+    sy_shape out_shape = model_output_shape(m);
+    if ((st = sy_tensor_new(SY_F32, keras_batch_shape(samples(x), &out_shape), &t))) return st;
     st = run_over(m, MODE_PREDICT, x, NULL, o->batch_size, 0, o->verbose, o->progress, "", NULL, t);
     if (st) sy_tensor_free(t);
     else *out = t;
@@ -557,7 +560,8 @@ static sy_status run_over_dataset(sy_model *m, plan_mode mode, const sy_dataset 
     model_plan *p = NULL;
     trip t = {m, NULL, NULL, NULL, NULL, NULL, NULL, (int32_t)r, sy_calloc((size_t)spe, sizeof(sy_element)),
               sy_calloc((size_t)spe, sizeof(int64_t))};
-    size_t out_row = (size_t)sy_shape_count(&m->layers[m->n_layers - 1].out_shape);
+    sy_shape out_shape = model_output_shape(m);
+    size_t out_row = (size_t)sy_shape_count(&out_shape);
     int64_t cap = 0, seen = 0, step = 0;
     sums total;
     memset(&total, 0, sizeof total);
@@ -625,7 +629,7 @@ static sy_status run_over_dataset(sy_model *m, plan_mode mode, const sy_dataset 
     }
     if (!st && mode == MODE_EVAL && logs) sums_to_logs(m, &total, prefix, logs);
     if (!st && mode == MODE_PREDICT) {
-        st = sy_tensor_new(SY_F32, keras_batch_shape(seen, &m->layers[m->n_layers - 1].out_shape), pred);
+        st = sy_tensor_new(SY_F32, keras_batch_shape(seen, &out_shape), pred);
         if (!st) memcpy(sy_tensor_data(*pred), t.pred_out, (size_t)seen * out_row * sizeof(float));
     }
     sy_element_clear(&first);

@@ -139,21 +139,62 @@ typedef struct model_layer {
     sy_layer cfg;                 /* cfg.name points at name[] */
     char name[LAYER_NAME_MAX];
     bool auto_named;              /* named by the model (Keras counts these per class) */
-    sy_shape out_shape;           /* without the batch axis */
+    int32_t born;                 /* creation index: seeds its initial weights and dropout stream */
+    sy_shape in_shape;            /* its first call's first input, without the batch axis */
+    sy_shape out_shape;           /* of its first call, without the batch axis */
+    int32_t calls;                /* calls in the model (Keras's inbound nodes); > 1: shared weights */
+    bool multiple;                /* called on inputs of different shapes: summary says "multiple" */
     int32_t n_weights;
     int32_t weight_var[LAYER_MAX_WEIGHTS]; /* indices in the model's vars */
     int64_t params;
 } model_layer;
 
+/* One node of the model's graph: a model input, or one call of a layer
+ * (Keras's Node). Nodes are in creation order, which is an order in which
+ * they can run: a call's inputs exist before it. */
+typedef struct model_node {
+    int32_t layer;      /* index in layers[]; -1: model input number `input` */
+    int32_t input;
+    int32_t call;       /* the layer's call number: Keras's node index */
+    int32_t in_off, n_in; /* input nodes: edges[in_off .. in_off + n_in) */
+    sy_shape shape;     /* output, without the batch axis */
+} model_node;
+
+#define MODEL_MAX_IO 16
+
+typedef struct model_input {
+    char name[LAYER_NAME_MAX]; /* the InputLayer's name; empty: Keras's default */
+    char dtype[16];            /* "float32" (empty), "int32", ... */
+    sy_shape shape;
+    int32_t node;
+} model_input;
+
 struct sy_model {
     char name[LAYER_NAME_MAX];
     model_layer *layers;
     int64_t n_layers, cap_layers;
-    sy_shape input_shape;
+    sy_shape input_shape; /* of the first input */
     bool built; /* the input shape is known */
     uint64_t seed;
     sy_vars *vars;
     bool stop_training;
+
+    /* The graph of layer calls (functional.c). A Sequential model's is the
+     * chain input -> layers[0] -> layers[1] ..., made again whenever a
+     * layer is added; a Functional model's is made by its calls. */
+    bool functional;
+    model_node *nodes;
+    int64_t n_nodes, cap_nodes;
+    int32_t *edges;
+    int64_t n_edges, cap_edges;
+    model_input inputs[MODEL_MAX_IO];
+    int32_t n_inputs;
+    int32_t outputs[MODEL_MAX_IO]; /* nodes */
+    int32_t n_outputs;
+    /* Keras's model.layers order (InputLayers included, as -1 - input):
+     * a Functional model's, from its outputs back (functional_finish). */
+    int32_t *order;
+    int32_t n_order;
 
     /* compile() */
     bool compiled;
@@ -168,14 +209,28 @@ struct sy_model {
     sy_strategy *strategy;     /* the scope's at sy_model_new, or own_strategy */
     sy_strategy *own_strategy; /* one replica on all cores, outside any scope */
     model_plan plans[MODE_COUNT];
-
-    /* The InputLayer of a model read from Keras JSON (config.c), so that
-     * to_json writes it back as it was: its name ("input_1") and dtype
-     * ("int32"). Empty: Keras's defaults, "<first layer>_input" and
-     * "float32". */
-    char input_name[LAYER_NAME_MAX];
-    char input_dtype[16];
 };
+
+/* SY_OK if the model can be compiled and run now (one input, one output). */
+sy_status model_runnable(const sy_model *m, const char *what);
+/* The model's (first) output shape, without the batch axis. */
+sy_shape model_output_shape(const sy_model *m);
+/* The layer that first takes input 0 (an Embedding makes it int32), or NULL. */
+const model_layer *model_first_layer(const sy_model *m);
+/* A Sequential model's chain of nodes, made again from its layers. */
+sy_status model_chain_nodes(sy_model *m);
+/* Check a Functional model's graph once its outputs are set and put its
+ * layers in Keras's model.layers order (Keras's _map_graph_network). */
+sy_status functional_finish(sy_model *m);
+/* A layer's call on nodes `in` (n of them): checks their count and shapes
+ * (building the layer at its first call) and appends the node. */
+sy_status model_call(sy_model *m, int32_t layer, const int32_t *in, int n, int32_t *node);
+/* Name a new layer (Keras's automatic names) and append it, unbuilt. */
+sy_status model_new_layer(sy_model *m, const sy_layer *layer, int32_t *index);
+/* Keras's summary with the "Connected to" column. */
+void functional_summary(const sy_model *m, FILE *out);
+/* true if the model prints as a Sequential one (Keras's sequential_like). */
+bool functional_sequential_like(const sy_model *m);
 
 /* Add the model's layers to g over x (batch, input_shape...); returns the
  * output node. Weights are params named as the model's variables, so a plan

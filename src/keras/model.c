@@ -38,6 +38,9 @@ void sy_model_free(sy_model *m) {
     sy_strategy_free(m->own_strategy);
     sy_vars_free(m->vars);
     sy_free(m->layers);
+    sy_free(m->nodes);
+    sy_free(m->edges);
+    sy_free(m->order);
     sy_free(m);
 }
 
@@ -50,8 +53,8 @@ sy_shape sy_model_input_shape(const sy_model *m) { return m->input_shape; }
 
 sy_shape sy_model_output_shape(const sy_model *m, int32_t i) {
     sy_shape none = {0};
-    if (i < 0) i = (int32_t)m->n_layers - 1;
-    return m->built && i >= 0 && i < m->n_layers ? m->layers[i].out_shape : none;
+    if (i < 0) return model_output_shape(m);
+    return m->built && i < m->n_layers && m->layers[i].calls > 0 ? m->layers[i].out_shape : none;
 }
 
 int64_t sy_model_param_count(const sy_model *m, int32_t i) {
@@ -86,21 +89,18 @@ static void auto_name(const sy_model *m, int64_t index, const char *prefix, char
 /* The initializer of weight j of layer i: a seed of 0 means "derive one from
  * the model's seed", so every weight has its own reproducible stream. */
 static sy_init weight_init(const sy_model *m, int64_t i, int j, sy_init init) {
+    i = m->layers[i].born;
     if (init.seed == 0) init.seed = sy_mix64(m->seed ^ sy_mix64(((uint64_t)i << 8) | (uint64_t)j) ^ 0x5EED0F1417ull);
     return init;
 }
 
-static const sy_shape *layer_input(const sy_model *m, int64_t i) {
-    return i == 0 ? &m->input_shape : &m->layers[i - 1].out_shape;
-}
-
-/* Output shape and weights of layer i (its input shape known). */
-static sy_status build_layer(sy_model *m, int64_t i) {
+/* Output shape and weights of layer i from its first call's input shapes. */
+static sy_status build_layer(sy_model *m, int64_t i, const sy_shape *in, int n_in) {
     model_layer *L = &m->layers[i];
     const layer_impl *impl = layer_impl_of(L->cfg.kind);
-    const sy_shape *in = layer_input(m, i);
-    sy_status st = impl->output_shape(&L->cfg, L->name, in, 1, &L->out_shape);
+    sy_status st = impl->output_shape(&L->cfg, L->name, in, n_in, &L->out_shape);
     if (st) return st;
+    L->in_shape = in[0];
     layer_weight w[LAYER_MAX_WEIGHTS];
     L->n_weights = impl->weights ? impl->weights(&L->cfg, in, w) : 0;
     L->params = 0;
@@ -111,6 +111,53 @@ static sy_status build_layer(sy_model *m, int64_t i) {
             return st;
         L->params += sy_shape_count(&w[j].shape);
     }
+    return SY_OK;
+}
+
+static const char *node_name(const sy_model *m, int32_t id) {
+    const model_node *n = &m->nodes[id];
+    return n->layer >= 0 ? m->layers[n->layer].name : m->inputs[n->input].name;
+}
+
+sy_status model_call(sy_model *m, int32_t layer, const int32_t *in, int n, int32_t *node) {
+    model_layer *L = &m->layers[layer];
+    const layer_impl *impl = layer_impl_of(L->cfg.kind);
+    int lo = impl->max_inputs ? impl->min_inputs : 1, hi = impl->max_inputs ? impl->max_inputs : 1;
+    if (n < lo || n > hi || !in) {
+        if (hi == 1) return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (%s) takes one input, called on %d", L->name, impl->class_name, n);
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (%s) takes %d to %d inputs, called on %d", L->name,
+                        impl->class_name, lo, hi, n);
+    }
+    sy_shape shapes[LAYER_MAX_INPUTS];
+    for (int i = 0; i < n; i++) {
+        if (in[i] < 0 || in[i] >= m->n_nodes)
+            return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (%s): input %d is %d, not a tensor of model '%s'",
+                            L->name, impl->class_name, i, in[i], m->name);
+        shapes[i] = m->nodes[in[i]].shape;
+    }
+    sy_status st;
+    sy_shape out;
+    if (L->calls == 0) {
+        if ((st = build_layer(m, layer, shapes, n))) return st;
+        out = L->out_shape;
+    } else {
+        /* a shared layer: its weights fix its input shape */
+        char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
+        if (L->n_weights > 0 && !sy_shape_equal(&shapes[0], &L->in_shape))
+            return sy_error(SY_ERR_SHAPE, "layer '%s' (%s) was built for inputs %s and is called again on '%s' %s; "
+                            "a layer called twice shares its weights, so its inputs must have the same shape",
+                            L->name, impl->class_name, keras_shape_str(&L->in_shape, a, sizeof a),
+                            node_name(m, in[0]), keras_shape_str(&shapes[0], b, sizeof b));
+        if ((st = impl->output_shape(&L->cfg, L->name, shapes, n, &out))) return st;
+        if (!sy_shape_equal(&out, &L->out_shape)) L->multiple = true;
+    }
+    if (SY_GROW(m->nodes, m->cap_nodes, m->n_nodes + 1) || SY_GROW(m->edges, m->cap_edges, m->n_edges + n))
+        return sy_error(SY_ERR_OUT_OF_MEMORY, "model '%s': out of memory", m->name);
+    memcpy(m->edges + m->n_edges, in, (size_t)n * sizeof *in);
+    m->nodes[m->n_nodes] = (model_node){.layer = layer, .call = L->calls++, .in_off = (int32_t)m->n_edges, .n_in = n,
+                                        .shape = out};
+    m->n_edges += n;
+    *node = (int32_t)m->n_nodes++;
     return SY_OK;
 }
 
@@ -126,8 +173,7 @@ static sy_status check_input_shape(const sy_shape *s, const char *what) {
     return SY_OK;
 }
 
-sy_status sy_model_add(sy_model *m, const sy_layer *layer) {
-    model_plans_free(m); /* the graph changes: plans are compiled again on use */
+sy_status model_new_layer(sy_model *m, const sy_layer *layer, int32_t *index) {
     const layer_impl *impl = layer_impl_of(layer->kind);
     if (!impl) return sy_error(SY_ERR_INVALID_ARGUMENT, "model '%s': unknown layer kind %d", m->name, (int)layer->kind);
     if (SY_GROW(m->layers, m->cap_layers, m->n_layers + 1)) return sy_error(SY_ERR_OUT_OF_MEMORY, "model: out of memory");
@@ -136,14 +182,16 @@ sy_status sy_model_add(sy_model *m, const sy_layer *layer) {
     model_layer *L = &m->layers[i];
     memset(L, 0, sizeof *L);
     L->cfg = *layer;
+    L->born = (int32_t)i;
     if (layer->name && *layer->name) {
         if (strlen(layer->name) >= LAYER_NAME_MAX || strchr(layer->name, '/'))
             return sy_error(SY_ERR_INVALID_ARGUMENT, "layer name '%s': names are at most %d characters, without '/'",
                             layer->name, LAYER_NAME_MAX - 1);
-        if (name_taken(m, layer->name, i))
+        bool input_named = false;
+        for (int k = 0; m->functional && k < m->n_inputs; k++) input_named |= strcmp(m->inputs[k].name, layer->name) == 0;
+        if (name_taken(m, layer->name, i) || input_named)
             return sy_error(SY_ERR_INVALID_ARGUMENT,
-                            "model '%s': a layer named '%s' already exists; all layers of a Sequential model must have "
-                            "unique names",
+                            "model '%s': a layer named '%s' already exists; all layers of a model must have unique names",
                             m->name, layer->name);
         snprintf(L->name, sizeof L->name, "%s", layer->name);
     } else {
@@ -151,20 +199,39 @@ sy_status sy_model_add(sy_model *m, const sy_layer *layer) {
         L->auto_named = true;
     }
     L->cfg.name = L->name;
+    m->n_layers++;
+    *index = (int32_t)i;
+    return SY_OK;
+}
+
+sy_status sy_model_add(sy_model *m, const sy_layer *layer) {
+    if (m->functional)
+        return sy_error(SY_ERR_STATE, "model '%s' is Functional: call layers on its tensors (sy_model_call) instead "
+                        "of adding them", m->name);
+    model_plans_free(m); /* the graph changes: plans are compiled again on use */
+    int32_t i;
+    sy_status st = model_new_layer(m, layer, &i);
+    if (st) return st;
+    model_layer *L = &m->layers[i];
     if (i == 0 && layer->input_shape.rank == 0 && layer->kind == SY_LAYER_EMBEDDING && layer->input_length > 0)
         L->cfg.input_shape = sy_shape_of(1, (int64_t)layer->input_length); /* Keras: input_length sets the input */
     if (i == 0 && L->cfg.input_shape.rank > 0) {
-        sy_status st = check_input_shape(&L->cfg.input_shape, L->name);
-        if (st) return st;
+        if ((st = check_input_shape(&L->cfg.input_shape, L->name))) {
+            m->n_layers--;
+            return st;
+        }
         m->input_shape = L->cfg.input_shape;
         m->built = true;
     }
     if (m->built) {
-        sy_status st = build_layer(m, i);
-        if (st) return st; /* not counted: the model is as it was */
+        const sy_shape *in = i == 0 ? &m->input_shape : &m->layers[i - 1].out_shape;
+        if ((st = build_layer(m, i, in, 1))) {
+            m->n_layers--; /* not counted: the model is as it was */
+            if (i == 0) m->built = false;
+            return st;
+        }
     }
-    m->n_layers++;
-    return SY_OK;
+    return model_chain_nodes(m);
 }
 
 sy_status sy_model_build(sy_model *m, sy_shape input_shape) {
@@ -179,12 +246,12 @@ sy_status sy_model_build(sy_model *m, sy_shape input_shape) {
     m->input_shape = input_shape;
     m->built = true;
     for (int64_t i = 0; i < m->n_layers; i++) {
-        if ((st = build_layer(m, i))) {
+        if ((st = build_layer(m, i, i == 0 ? &m->input_shape : &m->layers[i - 1].out_shape, 1))) {
             m->built = false;
             return st;
         }
     }
-    return SY_OK;
+    return model_chain_nodes(m);
 }
 
 void sy_model_set_seed(sy_model *m, uint64_t seed) {
@@ -194,7 +261,7 @@ void sy_model_set_seed(sy_model *m, uint64_t seed) {
         model_layer *L = &m->layers[i];
         const layer_impl *impl = layer_impl_of(L->cfg.kind);
         layer_weight w[LAYER_MAX_WEIGHTS];
-        int n = impl->weights ? impl->weights(&L->cfg, layer_input(m, i), w) : 0;
+        int n = impl->weights && L->calls > 0 ? impl->weights(&L->cfg, &L->in_shape, w) : 0;
         for (int j = 0; j < n && j < L->n_weights; j++) sy_vars_reset(m->vars, L->weight_var[j], weight_init(m, i, j, w[j].init));
     }
 }
@@ -273,13 +340,13 @@ int32_t sy_model_find_weight(const sy_model *m, const char *name) {
 /* Keras's print_row: columns end at positions[], wrapped over several lines
  * when a field does not fit, breaking after "),"-style punctuation. */
 static void print_row(FILE *out, const char *const *fields, const int *positions, int n) {
-    char left[3][256];
+    char left[4][1024];
     for (int c = 0; c < n; c++) snprintf(left[c], sizeof left[c], "%s", fields[c]);
     for (;;) {
         bool any = false;
         for (int c = 0; c < n; c++) any |= left[c][0] != '\0';
         if (!any) return;
-        char line[512];
+        char line[2048];
         int len = 0;
         for (int c = 0; c < n; c++) {
             int start = c > 0 ? positions[c - 1] : 0, space = c != n - 1 ? 2 : 0;
@@ -289,7 +356,7 @@ static void print_row(FILE *out, const char *const *fields, const int *positions
             static const char *const breaks[] = {"),", "},", "],", "',"};
             int best = -1;
             for (int b = 0; b < 4; b++) {
-                char tmp[256];
+                char tmp[1024];
                 snprintf(tmp, sizeof tmp, "%.*s", take, left[c]);
                 char *f = strstr(tmp, breaks[b]);
                 if (f && (best < 0 || (int)(f - tmp) + 2 < best)) best = (int)(f - tmp) + 2;
@@ -317,28 +384,63 @@ static void readable_size(double bytes, char *buf, size_t size) {
     snprintf(buf, size, "%.2f %s", bytes, units[u]);
 }
 
-void sy_model_summary(const sy_model *m, FILE *out) {
-    enum { WIDTH = 65 };
-    const int positions[3] = {29, 55, 65};
-    char rule[WIDTH + 1];
-    fprintf(out, "Model: \"%s\"\n", m->name);
-    memset(rule, '_', WIDTH);
-    rule[WIDTH] = '\0';
-    fprintf(out, "%s\n", rule);
-    const char *head[3] = {"Layer (type)", "Output Shape", "Param #"};
-    print_row(out, head, positions, 3);
-    memset(rule, '=', WIDTH);
-    fprintf(out, "%s\n", rule);
-    for (int64_t i = 0; i < m->n_layers; i++) {
-        const model_layer *L = &m->layers[i];
-        char name[160], shape[SY_SHAPE_STR_MAX], params[32];
+/* One layer's row: Keras's print_layer_summary(_with_connections). `entry`
+ * is an index of m->layers, or -1 - input for an InputLayer. */
+static void summary_row(const sy_model *m, int32_t entry, bool connections, const int *positions, FILE *out) {
+    char name[160], shape[SY_SHAPE_STR_MAX + 4], params[32], conn[1024];
+    int used = snprintf(conn, sizeof conn, "[");
+    if (entry < 0) {
+        const model_input *in = &m->inputs[-1 - entry];
+        char s[SY_SHAPE_STR_MAX];
+        snprintf(name, sizeof name, "%s (InputLayer)", in->name);
+        snprintf(shape, sizeof shape, "[%s]", keras_shape_str(&in->shape, s, sizeof s));
+        snprintf(params, sizeof params, "0");
+    } else {
+        const model_layer *L = &m->layers[entry];
         snprintf(name, sizeof name, "%s (%s)", L->name, sy_layer_class_name(L->cfg.kind));
-        if (m->built) keras_shape_str(&L->out_shape, shape, sizeof shape);
+        if (m->built && !L->multiple) keras_shape_str(&L->out_shape, shape, sizeof shape);
         else snprintf(shape, sizeof shape, "multiple");
         snprintf(params, sizeof params, "%lld", (long long)L->params);
-        const char *fields[3] = {name, shape, params};
-        print_row(out, fields, positions, 3);
-        fprintf(out, "%*s\n", WIDTH, "");
+        for (int64_t k = 0; connections && k < m->n_nodes; k++) {
+            const model_node *n = &m->nodes[k];
+            if (n->layer != entry) continue;
+            for (int i = 0; i < n->n_in && used < (int)sizeof conn; i++) {
+                const model_node *from = &m->nodes[m->edges[n->in_off + i]];
+                const char *fname = from->layer >= 0 ? m->layers[from->layer].name : m->inputs[from->input].name;
+                used += snprintf(conn + used, sizeof conn - (size_t)used, "%s'%s[%d][0]'", used > 1 ? ", " : "", fname,
+                                 from->call);
+            }
+        }
+    }
+    if (used < (int)sizeof conn - 1) snprintf(conn + used, sizeof conn - (size_t)used, "]");
+    const char *fields[4] = {name, shape, params, conn};
+    print_row(out, fields, positions, connections ? 4 : 3);
+}
+
+void sy_model_summary(const sy_model *m, FILE *out) {
+    bool connections = !functional_sequential_like(m);
+    const int width = connections ? 98 : 65;
+    const int seq_positions[3] = {29, 55, 65}, fn_positions[4] = {29, 58, 68, 98};
+    const int *positions = connections ? fn_positions : seq_positions;
+    char rule[128];
+    fprintf(out, "Model: \"%s\"\n", m->name);
+    memset(rule, '_', (size_t)width);
+    rule[width] = '\0';
+    fprintf(out, "%s\n", rule);
+    const char *head[4] = {"Layer (type)", "Output Shape", "Param #", "Connected to"};
+    print_row(out, head, positions, connections ? 4 : 3);
+    memset(rule, '=', (size_t)width);
+    fprintf(out, "%s\n", rule);
+    if (m->functional) {
+        for (int32_t k = 0; k < m->n_order; k++) {
+            summary_row(m, m->order[k], connections, positions, out);
+            fprintf(out, "%*s\n", width, "");
+        }
+    } else {
+        for (int64_t i = 0; i < m->n_layers; i++) {
+            summary_row(m, (int32_t)i, false, positions, out);
+            fprintf(out, "%*s\n", width, "");
+        }
     }
     fprintf(out, "%s\n", rule);
     int64_t total = sy_model_param_count(m, -1);
@@ -347,6 +449,6 @@ void sy_model_summary(const sy_model *m, FILE *out) {
     fprintf(out, "Total params: %lld (%s)\n", (long long)total, size);
     fprintf(out, "Trainable params: %lld (%s)\n", (long long)total, size);
     fprintf(out, "Non-trainable params: 0 (0.00 Byte)\n");
-    memset(rule, '_', WIDTH);
+    memset(rule, '_', (size_t)width);
     fprintf(out, "%s\n", rule);
 }
