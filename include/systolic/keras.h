@@ -84,7 +84,15 @@ typedef enum sy_layer_kind {
     SY_LAYER_DROPOUT,
     SY_LAYER_EMBEDDING,
     SY_LAYER_LSTM,
-    SY_LAYER_GRU
+    SY_LAYER_GRU,
+    /* merge layers (several inputs) */
+    SY_LAYER_ADD,
+    SY_LAYER_SUBTRACT,
+    SY_LAYER_MULTIPLY,
+    SY_LAYER_AVERAGE,
+    SY_LAYER_MAXIMUM,
+    SY_LAYER_MINIMUM,
+    SY_LAYER_CONCATENATE,
 } sy_layer_kind;
 
 /* A layer's configuration: Keras's constructor arguments. Make one with a
@@ -121,6 +129,8 @@ typedef struct sy_layer {
     bool reset_after;                   /* GRU: true, Keras 2's default (the only form here) */
     float dropout, recurrent_dropout;   /* of the inputs and of h(t-1); masks fixed per sequence */
     sy_init recurrent_initializer;      /* orthogonal */
+    /* Concatenate: the axis, counting the batch axis as Keras does (-1: the last) */
+    int32_t axis;
 } sy_layer;
 
 sy_layer sy_layer_dense(int32_t units);
@@ -134,6 +144,14 @@ sy_layer sy_layer_dropout(float rate);
 sy_layer sy_layer_embedding(int32_t input_dim, int32_t output_dim);
 sy_layer sy_layer_lstm(int32_t units);
 sy_layer sy_layer_gru(int32_t units);
+/* Merge layers, called on a list of tensors (sy_model_call). */
+sy_layer sy_layer_add(void);
+sy_layer sy_layer_subtract(void); /* exactly two inputs: a - b */
+sy_layer sy_layer_multiply(void);
+sy_layer sy_layer_average(void);
+sy_layer sy_layer_maximum(void);
+sy_layer sy_layer_minimum(void);
+sy_layer sy_layer_concatenate(int32_t axis); /* Keras's default axis is -1 */
 
 /* Keras's class name of a kind ("Conv2D"). */
 const char *sy_layer_class_name(sy_layer_kind kind);

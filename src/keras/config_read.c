@@ -651,6 +651,7 @@ typedef struct parsed {
     sy_shape input_shape; /* the InputLayer's (or build_input_shape); rank 0: none */
     bool input_known;     /* an InputLayer with every dimension known */
     const char *input_name, *input_dtype;
+    json_t *functional; /* a Functional model's config: read by read_functional */
 } parsed;
 
 static sy_status model_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -754,93 +755,7 @@ static sy_status read_layer(json_t *entry, size_t index, parsed *p) {
     return SY_OK;
 }
 
-static const char *model_name(json_t *config) {
-    json_t *n = json_object_get(config, "name");
-    return json_is_string(n) ? json_string_value(n) : "?";
-}
 
-/* A Functional model's layers in the order of its chain, input first; any
- * other graph is refused. */
-static sy_status chain_links(json_t *layers, json_t *config, size_t *order, const char **names, const char **from);
-
-static sy_status chain_order(json_t *layers, json_t *config, size_t *order) {
-    size_t n = json_array_size(layers);
-    const char **names = sy_calloc(n ? n : 1, sizeof *names);
-    const char **from = sy_calloc(n ? n : 1, sizeof *from); /* the layer each takes its input from; NULL: an input */
-    sy_status st = names && from ? chain_links(layers, config, order, names, from)
-                                 : sy_error(SY_ERR_OUT_OF_MEMORY, "model JSON: out of memory");
-    sy_free(names);
-    sy_free(from);
-    return st;
-}
-
-static sy_status chain_links(json_t *layers, json_t *config, size_t *order, const char **names, const char **from) {
-    size_t n = json_array_size(layers);
-    for (size_t i = 0; i < n; i++) {
-        json_t *e = json_array_get(layers, i), *nm = json_is_object(e) ? json_object_get(e, "name") : NULL;
-        json_t *nodes = json_is_object(e) ? json_object_get(e, "inbound_nodes") : NULL;
-        if (!json_is_string(nm) || !json_is_array(nodes))
-            return model_err("Functional model: layer %zu needs \"name\" and \"inbound_nodes\", got %s", i, keras_json_show(e).s);
-        names[i] = json_string_value(nm);
-        from[i] = NULL;
-        if (json_array_size(nodes) == 0) continue;
-        json_t *node = json_array_get(nodes, 0), *t = json_is_array(node) ? json_array_get(node, 0) : NULL;
-        json_t *kw = json_is_array(t) ? json_array_get(t, 3) : NULL;
-        if (json_array_size(nodes) != 1 || !json_is_array(node) || json_array_size(node) != 1 || !json_is_array(t) ||
-            json_array_size(t) < 3 || json_array_size(t) > 4 || !json_is_string(json_array_get(t, 0)) ||
-            !json_is_integer(json_array_get(t, 1)) || json_integer_value(json_array_get(t, 1)) != 0 ||
-            !json_is_integer(json_array_get(t, 2)) || json_integer_value(json_array_get(t, 2)) != 0 ||
-            (kw && !(json_is_object(kw) && json_object_size(kw) == 0)))
-            return sy_error(SY_ERR_UNSUPPORTED,
-                            "model JSON: layer '%s' of the Functional model '%s' is called as %s; only a Functional "
-                            "model whose layers form a plain chain (each called once on the one before) is supported, "
-                            "else save a Sequential model",
-                            names[i], model_name(config), keras_json_show(nodes).s);
-        from[i] = json_string_value(json_array_get(t, 0));
-    }
-    /* the chain: the one input, then each layer's single consumer */
-    size_t at = n, count = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!from[i]) {
-            if (at != n) return sy_error(SY_ERR_UNSUPPORTED, "model JSON: a Functional model with several inputs "
-                                                             "('%s', '%s') is not supported", names[at], names[i]);
-            at = i;
-        }
-    if (at == n) return model_err("Functional model: no input layer");
-    while (at != n) {
-        if (count == n) return model_err("Functional model: its layers form a cycle");
-        order[count++] = at;
-        size_t next = n;
-        for (size_t i = 0; i < n; i++)
-            if (from[i] && !strcmp(from[i], names[at])) {
-                if (next != n)
-                    return sy_error(SY_ERR_UNSUPPORTED,
-                                    "model JSON: layer '%s' of the Functional model feeds both '%s' and '%s'; only a "
-                                    "plain chain is supported",
-                                    names[at], names[next], names[i]);
-                next = i;
-            }
-        at = next;
-    }
-    if (count != n)
-        return sy_error(SY_ERR_UNSUPPORTED, "model JSON: %zu of the Functional model's %zu layers are not on the chain "
-                        "from its input; only a plain chain is supported", n - count, n);
-    /* input_layers and output_layers: the chain's ends */
-    static const char *const ends[2] = {"input_layers", "output_layers"};
-    for (int e = 0; e < 2; e++) {
-        json_t *v = json_object_get(config, ends[e]);
-        if (json_is_array(v) && json_array_size(v) == 1 && json_is_array(json_array_get(v, 0)))
-            v = json_array_get(v, 0);
-        const char *want = names[order[e == 0 ? 0 : n - 1]];
-        if (!json_is_array(v) || json_array_size(v) != 3 || !json_is_string(json_array_get(v, 0)) ||
-            strcmp(json_string_value(json_array_get(v, 0)), want))
-            return sy_error(SY_ERR_UNSUPPORTED,
-                            "model JSON: the Functional model's %s are %s, not [\"%s\", 0, 0]; only a plain chain is "
-                            "supported",
-                            ends[e], keras_json_show(json_object_get(config, ends[e])).s, want);
-    }
-    return SY_OK;
-}
 
 /* The model's config into p. */
 static sy_status read_model(json_t *root, parsed *p) {
@@ -866,6 +781,10 @@ static sy_status read_model(json_t *root, parsed *p) {
         if (tr && !json_is_true(tr))
             return sy_error(SY_ERR_UNSUPPORTED, "model JSON: trainable %s is not supported (supported: true)", keras_json_show(tr).s);
     }
+    if (functional) {
+        p->functional = config;
+        return SY_OK;
+    }
     size_t n = json_array_size(layers);
     size_t *order = sy_malloc((n ? n : 1) * sizeof *order);
     p->layers = sy_calloc(n ? n : 1, sizeof *p->layers);
@@ -874,9 +793,7 @@ static sy_status read_model(json_t *root, parsed *p) {
         return sy_error(SY_ERR_OUT_OF_MEMORY, "model JSON: out of memory");
     }
     sy_status st = SY_OK;
-    if (functional) st = chain_order(layers, config, order);
-    else
-        for (size_t i = 0; i < n; i++) order[i] = i;
+    for (size_t i = 0; i < n; i++) order[i] = i;
     for (size_t i = 0; i < n && !st; i++) {
         json_t *e = json_array_get(layers, order[i]);
         const char *lcls, *lname;
@@ -907,11 +824,15 @@ static sy_status read_model(json_t *root, parsed *p) {
 
 /* A layer's output shape and weights, checked against the limits before
  * sy_model_add allocates them. */
-static sy_status check_sizes(const sy_layer *l, const sy_shape *in, int64_t *params, int64_t max_params) {
+static sy_status check_sizes(const sy_layer *l, const sy_shape *in, int n_in, int64_t *params, int64_t max_params) {
     const layer_impl *impl = layer_impl_of(l->kind);
     const char *name = l->name ? l->name : impl->prefix; /* sy_model_add gives the automatic name */
     sy_shape out;
-    sy_status st = impl->output_shape(l, name, in, 1, &out);
+    int lo = impl->max_inputs ? impl->min_inputs : 1, hi = impl->max_inputs ? impl->max_inputs : 1;
+    if (n_in < lo || n_in > hi)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (%s) takes %d to %d inputs, called on %d", name,
+                        impl->class_name, lo, hi, n_in);
+    sy_status st = impl->output_shape(l, name, in, n_in, &out);
     if (st) return st;
     int64_t count = 1;
     for (int i = 0; i < out.rank; i++)
@@ -954,7 +875,7 @@ static sy_status build(const parsed *p, int64_t max_params, sy_model **out) {
     int64_t params = 0;
     for (int64_t i = 0; i < p->n && !st; i++) {
         const sy_shape *in = i ? &m->layers[i - 1].out_shape : first->input_shape.rank ? &first->input_shape : &p->input_shape;
-        if (!(st = check_sizes(&p->layers[i], in, &params, max_params))) st = sy_model_add(m, &p->layers[i]);
+        if (!(st = check_sizes(&p->layers[i], in, 1, &params, max_params))) st = sy_model_add(m, &p->layers[i]);
     }
     if (st) {
         sy_model_free(m);
@@ -966,6 +887,202 @@ static sy_status build(const parsed *p, int64_t max_params, sy_model **out) {
     return SY_OK;
 }
 
+/* ---- Functional models --------------------------------------------------------------- */
+
+/* A tensor reference [layer name, node index, tensor index(, kwargs)] of
+ * inbound_nodes, input_layers or output_layers. */
+static sy_status tensor_ref(json_t *t, const char *where, const char **layer, int64_t *node) {
+    json_t *kw = json_is_array(t) ? json_array_get(t, 3) : NULL;
+    if (!json_is_array(t) || json_array_size(t) < 3 || json_array_size(t) > 4 || !json_is_string(json_array_get(t, 0)) ||
+        !json_is_integer(json_array_get(t, 1)) || json_integer_value(json_array_get(t, 1)) < 0 ||
+        !json_is_integer(json_array_get(t, 2)))
+        return model_err("%s: expected [layer name, node index, tensor index, {}], got %s", where, keras_json_show(t).s);
+    if (json_integer_value(json_array_get(t, 2)) != 0)
+        return sy_error(SY_ERR_UNSUPPORTED, "model JSON: %s: tensor %s of layer '%s' is not supported: every layer "
+                        "here has one output (tensor 0)", where, keras_json_show(json_array_get(t, 2)).s,
+                        json_string_value(json_array_get(t, 0)));
+    if (kw && !(json_is_object(kw) && json_object_size(kw) == 0))
+        return sy_error(SY_ERR_UNSUPPORTED, "model JSON: %s: call arguments %s are not supported (supported: {})",
+                        where, keras_json_show(kw).s);
+    *layer = json_string_value(json_array_get(t, 0));
+    *node = json_integer_value(json_array_get(t, 1));
+    return SY_OK;
+}
+
+/* The model node made by call `call` of the entry named `name`, or -1. */
+typedef struct fn_entry {
+    const char *name;
+    bool input;
+    int32_t index;     /* layer or input index in the model */
+    json_t *nodes;     /* inbound_nodes */
+    int32_t done;      /* calls made */
+    int32_t *made;     /* model node of each call */
+} fn_entry;
+
+static int32_t find_made(const fn_entry *e, size_t n, const char *name, int64_t call) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(e[i].name, name)) return call < e[i].done ? e[i].made[call] : -1;
+    return -1;
+}
+
+static const fn_entry *find_entry(const fn_entry *e, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(e[i].name, name)) return &e[i];
+    return NULL;
+}
+
+static sy_status functional_calls(sy_model *m, json_t *config, fn_entry *E, size_t n, int64_t max_params);
+
+/* keras.Model.from_config: the InputLayers (in input_layers' order), the
+ * layers (in the file's order, which names them), then their calls as
+ * Keras makes them -- pass after pass over the layers, each making its
+ * next call once the tensors it takes exist -- and the outputs. */
+static sy_status read_functional(json_t *config, parsed *p, int64_t max_params, sy_model **out) {
+    json_t *layers = json_object_get(config, "layers");
+    size_t n = json_array_size(layers);
+    fn_entry *E = sy_calloc(n ? n : 1, sizeof *E);
+    sy_model *m = NULL;
+    if (!p->layers) p->layers = sy_calloc(1, sizeof *p->layers);
+    sy_status st = E && p->layers ? sy_model_new_functional(p->name, &m) : sy_error(SY_ERR_OUT_OF_MEMORY, "model JSON: out of memory");
+    for (size_t i = 0; i < n && !st; i++) {
+        json_t *e = json_array_get(layers, i), *cfg;
+        const char *cls, *lname;
+        if ((st = entry_parts(e, i, &cls, &cfg, &lname))) break;
+        json_t *nm = json_object_get(e, "name"), *nodes = json_object_get(e, "inbound_nodes");
+        if (!json_is_string(nm) || !json_is_array(nodes)) {
+            st = model_err("Functional model: layer %zu needs \"name\" (a string) and \"inbound_nodes\" (a list), got "
+                           "%s", i, keras_json_show(e).s);
+            break;
+        }
+        E[i].name = json_string_value(nm);
+        E[i].nodes = nodes;
+        if (strlen(E[i].name) >= LAYER_NAME_MAX) {
+            st = model_err("layer name '%s' is longer than %d characters", E[i].name, LAYER_NAME_MAX - 1);
+            break;
+        }
+        for (size_t k = 0; k < i && !st; k++)
+            if (!strcmp(E[k].name, E[i].name))
+                st = model_err("the name \"%s\" is used 2 times in the model; all layer names should be unique", E[i].name);
+        if (st) break;
+        E[i].made = sy_calloc(json_array_size(nodes) + 1, sizeof *E[i].made);
+        if (!E[i].made) {
+            st = sy_error(SY_ERR_OUT_OF_MEMORY, "model JSON: out of memory");
+            break;
+        }
+        if (!strcmp(cls, "InputLayer")) {
+            E[i].input = true;
+            if (json_array_size(nodes) != 0) st = model_err("InputLayer '%s' has inbound nodes %s", E[i].name, keras_json_show(nodes).s);
+            continue;
+        }
+        p->n = 0;
+        if ((st = read_layer(e, i, p))) break;
+        p->layers[0].name = E[i].name;
+        if ((st = model_new_layer(m, &p->layers[0], &E[i].index))) break;
+    }
+    if (!st) st = functional_calls(m, config, E, n, max_params);
+    for (size_t i = 0; i < n && E; i++) sy_free(E[i].made);
+    sy_free(E);
+    if (st) {
+        sy_model_free(m);
+        return sy_error(st, "model JSON: %s", sy_last_error());
+    }
+    *out = m;
+    return SY_OK;
+}
+
+static sy_status functional_calls(sy_model *m, json_t *config, fn_entry *E, size_t n, int64_t max_params) {
+    sy_status st;
+    /* the inputs, in input_layers' order */
+    json_t *ins = json_object_get(config, "input_layers"), *outs = json_object_get(config, "output_layers");
+    if (json_is_array(ins) && json_array_size(ins) == 3 && json_is_string(json_array_get(ins, 0))) {
+        /* a single reference, as Keras writes one input sometimes */
+    } else if (!json_is_array(ins) || json_array_size(ins) == 0) {
+        return model_err("Functional model: \"input_layers\" must be a non-empty list, got %s", keras_json_show(ins).s);
+    }
+    bool single = json_is_string(json_array_get(ins, 0));
+    size_t n_ins = single ? 1 : json_array_size(ins);
+    for (size_t k = 0; k < n_ins; k++) {
+        const char *lname;
+        int64_t node;
+        if ((st = tensor_ref(single ? ins : json_array_get(ins, k), "input_layers", &lname, &node))) return st;
+        fn_entry *e = (fn_entry *)find_entry(E, n, lname);
+        if (!e || !e->input)
+            return model_err("Functional model: input_layers names '%s', which is not an InputLayer of the model", lname);
+        if (e->done) return model_err("Functional model: input_layers names '%s' twice", lname);
+        json_t *entry = NULL;
+        for (size_t i = 0; i < n; i++)
+            if (&E[i] == e) entry = json_array_get(json_object_get(config, "layers"), i);
+        parsed q;
+        memset(&q, 0, sizeof q);
+        if ((st = read_input_layer(json_object_get(entry, "config"), lname, &q))) return st;
+        if ((st = sy_model_input(m, q.input_shape, lname, q.input_dtype, &e->made[0]))) return st;
+        e->done = 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (E[i].input && !E[i].done)
+            return model_err("Functional model: InputLayer '%s' is not among its input_layers %s", E[i].name,
+                             keras_json_show(ins).s);
+    /* the calls */
+    int64_t params = 0;
+    for (bool progress = true; progress;) {
+        progress = false;
+        for (size_t i = 0; i < n; i++) {
+            fn_entry *e = &E[i];
+            if (e->input || e->done >= (int32_t)json_array_size(e->nodes)) continue;
+            json_t *node = json_array_get(e->nodes, (size_t)e->done);
+            if (!json_is_array(node) || json_array_size(node) == 0 || json_array_size(node) > LAYER_MAX_INPUTS)
+                return model_err("Functional model: layer '%s': inbound node %d must be a list of 1 to %d tensors, got "
+                                 "%s", e->name, e->done, LAYER_MAX_INPUTS, keras_json_show(node).s);
+            int32_t in[LAYER_MAX_INPUTS];
+            sy_shape shapes[LAYER_MAX_INPUTS];
+            size_t k, nk = json_array_size(node);
+            char where[2 * LAYER_NAME_MAX];
+            snprintf(where, sizeof where, "layer '%s'", e->name);
+            for (k = 0; k < nk; k++) {
+                const char *from;
+                int64_t call;
+                if ((st = tensor_ref(json_array_get(node, k), where, &from, &call))) return st;
+                if (!find_entry(E, n, from))
+                    return model_err("Functional model: layer '%s' takes its input from '%s', which is not a layer of "
+                                     "the model", e->name, from);
+                if ((in[k] = find_made(E, n, from, call)) < 0) break;
+                shapes[k] = m->nodes[in[k]].shape;
+            }
+            if (k < nk) continue; /* an input is not made yet */
+            model_layer *L = &m->layers[e->index];
+            if (L->calls == 0 && (st = check_sizes(&L->cfg, shapes, (int)nk, &params, max_params))) return st;
+            if ((st = model_call(m, e->index, in, (int)nk, &e->made[e->done]))) return st;
+            e->done++;
+            progress = true;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!E[i].input && E[i].done < (int32_t)json_array_size(E[i].nodes)) {
+            json_t *node = json_array_get(E[i].nodes, (size_t)E[i].done);
+            return model_err("Functional model: layer '%s' can never be called on %s: the tensors it takes are never "
+                             "made (a cycle, or a node that does not exist)", E[i].name, keras_json_show(node).s);
+        }
+    /* the outputs */
+    if (!json_is_array(outs) || json_array_size(outs) == 0)
+        return model_err("Functional model: \"output_layers\" must be a non-empty list, got %s", keras_json_show(outs).s);
+    single = json_is_string(json_array_get(outs, 0));
+    size_t n_outs = single ? 1 : json_array_size(outs);
+    if (n_outs > MODEL_MAX_IO) return model_err("Functional model: %zu outputs; at most %d", n_outs, MODEL_MAX_IO);
+    int32_t out_nodes[MODEL_MAX_IO];
+    for (size_t k = 0; k < n_outs; k++) {
+        const char *lname;
+        int64_t call;
+        if ((st = tensor_ref(single ? outs : json_array_get(outs, k), "output_layers", &lname, &call))) return st;
+        if ((out_nodes[k] = find_made(E, n, lname, call)) < 0)
+            return model_err("Functional model: output_layers names node %lld of '%s', which the model does not make",
+                             (long long)call, lname);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!E[i].input && json_array_size(E[i].nodes) == 0)
+            return sy_error(SY_ERR_UNSUPPORTED, "model JSON: layer '%s' is never called (no inbound nodes)", E[i].name);
+    return sy_model_set_outputs(m, out_nodes, (int)n_outs);
+}
+
 sy_status keras_model_from_json_bytes(const char *json, size_t size, int64_t max_params, sy_model **out) {
     *out = NULL;
     json_error_t err;
@@ -975,7 +1092,7 @@ sy_status keras_model_from_json_bytes(const char *json, size_t size, int64_t max
     parsed p;
     memset(&p, 0, sizeof p);
     sy_status st = read_model(root, &p);
-    if (!st) st = build(&p, max_params, out);
+    if (!st) st = p.functional ? read_functional(p.functional, &p, max_params, out) : build(&p, max_params, out);
     sy_free(p.layers);
     json_decref(root);
     return st;

@@ -80,6 +80,8 @@ void keras_layer_names(char *buf, size_t size);
 
 extern const layer_impl keras_dense, keras_conv2d, keras_max_pooling2d, keras_average_pooling2d,
     keras_activation_layer, keras_flatten, keras_reshape, keras_dropout, keras_embedding, keras_lstm, keras_gru;
+extern const layer_impl keras_add, keras_subtract, keras_multiply, keras_average, keras_maximum, keras_minimum,
+    keras_concatenate;
 
 /* The sy_act of a Keras activation that can run inside another op (all but
  * softmax). */

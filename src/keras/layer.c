@@ -95,6 +95,8 @@ static const layer_impl *const impls[] = {
     &keras_dense,   &keras_conv2d,  &keras_max_pooling2d, &keras_average_pooling2d, &keras_activation_layer,
     &keras_flatten, &keras_reshape, &keras_dropout,       &keras_embedding,         &keras_lstm,
     &keras_gru,
+    /* merge layers */
+    &keras_add, &keras_subtract, &keras_multiply, &keras_average, &keras_maximum, &keras_minimum, &keras_concatenate,
 };
 
 const layer_impl *layer_impl_of(sy_layer_kind kind) {
