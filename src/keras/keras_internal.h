@@ -80,6 +80,9 @@ void keras_layer_names(char *buf, size_t size);
 
 extern const layer_impl keras_dense, keras_conv2d, keras_max_pooling2d, keras_average_pooling2d,
     keras_activation_layer, keras_flatten, keras_reshape, keras_dropout, keras_embedding, keras_lstm, keras_gru;
+/* the convolution family (issue 15) */
+extern const layer_impl keras_depthwise_conv2d, keras_separable_conv2d, keras_conv2d_transpose, keras_zero_padding2d,
+    keras_cropping2d, keras_up_sampling2d, keras_global_average_pooling2d, keras_global_max_pooling2d;
 
 /* The sy_act of a Keras activation that can run inside another op (all but
  * softmax). */

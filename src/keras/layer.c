@@ -31,6 +31,8 @@ sy_layer sy_layer_conv2d(int32_t filters, int32_t kernel_h, int32_t kernel_w) {
     l.filters = filters;
     l.kernel_size[0] = kernel_h;
     l.kernel_size[1] = kernel_w;
+    l.dilation_rate[0] = l.dilation_rate[1] = 1;
+    l.groups = 1;
     return l;
 }
 
@@ -95,6 +97,9 @@ static const layer_impl *const impls[] = {
     &keras_dense,   &keras_conv2d,  &keras_max_pooling2d, &keras_average_pooling2d, &keras_activation_layer,
     &keras_flatten, &keras_reshape, &keras_dropout,       &keras_embedding,         &keras_lstm,
     &keras_gru,
+    /* the convolution family (issue 15) */
+    &keras_depthwise_conv2d, &keras_separable_conv2d, &keras_conv2d_transpose, &keras_zero_padding2d,
+    &keras_cropping2d, &keras_up_sampling2d, &keras_global_average_pooling2d, &keras_global_max_pooling2d,
 };
 
 const layer_impl *layer_impl_of(sy_layer_kind kind) {
