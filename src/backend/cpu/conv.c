@@ -35,6 +35,10 @@
  *
  * Every split depends on the shapes only, never on the thread count, so the
  * result is bitwise the same on any number of threads.
+ *
+ * All of this is for plain convs. A depthwise conv (groups = C, one input
+ * channel per group: DepthwiseConv2D, SeparableConv2D) goes to depthwise.c;
+ * other grouped or dilated convs run the ref kernels (see conv_general).
  */
 #include "cpu_internal.h"
 
