@@ -20,13 +20,16 @@
 sy_node sy_graph_pad(sy_graph *g, sy_node x, const int64_t *before, const int64_t *after) {
     sy_attrs at;
     memset(&at, 0, sizeof at);
-    if (g->status != SY_OK || x < 0 || x >= sy_graph_node_count(g)) return graph_add(g, SY_OP_PAD, &x, 1, &at, NULL);
+    if (g->status != SY_OK || x < 0 || x >= sy_graph_node_count(g))
+        return graph_add(g, SY_OP_PAD, &x, 1, &at, NULL);
     sy_shape out = sy_graph_shape(g, x);
     for (int i = 0; i < out.rank; i++) {
         if (before[i] < 0 || after[i] < 0) {
             char s[SY_SHAPE_STR_MAX];
-            graph_fail(g, NULL, SY_ERR_INVALID_ARGUMENT, "pad: axis %d of %s: pads (%lld, %lld) must not be negative", i,
-                       sy_shape_format(&out, s, sizeof s), (long long)before[i], (long long)after[i]);
+            graph_fail(g, NULL, SY_ERR_INVALID_ARGUMENT,
+                       "pad: axis %d of %s: pads (%lld, %lld) must not be negative", i,
+                       sy_shape_format(&out, s, sizeof s), (long long)before[i],
+                       (long long)after[i]);
             return SY_NONE;
         }
         at.slice.begin[i] = before[i];
@@ -40,11 +43,13 @@ sy_status infer_PAD(sy_graph *g, sy_node_rec *n) {
     n->dtype = x->dtype;
     bool ok = n->shape.rank == x->shape.rank;
     for (int i = 0; ok && i < x->shape.rank; i++)
-        ok = n->attr.slice.begin[i] >= 0 && n->attr.slice.begin[i] + x->shape.dims[i] <= n->shape.dims[i];
+        ok = n->attr.slice.begin[i] >= 0 &&
+             n->attr.slice.begin[i] + x->shape.dims[i] <= n->shape.dims[i];
     if (!ok) {
         char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
         return graph_fail(g, n, SY_ERR_SHAPE, "%s does not fit in the padded %s at its offsets",
-                          sy_shape_format(&x->shape, a, sizeof a), sy_shape_format(&n->shape, b, sizeof b));
+                          sy_shape_format(&x->shape, a, sizeof a),
+                          sy_shape_format(&n->shape, b, sizeof b));
     }
     return SY_OK;
 }
@@ -79,10 +84,10 @@ sy_status infer_UPSAMPLE2D(sy_graph *g, sy_node_rec *n) {
         return graph_fail(g, n, SY_ERR_SHAPE, "input %s must be (batch, height, width, channels)",
                           sy_shape_format(x, s, sizeof s));
     if (n->attr.upsample.size[0] < 1 || n->attr.upsample.size[1] < 1)
-        return graph_fail(g, n, SY_ERR_INVALID_ARGUMENT, "size (%d, %d) must be positive", n->attr.upsample.size[0],
-                          n->attr.upsample.size[1]);
-    n->shape = sy_shape_of(4, x->dims[0], x->dims[1] * n->attr.upsample.size[0], x->dims[2] * n->attr.upsample.size[1],
-                           x->dims[3]);
+        return graph_fail(g, n, SY_ERR_INVALID_ARGUMENT, "size (%d, %d) must be positive",
+                          n->attr.upsample.size[0], n->attr.upsample.size[1]);
+    n->shape = sy_shape_of(4, x->dims[0], x->dims[1] * n->attr.upsample.size[0],
+                           x->dims[2] * n->attr.upsample.size[1], x->dims[3]);
     return SY_OK;
 }
 
@@ -104,8 +109,8 @@ sy_status infer_UPSAMPLE2D_GRAD(sy_graph *g, sy_node_rec *n) {
     if (!ok) {
         char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
         return graph_fail(g, n, SY_ERR_SHAPE, "gradient %s is not %s upsampled by (%d, %d)",
-                          sy_shape_format(dy, a, sizeof a), sy_shape_format(x, b, sizeof b), n->attr.upsample.size[0],
-                          n->attr.upsample.size[1]);
+                          sy_shape_format(dy, a, sizeof a), sy_shape_format(x, b, sizeof b),
+                          n->attr.upsample.size[0], n->attr.upsample.size[1]);
     }
     n->dtype = graph_in_rec(g, n, 0)->dtype;
     return SY_OK;
@@ -113,7 +118,8 @@ sy_status infer_UPSAMPLE2D_GRAD(sy_graph *g, sy_node_rec *n) {
 
 /* ---- reduce_max ---------------------------------------------------------------------- */
 
-sy_node sy_graph_reduce_max(sy_graph *g, sy_node x, const int32_t *axes, int n_axes, bool keepdims) {
+sy_node sy_graph_reduce_max(sy_graph *g, sy_node x, const int32_t *axes, int n_axes,
+                            bool keepdims) {
     sy_attrs at;
     memset(&at, 0, sizeof at);
     at.reduce.keepdims = keepdims;
@@ -144,7 +150,8 @@ sy_status infer_REDUCE_MAX(sy_graph *g, sy_node_rec *n) {
         else if (n->attr.reduce.keepdims)
             n->shape.dims[n->shape.rank++] = 1;
         else if (x->dims[i] == 0)
-            return graph_fail(g, n, SY_ERR_SHAPE, "the maximum over an empty axis %d is undefined", i);
+            return graph_fail(g, n, SY_ERR_SHAPE, "the maximum over an empty axis %d is undefined",
+                              i);
     }
     return SY_OK;
 }
@@ -167,6 +174,7 @@ sy_status infer_REDUCE_MAX_GRAD(sy_graph *g, sy_node_rec *n) {
     for (int i = 0; i < x->rank; i++)
         if (!(n->attr.reduce.axes & (1u << i))) kept *= x->dims[i];
     if (!sy_shape_equal(y, dy) || sy_shape_count(y) != kept || !sy_shape_equal(&n->shape, x))
-        return graph_fail(g, n, SY_ERR_SHAPE, "the maximum, its gradient and the input do not agree in shape");
+        return graph_fail(g, n, SY_ERR_SHAPE,
+                          "the maximum, its gradient and the input do not agree in shape");
     return SY_OK;
 }

@@ -67,7 +67,8 @@ static void valid_cols(const dw_geom *g, int64_t kw, int64_t *a, int64_t *b) {
 }
 
 /* acc (O) += x (C) spread over the multiplier x w (O) */
-static inline void madd(float *restrict acc, const float *restrict x, const float *restrict w, int64_t c, int64_t m) {
+static inline void madd(float *restrict acc, const float *restrict x, const float *restrict w,
+                        int64_t c, int64_t m) {
     if (m == 1) {
         for (int64_t i = 0; i < c; i++) acc[i] += x[i] * w[i];
         return;
@@ -104,7 +105,8 @@ static void dw_fwd_part(void *ctx, int64_t part) {
                 int64_t a, b;
                 valid_cols(g, kw, &a, &b);
                 for (int64_t ow = a; ow < b; ow++)
-                    madd(y + ow * g->o, xrow + (ow * g->sw - g->pl + kw * g->dw) * g->c, w, g->c, g->m);
+                    madd(y + ow * g->o, xrow + (ow * g->sw - g->pl + kw * g->dw) * g->c, w, g->c,
+                         g->m);
             }
         }
         sy_epilogue_f32(y, g->ow, g->o, g->o, j->bias, 0, j->act);
@@ -112,8 +114,14 @@ static void dw_fwd_part(void *ctx, int64_t part) {
 }
 
 void sy_cpu_depthwise_fwd(const sy_kargs *k) {
-    dw_fwd_job j = {dw_make(&k->in_shape[0], &k->in_shape[1], k->attr), k->in[0], k->in[1],
-                    k->n_in > 2 ? k->in[2] : NULL, k->out, k->attr->conv.act, 0, 0};
+    dw_fwd_job j = {dw_make(&k->in_shape[0], &k->in_shape[1], k->attr),
+                    k->in[0],
+                    k->in[1],
+                    k->n_in > 2 ? k->in[2] : NULL,
+                    k->out,
+                    k->attr->conv.act,
+                    0,
+                    0};
     j.rows = j.g.n * j.g.oh;
     j.parts = sy_max64(1, sy_min64(j.rows, 64));
     sy_parallel_parts(k->ex, j.parts, dw_fwd_part, &j);
@@ -129,8 +137,8 @@ typedef struct dw_bwd_job {
 } dw_bwd_job;
 
 /* dx (C) += sum over the multiplier of dy (O) x w (O) */
-static inline void madd_back(float *restrict dx, const float *restrict dy, const float *restrict w, int64_t c,
-                             int64_t m) {
+static inline void madd_back(float *restrict dx, const float *restrict dy, const float *restrict w,
+                             int64_t c, int64_t m) {
     if (m == 1) {
         for (int64_t i = 0; i < c; i++) dx[i] += dy[i] * w[i];
         return;
@@ -162,14 +170,16 @@ static void dw_bwd_part(void *ctx, int64_t part) {
                 int64_t a, b;
                 valid_cols(g, kw, &a, &b);
                 for (int64_t ow = a; ow < b; ow++)
-                    madd_back(dx + (ow * g->sw - g->pl + kw * g->dw) * g->c, dyrow + ow * g->o, w, g->c, g->m);
+                    madd_back(dx + (ow * g->sw - g->pl + kw * g->dw) * g->c, dyrow + ow * g->o, w,
+                              g->c, g->m);
             }
         }
     }
 }
 
 void sy_cpu_depthwise_bwd_data(const sy_kargs *k) {
-    dw_bwd_job j = {dw_make(k->out_shape, &k->in_shape[1], k->attr), k->in[0], k->in[1], k->out, 0, 0};
+    dw_bwd_job j = {
+        dw_make(k->out_shape, &k->in_shape[1], k->attr), k->in[0], k->in[1], k->out, 0, 0};
     j.rows = j.g.n * j.g.h;
     j.parts = sy_max64(1, sy_min64(j.rows, 64));
     sy_parallel_parts(k->ex, j.parts, dw_bwd_part, &j);
@@ -185,7 +195,9 @@ typedef struct dw_filter_job {
 } dw_filter_job;
 
 /* Ranges of output rows, each with its own partial dw. */
-static int64_t filter_parts(const dw_geom *g) { return sy_max64(1, sy_min64(16, g->n * g->oh / 4)); }
+static int64_t filter_parts(const dw_geom *g) {
+    return sy_max64(1, sy_min64(16, g->n * g->oh / 4));
+}
 
 static void dw_filter_part(void *ctx, int64_t part) {
     const dw_filter_job *j = ctx;
@@ -206,7 +218,8 @@ static void dw_filter_part(void *ctx, int64_t part) {
                 int64_t a, b;
                 valid_cols(g, kw, &a, &b);
                 for (int64_t ow = a; ow < b; ow++)
-                    madd(a_, xrow + (ow * g->sw - g->pl + kw * g->dw) * g->c, dyrow + ow * g->o, g->c, g->m);
+                    madd(a_, xrow + (ow * g->sw - g->pl + kw * g->dw) * g->c, dyrow + ow * g->o,
+                         g->c, g->m);
             }
         }
     }
@@ -219,7 +232,8 @@ size_t sy_cpu_depthwise_bwd_filter_ws(const sy_kargs *k, int threads) {
 }
 
 void sy_cpu_depthwise_bwd_filter(const sy_kargs *k) {
-    dw_filter_job j = {dw_make(&k->in_shape[0], k->out_shape, k->attr), k->in[0], k->in[1], k->out, k->ws, 0, 0};
+    dw_filter_job j = {
+        dw_make(&k->in_shape[0], k->out_shape, k->attr), k->in[0], k->in[1], k->out, k->ws, 0, 0};
     j.rows = j.g.n * j.g.oh;
     j.parts = filter_parts(&j.g);
     sy_parallel_parts(k->ex, j.parts, dw_filter_part, &j);

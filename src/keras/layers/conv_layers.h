@@ -13,7 +13,9 @@
 static inline int32_t conv_dilation(const sy_layer *l, int i) {
     return l->dilation_rate[i] > 1 ? l->dilation_rate[i] : 1;
 }
-static inline int32_t conv_groups(const sy_layer *l) { return l->groups > 1 ? l->groups : 1; }
+static inline int32_t conv_groups(const sy_layer *l) {
+    return l->groups > 1 ? l->groups : 1;
+}
 
 /* kernel_size, strides, dilation_rate positive, padding valid or same,
  * dilation only with unit strides (Keras's own refusals), and an input of
@@ -21,8 +23,8 @@ static inline int32_t conv_groups(const sy_layer *l) { return l->groups > 1 ? l-
 sy_status conv_check(const sy_layer *l, const char *name, const char *cls, const sy_shape *in);
 /* The output size of a conv with l's kernel_size, strides, padding and
  * dilation over in (H, W, C); an error if it would be empty. */
-sy_status conv_out_hw(const sy_layer *l, const char *name, const char *cls, const sy_shape *in, int64_t *oh,
-                      int64_t *ow);
+sy_status conv_out_hw(const sy_layer *l, const char *name, const char *cls, const sy_shape *in,
+                      int64_t *oh, int64_t *ow);
 /* The graph op's options from l. */
 sy_conv2d_options conv_options_of(const sy_layer *l);
 

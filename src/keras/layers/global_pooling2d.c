@@ -16,23 +16,33 @@ static sy_layer global_pool(sy_layer_kind kind) {
     return l;
 }
 
-sy_layer sy_layer_global_average_pooling2d(void) { return global_pool(SY_LAYER_GLOBAL_AVERAGE_POOLING2D); }
-sy_layer sy_layer_global_max_pooling2d(void) { return global_pool(SY_LAYER_GLOBAL_MAX_POOLING2D); }
+sy_layer sy_layer_global_average_pooling2d(void) {
+    return global_pool(SY_LAYER_GLOBAL_AVERAGE_POOLING2D);
+}
+sy_layer sy_layer_global_max_pooling2d(void) {
+    return global_pool(SY_LAYER_GLOBAL_MAX_POOLING2D);
+}
 
-static sy_status gp_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in, sy_shape *out) {
+static sy_status gp_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in,
+                                 sy_shape *out) {
     (void)n_in;
     char s[SY_SHAPE_STR_MAX];
     if (in->rank != 3)
-        return sy_error(SY_ERR_SHAPE, "layer '%s' (%s): expected an input of shape (None, height, width, channels), got %s",
-                        name, sy_layer_class_name(l->kind), keras_shape_str(in, s, sizeof s));
-    *out = l->keepdims ? sy_shape_of(3, (int64_t)1, (int64_t)1, in->dims[2]) : sy_shape_of(1, in->dims[2]);
+        return sy_error(
+            SY_ERR_SHAPE,
+            "layer '%s' (%s): expected an input of shape (None, height, width, channels), got %s",
+            name, sy_layer_class_name(l->kind), keras_shape_str(in, s, sizeof s));
+    *out = l->keepdims ? sy_shape_of(3, (int64_t)1, (int64_t)1, in->dims[2])
+                       : sy_shape_of(1, in->dims[2]);
     return SY_OK;
 }
 
-static sy_node gp_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w, const layer_ctx *ctx) {
+static sy_node gp_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in,
+                        const sy_node *w, const layer_ctx *ctx) {
     (void)n_in, (void)w, (void)ctx;
     int32_t axes[2] = {1, 2};
-    if (l->kind == SY_LAYER_GLOBAL_MAX_POOLING2D) return sy_graph_reduce_max(g, in[0], axes, 2, l->keepdims);
+    if (l->kind == SY_LAYER_GLOBAL_MAX_POOLING2D)
+        return sy_graph_reduce_max(g, in[0], axes, 2, l->keepdims);
     return sy_graph_reduce_mean(g, in[0], axes, 2, l->keepdims);
 }
 

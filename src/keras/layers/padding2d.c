@@ -9,7 +9,8 @@
 
 #include <string.h>
 
-static sy_layer margins_layer(sy_layer_kind kind, int32_t top, int32_t bottom, int32_t left, int32_t right) {
+static sy_layer margins_layer(sy_layer_kind kind, int32_t top, int32_t bottom, int32_t left,
+                              int32_t right) {
     sy_layer l = sy_layer_flatten();
     l.kind = kind;
     l.margins[0][0] = top;
@@ -26,22 +27,28 @@ sy_layer sy_layer_cropping2d(int32_t top, int32_t bottom, int32_t left, int32_t 
     return margins_layer(SY_LAYER_CROPPING2D, top, bottom, left, right);
 }
 
-static sy_status margins_check(const sy_layer *l, const char *name, const char *cls, const char *arg, const sy_shape *in) {
+static sy_status margins_check(const sy_layer *l, const char *name, const char *cls,
+                               const char *arg, const sy_shape *in) {
     char s[SY_SHAPE_STR_MAX];
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++)
             if (l->margins[i][j] < 0)
-                return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (%s): %s ((%d, %d), (%d, %d)) must not be negative",
-                                name, cls, arg, l->margins[0][0], l->margins[0][1], l->margins[1][0], l->margins[1][1]);
+                return sy_error(SY_ERR_INVALID_ARGUMENT,
+                                "layer '%s' (%s): %s ((%d, %d), (%d, %d)) must not be negative",
+                                name, cls, arg, l->margins[0][0], l->margins[0][1],
+                                l->margins[1][0], l->margins[1][1]);
     if (in->rank != 3)
-        return sy_error(SY_ERR_SHAPE, "layer '%s' (%s): expected an input of shape (None, height, width, channels), got %s",
-                        name, cls, keras_shape_str(in, s, sizeof s));
+        return sy_error(
+            SY_ERR_SHAPE,
+            "layer '%s' (%s): expected an input of shape (None, height, width, channels), got %s",
+            name, cls, keras_shape_str(in, s, sizeof s));
     return SY_OK;
 }
 
 /* ---- ZeroPadding2D ------------------------------------------------------------------- */
 
-static sy_status zp_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in, sy_shape *out) {
+static sy_status zp_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in,
+                                 sy_shape *out) {
     (void)n_in;
     sy_status st = margins_check(l, name, "ZeroPadding2D", "padding", in);
     if (st) return st;
@@ -50,30 +57,36 @@ static sy_status zp_output_shape(const sy_layer *l, const char *name, const sy_s
     return SY_OK;
 }
 
-static sy_node zp_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w, const layer_ctx *ctx) {
+static sy_node zp_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in,
+                        const sy_node *w, const layer_ctx *ctx) {
     (void)n_in, (void)w, (void)ctx;
-    int64_t before[4] = {0, l->margins[0][0], l->margins[1][0], 0}, after[4] = {0, l->margins[0][1], l->margins[1][1], 0};
+    int64_t before[4] = {0, l->margins[0][0], l->margins[1][0], 0},
+            after[4] = {0, l->margins[0][1], l->margins[1][1], 0};
     return sy_graph_pad(g, in[0], before, after);
 }
 
 /* ---- Cropping2D ---------------------------------------------------------------------- */
 
-static sy_status crop_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in, sy_shape *out) {
+static sy_status crop_output_shape(const sy_layer *l, const char *name, const sy_shape *in,
+                                   int n_in, sy_shape *out) {
     (void)n_in;
     char s[SY_SHAPE_STR_MAX];
     sy_status st = margins_check(l, name, "Cropping2D", "cropping", in);
     if (st) return st;
-    int64_t h = in->dims[0] - l->margins[0][0] - l->margins[0][1], w = in->dims[1] - l->margins[1][0] - l->margins[1][1];
+    int64_t h = in->dims[0] - l->margins[0][0] - l->margins[0][1],
+            w = in->dims[1] - l->margins[1][0] - l->margins[1][1];
     if (h <= 0 || w <= 0)
-        return sy_error(SY_ERR_SHAPE,
-                        "layer '%s' (Cropping2D): cropping ((%d, %d), (%d, %d)) leaves nothing of the input %s",
-                        name, l->margins[0][0], l->margins[0][1], l->margins[1][0], l->margins[1][1],
-                        keras_shape_str(in, s, sizeof s));
+        return sy_error(
+            SY_ERR_SHAPE,
+            "layer '%s' (Cropping2D): cropping ((%d, %d), (%d, %d)) leaves nothing of the input %s",
+            name, l->margins[0][0], l->margins[0][1], l->margins[1][0], l->margins[1][1],
+            keras_shape_str(in, s, sizeof s));
     *out = sy_shape_of(3, h, w, in->dims[2]);
     return SY_OK;
 }
 
-static sy_node crop_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w, const layer_ctx *ctx) {
+static sy_node crop_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in,
+                          const sy_node *w, const layer_ctx *ctx) {
     (void)n_in, (void)w, (void)ctx;
     sy_shape xs = sy_graph_shape(g, in[0]);
     int64_t begin[4] = {0, l->margins[0][0], l->margins[1][0], 0};
@@ -84,7 +97,9 @@ static sy_node crop_build(sy_graph *g, const sy_layer *l, const sy_node *in, int
 
 /* ---- their JSON -------------------------------------------------------------------------- */
 
-static bool nonneg(json_t *v) { return json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= INT32_MAX; }
+static bool nonneg(json_t *v) {
+    return json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= INT32_MAX;
+}
 
 /* n, [h, w] or [[top, bottom], [left, right]] under `key`; absent: def. */
 static sy_status rd_margins(const rd *r, const char *key, int32_t def, int32_t m[2][2]) {
@@ -111,9 +126,10 @@ static sy_status rd_margins(const rd *r, const char *key, int32_t def, int32_t m
         }
     }
     if (!ok)
-        return rd_err(r, SY_ERR_INVALID_ARGUMENT,
-                      "%s must be a non-negative integer, a list of two, or two lists of two, got %s", key,
-                      keras_json_show(v).s);
+        return rd_err(
+            r, SY_ERR_INVALID_ARGUMENT,
+            "%s must be a non-negative integer, a list of two, or two lists of two, got %s", key,
+            keras_json_show(v).s);
     return SY_OK;
 }
 
@@ -150,8 +166,12 @@ static void crop_json_write(jw *w, const sy_layer *l, const char **bad) {
     jw_str(w, "channels_last");
 }
 
-static sy_layer zp_defaults(void) { return sy_layer_zero_padding2d(1, 1, 1, 1); }
-static sy_layer crop_defaults(void) { return sy_layer_cropping2d(0, 0, 0, 0); }
+static sy_layer zp_defaults(void) {
+    return sy_layer_zero_padding2d(1, 1, 1, 1);
+}
+static sy_layer crop_defaults(void) {
+    return sy_layer_cropping2d(0, 0, 0, 0);
+}
 
 const layer_impl keras_zero_padding2d = {
     .kind = SY_LAYER_ZERO_PADDING2D,

@@ -16,21 +16,25 @@ sy_layer sy_layer_up_sampling2d(int32_t size_h, int32_t size_w) {
     return l;
 }
 
-static sy_status up_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in, sy_shape *out) {
+static sy_status up_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in,
+                                 sy_shape *out) {
     (void)n_in;
     char s[SY_SHAPE_STR_MAX];
     if (l->size[0] <= 0 || l->size[1] <= 0)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (UpSampling2D): size (%d, %d) must be positive", name,
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "layer '%s' (UpSampling2D): size (%d, %d) must be positive", name,
                         l->size[0], l->size[1]);
     if (in->rank != 3)
         return sy_error(SY_ERR_SHAPE,
-                        "layer '%s' (UpSampling2D): expected an input of shape (None, height, width, channels), got %s",
+                        "layer '%s' (UpSampling2D): expected an input of shape (None, height, "
+                        "width, channels), got %s",
                         name, keras_shape_str(in, s, sizeof s));
     *out = sy_shape_of(3, in->dims[0] * l->size[0], in->dims[1] * l->size[1], in->dims[2]);
     return SY_OK;
 }
 
-static sy_node up_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w, const layer_ctx *ctx) {
+static sy_node up_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in,
+                        const sy_node *w, const layer_ctx *ctx) {
     (void)n_in, (void)w, (void)ctx;
     return sy_graph_upsample2d(g, in[0], l->size[0], l->size[1], l->bilinear);
 }
@@ -42,12 +46,15 @@ static sy_status up_json_read(const rd *r, sy_layer *l) {
     if ((st = rd_pair(r, "size", false, 2, l->size)) || (st = rd_data_format(r))) return st;
     json_t *v = rd_get(r, "interpolation");
     const char *s = v ? (json_is_string(v) ? json_string_value(v) : NULL) : "nearest";
-    if (!s) return rd_err(r, SY_ERR_INVALID_ARGUMENT, "interpolation must be a string, got %s", keras_json_show(v).s);
+    if (!s)
+        return rd_err(r, SY_ERR_INVALID_ARGUMENT, "interpolation must be a string, got %s",
+                      keras_json_show(v).s);
     if (!strcmp(s, "nearest") || !strcmp(s, "bilinear")) {
         l->bilinear = !strcmp(s, "bilinear");
         return SY_OK;
     }
-    return rd_err(r, SY_ERR_UNSUPPORTED, "interpolation %s is not supported (supported: \"nearest\", \"bilinear\")",
+    return rd_err(r, SY_ERR_UNSUPPORTED,
+                  "interpolation %s is not supported (supported: \"nearest\", \"bilinear\")",
                   keras_json_show(v).s);
 }
 
@@ -61,7 +68,9 @@ static void up_json_write(jw *w, const sy_layer *l, const char **bad) {
     jw_str(w, l->bilinear ? "bilinear" : "nearest");
 }
 
-static sy_layer up_defaults(void) { return sy_layer_up_sampling2d(2, 2); }
+static sy_layer up_defaults(void) {
+    return sy_layer_up_sampling2d(2, 2);
+}
 
 const layer_impl keras_up_sampling2d = {
     .kind = SY_LAYER_UP_SAMPLING2D,
