@@ -106,7 +106,9 @@ static sy_shape shape_of_json(const json_t *a) {
 
 static const char *const cases[] = {"fashion_mnist_cnn", "imdb_lstm",   "conv_options", "recurrent_options",
                                     "embedding_options", "embedding_no_length", "initializers", "activations",
-                                    "input_layer",       "built",       "functional_chain"};
+                                    "input_layer",       "built",       "functional_chain",
+                                    /* the convolution family (issue 15) */
+                                    "conv_family",       "conv_family_defaults"};
 
 /* m has the layers, shapes and weights of <name>.expect.json. */
 static void check_expect(const char *name, const sy_model *m) {
@@ -315,6 +317,20 @@ static void test_c_models(void) {
     check_written("conv_options from C", m, "conv_options.json");
     sy_model_free(m);
 
+    /* conv_family_defaults, from the constructors' defaults (issue 15) */
+    CHECK_OK(sy_model_new(NULL, &m));
+    l = sy_layer_zero_padding2d(1, 1, 1, 1);
+    l.input_shape = sy_shape_of(3, (int64_t)8, (int64_t)7, (int64_t)3);
+    add(m, l);
+    add(m, sy_layer_depthwise_conv2d(3, 3));
+    add(m, sy_layer_separable_conv2d(4, 2, 2));
+    add(m, sy_layer_conv2d_transpose(2, 3, 3));
+    add(m, sy_layer_cropping2d(2, 2, 2, 2));
+    add(m, sy_layer_up_sampling2d(2, 2));
+    add(m, sy_layer_global_max_pooling2d());
+    check_written("conv_family_defaults from C", m, "conv_family_defaults.json");
+    sy_model_free(m);
+
     /* no input shape: no InputLayer, no build_config */
     CHECK_OK(sy_model_new(NULL, &m));
     add(m, sy_layer_dense(3));
@@ -509,9 +525,42 @@ typedef struct refusal {
 
 static const refusal refusals[] = {
     /* what Keras has and systolic does not, named with the supported values */
-    {"fashion_mnist_cnn.json", 1, "dilation_rate", "[2, 2]", SY_ERR_UNSUPPORTED,
-     {"model JSON: layer 'conv2d' (Conv2D): dilation_rate [2, 2] is not supported (supported: [1, 1])"}},
-    {"fashion_mnist_cnn.json", 1, "groups", "2", SY_ERR_UNSUPPORTED, {"groups 2 is not supported (supported: 1)"}},
+    /* the convolution family (issue 15): Keras's own refusals, and what systolic lacks */
+    {"conv_options.json", 1, "dilation_rate", "[2, 2]", SY_ERR_INVALID_ARGUMENT,
+     {"layer 'features' (Conv2D): `strides > 1` not supported in conjunction with `dilation_rate > 1`. Received: "
+      "strides=(2, 1) and dilation_rate=(2, 2)"}},
+    {"fashion_mnist_cnn.json", 1, "groups", "2", SY_ERR_SHAPE,
+     {"layer 'conv2d' (Conv2D): The number of input channels must be evenly divisible by the number of groups. "
+      "Received groups=2, but the input has 1 channels (full input shape is (None, 28, 28, 1))"}},
+    {"fashion_mnist_cnn.json", 1, "groups", "3", SY_ERR_INVALID_ARGUMENT,
+     {"The number of filters must be evenly divisible by the number of groups. Received: groups=3, filters=64"}},
+    {"conv_family.json", 3, "groups", "2", SY_ERR_UNSUPPORTED,
+     {"layer 'depthwise_conv2d' (DepthwiseConv2D): groups 2 is not supported (supported: 1)"}},
+    {"conv_family.json", 3, "depthwise_regularizer", "{\"class_name\": \"L2\", \"config\": {}}", SY_ERR_UNSUPPORTED,
+     {"depthwise_regularizer"}},
+    {"conv_family.json", 3, "depth_multiplier", "0", SY_ERR_INVALID_ARGUMENT, {"depth_multiplier must be an integer from 1"}},
+    {"conv_family.json", 4, "pointwise_constraint", "{\"class_name\": \"MaxNorm\", \"config\": {}}", SY_ERR_UNSUPPORTED,
+     {"layer 'separable_conv2d' (SeparableConv2D): pointwise_constraint"}},
+    {"conv_family.json", 5, "output_padding", "[2, 0]", SY_ERR_INVALID_ARGUMENT,
+     {"layer 'conv2d_transpose' (Conv2DTranspose): Strides must be greater than output padding. Received "
+      "strides=(2, 3), output_padding=(2, 0)."}},
+    {"conv_family.json", 5, "output_padding", "[1]", SY_ERR_INVALID_ARGUMENT, {"output_padding must be null"}},
+    {"conv_family.json", 6, "dilation_rate", "[2, 2]", SY_ERR_UNSUPPORTED,
+     {"layer 'conv2d_transpose_1' (Conv2DTranspose): dilation_rate (2, 2) and groups 1 are not supported"}},
+    {"conv_family.json", 5, "output_padding", "[0, 0]", SY_ERR_SHAPE,
+     {"layer 'conv2d_transpose' (Conv2DTranspose): an output of 15 columns from the input (None, 3, 6, 6) is not what "
+      "a 3x2 conv with strides (2, 3) and padding 'same' would take back to it; TensorFlow refuses it too"}},
+    {"conv_family.json", 1, "padding", "[[1, -1], [0, 0]]", SY_ERR_INVALID_ARGUMENT,
+     {"layer 'pad' (ZeroPadding2D): padding must be a non-negative integer, a list of two, or two lists of two, got "
+      "[[1, -1], [0, 0]]"}},
+    {"conv_family.json", 7, "cropping", "[[5, 5], [0, 0]]", SY_ERR_SHAPE,
+     {"layer 'cropping2d' (Cropping2D): cropping ((5, 5), (0, 0)) leaves nothing of the input (None, 7, 18, 3)"}},
+    {"conv_family.json", 8, "interpolation", "\"bicubic\"", SY_ERR_UNSUPPORTED,
+     {"layer 'up_sampling2d' (UpSampling2D): interpolation \"bicubic\" is not supported (supported: \"nearest\", "
+      "\"bilinear\")"}},
+    {"conv_family.json", 10, "keepdims", "1", SY_ERR_INVALID_ARGUMENT, {"keepdims must be true or false"}},
+    {"conv_family.json", 11, "data_format", "\"channels_first\"", SY_ERR_UNSUPPORTED,
+     {"layer 'global_average_pooling2d' (GlobalAveragePooling2D): data_format \"channels_first\""}},
     {"fashion_mnist_cnn.json", 1, "data_format", "\"channels_first\"", SY_ERR_UNSUPPORTED,
      {"data_format \"channels_first\" is not supported (supported: \"channels_last\")"}},
     {"fashion_mnist_cnn.json", 4, "data_format", "\"channels_first\"", SY_ERR_UNSUPPORTED,
@@ -627,13 +676,15 @@ static void test_refusals(void) {
     if (text)
         CHECK_ERR(sy_model_from_json(text, &m), SY_ERR_UNSUPPORTED,
                   "model JSON: layer 'batch_normalization': BatchNormalization is not supported; supported layers: "
-                  "Activation, AveragePooling2D, Conv2D, Dense, Dropout, Embedding, Flatten, GRU, InputLayer, LSTM, "
-                  "MaxPooling2D, Reshape");
+                  "Activation, AveragePooling2D, Conv2D, Conv2DTranspose, Cropping2D, Dense, DepthwiseConv2D, "
+                  "Dropout, Embedding, Flatten, GRU, GlobalAveragePooling2D, GlobalMaxPooling2D, InputLayer, LSTM, "
+                  "MaxPooling2D, Reshape, SeparableConv2D, UpSampling2D, ZeroPadding2D");
     free(text);
     text = read_text("unsupported_argument.json");
     if (text)
         CHECK_ERR(sy_model_from_json(text, &m), SY_ERR_UNSUPPORTED,
-                  "layer 'conv2d' (Conv2D): dilation_rate [2, 2] is not supported (supported: [1, 1])");
+                  "layer 'conv2d' (Conv2D): data_format \"channels_first\" is not supported (supported: "
+                  "\"channels_last\")");
     free(text);
     text = read_text("unbuilt.json");
     if (text) CHECK_ERR(sy_model_from_json(text, &m), SY_ERR_INVALID_ARGUMENT, "the model has no input shape");

@@ -560,6 +560,89 @@ static void test_recurrent_layers(void) {
     fprintf(stderr, "layer %-28s %s\n", "gru_go_backwards (last h)", check_failures == before ? "ok" : "FAILED");
 }
 
+/* ---- the convolution family (issue 15; tools/golden/make_conv_fixtures.py) ------------- */
+
+static sy_layer dilated(sy_layer l, int dh, int dw) {
+    l.dilation_rate[0] = dh;
+    l.dilation_rate[1] = dw;
+    return l;
+}
+static sy_layer grouped(sy_layer l, int groups) {
+    l.groups = groups;
+    return l;
+}
+static sy_layer multiplier(sy_layer l, int m) {
+    l.depth_multiplier = m;
+    return l;
+}
+static sy_layer out_padding(sy_layer l, int a, int b) {
+    l.has_output_padding = true;
+    l.output_padding[0] = a;
+    l.output_padding[1] = b;
+    return l;
+}
+static sy_layer bilinear(sy_layer l) {
+    l.bilinear = true;
+    return l;
+}
+static sy_layer keepdims(sy_layer l) {
+    l.keepdims = true;
+    return l;
+}
+
+static void test_conv_family(void) {
+    sy_padding S = SY_PADDING_SAME, V = SY_PADDING_VALID;
+    const layer_case cases[] = {
+        {"conv2d_dilated", dilated(sy_layer_conv2d(4, 3, 3), 2, 2)},
+        {"conv2d_dilated_same_relu", with_act(dilated(conv_opts(sy_layer_conv2d(3, 3, 2), 1, 1, S), 2, 3), SY_ACTIVATION_RELU)},
+        {"conv2d_groups", grouped(conv_opts(sy_layer_conv2d(6, 3, 3), 2, 2, S), 3)},
+        {"conv2d_groups_dilated", no_bias(grouped(dilated(sy_layer_conv2d(4, 2, 2), 2, 2), 2))},
+        {"depthwise_conv2d", sy_layer_depthwise_conv2d(3, 3)},
+        {"depthwise_conv2d_same_s2_m2_relu",
+         with_act(multiplier(conv_opts(sy_layer_depthwise_conv2d(3, 3), 2, 2, S), 2), SY_ACTIVATION_RELU)},
+        {"depthwise_conv2d_dilated_m3_nobias", no_bias(multiplier(dilated(sy_layer_depthwise_conv2d(2, 3), 2, 2), 3))},
+        {"separable_conv2d", sy_layer_separable_conv2d(4, 3, 3)},
+        {"separable_conv2d_same_s2_m2_tanh",
+         with_act(multiplier(conv_opts(sy_layer_separable_conv2d(5, 3, 3), 2, 2, S), 2), SY_ACTIVATION_TANH)},
+        {"separable_conv2d_dilated_nobias", no_bias(dilated(sy_layer_separable_conv2d(3, 2, 2), 2, 2))},
+        {"conv2d_transpose", sy_layer_conv2d_transpose(4, 3, 3)},
+        {"conv2d_transpose_same_s2", conv_opts(sy_layer_conv2d_transpose(3, 3, 3), 2, 2, S)},
+        {"conv2d_transpose_valid_s2_op1_relu",
+         with_act(out_padding(conv_opts(sy_layer_conv2d_transpose(2, 3, 2), 2, 2, V), 1, 1), SY_ACTIVATION_RELU)},
+        {"conv2d_transpose_same_s3_op21_nobias", no_bias(out_padding(conv_opts(sy_layer_conv2d_transpose(3, 4, 4), 3, 3, S), 2, 1))},
+        {"zero_padding2d", sy_layer_zero_padding2d(1, 1, 1, 1)},
+        {"zero_padding2d_asymmetric", sy_layer_zero_padding2d(1, 2, 0, 3)},
+        {"cropping2d", sy_layer_cropping2d(1, 0, 2, 1)},
+        {"cropping2d_pair", sy_layer_cropping2d(1, 1, 2, 2)},
+        {"up_sampling2d", sy_layer_up_sampling2d(2, 2)},
+        {"up_sampling2d_23", sy_layer_up_sampling2d(2, 3)},
+        {"up_sampling2d_bilinear", bilinear(sy_layer_up_sampling2d(2, 3))},
+        {"up_sampling2d_bilinear_3", bilinear(sy_layer_up_sampling2d(3, 3))},
+        {"global_average_pooling2d", sy_layer_global_average_pooling2d()},
+        {"global_average_pooling2d_keepdims", keepdims(sy_layer_global_average_pooling2d())},
+        {"global_max_pooling2d", sy_layer_global_max_pooling2d()},
+        {"global_max_pooling2d_ties_keepdims", keepdims(sy_layer_global_max_pooling2d())},
+    };
+    check_layers(cases, sizeof cases / sizeof cases[0], (tol){2e-5, 2e-6});
+
+    /* a MobileNet-like stack of all of them */
+    sy_layer l[11] = {sy_layer_zero_padding2d(0, 1, 0, 1),
+                      with_act(conv_opts(sy_layer_conv2d(8, 3, 3), 2, 2, V), SY_ACTIVATION_RELU),
+                      with_act(conv_opts(sy_layer_depthwise_conv2d(3, 3), 1, 1, S), SY_ACTIVATION_RELU),
+                      sy_layer_conv2d(6, 1, 1),
+                      with_act(multiplier(conv_opts(sy_layer_separable_conv2d(5, 3, 3), 1, 1, S), 2), SY_ACTIVATION_RELU),
+                      conv_opts(sy_layer_conv2d_transpose(4, 2, 2), 2, 2, V),
+                      sy_layer_cropping2d(1, 1, 1, 1),
+                      bilinear(sy_layer_up_sampling2d(2, 2)),
+                      keepdims(sy_layer_global_max_pooling2d()),
+                      sy_layer_global_average_pooling2d(),
+                      with_act(sy_layer_dense(3), SY_ACTIVATION_SOFTMAX)};
+    const char *names[11] = {"pad", "stem", "dw", "pw", "sep", "up", "crop", "bilinear", "gmp", "gap", "dense"};
+    for (int i = 0; i < 11; i++) l[i].name = names[i];
+    check_model("model_conv_family.npz", l, 11, true, (tol){2e-5, 1e-6}, (tol){1e-4, 2e-6});
+    fprintf(stderr, "model conv_family done\n");
+}
+
 /* ---- stacked models -------------------------------------------------------------------- */
 
 static void test_small_cnn(void) {
@@ -972,6 +1055,7 @@ static void test_imdb_trajectory(void) {
 int main(void) {
     test_layers();
     test_recurrent_layers();
+    test_conv_family();
     test_small_cnn();
     test_stacked_recurrent();
     test_losses();

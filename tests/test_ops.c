@@ -455,6 +455,97 @@ static sy_node b_cat_ce_grad(ctx *c) { return loss_grad(c, SY_OP_CATEGORICAL_CE_
 static sy_node b_binary_ce_grad(ctx *c) { return loss_grad(c, SY_OP_BINARY_CE_GRAD, 2); }
 static sy_node b_mse_grad(ctx *c) { return loss_grad(c, SY_OP_MSE_GRAD, 1); }
 
+/* ---- the convolution family (issue 15) ---- */
+static sy_conv2d_options conv_o(int s, sy_padding p, int dh, int dw, int groups) {
+    return (sy_conv2d_options){{s, s}, p, {dh, dw}, groups};
+}
+static sy_node conv_ex(ctx *c, sy_shape xs, sy_shape ws, sy_conv2d_options o) {
+    return sy_graph_conv2d_ex(c->g, var(c, xs, -1, 1), var(c, ws, -1, 1), &o);
+}
+static sy_node b_conv_dilated(ctx *c) { return conv_ex(c, R(4, 2L, 9L, 8L, 3L), R(4, 3L, 2L, 3L, 4L), conv_o(1, SY_PADDING_VALID, 2, 3, 1)); }
+static sy_node b_conv_dilated_same(ctx *c) { return conv_ex(c, R(4, 2L, 7L, 8L, 2L), R(4, 3L, 3L, 2L, 5L), conv_o(1, SY_PADDING_SAME, 2, 2, 1)); }
+static sy_node b_conv_groups(ctx *c) { return conv_ex(c, R(4, 2L, 6L, 7L, 6L), R(4, 3L, 3L, 2L, 9L), conv_o(2, SY_PADDING_SAME, 1, 1, 3)); }
+static sy_node b_depthwise(ctx *c) { return conv_ex(c, R(4, 2L, 7L, 8L, 5L), R(4, 3L, 3L, 1L, 5L), conv_o(2, SY_PADDING_SAME, 1, 1, 5)); }
+static sy_node b_depthwise_m3_dilated(ctx *c) { return conv_ex(c, R(4, 2L, 9L, 7L, 4L), R(4, 3L, 2L, 1L, 12L), conv_o(1, SY_PADDING_SAME, 2, 2, 4)); }
+static sy_node b_depthwise_valid_wide(ctx *c) { return conv_ex(c, R(4, 3L, 6L, 6L, 37L), R(4, 3L, 3L, 1L, 37L), conv_o(1, SY_PADDING_VALID, 1, 1, 37)); }
+static sy_node b_depthwise_bias_relu(ctx *c) {
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.conv.act = SY_ACT_RELU;
+    at.conv.stride[0] = at.conv.stride[1] = 2;
+    at.conv.padding = SY_PAD_SAME;
+    at.conv.groups = 6;
+    sy_node in[3] = {var(c, R(4, 2L, 7L, 6L, 6L), -1, 1), var(c, R(4, 3L, 3L, 1L, 12L), -1, 1), var(c, R(1, 12L), -1, 1)};
+    return add_op(c, SY_OP_CONV2D, in, 3, &at, NULL);
+}
+/* conv2d_backprop_input as conv2d_transpose: differentiable in both inputs */
+static sy_node b_conv_transpose(ctx *c) {
+    sy_conv2d_options o = conv_o(2, SY_PADDING_SAME, 1, 1, 1);
+    return sy_graph_conv2d_transpose(c->g, var(c, R(4, 2L, 3L, 4L, 5L), -1, 1), var(c, R(4, 3L, 3L, 2L, 5L), -1, 1), 6, 8, &o);
+}
+static sy_node b_conv_transpose_valid(ctx *c) {
+    sy_conv2d_options o = conv_o(2, SY_PADDING_VALID, 1, 1, 1);
+    return sy_graph_conv2d_transpose(c->g, var(c, R(4, 2L, 3L, 3L, 4L), -1, 1), var(c, R(4, 3L, 2L, 3L, 4L), -1, 1), 8, 7, &o);
+}
+/* the backprops of grouped, depthwise and dilated convs, forward on every backend */
+static sy_node conv_bp_ex(ctx *c, bool input, sy_shape xs, sy_shape ws, sy_conv2d_options o) {
+    sy_graph *g = c->g;
+    sy_node x = cin(c, xs, -1, 1), w = cin(c, ws, -1, 1);
+    sy_node y = sy_graph_conv2d_ex(g, x, w, &o);
+    sy_node dy = cin(c, sy_graph_shape(g, y), -1, 1);
+    sy_attrs at = graph_node(g, y)->attr;
+    if (input) {
+        sy_node in[2] = {dy, w};
+        return add_op(c, SY_OP_CONV2D_BACKPROP_INPUT, in, 2, &at, &xs);
+    }
+    sy_node in[2] = {x, dy};
+    return add_op(c, SY_OP_CONV2D_BACKPROP_FILTER, in, 2, &at, &ws);
+}
+static sy_node b_dw_bp_input(ctx *c) { return conv_bp_ex(c, true, R(4, 2L, 7L, 8L, 5L), R(4, 3L, 3L, 1L, 5L), conv_o(2, SY_PADDING_SAME, 1, 1, 5)); }
+static sy_node b_dw_bp_input_m2(ctx *c) { return conv_bp_ex(c, true, R(4, 2L, 9L, 7L, 4L), R(4, 3L, 2L, 1L, 8L), conv_o(1, SY_PADDING_SAME, 2, 2, 4)); }
+static sy_node b_dw_bp_filter(ctx *c) { return conv_bp_ex(c, false, R(4, 3L, 9L, 8L, 37L), R(4, 3L, 3L, 1L, 37L), conv_o(2, SY_PADDING_SAME, 1, 1, 37)); }
+static sy_node b_dw_bp_filter_m2(ctx *c) { return conv_bp_ex(c, false, R(4, 2L, 9L, 7L, 4L), R(4, 3L, 2L, 1L, 8L), conv_o(1, SY_PADDING_VALID, 2, 1, 4)); }
+static sy_node b_groups_bp_input(ctx *c) { return conv_bp_ex(c, true, R(4, 2L, 6L, 7L, 6L), R(4, 3L, 3L, 2L, 9L), conv_o(2, SY_PADDING_SAME, 1, 1, 3)); }
+static sy_node b_dilated_bp_filter(ctx *c) { return conv_bp_ex(c, false, R(4, 2L, 9L, 8L, 3L), R(4, 3L, 2L, 3L, 4L), conv_o(1, SY_PADDING_SAME, 2, 3, 1)); }
+static sy_node b_pad(ctx *c) {
+    int64_t before[4] = {0, 1, 3, 0}, after[4] = {0, 2, 0, 1};
+    return sy_graph_pad(c->g, var(c, R(4, 2L, 3L, 4L, 3L), -1, 1), before, after);
+}
+static sy_node b_upsample_nearest(ctx *c) { return sy_graph_upsample2d(c->g, var(c, R(4, 2L, 3L, 4L, 3L), -1, 1), 2, 3, false); }
+static sy_node b_upsample_bilinear(ctx *c) { return sy_graph_upsample2d(c->g, var(c, R(4, 2L, 3L, 4L, 3L), -1, 1), 3, 2, true); }
+static sy_node upsample_grad(ctx *c, bool bilinear) {
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.upsample.size[0] = 2;
+    at.upsample.size[1] = 3;
+    at.upsample.bilinear = bilinear;
+    sy_shape xs = R(4, 2L, 3L, 4L, 5L);
+    sy_node dy = cin(c, R(4, 2L, 6L, 12L, 5L), -1, 1);
+    return add_op(c, SY_OP_UPSAMPLE2D_GRAD, &dy, 1, &at, &xs);
+}
+static sy_node b_upsample_grad(ctx *c) { return upsample_grad(c, false); }
+static sy_node b_upsample_grad_bilinear(ctx *c) { return upsample_grad(c, true); }
+static sy_node b_reduce_max(ctx *c) {
+    int32_t axes[2] = {1, 2};
+    return sy_graph_reduce_max(c->g, var(c, R(4, 2L, 3L, 4L, 5L), -1, 1), axes, 2, false);
+}
+static sy_node b_reduce_max_keepdims(ctx *c) {
+    int32_t axes[1] = {0};
+    return sy_graph_reduce_max(c->g, var(c, R(3, 4L, 3L, 5L), -1, 1), axes, 1, true);
+}
+/* ties: x after a relu, so whole groups of zeros share the gradient */
+static sy_node b_reduce_max_grad_ties(ctx *c) {
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.reduce.axes = (1u << 1) | (1u << 2);
+    sy_node x = sy_graph_relu(c->g, sy_graph_add(c->g, cin(c, R(4, 2L, 3L, 2L, 6L), -1, 1), sy_graph_fill(c->g, c->dt, S(0), -0.6)));
+    int32_t axes[2] = {1, 2};
+    sy_node y = sy_graph_reduce_max(c->g, x, axes, 2, false);
+    sy_node in[3] = {x, y, cin(c, R(2, 2L, 6L), -1, 1)};
+    sy_shape xs = R(4, 2L, 3L, 2L, 6L);
+    return add_op(c, SY_OP_REDUCE_MAX_GRAD, in, 3, &at, &xs);
+}
+
 /* A chain the fusion pass folds into one fused_eltwise op. */
 static sy_node b_fused_chain(ctx *c) {
     sy_graph *g = c->g;
@@ -603,6 +694,30 @@ static const row rows[] = {
     {"gru_scan_grad", SY_OP_GRU_SCAN_GRAD, b_gru_grad, FWD},
     {"gru_scan_grad mask, last step", SY_OP_GRU_SCAN_GRAD, b_gru_grad_mask_last, FWD},
     {"fused_eltwise", SY_OP_FUSED_ELTWISE, b_fused_chain, FWD | GRAD | CHECK_FUSED},
+    /* the convolution family (issue 15) */
+    {"conv2d dilated (2, 3)", SY_OP_CONV2D, b_conv_dilated, FWD | GRAD},
+    {"conv2d dilated same", SY_OP_CONV2D, b_conv_dilated_same, FWD | GRAD},
+    {"conv2d 3 groups stride 2", SY_OP_CONV2D, b_conv_groups, FWD | GRAD},
+    {"conv2d depthwise stride 2", SY_OP_CONV2D, b_depthwise, FWD | GRAD},
+    {"conv2d depthwise x3 dilated", SY_OP_CONV2D, b_depthwise_m3_dilated, FWD | GRAD},
+    {"conv2d depthwise 37 channels", SY_OP_CONV2D, b_depthwise_valid_wide, FWD | GRAD},
+    {"conv2d depthwise x2 + bias + relu", SY_OP_CONV2D, b_depthwise_bias_relu, FWD},
+    {"conv2d_backprop_input as conv2d_transpose", SY_OP_CONV2D_BACKPROP_INPUT, b_conv_transpose, FWD | GRAD},
+    {"conv2d_transpose valid 3x2/2", SY_OP_CONV2D_BACKPROP_INPUT, b_conv_transpose_valid, FWD | GRAD},
+    {"conv2d_backprop_input depthwise", SY_OP_CONV2D_BACKPROP_INPUT, b_dw_bp_input, FWD},
+    {"conv2d_backprop_input depthwise x2 dilated", SY_OP_CONV2D_BACKPROP_INPUT, b_dw_bp_input_m2, FWD},
+    {"conv2d_backprop_input 3 groups", SY_OP_CONV2D_BACKPROP_INPUT, b_groups_bp_input, FWD},
+    {"conv2d_backprop_filter depthwise 37", SY_OP_CONV2D_BACKPROP_FILTER, b_dw_bp_filter, FWD},
+    {"conv2d_backprop_filter depthwise x2 dilated", SY_OP_CONV2D_BACKPROP_FILTER, b_dw_bp_filter_m2, FWD},
+    {"conv2d_backprop_filter dilated", SY_OP_CONV2D_BACKPROP_FILTER, b_dilated_bp_filter, FWD},
+    {"pad", SY_OP_PAD, b_pad, FWD | GRAD},
+    {"upsample2d nearest", SY_OP_UPSAMPLE2D, b_upsample_nearest, FWD | GRAD},
+    {"upsample2d bilinear", SY_OP_UPSAMPLE2D, b_upsample_bilinear, FWD | GRAD},
+    {"upsample2d_grad nearest", SY_OP_UPSAMPLE2D_GRAD, b_upsample_grad, FWD},
+    {"upsample2d_grad bilinear", SY_OP_UPSAMPLE2D_GRAD, b_upsample_grad_bilinear, FWD},
+    {"reduce_max", SY_OP_REDUCE_MAX, b_reduce_max, FWD | GRAD},
+    {"reduce_max keepdims", SY_OP_REDUCE_MAX, b_reduce_max_keepdims, FWD | GRAD},
+    {"reduce_max_grad ties", SY_OP_REDUCE_MAX_GRAD, b_reduce_max_grad_ties, FWD},
     /* optimizer updates: see check_optimizers() */
 };
 #define N_ROWS (int)(sizeof rows / sizeof rows[0])

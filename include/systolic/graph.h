@@ -144,6 +144,40 @@ sy_node sy_graph_max_pool2d(sy_graph *g, sy_node x, int pool_h, int pool_w, int 
 sy_node sy_graph_avg_pool2d(sy_graph *g, sy_node x, int pool_h, int pool_w, int stride_h, int stride_w,
                             sy_padding padding);
 
+/* ---- the convolution family (issue 15: Conv2D's dilation and groups,
+ * DepthwiseConv2D, SeparableConv2D, Conv2DTranspose, padding, cropping,
+ * upsampling, global pooling) ---- */
+
+/* conv2d's arguments beyond sy_graph_conv2d's, as tf.nn.convolution takes
+ * them: dilation (0 or 1: none) spreads the kernel's taps dilation pixels
+ * apart; groups (0 or 1: one) splits the C input channels and the O
+ * filters into groups convolved separately, so w is (KH, KW, C / groups,
+ * O). A depthwise conv is groups = C with its (KH, KW, C, M) kernel read
+ * as (KH, KW, 1, C * M): output channel c M + m, as TensorFlow orders it. */
+typedef struct sy_conv2d_options {
+    int stride[2];
+    sy_padding padding;
+    int dilation[2];
+    int groups;
+} sy_conv2d_options;
+
+sy_node sy_graph_conv2d_ex(sy_graph *g, sy_node x, sy_node w, const sy_conv2d_options *o);
+/* The transpose of that conv (tf.nn.conv2d_transpose): x (N, H, W, O) and
+ * w (KH, KW, C, O) -> (N, out_h, out_w, C), where a conv with options o of
+ * an (out_h, out_w) input gives H x W. Differentiable in x and w. */
+sy_node sy_graph_conv2d_transpose(sy_graph *g, sy_node x, sy_node w, int64_t out_h, int64_t out_w,
+                                  const sy_conv2d_options *o);
+/* x with before[i] zeros ahead of it and after[i] behind it along each
+ * axis i (all >= 0; tf.pad with zeros). Cropping is sy_graph_slice. */
+sy_node sy_graph_pad(sy_graph *g, sy_node x, const int64_t *before, const int64_t *after);
+/* x (N, H, W, C) -> (N, H size_h, W size_w, C): each pixel repeated
+ * (nearest), or interpolated as tf.image.resize's bilinear with half-pixel
+ * centers (Keras 2.15's UpSampling2D). */
+sy_node sy_graph_upsample2d(sy_graph *g, sy_node x, int size_h, int size_w, bool bilinear);
+/* The largest element over the listed axes (n_axes 0: all); its gradient
+ * is shared equally by tied maxima, as tf.reduce_max's. */
+sy_node sy_graph_reduce_max(sy_graph *g, sy_node x, const int32_t *axes, int n_axes, bool keepdims);
+
 /* Zeroes each element with probability rate and scales the rest by
  * 1 / (1 - rate). The mask is a function of (seed, the plan's replica
  * stream, the step, the element index): new every step, reproducible. */

@@ -93,6 +93,15 @@ typedef enum sy_layer_kind {
     SY_LAYER_MAXIMUM,
     SY_LAYER_MINIMUM,
     SY_LAYER_CONCATENATE,
+    /* the convolution family (issue 15) */
+    SY_LAYER_DEPTHWISE_CONV2D,
+    SY_LAYER_SEPARABLE_CONV2D,
+    SY_LAYER_CONV2D_TRANSPOSE,
+    SY_LAYER_ZERO_PADDING2D,
+    SY_LAYER_CROPPING2D,
+    SY_LAYER_UP_SAMPLING2D,
+    SY_LAYER_GLOBAL_AVERAGE_POOLING2D,
+    SY_LAYER_GLOBAL_MAX_POOLING2D
 } sy_layer_kind;
 
 /* A layer's configuration: Keras's constructor arguments. Make one with a
@@ -131,6 +140,21 @@ typedef struct sy_layer {
     sy_init recurrent_initializer;      /* orthogonal */
     /* Concatenate: the axis, counting the batch axis as Keras does (-1: the last) */
     int32_t axis;
+    /* the convolution family (issue 15). Conv2D, DepthwiseConv2D,
+     * SeparableConv2D and Conv2DTranspose also take kernel_size, strides,
+     * padding, activation, use_bias and bias_initializer above; Conv2D,
+     * SeparableConv2D and Conv2DTranspose filters and kernel_initializer. */
+    int32_t dilation_rate[2];        /* (1, 1); more only with strides (1, 1), as Keras; Conv2DTranspose: (1, 1) only */
+    int32_t groups;                  /* Conv2D: 1; filters and input channels must be multiples of it */
+    int32_t depth_multiplier;        /* DepthwiseConv2D, SeparableConv2D: 1 (outputs per input channel) */
+    sy_init depthwise_initializer;   /* DepthwiseConv2D, SeparableConv2D: glorot_uniform */
+    sy_init pointwise_initializer;   /* SeparableConv2D: glorot_uniform */
+    bool has_output_padding;         /* Conv2DTranspose: false (Keras's output_padding=None) */
+    int32_t output_padding[2];       /* Conv2DTranspose, when has_output_padding: each below its stride */
+    int32_t margins[2][2];           /* ZeroPadding2D's padding, Cropping2D's cropping: ((top, bottom), (left, right)) */
+    int32_t size[2];                 /* UpSampling2D: (2, 2) */
+    bool bilinear;                   /* UpSampling2D: interpolation 'bilinear' (true) or 'nearest' (false, the default) */
+    bool keepdims;                   /* GlobalAveragePooling2D, GlobalMaxPooling2D: false */
 } sy_layer;
 
 sy_layer sy_layer_dense(int32_t units);
@@ -152,6 +176,15 @@ sy_layer sy_layer_average(void);
 sy_layer sy_layer_maximum(void);
 sy_layer sy_layer_minimum(void);
 sy_layer sy_layer_concatenate(int32_t axis); /* Keras's default axis is -1 */
+/* the convolution family (issue 15), with Keras's defaults */
+sy_layer sy_layer_depthwise_conv2d(int32_t kernel_h, int32_t kernel_w);
+sy_layer sy_layer_separable_conv2d(int32_t filters, int32_t kernel_h, int32_t kernel_w);
+sy_layer sy_layer_conv2d_transpose(int32_t filters, int32_t kernel_h, int32_t kernel_w);
+sy_layer sy_layer_zero_padding2d(int32_t top, int32_t bottom, int32_t left, int32_t right);
+sy_layer sy_layer_cropping2d(int32_t top, int32_t bottom, int32_t left, int32_t right);
+sy_layer sy_layer_up_sampling2d(int32_t size_h, int32_t size_w);
+sy_layer sy_layer_global_average_pooling2d(void);
+sy_layer sy_layer_global_max_pooling2d(void);
 
 /* Keras's class name of a kind ("Conv2D"). */
 const char *sy_layer_class_name(sy_layer_kind kind);

@@ -66,7 +66,10 @@ typedef struct sy_eprog {
  * its arguments (reshape, slice sizes, broadcast_to, backprop shapes). */
 typedef union sy_attrs {
     struct { uint8_t ta, tb, act; } matmul;                        /* MATMUL */
-    struct { int32_t stride[2]; int32_t padding; uint8_t act; } conv; /* CONV2D and backprops */
+    /* CONV2D and backprops: dilation 0 means 1, groups 0 means 1 (zeroed attrs are a plain conv); the
+     * kernel is (KH, KW, C / groups, O) and group g maps input channels [g C/groups, (g+1) C/groups) to
+     * output channels [g O/groups, (g+1) O/groups), as TensorFlow's grouped and depthwise convs */
+    struct { int32_t stride[2]; int32_t padding; uint8_t act; int32_t dilation[2]; int32_t groups; } conv;
     struct { int32_t ksize[2], stride[2]; int32_t padding; } pool; /* pools and their grads */
     struct { int32_t axis; } axis;                                 /* softmaxes, concat, gather */
     struct { int32_t perm[SY_MAX_RANK]; } transpose;
@@ -75,6 +78,7 @@ typedef union sy_attrs {
     struct { uint8_t act, rec_act, has_bias, has_mask, need_dx, inference; } rnn; /* LSTM_SCAN, GRU_SCAN, grads */
     struct { uint32_t axes; uint8_t keepdims; } reduce;            /* bit i: reduce axis i */
     struct { double value; } fill;
+    struct { int32_t size[2]; uint8_t bilinear; } upsample;      /* UPSAMPLE2D and its grad */
     struct {
         float momentum, beta_1, beta_2, epsilon, rho;
         float one_minus_beta_1, one_minus_beta_2, one_minus_rho; /* from the doubles, as Keras rounds them */
@@ -158,6 +162,14 @@ static inline void sy_conv_out(int64_t in, int64_t k, int64_t stride, int paddin
         *pad_before = 0;
     }
 }
+
+/* A conv's dilation along axis i and its groups, 0 read as 1. */
+static inline int64_t sy_conv_dilation(const sy_attrs *a, int i) {
+    return a->conv.dilation[i] > 1 ? a->conv.dilation[i] : 1;
+}
+static inline int64_t sy_conv_groups(const sy_attrs *a) { return a->conv.groups > 1 ? a->conv.groups : 1; }
+/* The extent of a k-tap window dilated by d: (k - 1) d + 1. */
+static inline int64_t sy_dilated(int64_t k, int64_t d) { return (k - 1) * d + 1; }
 
 /* The rows of the LSTM scan ops, per (batch, step), in elements:
  *

@@ -18,13 +18,37 @@
 /* ---- conv2d ------------------------------------------------------------------------ */
 
 sy_node sy_graph_conv2d(sy_graph *g, sy_node x, sy_node w, int stride_h, int stride_w, sy_padding padding) {
+    sy_conv2d_options o = {{stride_h, stride_w}, padding, {1, 1}, 1};
+    return sy_graph_conv2d_ex(g, x, w, &o);
+}
+
+static sy_attrs conv_attrs(const sy_conv2d_options *o) {
     sy_attrs at;
     memset(&at, 0, sizeof at);
-    at.conv.stride[0] = stride_h;
-    at.conv.stride[1] = stride_w;
-    at.conv.padding = padding;
+    at.conv.stride[0] = o->stride[0];
+    at.conv.stride[1] = o->stride[1];
+    at.conv.padding = o->padding;
+    at.conv.dilation[0] = o->dilation[0];
+    at.conv.dilation[1] = o->dilation[1];
+    at.conv.groups = o->groups;
+    return at;
+}
+
+sy_node sy_graph_conv2d_ex(sy_graph *g, sy_node x, sy_node w, const sy_conv2d_options *o) {
+    sy_attrs at = conv_attrs(o);
     sy_node in[2] = {x, w};
     return graph_add(g, SY_OP_CONV2D, in, 2, &at, NULL);
+}
+
+sy_node sy_graph_conv2d_transpose(sy_graph *g, sy_node x, sy_node w, int64_t out_h, int64_t out_w,
+                                  const sy_conv2d_options *o) {
+    sy_attrs at = conv_attrs(o);
+    sy_node in[2] = {x, w};
+    bool ok = x >= 0 && x < sy_graph_node_count(g) && w >= 0 && w < sy_graph_node_count(g);
+    sy_shape xs = ok ? sy_graph_shape(g, x) : sy_shape_of(0), ws = ok ? sy_graph_shape(g, w) : sy_shape_of(0);
+    sy_shape out = sy_shape_of(4, xs.rank == 4 ? xs.dims[0] : 0, out_h, out_w,
+                               ws.rank == 4 ? ws.dims[2] * (o->groups > 1 ? o->groups : 1) : 0);
+    return graph_add(g, SY_OP_CONV2D_BACKPROP_INPUT, in, 2, &at, &out);
 }
 
 static sy_status check_window(sy_graph *g, sy_node_rec *n, const int32_t *stride, int padding) {
@@ -36,7 +60,8 @@ static sy_status check_window(sy_graph *g, sy_node_rec *n, const int32_t *stride
 }
 
 /* Output (N, OH, OW, O) of a window op over x (N, H, W, C); an error if the
- * window does not fit (valid padding larger than the input). */
+ * window (kh x kw, the extent after dilation) does not fit (valid padding
+ * larger than the input). */
 static sy_status window_out(sy_graph *g, sy_node_rec *n, const sy_shape *x, int64_t kh, int64_t kw, int64_t o,
                             const int32_t *stride, int padding, sy_shape *out) {
     int64_t oh, ow, p;
@@ -51,6 +76,41 @@ static sy_status window_out(sy_graph *g, sy_node_rec *n, const sy_shape *x, int6
     return SY_OK;
 }
 
+/* Dilation and groups: positive (0 is read as 1), and the groups divide
+ * the input channels c and the filters o. */
+static sy_status check_conv_attrs(sy_graph *g, sy_node_rec *n, int64_t c, int64_t o) {
+    const sy_attrs *a = &n->attr;
+    if (a->conv.dilation[0] < 0 || a->conv.dilation[1] < 0 || a->conv.groups < 0)
+        return graph_fail(g, n, SY_ERR_INVALID_ARGUMENT, "dilation (%d, %d) and groups %d must be positive",
+                          a->conv.dilation[0], a->conv.dilation[1], a->conv.groups);
+    int64_t groups = sy_conv_groups(a);
+    if (c % groups || o % groups)
+        return graph_fail(g, n, SY_ERR_SHAPE, "%lld input channels and %lld filters must both be multiples of groups %lld",
+                          (long long)c, (long long)o, (long long)groups);
+    return SY_OK;
+}
+
+/* The conv's output for input x and kernel w (both rank 4), checked. */
+static sy_status conv_out_shape(sy_graph *g, sy_node_rec *n, const sy_shape *x, const sy_shape *w, sy_shape *out) {
+    char sx[SY_SHAPE_STR_MAX], sw[SY_SHAPE_STR_MAX];
+    sy_status st = check_conv_attrs(g, n, x->dims[3], w->dims[3]);
+    if (st) return st;
+    int64_t groups = sy_conv_groups(&n->attr);
+    if (w->dims[2] * groups != x->dims[3]) {
+        if (groups == 1)
+            return graph_fail(g, n, SY_ERR_SHAPE, "input %s has %lld channels but kernel %s expects %lld",
+                              sy_shape_format(x, sx, sizeof sx), (long long)x->dims[3],
+                              sy_shape_format(w, sw, sizeof sw), (long long)w->dims[2]);
+        return graph_fail(g, n, SY_ERR_SHAPE, "input %s has %lld channels but kernel %s in %lld groups expects %lld",
+                          sy_shape_format(x, sx, sizeof sx), (long long)x->dims[3], sy_shape_format(w, sw, sizeof sw),
+                          (long long)groups, (long long)(w->dims[2] * groups));
+    }
+    if ((st = check_window(g, n, n->attr.conv.stride, n->attr.conv.padding))) return st;
+    return window_out(g, n, x, sy_dilated(w->dims[0], sy_conv_dilation(&n->attr, 0)),
+                      sy_dilated(w->dims[1], sy_conv_dilation(&n->attr, 1)), w->dims[3], n->attr.conv.stride,
+                      n->attr.conv.padding, out);
+}
+
 sy_status infer_CONV2D(sy_graph *g, sy_node_rec *n) {
     if (n->n_in < 2 || n->n_in > 3) return graph_fail(g, n, SY_ERR_INTERNAL, "takes 2 or 3 inputs, got %d", n->n_in);
     sy_status st = require_float_inputs(g, n, n->n_in);
@@ -63,18 +123,13 @@ sy_status infer_CONV2D(sy_graph *g, sy_node_rec *n) {
     if (w->rank != 4)
         return graph_fail(g, n, SY_ERR_SHAPE, "kernel %s must be (height, width, in_channels, out_channels)",
                           sy_shape_format(w, sw, sizeof sw));
-    if (w->dims[2] != x->dims[3])
-        return graph_fail(g, n, SY_ERR_SHAPE, "input %s has %lld channels but kernel %s expects %lld",
-                          sy_shape_format(x, sx, sizeof sx), (long long)x->dims[3], sy_shape_format(w, sw, sizeof sw),
-                          (long long)w->dims[2]);
-    if ((st = check_window(g, n, n->attr.conv.stride, n->attr.conv.padding))) return st;
     if (n->n_in == 3) {
         const sy_shape *b = &graph_in_rec(g, n, 2)->shape;
         if (b->rank != 1 || b->dims[0] != w->dims[3])
             return graph_fail(g, n, SY_ERR_SHAPE, "bias %s does not match %lld filters", sy_shape_format(b, sx, sizeof sx),
                               (long long)w->dims[3]);
     }
-    return window_out(g, n, x, w->dims[0], w->dims[1], w->dims[3], n->attr.conv.stride, n->attr.conv.padding, &n->shape);
+    return conv_out_shape(g, n, x, w, &n->shape);
 }
 
 sy_status grad_CONV2D(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx) {
@@ -98,9 +153,9 @@ sy_status grad_CONV2D(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_n
 /* The preset output shape must be what the forward conv would consume. */
 static sy_status check_backprop(sy_graph *g, sy_node_rec *n, const sy_shape *x, const sy_shape *w, const sy_shape *dy) {
     sy_shape expect;
-    sy_status st = window_out(g, n, x, w->dims[0], w->dims[1], w->dims[3], n->attr.conv.stride, n->attr.conv.padding, &expect);
+    sy_status st = conv_out_shape(g, n, x, w, &expect);
     if (st) return st;
-    if (!sy_shape_equal(&expect, dy) || x->dims[3] != w->dims[2]) {
+    if (!sy_shape_equal(&expect, dy)) {
         char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
         return graph_fail(g, n, SY_ERR_SHAPE, "gradient %s does not match the convolution's output %s",
                           sy_shape_format(dy, a, sizeof a), sy_shape_format(&expect, b, sizeof b));
@@ -114,6 +169,25 @@ sy_status infer_CONV2D_BACKPROP_INPUT(sy_graph *g, sy_node_rec *n) {
     if (n->shape.rank != 4 || graph_in_rec(g, n, 1)->shape.rank != 4 || graph_in_rec(g, n, 0)->shape.rank != 4)
         return graph_fail(g, n, SY_ERR_SHAPE, "expects rank-4 input, kernel and gradient");
     return check_backprop(g, n, &n->shape, &graph_in_rec(g, n, 1)->shape, &graph_in_rec(g, n, 0)->shape);
+}
+
+/* conv2d_backprop_input is also conv2d_transpose (Conv2DTranspose), so it
+ * has a gradient: linear in its first input, whose adjoint is the forward
+ * conv, and in the kernel, where it is the filter gradient of a conv over
+ * dY with the first input as the output's gradient. */
+sy_status grad_CONV2D_BACKPROP_INPUT(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx) {
+    sy_attrs at = graph_node(g, y)->attr;
+    sy_node d = graph_input(g, y, 0), w = graph_input(g, y, 1);
+    sy_shape ws = graph_node(g, w)->shape;
+    if (need[0]) {
+        sy_node in[2] = {dy, w};
+        dx[0] = graph_add(g, SY_OP_CONV2D, in, 2, &at, NULL);
+    }
+    if (need[1]) {
+        sy_node in[2] = {dy, d};
+        dx[1] = graph_add(g, SY_OP_CONV2D_BACKPROP_FILTER, in, 2, &at, &ws);
+    }
+    return sy_graph_status(g);
 }
 
 sy_status infer_CONV2D_BACKPROP_FILTER(sy_graph *g, sy_node_rec *n) {

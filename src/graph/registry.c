@@ -57,7 +57,7 @@ static const sy_op_def defs[SY_OP_COUNT] = {
     GRADOP(SOFTMAX_GRAD),
     GRADOP(LOG_SOFTMAX_GRAD),
     GRADOP(SLICE_GRAD),
-    GRADOP(CONV2D_BACKPROP_INPUT),
+    DIFF(CONV2D_BACKPROP_INPUT), /* also conv2d_transpose, so differentiable */
     GRADOP(CONV2D_BACKPROP_FILTER),
     GRADOP(MAX_POOL2D_GRAD),
     GRADOP(AVG_POOL2D_GRAD),
@@ -75,6 +75,12 @@ static const sy_op_def defs[SY_OP_COUNT] = {
     ROW(SGD_UPDATE, NULL, SY_OPF_UPDATE, 0),
     ROW(ADAM_UPDATE, NULL, SY_OPF_UPDATE, 0),
     ROW(RMSPROP_UPDATE, NULL, SY_OPF_UPDATE, 0),
+    /* the convolution family (issue 15) */
+    DIFF(PAD),
+    DIFF(UPSAMPLE2D),
+    GRADOP(UPSAMPLE2D_GRAD),
+    DIFF(REDUCE_MAX),
+    GRADOP(REDUCE_MAX_GRAD),
     ROW(FUSED_ELTWISE, NULL, SY_OPF_GRAD_OP, 0),
 };
 

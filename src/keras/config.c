@@ -369,32 +369,6 @@ static const char *write_layer_config(jw *w, const model_layer *L) {
         jw_nulls(w, nulls);
         break;
     }
-    case SY_LAYER_CONV2D: {
-        static const char *const nulls[] = {"kernel_regularizer", "bias_regularizer", "activity_regularizer",
-                                            "kernel_constraint", "bias_constraint", NULL};
-        jw_key(w, "filters");
-        jw_int(w, l->filters);
-        jw_key(w, "kernel_size");
-        jw_pair(w, l->kernel_size[0], l->kernel_size[1]);
-        jw_key(w, "strides");
-        jw_pair(w, l->strides[0], l->strides[1]);
-        jw_key(w, "padding");
-        jw_str(w, l->padding == SY_PADDING_SAME ? "same" : "valid");
-        jw_key(w, "data_format");
-        jw_str(w, "channels_last");
-        jw_key(w, "dilation_rate");
-        jw_pair(w, 1, 1);
-        jw_key(w, "groups");
-        jw_int(w, 1);
-        jw_key(w, "activation");
-        jw_str(w, sy_activation_name(l->activation));
-        jw_key(w, "use_bias");
-        jw_bool(w, l->use_bias);
-        INIT("kernel_initializer", l->kernel_initializer);
-        INIT("bias_initializer", l->bias_initializer);
-        jw_nulls(w, nulls);
-        break;
-    }
     case SY_LAYER_MAX_POOLING2D:
     case SY_LAYER_AVERAGE_POOLING2D:
         jw_key(w, "pool_size");

@@ -388,10 +388,6 @@ static const layer_kind_info kinds[] = {
     {"Dense", SY_LAYER_DENSE,
      {"units", "activation", "use_bias", "kernel_initializer", "bias_initializer", "kernel_regularizer",
       "bias_regularizer", "kernel_constraint", "bias_constraint", "input_dim", NULL}},
-    {"Conv2D", SY_LAYER_CONV2D,
-     {"filters", "kernel_size", "strides", "padding", "data_format", "dilation_rate", "groups", "activation",
-      "use_bias", "kernel_initializer", "bias_initializer", "kernel_regularizer", "bias_regularizer",
-      "kernel_constraint", "bias_constraint", "input_dim", NULL}},
     {"MaxPooling2D", SY_LAYER_MAX_POOLING2D, {"pool_size", "strides", "padding", "data_format", "input_dim", NULL}},
     {"AveragePooling2D", SY_LAYER_AVERAGE_POOLING2D,
      {"pool_size", "strides", "padding", "data_format", "input_dim", NULL}},
@@ -473,28 +469,6 @@ static sy_status rd_dense(const rd *r, sy_layer *l) {
         (st = rd_init(r, "bias_initializer", l->bias_initializer, &l->bias_initializer)))
         return st;
     return rd_nulls(r, nulls);
-}
-
-static sy_status rd_conv2d(const rd *r, sy_layer *l) {
-    static const char *const nulls[] = {"kernel_regularizer", "bias_regularizer", "kernel_constraint",
-                                        "bias_constraint", NULL};
-    sy_status st;
-    int32_t dil[2];
-    int64_t groups;
-    if ((st = rd_i32(r, "filters", true, 0, 1, &l->filters)) ||
-        (st = rd_pair(r, "kernel_size", true, 0, l->kernel_size)) || (st = rd_pair(r, "strides", false, 1, l->strides)) ||
-        (st = rd_padding(r, &l->padding)) || (st = rd_data_format(r)) || (st = rd_pair(r, "dilation_rate", false, 1, dil)) ||
-        (st = rd_int(r, "groups", false, 1, 1, INT32_MAX, &groups)) ||
-        (st = rd_activation(r, "activation", SY_ACTIVATION_LINEAR, false, &l->activation)) ||
-        (st = rd_bool(r, "use_bias", true, &l->use_bias)) ||
-        (st = rd_init(r, "kernel_initializer", l->kernel_initializer, &l->kernel_initializer)) ||
-        (st = rd_init(r, "bias_initializer", l->bias_initializer, &l->bias_initializer)) || (st = rd_nulls(r, nulls)))
-        return st;
-    if (dil[0] != 1 || dil[1] != 1)
-        return rd_err(r, SY_ERR_UNSUPPORTED, "dilation_rate %s is not supported (supported: [1, 1])",
-                      keras_json_show(rd_get(r, "dilation_rate")).s);
-    if (groups != 1) return rd_err(r, SY_ERR_UNSUPPORTED, "groups %lld is not supported (supported: 1)", (long long)groups);
-    return SY_OK;
 }
 
 static sy_status rd_pooling(const rd *r, sy_layer *l) {
@@ -610,7 +584,6 @@ static rd_fn reader_of(sy_layer_kind kind) {
     if (impl && impl->json_read) return impl->json_read;
     switch (kind) {
     case SY_LAYER_DENSE: return rd_dense;
-    case SY_LAYER_CONV2D: return rd_conv2d;
     case SY_LAYER_MAX_POOLING2D:
     case SY_LAYER_AVERAGE_POOLING2D: return rd_pooling;
     case SY_LAYER_ACTIVATION: return rd_activation_layer;
@@ -627,7 +600,6 @@ static sy_layer layer_defaults(sy_layer_kind kind) {
     if (impl && impl->defaults) return impl->defaults();
     switch (kind) {
     case SY_LAYER_DENSE: return sy_layer_dense(0);
-    case SY_LAYER_CONV2D: return sy_layer_conv2d(0, 0, 0);
     case SY_LAYER_MAX_POOLING2D: return sy_layer_max_pooling2d(2, 2);
     case SY_LAYER_AVERAGE_POOLING2D: return sy_layer_average_pooling2d(2, 2);
     case SY_LAYER_ACTIVATION: return sy_layer_activation(SY_ACTIVATION_LINEAR);

@@ -82,6 +82,9 @@ extern const layer_impl keras_dense, keras_conv2d, keras_max_pooling2d, keras_av
     keras_activation_layer, keras_flatten, keras_reshape, keras_dropout, keras_embedding, keras_lstm, keras_gru;
 extern const layer_impl keras_add, keras_subtract, keras_multiply, keras_average, keras_maximum, keras_minimum,
     keras_concatenate;
+/* the convolution family (issue 15) */
+extern const layer_impl keras_depthwise_conv2d, keras_separable_conv2d, keras_conv2d_transpose, keras_zero_padding2d,
+    keras_cropping2d, keras_up_sampling2d, keras_global_average_pooling2d, keras_global_max_pooling2d;
 
 /* The sy_act of a Keras activation that can run inside another op (all but
  * softmax). */

@@ -31,6 +31,8 @@ sy_layer sy_layer_conv2d(int32_t filters, int32_t kernel_h, int32_t kernel_w) {
     l.filters = filters;
     l.kernel_size[0] = kernel_h;
     l.kernel_size[1] = kernel_w;
+    l.dilation_rate[0] = l.dilation_rate[1] = 1;
+    l.groups = 1;
     return l;
 }
 
@@ -97,6 +99,9 @@ static const layer_impl *const impls[] = {
     &keras_gru,
     /* merge layers */
     &keras_add, &keras_subtract, &keras_multiply, &keras_average, &keras_maximum, &keras_minimum, &keras_concatenate,
+    /* the convolution family (issue 15) */
+    &keras_depthwise_conv2d, &keras_separable_conv2d, &keras_conv2d_transpose, &keras_zero_padding2d,
+    &keras_cropping2d, &keras_up_sampling2d, &keras_global_average_pooling2d, &keras_global_max_pooling2d,
 };
 
 const layer_impl *layer_impl_of(sy_layer_kind kind) {

@@ -169,13 +169,48 @@ def unsupported_layer():
 
 
 def unsupported_argument():
-    """A Conv2D with a dilation rate: refused naming the argument and its value."""
-    return keras.Sequential([L.Conv2D(2, 3, dilation_rate=2, input_shape=(8, 8, 1)), L.Flatten(), L.Dense(1)])
+    """A Conv2D over channels_first data: refused naming the argument and its value."""
+    return keras.Sequential([L.Conv2D(2, 3, data_format="channels_first", input_shape=(1, 8, 8)), L.Flatten(), L.Dense(1)])
+
+
+def conv_family():
+    """The convolution family (issue 15) with arguments away from their defaults."""
+    return keras.Sequential([
+        L.ZeroPadding2D(((1, 2), (0, 1)), input_shape=(10, 9, 4), name="pad"),
+        L.Conv2D(8, 3, dilation_rate=(2, 1), groups=2, padding="same", activation="relu"),
+        L.DepthwiseConv2D((3, 2), strides=(2, 1), padding="same", depth_multiplier=2, use_bias=False,
+                          activation="tanh", depthwise_initializer=I.HeNormal(seed=3), bias_initializer=I.Constant(0.2)),
+        L.SeparableConv2D(6, 3, dilation_rate=2, depth_multiplier=3, activation="sigmoid",
+                          pointwise_initializer=I.LecunUniform(seed=1), depthwise_initializer=I.Ones(),
+                          kernel_initializer=I.Zeros()),
+        L.Conv2DTranspose(5, (3, 2), strides=(2, 3), output_padding=(1, 2), padding="same", use_bias=False,
+                          kernel_initializer=I.HeUniform(seed=2)),
+        L.Conv2DTranspose(3, 2, activation="relu"),
+        L.Cropping2D(((1, 0), (2, 3))),
+        L.UpSampling2D((2, 1), interpolation="bilinear"),
+        L.UpSampling2D(),
+        L.GlobalMaxPooling2D(keepdims=True),
+        L.GlobalAveragePooling2D(),
+        L.Dense(2),
+    ])
+
+
+def conv_family_defaults():
+    """The same layers with Keras's defaults (and the forms Keras normalises: an int padding, cropping)."""
+    return keras.Sequential([
+        L.ZeroPadding2D(input_shape=(8, 7, 3)),
+        L.DepthwiseConv2D(3),
+        L.SeparableConv2D(4, 2),
+        L.Conv2DTranspose(2, 3),
+        L.Cropping2D(2),
+        L.UpSampling2D(),
+        L.GlobalMaxPooling2D(),
+    ])
 
 
 CASES = [fashion_mnist_cnn, imdb_lstm, conv_options, recurrent_options, embedding_options, embedding_no_length,
          initializers, activations, input_layer, built, functional_chain, unbuilt, unsupported_layer,
-         unsupported_argument]
+         unsupported_argument, conv_family, conv_family_defaults]
 
 
 def expectations(model):

@@ -35,6 +35,10 @@
  *
  * Every split depends on the shapes only, never on the thread count, so the
  * result is bitwise the same on any number of threads.
+ *
+ * All of this is for plain convs. A depthwise conv (groups = C, one input
+ * channel per group: DepthwiseConv2D, SeparableConv2D) goes to depthwise.c;
+ * other grouped or dilated convs run the ref kernels (see conv_general).
  */
 #include "cpu_internal.h"
 
@@ -502,12 +506,35 @@ static void fwd_run(const sy_exec *ex, const geom *g, const float *x, const floa
     run_blocks(ex, ceil_div(g->P, pb), fwd_block, &j, ws + 2 * floats_aligned(2 * g->K), fwd_scratch(g, pb));
 }
 
+/* ---- convs the fast paths above do not take ---------------------------------
+ * Depthwise convs (groups = C) go to depthwise.c; other grouped or dilated
+ * convs (rare: none of keras.applications' models has one) run the ref
+ * kernels, single-threaded but exact. */
+static bool plain(const sy_attrs *a) {
+    return sy_conv_groups(a) == 1 && sy_conv_dilation(a, 0) == 1 && sy_conv_dilation(a, 1) == 1;
+}
+
+static void conv_general(const sy_kargs *k, sy_op op, const sy_shape *w) {
+    if (sy_cpu_conv_is_depthwise(k->attr, w)) {
+        if (op == SY_OP_CONV2D) sy_cpu_depthwise_fwd(k);
+        else if (op == SY_OP_CONV2D_BACKPROP_INPUT) sy_cpu_depthwise_bwd_data(k);
+        else sy_cpu_depthwise_bwd_filter(k);
+        return;
+    }
+    sy_ref_kernel(op, SY_F32)->run(k);
+}
+
 static size_t conv2d_fwd_ws(const sy_kargs *k, int threads) {
+    if (!plain(k->attr)) return 0;
     geom g = geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
     return fwd_ws(&g, threads);
 }
 
 static void conv2d_fwd_f32_fast(const sy_kargs *k) {
+    if (!plain(k->attr)) {
+        conv_general(k, SY_OP_CONV2D, &k->in_shape[1]);
+        return;
+    }
     geom g = geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
     fwd_run(k->ex, &g, k->in[0], k->in[1], k->n_in > 2 ? k->in[2] : NULL, k->attr->conv.act, k->out, k->ws);
 }
@@ -538,6 +565,7 @@ static void bwd_data_group(void *ctx, int64_t group, float *cols) {
 static int64_t bwd_data_groups(const geom *g, int64_t pb) { return clamp64(g->P / pb, 1, sy_min64(g->n, 64)); }
 
 static size_t conv2d_bwd_data_ws(const sy_kargs *k, int threads) {
+    if (!plain(k->attr)) return 0;
     geom g = geom_make(k->out_shape, &k->in_shape[1], k->attr);
     if (pointwise(&g) || g.P == 0) return 0;
     int64_t pb = block_rows(g.P, g.K, TARGET_BLOCKS);
@@ -545,6 +573,10 @@ static size_t conv2d_bwd_data_ws(const sy_kargs *k, int threads) {
 }
 
 static void conv2d_bwd_data_f32_fast(const sy_kargs *k) {
+    if (!plain(k->attr)) {
+        conv_general(k, SY_OP_CONV2D_BACKPROP_INPUT, &k->in_shape[1]);
+        return;
+    }
     geom g = geom_make(k->out_shape, &k->in_shape[1], k->attr);
     const float *dy = k->in[0], *w = k->in[1];
     float *dx = k->out;
@@ -640,6 +672,8 @@ static int64_t bwd_filter_scratch(const geom *g, const bwd_filter_plan *p) {
 
 /* Workspace: offset tables, R - 1 partial dw, per-thread scratch. */
 static size_t conv2d_bwd_filter_ws(const sy_kargs *k, int threads) {
+    if (!plain(k->attr))
+        return sy_cpu_conv_is_depthwise(k->attr, k->out_shape) ? sy_cpu_depthwise_bwd_filter_ws(k, threads) : 0;
     geom g = geom_make(&k->in_shape[0], k->out_shape, k->attr);
     if (g.P == 0) return 0;
     bwd_filter_plan p = bwd_filter_plan_make(&g);
@@ -649,6 +683,10 @@ static size_t conv2d_bwd_filter_ws(const sy_kargs *k, int threads) {
 }
 
 static void conv2d_bwd_filter_f32_fast(const sy_kargs *k) {
+    if (!plain(k->attr)) {
+        conv_general(k, SY_OP_CONV2D_BACKPROP_FILTER, k->out_shape);
+        return;
+    }
     geom g = geom_make(&k->in_shape[0], k->out_shape, k->attr);
     float *dw = k->out, *ws = k->ws;
     if (g.P == 0) {

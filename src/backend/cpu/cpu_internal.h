@@ -152,6 +152,13 @@ extern const sy_kernel sy_cpu_softmax, sy_cpu_log_softmax;
 extern const sy_kernel sy_cpu_sparse_softmax_ce, sy_cpu_sparse_softmax_ce_grad;
 extern const sy_kernel sy_cpu_sgd_update, sy_cpu_adam_update, sy_cpu_rmsprop_update;
 extern const sy_kernel sy_cpu_slice, sy_cpu_slice_grad;
+/* The depthwise conv (depthwise.c): conv2d with groups = C > 1, one input
+ * channel per group; conv.c's kernels hand such convs over. */
+bool sy_cpu_conv_is_depthwise(const sy_attrs *a, const sy_shape *w);
+void sy_cpu_depthwise_fwd(const sy_kargs *k);
+void sy_cpu_depthwise_bwd_data(const sy_kargs *k);
+void sy_cpu_depthwise_bwd_filter(const sy_kargs *k);
+size_t sy_cpu_depthwise_bwd_filter_ws(const sy_kargs *k, int threads);
 extern const sy_kernel sy_cpu_lstm_scan, sy_cpu_lstm_scan_grad, sy_cpu_lstm_scan_wgrad, sy_cpu_gru_scan, sy_cpu_gru_scan_grad;
 
 #endif

@@ -44,6 +44,8 @@ static const sy_kernel *const fast[SY_OP_COUNT] = {
     [SY_OP_LSTM_SCAN_WGRAD] = &sy_cpu_lstm_scan_wgrad,
     [SY_OP_GRU_SCAN] = &sy_cpu_gru_scan,
     [SY_OP_GRU_SCAN_GRAD] = &sy_cpu_gru_scan_grad,
+    /* the convolution family (issue 15) */
+    [SY_OP_PAD] = &sy_cpu_slice_grad,
 };
 
 const sy_kernel *sy_cpu_kernel(sy_op op, sy_dtype dtype) {

@@ -195,6 +195,7 @@ static const sy_kernel layout_kernels[SY_OP_COUNT] = {
     [SY_OP_BROADCAST_TO] = {broadcast_to_any, NULL},
     [SY_OP_GATHER] = {gather_any, NULL},
     [SY_OP_REVERSE] = {reverse_any, NULL},
+    [SY_OP_PAD] = {slice_grad_any, NULL}, /* zeros around x: slice_grad's placement */
 };
 
 const sy_kernel *sy_ref_kernel(sy_op op, sy_dtype dtype) {
