@@ -169,7 +169,7 @@ static grad_run grad_plan(sy_model *m, const sy_tensor *x, const sy_tensor *t, l
     sy_node xn = words ? sy_graph_input(r.g, "x", SY_I32, sy_tensor_shape(x))
                        : sy_graph_param(r.g, "x", SY_F32, sy_tensor_shape(x), sy_init_zeros());
     if (!words) r.x = xn;
-    r.y = keras_build_layers(m, r.g, xn, false, true);
+    r.y = keras_build_layers(m, r.g, xn, false, true, NULL);
     r.scan = find_node(r.g, "lstm_scan", NULL);
     if (r.scan == SY_NONE) r.scan = find_node(r.g, "gru_scan", NULL);
     sy_node tn = sy_graph_input(r.g, "t", SY_F32, sy_tensor_shape(t));

@@ -193,8 +193,9 @@ void model_plans_free(sy_model *m) {
     for (int i = 0; i < MODE_COUNT; i++) plan_clear(&m->plans[i]);
 }
 
-sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training, bool gradients) {
+sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training, bool gradients, sy_node *penalties) {
     sy_node h = x;
+    if (penalties) *penalties = SY_NONE;
     for (int64_t i = 0; i < m->n_layers && h != SY_NONE; i++) {
         model_layer *L = &m->layers[i];
         const layer_impl *impl = layer_impl_of(L->cfg.kind);
@@ -207,7 +208,10 @@ sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training, b
         }
         layer_ctx ctx = {training, L->cfg.seed ? L->cfg.seed : sy_mix64(m->seed ^ sy_mix64((uint64_t)i + 0xD0D0ull)),
                          gradients};
-        h = impl->build(g, &L->cfg, &h, 1, w, &ctx);
+        sy_node in = h;
+        h = impl->build(g, &L->cfg, &in, 1, w, &ctx);
+        /* issue 15, regularizers: the layer's weight and activity penalties */
+        if (penalties && h != SY_NONE) *penalties = keras_layer_penalties(g, &L->cfg, in, w, h, *penalties);
         sy_graph_pop_scope(g);
     }
     return h;
@@ -239,14 +243,17 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
     p->batch = batch;
     p->x = sy_graph_input(g, "x", model_input_dtype(m), keras_batch_shape(batch, &m->input_shape));
     p->y = p->per_example = p->loss = SY_NONE;
-    p->pred = keras_build_layers(m, g, p->x, mode == MODE_TRAIN, mode == MODE_TRAIN);
+    sy_node penalties = SY_NONE;
+    p->pred = keras_build_layers(m, g, p->x, mode == MODE_TRAIN, mode == MODE_TRAIN,
+                                 mode == MODE_PREDICT ? NULL : &penalties);
     sy_node outputs[2];
     int n_out = 0;
     sy_plan_options o = sy_plan_options_default();
     if (mode != MODE_PREDICT) {
         sy_shape ls = model_label_shape(m);
         p->y = sy_graph_input(g, "y", model_label_dtype(m), keras_batch_shape(batch, &ls));
-        p->per_example = build_loss(m, g, p->pred, p->y);
+        /* issue 15, regularizers: Keras's loss includes them, in fit and in evaluate */
+        p->per_example = keras_regularization_loss(g, build_loss(m, g, p->pred, p->y), penalties);
         outputs[n_out++] = p->per_example;
         if (mode == MODE_TRAIN) {
             p->loss = sy_graph_reduce_mean(g, p->per_example, NULL, 0, false);

@@ -33,12 +33,16 @@ static sy_status conv2d_output_shape(const sy_layer *l, const char *name, const 
 }
 
 static int conv2d_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) {
-    w[0] = (layer_weight){"kernel",
-                          sy_shape_of(4, (int64_t)l->kernel_size[0], (int64_t)l->kernel_size[1], in->dims[2],
-                                      (int64_t)l->filters),
-                          l->kernel_initializer, false};
+    w[0] = (layer_weight){.name = "kernel",
+                          .shape = sy_shape_of(4, (int64_t)l->kernel_size[0], (int64_t)l->kernel_size[1], in->dims[2],
+                                               (int64_t)l->filters),
+                          .init = l->kernel_initializer,
+                          .regularizer = l->kernel_regularizer};
     if (!l->use_bias) return 1;
-    w[1] = (layer_weight){"bias", sy_shape_of(1, (int64_t)l->filters), l->bias_initializer, false};
+    w[1] = (layer_weight){.name = "bias",
+                          .shape = sy_shape_of(1, (int64_t)l->filters),
+                          .init = l->bias_initializer,
+                          .regularizer = l->bias_regularizer};
     return 2;
 }
 
