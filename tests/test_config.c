@@ -106,7 +106,9 @@ static sy_shape shape_of_json(const json_t *a) {
 
 static const char *const cases[] = {"fashion_mnist_cnn", "imdb_lstm",   "conv_options", "recurrent_options",
                                     "embedding_options", "embedding_no_length", "initializers", "activations",
-                                    "input_layer",       "built",       "functional_chain"};
+                                    "input_layer",       "built",       "functional_chain",
+                                    /* issue 15, activations and regularizers */
+                                    "activation_layers", "regularizers"};
 
 /* m has the layers, shapes and weights of <name>.expect.json. */
 static void check_expect(const char *name, const sy_model *m) {
