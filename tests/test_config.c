@@ -108,7 +108,9 @@ static const char *const cases[] = {"fashion_mnist_cnn", "imdb_lstm",   "conv_op
                                     "embedding_options", "embedding_no_length", "initializers", "activations",
                                     "input_layer",       "built",       "functional_chain",
                                     /* the convolution family (issue 15) */
-                                    "conv_family",       "conv_family_defaults"};
+                                    "conv_family",       "conv_family_defaults",
+                                    /* issue 15, activations and regularizers */
+                                    "activation_layers", "regularizers"};
 
 /* m has the layers, shapes and weights of <name>.expect.json. */
 static void check_expect(const char *name, const sy_model *m) {
@@ -568,16 +570,21 @@ static const refusal refusals[] = {
     {"fashion_mnist_cnn.json", 1, "padding", "\"causal\"", SY_ERR_UNSUPPORTED,
      {"padding \"causal\" is not supported (supported: \"valid\", \"same\")"}},
     {"fashion_mnist_cnn.json", 1, "kernel_regularizer",
-     "{\"module\": \"keras.regularizers\", \"class_name\": \"L2\", \"config\": {\"l2\": 0.01}}", SY_ERR_UNSUPPORTED,
-     {"kernel_regularizer {\"module\": \"keras.regularizers\", \"class_name\": \"L2\"", "(supported: null)"}},
+     "{\"module\": \"keras.regularizers\", \"class_name\": \"OrthogonalRegularizer\", \"config\": {\"factor\": 0.01}}",
+     SY_ERR_UNSUPPORTED,
+     {"kernel_regularizer {\"module\": \"keras.regularizers\", \"class_name\": \"OrthogonalRegularizer\"",
+      "(supported: null, \"l1\", \"l2\", \"l1_l2\", L1, L2, L1L2)"}},
+    {"fashion_mnist_cnn.json", 5, "kernel_regularizer", "{\"class_name\": \"L2\", \"config\": {\"l2\": -1}}",
+     SY_ERR_INVALID_ARGUMENT, {"l2 must be a number >= 0, got -1"}},
     {"fashion_mnist_cnn.json", 5, "bias_constraint", "{\"class_name\": \"NonNeg\", \"config\": {}}",
      SY_ERR_UNSUPPORTED, {"layer 'dense' (Dense): bias_constraint"}},
-    {"fashion_mnist_cnn.json", 5, "activity_regularizer", "{\"class_name\": \"L1\", \"config\": {\"l1\": 0.1}}",
-     SY_ERR_UNSUPPORTED, {"activity_regularizer"}},
-    {"fashion_mnist_cnn.json", 1, "activation", "\"gelu\"", SY_ERR_UNSUPPORTED,
-     {"activation \"gelu\" is not supported (supported: linear, relu, sigmoid, tanh, softmax)"}},
-    {"fashion_mnist_cnn.json", 3, "activation", "\"swish\"", SY_ERR_UNSUPPORTED,
-     {"layer 'activation' (Activation): activation \"swish\""}},
+    {"fashion_mnist_cnn.json", 3, "activity_regularizer", "{\"class_name\": \"L1\", \"config\": {\"l1\": 0.1}}",
+     SY_ERR_UNSUPPORTED, {"layer 'activation' (Activation): activity_regularizer"}},
+    {"fashion_mnist_cnn.json", 1, "activation", "\"mish\"", SY_ERR_UNSUPPORTED,
+     {"activation \"mish\" is not supported (supported: linear, relu, sigmoid, tanh, softmax, elu, selu, gelu, "
+      "swish (silu), softplus, softsign, hard_sigmoid, exponential, relu6)"}},
+    {"fashion_mnist_cnn.json", 3, "activation", "\"mish\"", SY_ERR_UNSUPPORTED,
+     {"layer 'activation' (Activation): activation \"mish\""}},
     {"fashion_mnist_cnn.json", 1, "kernel_initializer", "{\"class_name\": \"Identity\", \"config\": {\"gain\": 1.0}}",
      SY_ERR_UNSUPPORTED, {"kernel_initializer \"Identity\" is not supported (supported: Zeros, Ones, Constant"}},
     {"fashion_mnist_cnn.json", 1, "kernel_initializer",
@@ -596,8 +603,8 @@ static const refusal refusals[] = {
     {"fashion_mnist_cnn.json", 0, "dtype", "\"string\"", SY_ERR_UNSUPPORTED, {"(InputLayer): dtype \"string\""}},
     {"imdb_lstm.json", 1, "mask_zero", "true", SY_ERR_UNSUPPORTED,
      {"layer 'embedding' (Embedding): mask_zero true is not supported (supported: false)"}},
-    {"imdb_lstm.json", 1, "embeddings_regularizer", "{\"class_name\": \"L2\", \"config\": {}}", SY_ERR_UNSUPPORTED,
-     {"embeddings_regularizer"}},
+    {"imdb_lstm.json", 1, "embeddings_regularizer", "{\"class_name\": \"OrthogonalRegularizer\", \"config\": {}}",
+     SY_ERR_UNSUPPORTED, {"embeddings_regularizer"}},
     {"imdb_lstm.json", 2, "stateful", "true", SY_ERR_UNSUPPORTED, {"layer 'lstm' (LSTM): stateful true"}},
     {"imdb_lstm.json", 2, "unroll", "true", SY_ERR_UNSUPPORTED, {"unroll true is not supported (supported: false)"}},
     {"imdb_lstm.json", 2, "time_major", "true", SY_ERR_UNSUPPORTED, {"time_major true"}},
@@ -609,9 +616,9 @@ static const refusal refusals[] = {
     {"recurrent_options.json", 2, "reset_after", "false", SY_ERR_UNSUPPORTED,
      {"layer 'gru' (GRU): reset_after false is not supported (supported: true)"}},
     {"recurrent_options.json", 1, "recurrent_activation", "\"hard_sigmoid\"", SY_ERR_UNSUPPORTED,
-     {"recurrent_activation \"hard_sigmoid\""}},
-    {"conv_options.json", 8, "noise_shape", "[null, 1]", SY_ERR_UNSUPPORTED,
-     {"layer 'dropout' (Dropout): noise_shape [null, 1] is not supported (supported: null)"}},
+     {"recurrent_activation 'hard_sigmoid' is not supported in a recurrent layer"}},
+    {"conv_options.json", 8, "noise_shape", "[null, 0]", SY_ERR_INVALID_ARGUMENT,
+     {"layer 'dropout' (Dropout): noise_shape [null, 0]: dimensions must be positive integers or null"}},
     /* what Keras refuses too, or what is not Keras's */
     {"fashion_mnist_cnn.json", 1, "foo", "1", SY_ERR_INVALID_ARGUMENT, {"layer 'conv2d' (Conv2D): unknown argument 'foo'"}},
     {"fashion_mnist_cnn.json", 1, "filters", "\"64\"", SY_ERR_INVALID_ARGUMENT,
@@ -679,6 +686,8 @@ static void test_refusals(void) {
                   "Activation, AveragePooling2D, Conv2D, Conv2DTranspose, Cropping2D, Dense, DepthwiseConv2D, "
                   "Dropout, Embedding, Flatten, GRU, GlobalAveragePooling2D, GlobalMaxPooling2D, InputLayer, LSTM, "
                   "MaxPooling2D, Reshape, SeparableConv2D, UpSampling2D, ZeroPadding2D");
+                  "Activation, AveragePooling2D, Conv2D, Dense, Dropout, ELU, Embedding, Flatten, GRU, InputLayer, "
+                  "LSTM, LeakyReLU, MaxPooling2D, PReLU, ReLU, Rescaling, Reshape, Softmax");
     free(text);
     text = read_text("unsupported_argument.json");
     if (text)

@@ -169,7 +169,7 @@ static grad_run grad_plan(sy_model *m, const sy_tensor *x, const sy_tensor *t, l
     sy_node xn = words ? sy_graph_input(r.g, "x", SY_I32, sy_tensor_shape(x))
                        : sy_graph_param(r.g, "x", SY_F32, sy_tensor_shape(x), sy_init_zeros());
     if (!words) r.x = xn;
-    r.y = keras_build_layers(m, r.g, xn, false, true);
+    r.y = keras_build_layers(m, r.g, xn, false, true, NULL);
     r.scan = find_node(r.g, "lstm_scan", NULL);
     if (r.scan == SY_NONE) r.scan = find_node(r.g, "gru_scan", NULL);
     sy_node tn = sy_graph_input(r.g, "t", SY_F32, sy_tensor_shape(t));
@@ -1052,7 +1052,186 @@ static void test_imdb_trajectory(void) {
     fprintf(stderr, "imdb_lstm trajectory done\n");
 }
 
+/* ---- issue 15: the activation family and regularizers ---------------------------------------- */
+
+static sy_layer relu_opts(float max_value, float slope, float threshold) {
+    sy_layer l = sy_layer_relu();
+    l.max_value = max_value;
+    l.negative_slope = slope;
+    l.threshold = threshold;
+    return l;
+}
+static sy_layer shared_axes_12(sy_layer l) {
+    l.shared_axes[0] = 1;
+    l.shared_axes[1] = 2;
+    l.n_shared_axes = 2;
+    return l;
+}
+static sy_layer rescaling_lists(void) {
+    sy_layer l = sy_layer_rescaling(0, 0);
+    const double s[3] = {0.5, 2.0, -1.0}, o[3] = {0.1, 0.2, 0.3};
+    l.scale.list = l.offset.list = true;
+    l.scale.n = l.offset.n = 3;
+    for (int i = 0; i < 3; i++) l.scale.v[i] = s[i], l.offset.v[i] = o[i];
+    return l;
+}
+
+/* Dropout(0.5, noise_shape=(None, 1, 4)) while training: each (sample,
+ * channel) is kept or dropped along the whole middle axis, and a kept value
+ * is x / (1 - rate); TensorFlow's random stream is not ours, so the mask's
+ * form is checked, not its draws. */
+static void check_dropout_noise_shape(void) {
+    sy_model *m;
+    CHECK_OK(sy_model_new(NULL, &m));
+    sy_layer d = sy_layer_dropout(0.5f);
+    d.input_shape = sy_shape_of(2, (int64_t)5, (int64_t)4);
+    d.noise_shape = sy_shape_of(3, (int64_t)-1, (int64_t)1, (int64_t)-1);
+    CHECK_OK(sy_model_add(m, &d));
+    sy_graph *g;
+    sy_graph_new(&g);
+    sy_node x = sy_graph_input(g, "x", SY_F32, sy_shape_of(3, (int64_t)16, (int64_t)5, (int64_t)4));
+    sy_node y = keras_build_layers(m, g, x, true, false, NULL);
+    sy_plan_options o = sy_plan_options_default();
+    o.outputs = &y;
+    o.n_outputs = 1;
+    o.vars = m->vars;
+    sy_plan *p = NULL;
+    CHECK_OK(sy_plan_compile(g, &o, &p));
+    if (p) {
+        float *in = sy_plan_input(p, x);
+        for (int i = 0; i < 16 * 5 * 4; i++) in[i] = 1.0f + (float)i;
+        CHECK_OK(sy_plan_run(p));
+        const float *out = sy_plan_output(p, y);
+        int kept = 0, broken = 0;
+        for (int b = 0; b < 16; b++)
+            for (int c = 0; c < 4; c++) {
+                bool keep = out[(b * 5) * 4 + c] != 0;
+                kept += keep;
+                for (int t = 0; t < 5; t++) {
+                    int i = (b * 5 + t) * 4 + c;
+                    if (out[i] != (keep ? 2.0f * in[i] : 0.0f)) broken++;
+                }
+            }
+        CHECK(broken == 0, "Dropout noise_shape (None, 1, 4): %d values break the shared mask", broken);
+        CHECK(kept > 12 && kept < 52, "Dropout noise_shape: %d of 64 (sample, channel) pairs kept", kept);
+    }
+    sy_plan_free(p);
+    sy_graph_free(g);
+    sy_model_free(m);
+}
+
+/* model_regularizers.npz: one SGD step of fit on a model whose layers carry
+ * every kind of regularizer; the loss fit reports, the weights after the
+ * step (and so the gradient of the loss with its penalties) and evaluate's
+ * loss, at a batch that divides the data and one that does not. */
+static void check_regularized_model(void) {
+    sy_npz *z = open_fixture("model_regularizers.npz");
+    sy_tensor *x = get(z, "x"), *y = get(z, "y");
+    sy_layer l[6] = {sy_layer_embedding(10, 3), sy_layer_reshape(sy_shape_of(3, (int64_t)4, (int64_t)3, (int64_t)1)),
+                     sy_layer_conv2d(2, 2, 2), sy_layer_flatten(), sy_layer_dense(3), sy_layer_prelu()};
+    l[0].input_length = 4;
+    l[0].embeddings_regularizer = sy_regularizer_l1(0.002f);
+    l[0].activity_regularizer = sy_regularizer_l2(0.01f);
+    l[2].activation = SY_ACTIVATION_ELU;
+    l[2].kernel_regularizer = sy_regularizer_l2(0.05f);
+    l[2].bias_regularizer = sy_regularizer_l1(0.02f);
+    l[2].activity_regularizer = sy_regularizer_l1_l2(0.01f, 0.02f);
+    l[4].activation = SY_ACTIVATION_SELU;
+    l[4].kernel_regularizer = sy_regularizer_l1_l2(0.01f, 0.01f);
+    l[4].bias_regularizer = sy_regularizer_l2(0.01f);
+    l[4].activity_regularizer = sy_regularizer_l1(0.01f);
+    l[5].alpha_regularizer = sy_regularizer_l1_l2(0.003f, 0);
+    sy_model *m = x && y ? model_of(x, l, 6) : NULL;
+    if (m) {
+        sy_compile_options c = sy_compile_options_default();
+        c.optimizer = sy_optimizer_sgd(0.5f, 0, false);
+        c.loss = "mse";
+        CHECK_OK(sy_model_compile(m, &c));
+        load_weights(z, m, "w0", true);
+        int32_t n = sy_model_weight_count(m);
+        float *w0[16];
+        for (int32_t i = 0; i < n && i < 16; i++) {
+            sy_shape s = sy_model_weight_shape(m, i);
+            w0[i] = malloc((size_t)sy_shape_count(&s) * sizeof(float));
+            memcpy(w0[i], sy_model_weight_data(m, i), (size_t)sy_shape_count(&s) * sizeof(float));
+        }
+        sy_tensor *loss0 = get(z, "loss0");
+        step_log log = {"loss", {0}, {0}, 0};
+        sy_callback cb = {&log, NULL, NULL, record_step, NULL, NULL, NULL};
+        sy_fit_options f = sy_fit_options_default();
+        f.batch_size = 8;
+        f.shuffle = false;
+        f.verbose = 0;
+        f.callbacks = &cb;
+        f.n_callbacks = 1;
+        CHECK_OK(sy_model_fit(m, x, y, &f, NULL));
+        if (loss0) CHECK_CLOSE(log.mean_loss[0], sy_tensor_get(loss0, 0), 2e-6, 0, "regularized model: fit's loss");
+        sy_tensor_free(loss0);
+        compare_weights("regularized model: after one step", z, m, "w1", true, NULL, (tol){0, 2e-6});
+        for (int32_t i = 0; i < n && i < 16; i++) { /* the gradient: (w0 - w1) / lr */
+            weight_name w = weight_of(m, i, "grad", true);
+            sy_tensor *want = get(z, w.key);
+            sy_shape s = sy_model_weight_shape(m, i);
+            float *gd = malloc((size_t)sy_shape_count(&s) * sizeof(float));
+            for (int64_t k = 0; k < sy_shape_count(&s); k++) gd[k] = (w0[i][k] - sy_model_weight_data(m, i)[k]) / 0.5f;
+            char label[200];
+            snprintf(label, sizeof label, "regularized model: %s", w.key);
+            if (want) compare(label, gd, want, 0, 2e-5);
+            free(gd);
+            free(w0[i]);
+            sy_tensor_free(want);
+        }
+        check_evaluate(m, x, y, 8, NULL, z, "eval_loss", NULL, 2e-6);
+        check_evaluate(m, x, y, 3, NULL, z, "eval_loss_batch3", NULL, 2e-6);
+        sy_model_free(m);
+    }
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+    sy_npz_close(z);
+}
+
+static void test_activation_family(void) {
+    const layer_case cases[] = {
+        {"activation_elu", sy_layer_activation(SY_ACTIVATION_ELU)},
+        {"activation_selu", sy_layer_activation(SY_ACTIVATION_SELU)},
+        {"activation_gelu", sy_layer_activation(SY_ACTIVATION_GELU)},
+        {"activation_swish", sy_layer_activation(SY_ACTIVATION_SWISH)},
+        {"activation_silu", sy_layer_activation(SY_ACTIVATION_SWISH)},
+        {"activation_softplus", sy_layer_activation(SY_ACTIVATION_SOFTPLUS)},
+        {"activation_softsign", sy_layer_activation(SY_ACTIVATION_SOFTSIGN)},
+        {"activation_hard_sigmoid", sy_layer_activation(SY_ACTIVATION_HARD_SIGMOID)},
+        {"activation_exponential", sy_layer_activation(SY_ACTIVATION_EXPONENTIAL)},
+        {"activation_relu6", sy_layer_activation(SY_ACTIVATION_RELU6)},
+        {"dense_gelu", with_act(sy_layer_dense(4), SY_ACTIVATION_GELU)},
+        {"dense_selu_rank3", with_act(sy_layer_dense(3), SY_ACTIVATION_SELU)},
+        {"conv2d_swish", with_act(sy_layer_conv2d(3, 2, 2), SY_ACTIVATION_SWISH)},
+        {"conv2d_elu_same", with_act(conv_opts(sy_layer_conv2d(2, 3, 3), 1, 1, SY_PADDING_SAME), SY_ACTIVATION_ELU)},
+        {"relu_default", sy_layer_relu()},
+        {"relu_options", relu_opts(1.5f, 0.2f, 0.3f)},
+        {"relu_max6", relu_opts(6.0f, 0, 0)},
+        {"relu_slope", relu_opts(INFINITY, 0.1f, 0)},
+        {"leaky_relu", sy_layer_leaky_relu(0.3f)},
+        {"leaky_relu_alpha", sy_layer_leaky_relu(0.05f)},
+        {"prelu", sy_layer_prelu()},
+        {"prelu_shared_axes", shared_axes_12(sy_layer_prelu())},
+        {"elu", sy_layer_elu(1.0f)},
+        {"elu_alpha", sy_layer_elu(0.5f)},
+        {"softmax", sy_layer_softmax(-1)},
+        {"softmax_axis1", sy_layer_softmax(1)},
+        {"rescaling", sy_layer_rescaling(1.0 / 255, 0)},
+        {"rescaling_lists", rescaling_lists()},
+    };
+    check_layers(cases, sizeof cases / sizeof cases[0], (tol){2e-5, 2e-6});
+    int before = check_failures;
+    check_dropout_noise_shape();
+    fprintf(stderr, "layer %-28s %s\n", "dropout noise_shape", check_failures == before ? "ok" : "FAILED");
+    before = check_failures;
+    check_regularized_model();
+    fprintf(stderr, "model %-28s %s\n", "regularizers", check_failures == before ? "ok" : "FAILED");
+}
+
 int main(void) {
+    test_activation_family(); /* issue 15 */
     test_layers();
     test_recurrent_layers();
     test_conv_family();

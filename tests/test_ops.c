@@ -125,6 +125,42 @@ static sy_node b_sigmoid(ctx *c) { return sy_graph_sigmoid(c->g, var(c, R(2, 6L,
 static sy_node b_tanh(ctx *c) { return sy_graph_tanh(c->g, var(c, R(2, 6L, 7L), -3, 3)); }
 static sy_node b_exp(ctx *c) { return sy_graph_exp(c->g, var(c, R(2, 6L, 7L), -2, 2)); }
 static sy_node b_log(ctx *c) { return sy_graph_log(c->g, var(c, R(2, 6L, 7L), 0.2, 3)); }
+/* issue 15, activations: the activation op, one row per function */
+#define ACT_ROW(name, fn, lo, hi, a, b, cc)                                                                            \
+    static sy_node b_act_##name(ctx *c) {                                                                              \
+        return graph_activation(c->g, add_leaf(c, LEAF_VAR, R(2, 6L, 7L), lo, hi, true), fn, a, b, cc);                \
+    }
+ACT_ROW(leaky, SY_AF_RELU, -3, 3, 0.3f, INFINITY, 0)
+ACT_ROW(relu_max_slope_thr, SY_AF_RELU, -3, 3, 0.1f, 2.0f, 0.5f)
+ACT_ROW(relu_neg_thr, SY_AF_RELU, -3, 3, 0, INFINITY, -0.7f)
+ACT_ROW(relu6, SY_AF_RELU, -8, 8, 0, 6.0f, 0)
+ACT_ROW(elu, SY_AF_ELU, -3, 3, 1.0f, 0, 0)
+ACT_ROW(elu_alpha, SY_AF_ELU, -3, 3, 0.4f, 0, 0)
+ACT_ROW(selu, SY_AF_SELU, -3, 3, 0, 0, 0)
+ACT_ROW(gelu, SY_AF_GELU, -4, 4, 0, 0, 0)
+ACT_ROW(swish, SY_AF_SWISH, -6, 6, 0, 0, 0)
+ACT_ROW(softplus, SY_AF_SOFTPLUS, -20, 20, 0, 0, 0)
+ACT_ROW(softsign, SY_AF_SOFTSIGN, -4, 4, 0, 0, 0)
+ACT_ROW(hard_sigmoid, SY_AF_HARD_SIGMOID, -4, 4, 0, 0, 0)
+ACT_ROW(abs, SY_AF_ABS, -2, 2, 0, 0, 0)
+#undef ACT_ROW
+static sy_node b_act_grad(ctx *c) {
+    sy_node in[2] = {cin(c, R(2, 5L, 6L), -1, 1), cin(c, R(2, 5L, 6L), -3, 3)};
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.act = (sy_act_params){.fn = SY_AF_ELU, .a = 0.7f};
+    return add_op(c, SY_OP_ACT_GRAD, in, 2, &at, NULL);
+}
+/* a chain of activations the fusion pass folds (each instruction keeps its own parameters) */
+static sy_node b_act_chain(ctx *c) {
+    sy_graph *g = c->g;
+    sy_node x = var(c, R(3, 3L, 4L, 37L), -2, 2), b = var(c, R(1, 37L), -1, 1);
+    sy_node h = graph_activation(g, sy_graph_add(g, x, b), SY_AF_ELU, 0.5f, 0, 0);
+    h = graph_activation(g, sy_graph_mul(g, h, x), SY_AF_RELU, 0.2f, 1.5f, 0.1f);
+    h = graph_activation(g, sy_graph_sub(g, h, b), SY_AF_SOFTSIGN, 0, 0, 0);
+    return graph_activation(g, sy_graph_add(g, h, x), SY_AF_SWISH, 0, 0, 0);
+}
+
 static sy_node b_copy(ctx *c) {
     sy_node x = var(c, R(2, 3L, 5L), -1, 1);
     return add_op(c, SY_OP_COPY, &x, 1, NULL, NULL);
@@ -593,6 +629,21 @@ static const row rows[] = {
     {"exp", SY_OP_EXP, b_exp, FWD | GRAD},
     {"log", SY_OP_LOG, b_log, FWD | GRAD},
     {"copy", SY_OP_COPY, b_copy, FWD | GRAD},
+    /* issue 15, activations */
+    {"activation leaky_relu", SY_OP_ACT, b_act_leaky, FWD | GRAD},
+    {"activation relu max_value negative_slope threshold", SY_OP_ACT, b_act_relu_max_slope_thr, FWD | GRAD},
+    {"activation relu negative threshold", SY_OP_ACT, b_act_relu_neg_thr, FWD | GRAD},
+    {"activation relu6", SY_OP_ACT, b_act_relu6, FWD | GRAD},
+    {"activation elu", SY_OP_ACT, b_act_elu, FWD | GRAD},
+    {"activation elu alpha 0.4", SY_OP_ACT, b_act_elu_alpha, FWD | GRAD},
+    {"activation selu", SY_OP_ACT, b_act_selu, FWD | GRAD},
+    {"activation gelu", SY_OP_ACT, b_act_gelu, FWD | GRAD},
+    {"activation swish", SY_OP_ACT, b_act_swish, FWD | GRAD},
+    {"activation softplus", SY_OP_ACT, b_act_softplus, FWD | GRAD},
+    {"activation softsign", SY_OP_ACT, b_act_softsign, FWD | GRAD},
+    {"activation hard_sigmoid", SY_OP_ACT, b_act_hard_sigmoid, FWD | GRAD},
+    {"activation abs", SY_OP_ACT, b_act_abs, FWD | GRAD},
+    {"activation chain, fused", SY_OP_ACT, b_act_chain, FWD | GRAD | CHECK_FUSED},
     {"softmax", SY_OP_SOFTMAX, b_softmax, FWD | GRAD},
     {"softmax axis 1", SY_OP_SOFTMAX, b_softmax_axis1, FWD | GRAD},
     {"log_softmax", SY_OP_LOG_SOFTMAX, b_log_softmax, FWD | GRAD},
@@ -633,6 +684,7 @@ static const row rows[] = {
     {"tanh_grad", SY_OP_TANH_GRAD, b_tanh_grad, FWD},
     {"softmax_grad", SY_OP_SOFTMAX_GRAD, b_softmax_grad, FWD},
     {"log_softmax_grad", SY_OP_LOG_SOFTMAX_GRAD, b_log_softmax_grad, FWD},
+    {"activation_grad", SY_OP_ACT_GRAD, b_act_grad, FWD}, /* issue 15, activations */
     {"slice_grad", SY_OP_SLICE_GRAD, b_slice_grad, FWD},
     {"conv2d_backprop_input", SY_OP_CONV2D_BACKPROP_INPUT, b_conv_bp_input, FWD},
     {"conv2d_backprop_input same stride 2", SY_OP_CONV2D_BACKPROP_INPUT, b_conv_bp_input_same, FWD},

@@ -66,7 +66,17 @@ typedef enum sy_activation {
     SY_ACTIVATION_RELU,
     SY_ACTIVATION_SIGMOID,
     SY_ACTIVATION_TANH,
-    SY_ACTIVATION_SOFTMAX
+    SY_ACTIVATION_SOFTMAX,
+    /* issue 15, activations: Keras 2.15's other activation names */
+    SY_ACTIVATION_ELU,          /* alpha 1 */
+    SY_ACTIVATION_SELU,
+    SY_ACTIVATION_GELU,         /* approximate=False, as the name gives it */
+    SY_ACTIVATION_SWISH,        /* x sigmoid(x); "silu" reads as swish, which Keras writes */
+    SY_ACTIVATION_SOFTPLUS,
+    SY_ACTIVATION_SOFTSIGN,
+    SY_ACTIVATION_HARD_SIGMOID, /* clip(0.2 x + 0.5, 0, 1) */
+    SY_ACTIVATION_EXPONENTIAL,
+    SY_ACTIVATION_RELU6         /* tf.nn.relu6, which Keras finds by the name */
 } sy_activation;
 
 /* Keras's name ("relu") and back; SY_ERR_NOT_FOUND lists the known names. */
@@ -101,8 +111,51 @@ typedef enum sy_layer_kind {
     SY_LAYER_CROPPING2D,
     SY_LAYER_UP_SAMPLING2D,
     SY_LAYER_GLOBAL_AVERAGE_POOLING2D,
-    SY_LAYER_GLOBAL_MAX_POOLING2D
+    SY_LAYER_GLOBAL_MAX_POOLING2D,
+    /* issue 15, activations */
+    SY_LAYER_RELU,
+    SY_LAYER_LEAKY_RELU,
+    SY_LAYER_PRELU,
+    SY_LAYER_ELU,
+    SY_LAYER_SOFTMAX,
+    SY_LAYER_RESCALING
 } sy_layer_kind;
+
+/* A weight or activity penalty, Keras's regularizers (issue 15): L1(l1)
+ * adds l1 * sum(|w|) to the loss, L2(l2) l2 * sum(w^2), L1L2 both. The
+ * strings 'l1', 'l2' and 'l1_l2' are L1(0.01), L2(0.01) and
+ * L1L2(0.01, 0.01). The factors are float32, as Keras keeps them. An
+ * activity regularizer penalises the layer's output, divided by the batch
+ * size. Penalties join the loss fit() trains on and the loss fit() and
+ * evaluate() report, as in Keras. */
+typedef enum sy_regularizer_kind {
+    SY_REGULARIZER_NONE = 0,
+    SY_REGULARIZER_L1,
+    SY_REGULARIZER_L2,
+    SY_REGULARIZER_L1L2
+} sy_regularizer_kind;
+
+typedef struct sy_regularizer {
+    sy_regularizer_kind kind; /* NONE: none (Keras's None) */
+    float l1, l2;
+} sy_regularizer;
+
+sy_regularizer sy_regularizer_l1(float l1);
+sy_regularizer sy_regularizer_l2(float l2);
+sy_regularizer sy_regularizer_l1_l2(float l1, float l2);
+
+/* A number or a list of numbers as Keras keeps it (Rescaling's scale and
+ * offset): a list when `list`, else v[0] alone; bit i of `integer` set when
+ * v[i] is an integer in Keras's JSON ("scale": 2, not 2.0). */
+#define SY_NUMBERS_MAX 16
+typedef struct sy_numbers {
+    bool list;
+    int32_t n;
+    uint32_t integer;
+    double v[SY_NUMBERS_MAX];
+} sy_numbers;
+
+sy_numbers sy_numbers_scalar(double v);
 
 /* A layer's configuration: Keras's constructor arguments. Make one with a
  * sy_layer_<kind>() function, which fills in Keras's defaults, then change
@@ -138,8 +191,6 @@ typedef struct sy_layer {
     bool reset_after;                   /* GRU: true, Keras 2's default (the only form here) */
     float dropout, recurrent_dropout;   /* of the inputs and of h(t-1); masks fixed per sequence */
     sy_init recurrent_initializer;      /* orthogonal */
-    /* Concatenate: the axis, counting the batch axis as Keras does (-1: the last) */
-    int32_t axis;
     /* the convolution family (issue 15). Conv2D, DepthwiseConv2D,
      * SeparableConv2D and Conv2DTranspose also take kernel_size, strides,
      * padding, activation, use_bias and bias_initializer above; Conv2D,
@@ -155,6 +206,22 @@ typedef struct sy_layer {
     int32_t size[2];                 /* UpSampling2D: (2, 2) */
     bool bilinear;                   /* UpSampling2D: interpolation 'bilinear' (true) or 'nearest' (false, the default) */
     bool keepdims;                   /* GlobalAveragePooling2D, GlobalMaxPooling2D: false */
+    /* issue 15, activations and regularizers */
+    sy_regularizer kernel_regularizer, bias_regularizer; /* Dense, Conv2D: none */
+    sy_regularizer activity_regularizer;                 /* Dense, Conv2D, Embedding: none (of the output) */
+    sy_regularizer embeddings_regularizer;               /* Embedding: none */
+    float max_value;          /* ReLU: INFINITY (Keras's None) */
+    float negative_slope;     /* ReLU: 0 */
+    float threshold;          /* ReLU: 0 */
+    float alpha;              /* LeakyReLU: 0.3 (negative slope); ELU: 1 */
+    sy_init alpha_initializer;        /* PReLU: zeros */
+    sy_regularizer alpha_regularizer; /* PReLU: none */
+    int32_t shared_axes[SY_MAX_RANK]; /* PReLU: axes (1 = the first after the batch) where alpha is one value */
+    int32_t n_shared_axes;            /* 0: Keras's None */
+    int32_t axis;             /* Softmax, Concatenate: -1 (an axis of the input with the batch axis 0) */
+    sy_numbers scale, offset; /* Rescaling: y = x * scale + offset, scalars or one value per last-axis channel */
+    sy_shape noise_shape;     /* Dropout: the mask's shape with the batch axis, -1 for Keras's None (the input's
+                                 dimension); the mask is shared along axes of 1. rank 0: None */
 } sy_layer;
 
 sy_layer sy_layer_dense(int32_t units);
@@ -185,6 +252,13 @@ sy_layer sy_layer_cropping2d(int32_t top, int32_t bottom, int32_t left, int32_t 
 sy_layer sy_layer_up_sampling2d(int32_t size_h, int32_t size_w);
 sy_layer sy_layer_global_average_pooling2d(void);
 sy_layer sy_layer_global_max_pooling2d(void);
+/* issue 15, activations: Keras's defaults, ReLU() ... Rescaling(scale, offset=0.0) */
+sy_layer sy_layer_relu(void);
+sy_layer sy_layer_leaky_relu(float alpha);
+sy_layer sy_layer_prelu(void);
+sy_layer sy_layer_elu(float alpha);
+sy_layer sy_layer_softmax(int32_t axis);
+sy_layer sy_layer_rescaling(double scale, double offset);
 
 /* Keras's class name of a kind ("Conv2D"). */
 const char *sy_layer_class_name(sy_layer_kind kind);

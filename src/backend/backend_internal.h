@@ -36,6 +36,28 @@ int sy_op_arity(sy_op op); /* -1: variadic */
 typedef enum sy_act { SY_ACT_NONE = 0, SY_ACT_RELU, SY_ACT_SIGMOID, SY_ACT_TANH } sy_act;
 typedef enum sy_pad { SY_PAD_VALID = 0, SY_PAD_SAME } sy_pad;
 
+/* The activation op's functions (attr.act.fn), each as Keras 2.15 computes
+ * it through TensorFlow (ref_kernels.c has the formulas):
+ *   RELU          backend.relu(x, alpha=a, max_value=b (INFINITY: None), threshold=c):
+ *                 ReLU, LeakyReLU (tf.nn.leaky_relu when b is inf and c 0), relu6
+ *   ELU           x > 0 ? x : a (e^x - 1)
+ *   SELU          tf.nn.selu
+ *   GELU          0.5 x (1 + erf(x / sqrt 2)) (approximate=False)
+ *   SWISH         x sigmoid(x) (tf.nn.silu)
+ *   SOFTPLUS      log(e^x + 1), TensorFlow's cut-offs at |x| > 13.94
+ *   SOFTSIGN      x / (1 + |x|)
+ *   HARD_SIGMOID  clip(0.2 x + 0.5, 0, 1)
+ *   ABS           |x| (L1 penalties; its gradient is sign(x)) */
+typedef enum sy_act_fn {
+    SY_AF_RELU = 0, SY_AF_ELU, SY_AF_SELU, SY_AF_GELU, SY_AF_SWISH, SY_AF_SOFTPLUS, SY_AF_SOFTSIGN,
+    SY_AF_HARD_SIGMOID, SY_AF_ABS, SY_AF_COUNT
+} sy_act_fn;
+
+typedef struct sy_act_params {
+    int32_t fn; /* sy_act_fn */
+    float a, b, c;
+} sy_act_params;
+
 /* The fused elementwise program: a straight line of instructions over
  * registers holding one tile of the output each. LD_* load input `a`
  * (full-size, a row vector broadcast along the last axis, or a scalar). */
@@ -43,7 +65,8 @@ typedef enum sy_eop {
     SY_E_LD_FULL, SY_E_LD_ROW, SY_E_LD_SCALAR,
     SY_E_ADD, SY_E_SUB, SY_E_MUL, SY_E_DIV,
     SY_E_NEG, SY_E_RELU, SY_E_SIGMOID, SY_E_TANH, SY_E_EXP, SY_E_LOG,
-    SY_E_RELU_GRAD, SY_E_SIGMOID_GRAD, SY_E_TANH_GRAD
+    SY_E_RELU_GRAD, SY_E_SIGMOID_GRAD, SY_E_TANH_GRAD,
+    SY_E_ACT, SY_E_ACT_GRAD /* the activation op (act[] of the instruction) and its gradient (dy, x) */
 } sy_eop;
 
 #define SY_FUSED_MAX_INSNS 32
@@ -59,6 +82,7 @@ typedef struct sy_eprog {
     int32_t n;      /* instructions; the result is in register `out` */
     int32_t out;
     sy_einsn insn[SY_FUSED_MAX_INSNS];
+    sy_act_params act[SY_FUSED_MAX_INSNS]; /* SY_E_ACT, SY_E_ACT_GRAD: the function of instruction i */
 } sy_eprog;
 
 /* Attributes, per op. Zero-initialised; only the member of the node's op is
@@ -79,6 +103,7 @@ typedef union sy_attrs {
     struct { uint32_t axes; uint8_t keepdims; } reduce;            /* bit i: reduce axis i */
     struct { double value; } fill;
     struct { int32_t size[2]; uint8_t bilinear; } upsample;      /* UPSAMPLE2D and its grad */
+    sy_act_params act;                                             /* ACT, ACT_GRAD */
     struct {
         float momentum, beta_1, beta_2, epsilon, rho;
         float one_minus_beta_1, one_minus_beta_2, one_minus_rho; /* from the doubles, as Keras rounds them */
@@ -226,6 +251,11 @@ static inline float sy_adam_alpha(float lr, float beta_1, float beta_2, int64_t 
     float b1p = powf(beta_1, (float)t), b2p = powf(beta_2, (float)t);
     return lr * sqrtf(1.0f - b2p) / (1.0f - b1p);
 }
+
+/* The activation op's function and derivative at x, in double (the ref
+ * kernels; ref_kernels.c). */
+double sy_act_fn_ref(const sy_act_params *p, double x);
+double sy_act_fn_grad_ref(const sy_act_params *p, double x);
 
 /* Keras's fuzz factor: probabilities are clipped to [eps, 1 - eps]. */
 #define SY_KERAS_EPSILON 1e-7

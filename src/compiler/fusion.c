@@ -208,6 +208,7 @@ static bool build_program(const sy_graph *g, group *gr, sy_eprog *p) {
         int dst;
         ALLOC_REG(dst);
         EMIT(sy_op_def_of(r->op)->eop, dst, opr[0], r->n_in > 1 ? opr[1] : 0);
+        if (r->op == SY_OP_ACT || r->op == SY_OP_ACT_GRAD) p->act[p->n - 1] = r->attr.act; /* its function */
         reg_of[i] = dst;
     }
 #undef ALLOC_REG

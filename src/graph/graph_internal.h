@@ -102,6 +102,10 @@ sy_node graph_gru_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent
 /* The column where a scan's rows hold h (U columns from there). */
 int64_t graph_scan_h_column(const sy_graph *g, sy_node scan);
 
+/* The activation op (issue 15): fn a sy_act_fn, a, b, c its parameters
+ * (backend_internal.h). */
+sy_node graph_activation(sy_graph *g, sy_node x, int fn, float a, float b, float c);
+
 /* Deep copy (nodes, edges, names, programs). */
 sy_status graph_clone(const sy_graph *g, sy_graph **out);
 

@@ -238,6 +238,32 @@ sy_status grad_LOG(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node
     return sy_graph_status(g);
 }
 
+/* ---- the activation op (issue 15, activations) --------------------------------- */
+
+sy_node graph_activation(sy_graph *g, sy_node x, int fn, float a, float b, float c) {
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.act = (sy_act_params){.fn = fn, .a = a, .b = b, .c = c};
+    return graph_add(g, SY_OP_ACT, &x, 1, &at, NULL);
+}
+
+sy_status infer_ACT(sy_graph *g, sy_node_rec *n) {
+    if ((unsigned)n->attr.act.fn >= SY_AF_COUNT)
+        return graph_fail(g, n, SY_ERR_INVALID_ARGUMENT, "unknown activation function %d", (int)n->attr.act.fn);
+    return infer_unary(g, n);
+}
+
+/* dx = activation_grad(dy, x): the derivative at the input (most of these
+ * functions cannot be inverted from their output) */
+sy_status grad_ACT(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx) {
+    if (need[0]) {
+        sy_attrs at = graph_node(g, y)->attr;
+        sy_node in[2] = {dy, graph_input(g, y, 0)};
+        dx[0] = graph_add(g, SY_OP_ACT_GRAD, in, 2, &at, NULL);
+    }
+    return sy_graph_status(g);
+}
+
 /* (dy, y) -> dx: same shape, same float dtype */
 static sy_status infer_same2(sy_graph *g, sy_node_rec *n) {
     sy_status st = require_float_inputs(g, n, 2);
@@ -256,6 +282,7 @@ sy_status infer_SIGMOID_GRAD(sy_graph *g, sy_node_rec *n) { return infer_same2(g
 sy_status infer_TANH_GRAD(sy_graph *g, sy_node_rec *n) { return infer_same2(g, n); }
 sy_status infer_SOFTMAX_GRAD(sy_graph *g, sy_node_rec *n) { return infer_same2(g, n); }
 sy_status infer_LOG_SOFTMAX_GRAD(sy_graph *g, sy_node_rec *n) { return infer_same2(g, n); }
+sy_status infer_ACT_GRAD(sy_graph *g, sy_node_rec *n) { return infer_same2(g, n); }
 
 /* ---- softmax -------------------------------------------------------------------- */
 

@@ -27,6 +27,7 @@ static const sy_op_def defs[SY_OP_COUNT] = {
     ELT(EXP, SY_E_EXP),
     ELT(LOG, SY_E_LOG),
     DIFF(COPY),
+    ROW(ACT, grad_ACT, SY_OPF_ELTWISE, SY_E_ACT), /* issue 15, activations */
     DIFF(SOFTMAX),
     DIFF(LOG_SOFTMAX),
     ROW(RESHAPE, grad_RESHAPE, SY_OPF_ALIAS, 0),
@@ -56,6 +57,7 @@ static const sy_op_def defs[SY_OP_COUNT] = {
     ROW(TANH_GRAD, NULL, SY_OPF_GRAD_OP | SY_OPF_ELTWISE, SY_E_TANH_GRAD),
     GRADOP(SOFTMAX_GRAD),
     GRADOP(LOG_SOFTMAX_GRAD),
+    ROW(ACT_GRAD, NULL, SY_OPF_GRAD_OP | SY_OPF_ELTWISE, SY_E_ACT_GRAD), /* issue 15, activations */
     GRADOP(SLICE_GRAD),
     DIFF(CONV2D_BACKPROP_INPUT), /* also conv2d_transpose, so differentiable */
     GRADOP(CONV2D_BACKPROP_FILTER),

@@ -207,12 +207,13 @@ sy_status model_runnable(const sy_model *m, const char *what) {
     return SY_OK;
 }
 
-sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training, bool gradients) {
+sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training, bool gradients, sy_node *penalties) {
     /* one graph node per model node; a layer's weights are params made at
      * its first call and used by every call, so shared layers share them */
     sy_node *value = sy_calloc((size_t)m->n_nodes + 1, sizeof *value);
     sy_node *params = sy_calloc((size_t)m->n_layers * LAYER_MAX_WEIGHTS + 1, sizeof *params);
     sy_node out = SY_NONE;
+    if (penalties) *penalties = SY_NONE;
     if (!value || !params) goto done;
     for (int64_t i = 0; i < m->n_nodes; i++) {
         const model_node *n = &m->nodes[i];
@@ -235,6 +236,9 @@ sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training, b
                          L->cfg.seed ? L->cfg.seed : sy_mix64(m->seed ^ sy_mix64((uint64_t)L->born + 0xD0D0ull)) + (uint64_t)n->call,
                          gradients};
         value[i] = impl->build(g, &L->cfg, in, n->n_in, w, &ctx);
+        /* the layer's weight penalties once (at its first call), its activity penalty at every call */
+        if (penalties && value[i] != SY_NONE)
+            *penalties = keras_layer_penalties(g, &L->cfg, in[0], n->call == 0 ? w : NULL, value[i], *penalties);
         sy_graph_pop_scope(g);
         if (value[i] == SY_NONE) goto done;
     }
@@ -271,14 +275,17 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
     p->batch = batch;
     p->x = sy_graph_input(g, "x", model_input_dtype(m), keras_batch_shape(batch, &m->input_shape));
     p->y = p->per_example = p->loss = SY_NONE;
-    p->pred = keras_build_layers(m, g, p->x, mode == MODE_TRAIN, mode == MODE_TRAIN);
+    sy_node penalties = SY_NONE;
+    p->pred = keras_build_layers(m, g, p->x, mode == MODE_TRAIN, mode == MODE_TRAIN,
+                                 mode == MODE_PREDICT ? NULL : &penalties);
     sy_node outputs[2];
     int n_out = 0;
     sy_plan_options o = sy_plan_options_default();
     if (mode != MODE_PREDICT) {
         sy_shape ls = model_label_shape(m);
         p->y = sy_graph_input(g, "y", model_label_dtype(m), keras_batch_shape(batch, &ls));
-        p->per_example = build_loss(m, g, p->pred, p->y);
+        /* issue 15, regularizers: Keras's loss includes them, in fit and in evaluate */
+        p->per_example = keras_regularization_loss(g, build_loss(m, g, p->pred, p->y), penalties);
         outputs[n_out++] = p->per_example;
         if (mode == MODE_TRAIN) {
             p->loss = sy_graph_reduce_mean(g, p->per_example, NULL, 0, false);

@@ -317,6 +317,50 @@ bool jw_init(jw *w, const sy_init *in) {
     return true;
 }
 
+/* ---- issue 15: regularizers and number lists ---------------------------------------- */
+
+void jw_regularizer(jw *w, const sy_regularizer *r) {
+    static const char *const cls[] = {[SY_REGULARIZER_L1] = "L1", [SY_REGULARIZER_L2] = "L2", [SY_REGULARIZER_L1L2] = "L1L2"};
+    if (r->kind == SY_REGULARIZER_NONE || (unsigned)r->kind > SY_REGULARIZER_L1L2) {
+        jw_null(w);
+        return;
+    }
+    jw_open(w, false);
+    jw_key(w, "module");
+    jw_str(w, "keras.regularizers");
+    jw_key(w, "class_name");
+    jw_str(w, cls[r->kind]);
+    jw_key(w, "config");
+    jw_open(w, false);
+    if (r->kind != SY_REGULARIZER_L2) { /* Keras keeps float32 and writes float(that) */
+        jw_key(w, "l1");
+        jw_real(w, (double)r->l1, false);
+    }
+    if (r->kind != SY_REGULARIZER_L1) {
+        jw_key(w, "l2");
+        jw_real(w, (double)r->l2, false);
+    }
+    jw_close(w);
+    jw_key(w, "registered_name");
+    jw_null(w);
+    jw_close(w);
+}
+
+static void jw_number(jw *w, double v, bool integer) {
+    if (integer) jw_int(w, (long long)v);
+    else jw_real(w, v, false);
+}
+
+void jw_numbers(jw *w, const sy_numbers *v) {
+    if (!v->list) {
+        jw_number(w, v->v[0], v->integer & 1u);
+        return;
+    }
+    jw_open(w, true);
+    for (int i = 0; i < v->n; i++) jw_number(w, v->v[i], (v->integer >> i) & 1u);
+    jw_close(w);
+}
+
 void jw_nulls(jw *w, const char *const *keys) {
     for (; *keys; keys++) {
         jw_key(w, *keys);
@@ -333,6 +377,16 @@ static const char *write_layer_config(jw *w, const model_layer *L) {
     do {                                                                                                               \
         jw_key(w, key);                                                                                                \
         if (!jw_init(w, &(init)) && !bad) bad = key;                                                                   \
+    } while (0)
+    /* issue 15: kernel, bias and activity regularizers, in Keras's order */
+#define REGULARIZERS(l)                                                                                                \
+    do {                                                                                                               \
+        jw_key(w, "kernel_regularizer");                                                                               \
+        jw_regularizer(w, &(l)->kernel_regularizer);                                                                   \
+        jw_key(w, "bias_regularizer");                                                                                 \
+        jw_regularizer(w, &(l)->bias_regularizer);                                                                     \
+        jw_key(w, "activity_regularizer");                                                                             \
+        jw_regularizer(w, &(l)->activity_regularizer);                                                                 \
     } while (0)
     jw_open(w, false);
     jw_key(w, "name");
@@ -356,8 +410,7 @@ static const char *write_layer_config(jw *w, const model_layer *L) {
     if (impl->json_write) impl->json_write(w, l, &bad);
     else switch (l->kind) {
     case SY_LAYER_DENSE: {
-        static const char *const nulls[] = {"kernel_regularizer", "bias_regularizer", "activity_regularizer",
-                                            "kernel_constraint", "bias_constraint", NULL};
+        static const char *const nulls[] = {"kernel_constraint", "bias_constraint", NULL};
         jw_key(w, "units");
         jw_int(w, l->units);
         jw_key(w, "activation");
@@ -366,6 +419,7 @@ static const char *write_layer_config(jw *w, const model_layer *L) {
         jw_bool(w, l->use_bias);
         INIT("kernel_initializer", l->kernel_initializer);
         INIT("bias_initializer", l->bias_initializer);
+        REGULARIZERS(l);
         jw_nulls(w, nulls);
         break;
     }
@@ -395,19 +449,30 @@ static const char *write_layer_config(jw *w, const model_layer *L) {
     case SY_LAYER_DROPOUT:
         jw_key(w, "rate");
         jw_real(w, l->rate, true);
-        jw_key(w, "noise_shape");
-        jw_null(w);
+        jw_key(w, "noise_shape"); /* issue 15: a list with null for the input's dimensions */
+        if (l->noise_shape.rank == 0) jw_null(w);
+        else {
+            jw_open(w, true);
+            for (int i = 0; i < l->noise_shape.rank; i++) {
+                if (l->noise_shape.dims[i] < 0) jw_null(w);
+                else jw_int(w, (long long)l->noise_shape.dims[i]);
+            }
+            jw_close(w);
+        }
         jw_seed(w, l->seed);
         break;
     case SY_LAYER_EMBEDDING: {
-        static const char *const nulls[] = {"embeddings_regularizer", "activity_regularizer", "embeddings_constraint",
-                                            NULL};
         jw_key(w, "input_dim");
         jw_int(w, l->input_dim);
         jw_key(w, "output_dim");
         jw_int(w, l->output_dim);
         INIT("embeddings_initializer", l->embeddings_initializer);
-        jw_nulls(w, nulls);
+        jw_key(w, "embeddings_regularizer");
+        jw_regularizer(w, &l->embeddings_regularizer);
+        jw_key(w, "activity_regularizer");
+        jw_regularizer(w, &l->activity_regularizer);
+        jw_key(w, "embeddings_constraint");
+        jw_null(w);
         jw_key(w, "mask_zero");
         jw_bool(w, l->mask_zero);
         jw_key(w, "input_length");
@@ -463,6 +528,7 @@ static const char *write_layer_config(jw *w, const model_layer *L) {
     }
     jw_close(w);
 #undef INIT
+#undef REGULARIZERS
     return bad;
 }
 

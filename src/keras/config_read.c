@@ -36,7 +36,7 @@
 
 /* ==== reading ===================================================================== */
 
-static const char SUPPORTED_ACTIVATIONS[] = "linear, relu, sigmoid, tanh, softmax";
+static const char SUPPORTED_ACTIVATIONS[] = KERAS_ACTIVATION_NAMES;
 
 
 sy_status rd_err(const rd *r, sy_status st, const char *fmt, ...) {
@@ -435,9 +435,13 @@ static sy_status rd_dtype(const rd *r) {
  * input_dim), weights, autocast. */
 static sy_status rd_common(const rd *r, sy_layer_kind kind, sy_layer *l) {
     sy_status st;
-    if ((st = rd_bool_only(r, "trainable", true)) || (st = rd_dtype(r)) || (st = rd_null(r, "weights")) ||
-        (st = rd_null(r, "activity_regularizer")))
+    if ((st = rd_bool_only(r, "trainable", true)) || (st = rd_dtype(r)) || (st = rd_null(r, "weights")))
         return st;
+    /* issue 15: an activity regularizer on the kinds whose config holds one */
+    if (kind == SY_LAYER_DENSE || kind == SY_LAYER_CONV2D || kind == SY_LAYER_EMBEDDING)
+        st = rd_regularizer(r, "activity_regularizer", &l->activity_regularizer);
+    else st = rd_null(r, "activity_regularizer");
+    if (st) return st;
     bool b;
     if ((st = rd_bool(r, "autocast", true, &b))) return st;
     json_t *bs = rd_get(r, "batch_size");
@@ -459,14 +463,15 @@ static sy_status rd_common(const rd *r, sy_layer_kind kind, sy_layer *l) {
 }
 
 static sy_status rd_dense(const rd *r, sy_layer *l) {
-    static const char *const nulls[] = {"kernel_regularizer", "bias_regularizer", "kernel_constraint",
-                                        "bias_constraint", NULL};
+    static const char *const nulls[] = {"kernel_constraint", "bias_constraint", NULL};
     sy_status st;
     if ((st = rd_i32(r, "units", true, 0, 1, &l->units)) ||
         (st = rd_activation(r, "activation", SY_ACTIVATION_LINEAR, false, &l->activation)) ||
         (st = rd_bool(r, "use_bias", true, &l->use_bias)) ||
         (st = rd_init(r, "kernel_initializer", l->kernel_initializer, &l->kernel_initializer)) ||
-        (st = rd_init(r, "bias_initializer", l->bias_initializer, &l->bias_initializer)))
+        (st = rd_init(r, "bias_initializer", l->bias_initializer, &l->bias_initializer)) ||
+        (st = rd_regularizer(r, "kernel_regularizer", &l->kernel_regularizer)) ||
+        (st = rd_regularizer(r, "bias_regularizer", &l->bias_regularizer)))
         return st;
     return rd_nulls(r, nulls);
 }
@@ -521,20 +526,100 @@ sy_status rd_seed(const rd *r, uint64_t *out) {
     return SY_OK;
 }
 
+/* ---- issue 15: regularizers, number lists, Dropout's noise_shape -------------------- */
+
+sy_status rd_regularizer(const rd *r, const char *key, sy_regularizer *out) {
+    json_t *v = rd_get(r, key);
+    memset(out, 0, sizeof *out);
+    if (!v || json_is_null(v)) return SY_OK;
+    const char *cls = json_is_string(v) ? json_string_value(v) : NULL;
+    json_t *cfg = NULL;
+    if (json_is_object(v)) {
+        json_t *c = json_object_get(v, "class_name");
+        cls = json_is_string(c) ? json_string_value(c) : NULL;
+        cfg = json_object_get(v, "config");
+        if (cfg && !json_is_object(cfg)) cls = NULL;
+    }
+    bool string = json_is_string(v);
+    if (cls && (!strcmp(cls, "L1") || !strcmp(cls, "l1"))) *out = sy_regularizer_l1(0.01f);
+    else if (cls && (!strcmp(cls, "L2") || !strcmp(cls, "l2"))) *out = sy_regularizer_l2(0.01f);
+    else if (cls && (!strcmp(cls, "L1L2") || !strcmp(cls, "l1_l2")))
+        *out = string ? sy_regularizer_l1_l2(0.01f, 0.01f) : sy_regularizer_l1_l2(0, 0); /* the function l1_l2() or the class */
+    else
+        return rd_err(r, json_is_string(v) || json_is_object(v) ? SY_ERR_UNSUPPORTED : SY_ERR_INVALID_ARGUMENT,
+                      "%s %s is not supported (supported: null, \"l1\", \"l2\", \"l1_l2\", L1, L2, L1L2)", key,
+                      keras_json_show(v).s);
+    const char *const names[] = {"l1", "l2"};
+    float *fields[] = {&out->l1, &out->l2};
+    const char *k;
+    json_t *x;
+    json_object_foreach(cfg, k, x) {
+        int i = !strcmp(k, "l1") ? 0 : !strcmp(k, "l2") ? 1 : -1;
+        if (i < 0 || (out->kind == SY_REGULARIZER_L1 && i == 1) || (out->kind == SY_REGULARIZER_L2 && i == 0))
+            return rd_err(r, SY_ERR_INVALID_ARGUMENT, "%s %s: unknown argument '%s'", key, keras_json_show(v).s, k);
+        if (!json_is_number(x) || !(json_number_value(x) >= 0) || json_number_value(x) > FLT_MAX)
+            return rd_err(r, SY_ERR_INVALID_ARGUMENT, "%s %s: %s must be a number >= 0, got %s", key,
+                          keras_json_show(v).s, names[i], keras_json_show(x).s);
+        *fields[i] = (float)json_number_value(x); /* float32, as Keras's cast_to_floatx */
+    }
+    return SY_OK;
+}
+
+sy_status rd_numbers(const rd *r, const char *key, sy_numbers def, sy_numbers *out) {
+    json_t *v = rd_get(r, key);
+    if (!v) {
+        *out = def;
+        return SY_OK;
+    }
+    memset(out, 0, sizeof *out);
+    out->list = json_is_array(v);
+    size_t n = out->list ? json_array_size(v) : 1;
+    if (n < 1 || n > SY_NUMBERS_MAX)
+        return rd_err(r, out->list ? SY_ERR_UNSUPPORTED : SY_ERR_INVALID_ARGUMENT,
+                      "%s %s: a number or a list of 1 to %d numbers is supported", key, keras_json_show(v).s,
+                      SY_NUMBERS_MAX);
+    for (size_t i = 0; i < n; i++) {
+        json_t *x = out->list ? json_array_get(v, i) : v;
+        if (!json_is_number(x) || !isfinite(json_number_value(x)))
+            return rd_err(r, SY_ERR_INVALID_ARGUMENT, "%s must be a number or a list of numbers, got %s", key,
+                          keras_json_show(v).s);
+        out->v[i] = json_number_value(x);
+        if (json_is_integer(x)) out->integer |= 1u << i;
+    }
+    out->n = (int32_t)n;
+    return SY_OK;
+}
+
 static sy_status rd_dropout(const rd *r, sy_layer *l) {
     sy_status st;
-    if ((st = rd_float(r, "rate", true, 0, &l->rate)) || (st = rd_null(r, "noise_shape")) || (st = rd_seed(r, &l->seed)))
-        return st;
+    if ((st = rd_float(r, "rate", true, 0, &l->rate)) || (st = rd_seed(r, &l->seed))) return st;
+    json_t *v = rd_get(r, "noise_shape");
+    if (!v || json_is_null(v)) return SY_OK;
+    size_t n = json_is_array(v) ? json_array_size(v) : 0;
+    if (n < 1 || n > SY_MAX_RANK)
+        return rd_err(r, SY_ERR_INVALID_ARGUMENT, "noise_shape must be null or a list of 1 to %d dimensions, got %s",
+                      SY_MAX_RANK, keras_json_show(v).s);
+    l->noise_shape.rank = (int32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        json_t *d = json_array_get(v, i);
+        if (json_is_null(d)) l->noise_shape.dims[i] = -1;
+        else if (json_is_integer(d) && json_integer_value(d) >= 1 && json_integer_value(d) <= INT32_MAX)
+            l->noise_shape.dims[i] = json_integer_value(d);
+        else
+            return rd_err(r, SY_ERR_INVALID_ARGUMENT, "noise_shape %s: dimensions must be positive integers or null",
+                          keras_json_show(v).s);
+    }
     return SY_OK;
 }
 
 static sy_status rd_embedding(const rd *r, sy_layer *l) {
-    static const char *const nulls[] = {"embeddings_regularizer", "embeddings_constraint", NULL};
+    static const char *const nulls[] = {"embeddings_constraint", NULL};
     sy_status st;
     if ((st = rd_i32(r, "input_dim", true, 0, 1, &l->input_dim)) ||
         (st = rd_i32(r, "output_dim", true, 0, 1, &l->output_dim)) ||
         (st = rd_init(r, "embeddings_initializer", l->embeddings_initializer, &l->embeddings_initializer)) ||
-        (st = rd_nulls(r, nulls)) || (st = rd_bool_only(r, "mask_zero", false)) || (st = rd_bool_only(r, "sparse", false)))
+        (st = rd_nulls(r, nulls)) || (st = rd_regularizer(r, "embeddings_regularizer", &l->embeddings_regularizer)) ||
+        (st = rd_bool_only(r, "mask_zero", false)) || (st = rd_bool_only(r, "sparse", false)))
         return st;
     json_t *v = rd_get(r, "input_length");
     if (v && !json_is_null(v)) {

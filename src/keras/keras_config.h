@@ -50,6 +50,10 @@ sy_status rd_init(const rd *r, const char *key, sy_init def, sy_init *out);
  * every other dimension is a number. */
 sy_status rd_shape(const rd *r, const char *key, json_t *v, bool batch, sy_shape *out, bool *known);
 sy_status rd_seed(const rd *r, uint64_t *out);
+/* issue 15: a regularizer: null, 'l1', 'l2', 'l1_l2', or {"class_name": "L1" | "L2" | "L1L2", "config": {...}}. */
+sy_status rd_regularizer(const rd *r, const char *key, sy_regularizer *out);
+/* A number or a list of numbers (Rescaling's scale); absent: def. */
+sy_status rd_numbers(const rd *r, const char *key, sy_numbers def, sy_numbers *out);
 
 /* ---- writing --------------------------------------------------------------------- */
 
@@ -82,6 +86,10 @@ void jw_pair(jw *w, int32_t a, int32_t b);
 void jw_seed(jw *w, uint64_t seed);
 /* An initializer as Keras 2.15 writes it; false if Keras has none equal. */
 bool jw_init(jw *w, const sy_init *in);
+/* issue 15: a regularizer as Keras 2.15 serializes it (null for none). */
+void jw_regularizer(jw *w, const sy_regularizer *r);
+/* A number or list of numbers as read (integers stay integers). */
+void jw_numbers(jw *w, const sy_numbers *v);
 /* Each key with the value null. */
 void jw_nulls(jw *w, const char *const *keys);
 

@@ -26,6 +26,7 @@ typedef struct layer_weight {
     sy_shape shape;
     sy_init init;
     bool non_trainable; /* state the optimizer leaves alone (BatchNormalization's moving_mean) */
+    sy_regularizer regularizer; /* its penalty in the loss (kernel_regularizer, ...); kind NONE: none */
 } layer_weight;
 
 typedef struct layer_ctx {
@@ -85,9 +86,17 @@ extern const layer_impl keras_add, keras_subtract, keras_multiply, keras_average
 /* the convolution family (issue 15) */
 extern const layer_impl keras_depthwise_conv2d, keras_separable_conv2d, keras_conv2d_transpose, keras_zero_padding2d,
     keras_cropping2d, keras_up_sampling2d, keras_global_average_pooling2d, keras_global_max_pooling2d;
+/* issue 15, activations (layers/activations.c, layers/rescaling.c) */
+extern const layer_impl keras_relu, keras_leaky_relu, keras_prelu, keras_elu, keras_softmax, keras_rescaling;
 
-/* The sy_act of a Keras activation that can run inside another op (all but
- * softmax). */
+/* Every activation name systolic reads, for messages. */
+#define KERAS_ACTIVATION_NAMES                                                                                         \
+    "linear, relu, sigmoid, tanh, softmax, elu, selu, gelu, swish (silu), softplus, softsign, hard_sigmoid, "          \
+    "exponential, relu6"
+#define KERAS_ACTIVATION_LAST SY_ACTIVATION_RELU6
+
+/* The sy_act of a Keras activation that can run inside another op: relu,
+ * sigmoid, tanh (SY_ACT_NONE for the others, linear included). */
 int keras_act_code(sy_activation a);
 
 /* Apply a Keras activation (softmax over the last axis). */
@@ -96,6 +105,22 @@ sy_node keras_activate(sy_graph *g, sy_activation act, sy_node x);
 sy_shape keras_batch_shape(int64_t batch, const sy_shape *s);
 /* "(None, 26, 26, 64)" */
 char *keras_shape_str(const sy_shape *s, char *buf, size_t size);
+
+/* ---- regularizers (regularizers.c; issue 15) ---------------------------------------- */
+
+/* Keras's penalty on w: l1 * sum(|w|) + l2 * sum(w^2), a scalar; SY_NONE
+ * when r adds nothing. */
+sy_node keras_penalty(sy_graph *g, const sy_regularizer *r, sy_node w);
+/* The penalties layer l adds after it is built over x (batch, in...) with
+ * weights w (its weights() order) into y: each regularized weight's (a
+ * scalar) and its activity regularizer's on y per sample (batch,), added to
+ * acc (SY_NONE: nothing yet). Returns the new total, SY_NONE if still none. */
+sy_node keras_layer_penalties(sy_graph *g, const sy_layer *l, sy_node x, const sy_node *w, sy_node y, sy_node acc);
+/* The per-sample loss (batch,) with the penalties (keras_layer_penalties'
+ * total, SY_NONE: none) added to every sample, so that its mean -- the loss
+ * fit() trains on and reports, and evaluate()'s, padded rows left out --
+ * is Keras's loss plus its regularization losses. */
+sy_node keras_regularization_loss(sy_graph *g, sy_node per_example, sy_node penalties);
 
 /* ---- losses and metrics --------------------------------------------------------- */
 
@@ -240,7 +265,7 @@ bool functional_sequential_like(const sy_model *m);
 /* Add the model's layers to g over x (batch, input_shape...); returns the
  * output node. Weights are params named as the model's variables, so a plan
  * compiled with the model's store uses them. */
-sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training, bool gradients);
+sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training, bool gradients, sy_node *penalties);
 
 /* The plans for `mode` at `batch` rows per replica, compiled on first use
  * (or when the batch size changes). */

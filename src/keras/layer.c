@@ -102,6 +102,8 @@ static const layer_impl *const impls[] = {
     /* the convolution family (issue 15) */
     &keras_depthwise_conv2d, &keras_separable_conv2d, &keras_conv2d_transpose, &keras_zero_padding2d,
     &keras_cropping2d, &keras_up_sampling2d, &keras_global_average_pooling2d, &keras_global_max_pooling2d,
+    /* issue 15, activations */
+    &keras_relu, &keras_leaky_relu, &keras_prelu, &keras_elu, &keras_softmax, &keras_rescaling,
 };
 
 const layer_impl *layer_impl_of(sy_layer_kind kind) {
@@ -136,7 +138,9 @@ const char *sy_layer_class_name(sy_layer_kind kind) {
 
 /* ---- activations ------------------------------------------------------------------ */
 
-static const char *const activation_names[] = {"linear", "relu", "sigmoid", "tanh", "softmax"};
+static const char *const activation_names[] = {"linear",   "relu",     "sigmoid",      "tanh",        "softmax",
+                                               "elu",      "selu",     "gelu",         "swish",       "softplus",
+                                               "softsign", "hard_sigmoid", "exponential", "relu6"};
 #define N_ACTIVATIONS (int)(sizeof activation_names / sizeof activation_names[0])
 
 const char *sy_activation_name(sy_activation a) {
@@ -150,7 +154,11 @@ sy_status sy_activation_from_name(const char *name, sy_activation *out) {
             *out = (sy_activation)i;
             return SY_OK;
         }
-    return sy_error(SY_ERR_NOT_FOUND, "unknown activation '%s'; known: linear, relu, sigmoid, tanh, softmax", name);
+    if (strcasecmp(name, "silu") == 0) { /* Keras's alias: the same function, written back as swish */
+        *out = SY_ACTIVATION_SWISH;
+        return SY_OK;
+    }
+    return sy_error(SY_ERR_NOT_FOUND, "unknown activation '%s'; known: %s", name, KERAS_ACTIVATION_NAMES);
 }
 
 sy_node keras_activate(sy_graph *g, sy_activation act, sy_node x) {
@@ -159,6 +167,16 @@ sy_node keras_activate(sy_graph *g, sy_activation act, sy_node x) {
     case SY_ACTIVATION_SIGMOID: return sy_graph_sigmoid(g, x);
     case SY_ACTIVATION_TANH: return sy_graph_tanh(g, x);
     case SY_ACTIVATION_SOFTMAX: return sy_graph_softmax(g, x, -1);
+    /* issue 15, activations */
+    case SY_ACTIVATION_ELU: return graph_activation(g, x, SY_AF_ELU, 1.0f, 0, 0);
+    case SY_ACTIVATION_SELU: return graph_activation(g, x, SY_AF_SELU, 0, 0, 0);
+    case SY_ACTIVATION_GELU: return graph_activation(g, x, SY_AF_GELU, 0, 0, 0);
+    case SY_ACTIVATION_SWISH: return graph_activation(g, x, SY_AF_SWISH, 0, 0, 0);
+    case SY_ACTIVATION_SOFTPLUS: return graph_activation(g, x, SY_AF_SOFTPLUS, 0, 0, 0);
+    case SY_ACTIVATION_SOFTSIGN: return graph_activation(g, x, SY_AF_SOFTSIGN, 0, 0, 0);
+    case SY_ACTIVATION_HARD_SIGMOID: return graph_activation(g, x, SY_AF_HARD_SIGMOID, 0, 0, 0);
+    case SY_ACTIVATION_EXPONENTIAL: return sy_graph_exp(g, x);
+    case SY_ACTIVATION_RELU6: return graph_activation(g, x, SY_AF_RELU, 0, 6.0f, 0);
     default: return x;
     }
 }

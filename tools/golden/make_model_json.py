@@ -137,6 +137,35 @@ def activations():
     return keras.Sequential(layers)
 
 
+def activation_layers():
+    """Issue 15: every other activation name (silu is written as swish), the activation layers with their
+    arguments, Rescaling with scalars and lists, Dropout's noise_shape."""
+    names = ["elu", "selu", "gelu", "swish", "silu", "softplus", "softsign", "hard_sigmoid", "exponential", "relu6"]
+    layers = [L.Dense(4, activation=names[0], input_shape=(3, 4))]
+    for n in names[1:]:
+        layers += [L.Dense(4, activation=n), L.Activation(n)]
+    layers += [L.ReLU(), L.ReLU(max_value=6), L.ReLU(max_value=1.5, negative_slope=0.1, threshold=0.25),
+               L.LeakyReLU(), L.LeakyReLU(alpha=0.2), L.ELU(), L.ELU(alpha=0.7), L.PReLU(),
+               L.PReLU(alpha_initializer=I.Constant(0.25), alpha_regularizer="l2", shared_axes=1),
+               L.Softmax(), L.Softmax(axis=1), L.Rescaling(1.0 / 255), L.Rescaling(2, offset=-1),
+               L.Rescaling([0.5, 2, 1.5, 1.0], offset=[0.1, 0, -0.2, 0.3]), L.Dropout(0.25, noise_shape=(None, 1, 4)),
+               L.Dropout(0.5, noise_shape=[None, 3, 1], seed=7)]
+    return keras.Sequential(layers)
+
+
+def regularizers():
+    """Issue 15: kernel, bias, activity and embeddings regularizers as classes and as strings."""
+    R = keras.regularizers
+    return keras.Sequential([
+        L.Embedding(20, 4, input_length=6, embeddings_regularizer="l1", activity_regularizer=R.L1L2(l2=0.001)),
+        L.Reshape((6, 4, 1)),
+        L.Conv2D(3, 2, kernel_regularizer=R.L2(0.05), bias_regularizer="l1_l2", activity_regularizer=R.L1(0.001)),
+        L.Flatten(),
+        L.Dense(5, kernel_regularizer=R.L1L2(), bias_regularizer="l2", activity_regularizer="l1"),
+        L.Dense(2, kernel_regularizer=R.L1L2(l1=0.125, l2=0.25)),
+    ])
+
+
 def input_layer():
     """An explicit keras.Input: the InputLayer is input_1, the first layer has no batch_input_shape."""
     return keras.Sequential([keras.Input(shape=(5,)), L.Dense(2), L.Dense(1)])
@@ -210,7 +239,7 @@ def conv_family_defaults():
 
 CASES = [fashion_mnist_cnn, imdb_lstm, conv_options, recurrent_options, embedding_options, embedding_no_length,
          initializers, activations, input_layer, built, functional_chain, unbuilt, unsupported_layer,
-         unsupported_argument, conv_family, conv_family_defaults]
+         unsupported_argument, conv_family, conv_family_defaults, activation_layers, regularizers]
 
 
 def expectations(model):

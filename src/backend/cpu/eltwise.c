@@ -24,6 +24,124 @@
 
 #define TILE 512
 
+/* ---- the activation op (issue 15, activations) ----------------------------
+ * One loop per function, each a plain loop GCC vectorises (gelu's erff and
+ * softplus's logf are library calls), following TensorFlow's float32 ops
+ * (exp(x) - 1 for elu and selu, as its kernels compute it; softplus's
+ * cut-offs). The formulas and the derivatives at kinks: sy_act_fn_ref. */
+
+#define SELU_SCALE 1.05070098735548f
+#define SELU_SCALE_ALPHA 1.75809934084738f
+#define SOFTPLUS_CUT 13.9424f /* -(log(FLT_EPSILON) + 2): TensorFlow's threshold */
+
+static void act_tile(const sy_act_params *p, const float *x, float *d, int64_t len) {
+    const float a = p->a, b = p->b, c = p->c;
+    int64_t t;
+    switch ((sy_act_fn)p->fn) {
+    case SY_AF_RELU:
+        if (a != 0 && isinf(b) && c == 0) {
+            for (t = 0; t < len; t++) d[t] = x[t] > 0 ? x[t] : x[t] * a;
+            break;
+        }
+        for (t = 0; t < len; t++) {
+            float v = x[t], y = c != 0 ? (v > c ? v : 0) : (v > 0 ? v : 0);
+            if (!isinf(b)) y = y < 0 ? 0 : y > b ? b : y;
+            float neg = c - v > 0 ? c - v : 0; /* relu(-x + c) */
+            d[t] = a != 0 ? y - a * neg : y;
+        }
+        break;
+    case SY_AF_ELU:
+        for (t = 0; t < len; t++) d[t] = x[t] > 0 ? x[t] : a * (sy_vexpf(x[t]) - 1.0f);
+        break;
+    case SY_AF_SELU:
+        for (t = 0; t < len; t++) d[t] = x[t] < 0 ? SELU_SCALE_ALPHA * (sy_vexpf(x[t]) - 1.0f) : SELU_SCALE * x[t];
+        break;
+    case SY_AF_GELU:
+        for (t = 0; t < len; t++) d[t] = 0.5f * x[t] * (1.0f + erff(x[t] / 1.41421356237f));
+        break;
+    case SY_AF_SWISH:
+        for (t = 0; t < len; t++) d[t] = x[t] * sy_vsigmoidf(x[t]);
+        break;
+    case SY_AF_SOFTPLUS:
+        for (t = 0; t < len; t++) {
+            float e = sy_vexpf(x[t]);
+            d[t] = x[t] > SOFTPLUS_CUT ? x[t] : x[t] < -SOFTPLUS_CUT ? e : logf(e + 1.0f);
+        }
+        break;
+    case SY_AF_SOFTSIGN:
+        for (t = 0; t < len; t++) d[t] = x[t] / (1.0f + fabsf(x[t]));
+        break;
+    case SY_AF_HARD_SIGMOID:
+        for (t = 0; t < len; t++) {
+            float y = x[t] * 0.2f + 0.5f;
+            d[t] = y < 0 ? 0 : y > 1 ? 1 : y;
+        }
+        break;
+    case SY_AF_ABS:
+        for (t = 0; t < len; t++) d[t] = fabsf(x[t]);
+        break;
+    default: SY_ASSERT(!"unknown activation function");
+    }
+}
+
+/* d = dy * f'(x) */
+static void act_grad_tile(const sy_act_params *p, const float *dy, const float *x, float *d, int64_t len) {
+    const float a = p->a, b = p->b, c = p->c;
+    int64_t t;
+    switch ((sy_act_fn)p->fn) {
+    case SY_AF_RELU:
+        if (a != 0 && isinf(b) && c == 0) {
+            for (t = 0; t < len; t++) d[t] = x[t] > 0 ? dy[t] : dy[t] * a;
+            break;
+        }
+        for (t = 0; t < len; t++) {
+            float v = x[t], pre = c != 0 ? (v > c ? v : 0) : (v > 0 ? v : 0);
+            float g = (c != 0 ? v > c : v > 0) ? dy[t] : 0;
+            if (b == 6 && c == 0) g = v > 0 && v < 6 ? dy[t] : 0; /* tf.nn.relu6 */
+            else if (!isinf(b) && (pre < 0 || pre > b)) g = 0;
+            d[t] = a != 0 && c - v > 0 ? g + a * dy[t] : g;
+        }
+        break;
+    case SY_AF_ELU:
+        for (t = 0; t < len; t++) d[t] = x[t] > 0 ? dy[t] : dy[t] * a * sy_vexpf(x[t]);
+        break;
+    case SY_AF_SELU:
+        for (t = 0; t < len; t++) d[t] = x[t] < 0 ? dy[t] * (SELU_SCALE_ALPHA * sy_vexpf(x[t])) : dy[t] * SELU_SCALE;
+        break;
+    case SY_AF_GELU:
+        for (t = 0; t < len; t++) {
+            float v = x[t];
+            d[t] = dy[t] * (0.5f * (1.0f + erff(v / 1.41421356237f)) + v * sy_vexpf(-0.5f * v * v) * 0.39894228040f);
+        }
+        break;
+    case SY_AF_SWISH:
+        for (t = 0; t < len; t++) {
+            float s = sy_vsigmoidf(x[t]);
+            d[t] = dy[t] * (s * (1.0f + x[t] * (1.0f - s)));
+        }
+        break;
+    case SY_AF_SOFTPLUS:
+        for (t = 0; t < len; t++) d[t] = dy[t] / (sy_vexpf(-x[t]) + 1.0f);
+        break;
+    case SY_AF_SOFTSIGN:
+        for (t = 0; t < len; t++) {
+            float q = 1.0f + fabsf(x[t]);
+            d[t] = dy[t] / (q * q);
+        }
+        break;
+    case SY_AF_HARD_SIGMOID:
+        for (t = 0; t < len; t++) {
+            float y = x[t] * 0.2f + 0.5f;
+            d[t] = y >= 0 && y <= 1 ? dy[t] * 0.2f : 0;
+        }
+        break;
+    case SY_AF_ABS:
+        for (t = 0; t < len; t++) d[t] = x[t] > 0 ? dy[t] : x[t] < 0 ? -dy[t] : 0;
+        break;
+    default: SY_ASSERT(!"unknown activation function");
+    }
+}
+
 typedef struct eltwise_job {
     const sy_eprog *prog;
     const sy_kargs *k;
@@ -74,6 +192,8 @@ static void run_tile(const eltwise_job *j, int64_t start, int64_t len) {
         case SY_E_RELU_GRAD: for (t = 0; t < len; t++) d[t] = b[t] > 0 ? a[t] : 0; break;
         case SY_E_SIGMOID_GRAD: for (t = 0; t < len; t++) d[t] = a[t] * b[t] * (1 - b[t]); break;
         case SY_E_TANH_GRAD: for (t = 0; t < len; t++) d[t] = a[t] * (1 - b[t] * b[t]); break;
+        case SY_E_ACT: act_tile(&p->act[i], a, d, len); break;
+        case SY_E_ACT_GRAD: act_grad_tile(&p->act[i], a, b, d, len); break;
         default: SY_ASSERT(!"unknown elementwise instruction");
         }
         reg[e->dst] = d;
@@ -125,6 +245,8 @@ static sy_eop eop_of(sy_op op) {
     case SY_OP_DIV: return SY_E_DIV;
     case SY_OP_RELU_GRAD: return SY_E_RELU_GRAD;
     case SY_OP_SIGMOID_GRAD: return SY_E_SIGMOID_GRAD;
+    case SY_OP_ACT: return SY_E_ACT;
+    case SY_OP_ACT_GRAD: return SY_E_ACT_GRAD;
     default: return SY_E_TANH_GRAD;
     }
 }
@@ -141,6 +263,7 @@ static void single_op_f32_fast(const sy_kargs *k) {
         }
         p.insn[p.n++] = (sy_einsn){(uint8_t)kind, (uint8_t)i, (uint8_t)i, 0};
     }
+    if (k->op == SY_OP_ACT || k->op == SY_OP_ACT_GRAD) p.act[p.n] = k->attr->act;
     p.insn[p.n++] = (sy_einsn){(uint8_t)eop_of(k->op), (uint8_t)k->n_in, 0, (uint8_t)(k->n_in > 1 ? 1 : 0)};
     p.out = k->n_in;
     run_program(k, &p);

@@ -173,6 +173,60 @@ static bool label_ok(const sy_kargs *k, int32_t label, int64_t classes, int64_t 
     return false;
 }
 
+/* ---- the activation op (issue 15, activations): Keras 2.15's formulas, in
+ * double. RELU follows backend.relu(x, alpha=a, max_value=b, threshold=c)
+ * op for op: leaky_relu when there is neither a max nor a threshold;
+ * otherwise x * (x > c) (or relu(x)), clipped to [0, b] when b is given,
+ * minus a * relu(c - x). Derivatives are TensorFlow's at the kinks too:
+ * relu's 0 at 0, relu6's 0 at 0 and 6, clip_by_value's pass-through at its
+ * bounds. */
+
+#define SELU_SCALE 1.0507009873554804934193349852946
+#define SELU_SCALE_ALPHA 1.7580993408473768599402175208123
+
+double sy_act_fn_ref(const sy_act_params *p, double x) {
+    double a = p->a, b = p->b, c = p->c, y;
+    switch ((sy_act_fn)p->fn) {
+    case SY_AF_RELU:
+        if (a != 0 && isinf(b) && c == 0) return x > 0 ? x : x * a;
+        y = c != 0 ? (x > c ? x : 0) : (x > 0 ? x : 0);
+        if (!isinf(b)) y = y < 0 ? 0 : y > b ? b : y;
+        return a != 0 ? y - a * (c - x > 0 ? c - x : 0) : y;
+    case SY_AF_ELU: return x > 0 ? x : a * (exp(x) - 1);
+    case SY_AF_SELU: return x < 0 ? SELU_SCALE_ALPHA * (exp(x) - 1) : SELU_SCALE * x;
+    case SY_AF_GELU: return 0.5 * x * (1 + erf(x / 1.4142135623730951));
+    case SY_AF_SWISH: return x / (1 + exp(-x));
+    case SY_AF_SOFTPLUS: return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+    case SY_AF_SOFTSIGN: return x / (1 + fabs(x));
+    case SY_AF_HARD_SIGMOID: y = x * 0.2 + 0.5; return y < 0 ? 0 : y > 1 ? 1 : y;
+    case SY_AF_ABS: return fabs(x);
+    default: return x;
+    }
+}
+
+double sy_act_fn_grad_ref(const sy_act_params *p, double x) {
+    double a = p->a, b = p->b, c = p->c, d, s;
+    switch ((sy_act_fn)p->fn) {
+    case SY_AF_RELU: {
+        if (a != 0 && isinf(b) && c == 0) return x > 0 ? 1 : a;
+        double pre = c != 0 ? (x > c ? x : 0) : (x > 0 ? x : 0);
+        d = c != 0 ? (x > c) : (x > 0);
+        if (b == 6 && c == 0) d = x > 0 && x < 6; /* tf.nn.relu6 */
+        else if (!isinf(b) && (pre < 0 || pre > b)) d = 0;
+        return a != 0 && c - x > 0 ? d + a : d;
+    }
+    case SY_AF_ELU: return x > 0 ? 1 : a * exp(x);
+    case SY_AF_SELU: return x < 0 ? SELU_SCALE_ALPHA * exp(x) : SELU_SCALE;
+    case SY_AF_GELU: return 0.5 * (1 + erf(x / 1.4142135623730951)) + x * exp(-0.5 * x * x) * 0.3989422804014327;
+    case SY_AF_SWISH: s = 1 / (1 + exp(-x)); return s * (1 + x * (1 - s));
+    case SY_AF_SOFTPLUS: return 1 / (1 + exp(-x));
+    case SY_AF_SOFTSIGN: d = 1 + fabs(x); return 1 / (d * d);
+    case SY_AF_HARD_SIGMOID: s = x * 0.2 + 0.5; return s >= 0 && s <= 1 ? 0.2 : 0;
+    case SY_AF_ABS: return x > 0 ? 1 : x < 0 ? -1 : 0;
+    default: return 1;
+    }
+}
+
 #define T float
 #define SFX f32
 #include "ref_kernels.inc"

@@ -7,7 +7,7 @@
 static sy_status activation_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in, sy_shape *out) {
     (void)n_in;
     char s[SY_SHAPE_STR_MAX];
-    if ((unsigned)l->activation > SY_ACTIVATION_SOFTMAX)
+    if ((unsigned)l->activation > KERAS_ACTIVATION_LAST)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (Activation): unknown activation %d", name, (int)l->activation);
     if (l->activation == SY_ACTIVATION_SOFTMAX && in->rank < 1)
         return sy_error(SY_ERR_SHAPE, "layer '%s' (Activation): softmax needs an axis; the input is %s", name,

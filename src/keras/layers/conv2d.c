@@ -70,9 +70,13 @@ sy_conv2d_options conv_options_of(const sy_layer *l) {
 }
 
 sy_status conv_json_read(const rd *r, sy_layer *l, bool filters) {
-    static const char *const nulls[] = {"bias_regularizer", "bias_constraint", NULL};
+    static const char *const nulls[] = {"bias_constraint", NULL};
     sy_status st;
     int64_t groups;
+    /* issue 15, regularizers: Conv2D's bias may carry one; the others' must be null */
+    if ((st = l->kind == SY_LAYER_CONV2D ? rd_regularizer(r, "bias_regularizer", &l->bias_regularizer)
+                                         : rd_null(r, "bias_regularizer")))
+        return st;
     if ((filters && (st = rd_i32(r, "filters", true, 0, 1, &l->filters))) ||
         (st = rd_pair(r, "kernel_size", true, 0, l->kernel_size)) ||
         (st = rd_pair(r, "strides", false, 1, l->strides)) || (st = rd_padding(r, &l->padding)) ||
@@ -151,13 +155,15 @@ static sy_status conv2d_output_shape(const sy_layer *l, const char *name, const 
 
 static int conv2d_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) {
     w[0] = (layer_weight){.name = "kernel",
-                          .shape =
-                              sy_shape_of(4, (int64_t)l->kernel_size[0], (int64_t)l->kernel_size[1],
-                                          in->dims[2] / conv_groups(l), (int64_t)l->filters),
-                          .init = l->kernel_initializer};
+                          .shape = sy_shape_of(4, (int64_t)l->kernel_size[0], (int64_t)l->kernel_size[1],
+                                               in->dims[2] / conv_groups(l), (int64_t)l->filters),
+                          .init = l->kernel_initializer,
+                          .regularizer = l->kernel_regularizer};
     if (!l->use_bias) return 1;
-    w[1] = (layer_weight){
-        .name = "bias", .shape = sy_shape_of(1, (int64_t)l->filters), .init = l->bias_initializer};
+    w[1] = (layer_weight){.name = "bias",
+                          .shape = sy_shape_of(1, (int64_t)l->filters),
+                          .init = l->bias_initializer,
+                          .regularizer = l->bias_regularizer};
     return 2;
 }
 
@@ -191,21 +197,26 @@ static const char *const conv2d_keys[] = {"filters",
                                           NULL};
 
 static sy_status conv2d_json_read(const rd *r, sy_layer *l) {
-    static const char *const nulls[] = {"kernel_regularizer", "kernel_constraint", NULL};
+    static const char *const nulls[] = {"kernel_constraint", NULL};
     sy_status st;
     if ((st = conv_json_read(r, l, true)) ||
+        (st = rd_regularizer(r, "kernel_regularizer", &l->kernel_regularizer)) ||
         (st = rd_init(r, "kernel_initializer", l->kernel_initializer, &l->kernel_initializer)))
         return st;
     return rd_nulls(r, nulls);
 }
 
 static void conv2d_json_write(jw *w, const sy_layer *l, const char **bad) {
-    static const char *const nulls[] = {"kernel_regularizer",   "bias_regularizer",
-                                        "activity_regularizer", "kernel_constraint",
-                                        "bias_constraint",      NULL};
+    static const char *const nulls[] = {"kernel_constraint", "bias_constraint", NULL};
     conv_json_write(w, l, true);
     conv_json_init(w, "kernel_initializer", &l->kernel_initializer, bad);
     conv_json_init(w, "bias_initializer", &l->bias_initializer, bad);
+    jw_key(w, "kernel_regularizer");
+    jw_regularizer(w, &l->kernel_regularizer);
+    jw_key(w, "bias_regularizer");
+    jw_regularizer(w, &l->bias_regularizer);
+    jw_key(w, "activity_regularizer");
+    jw_regularizer(w, &l->activity_regularizer);
     jw_nulls(w, nulls);
 }
 

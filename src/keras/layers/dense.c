@@ -23,9 +23,15 @@ static sy_status dense_output_shape(const sy_layer *l, const char *name, const s
 }
 
 static int dense_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) {
-    w[0] = (layer_weight){"kernel", sy_shape_of(2, in->dims[in->rank - 1], (int64_t)l->units), l->kernel_initializer, false};
+    w[0] = (layer_weight){.name = "kernel",
+                          .shape = sy_shape_of(2, in->dims[in->rank - 1], (int64_t)l->units),
+                          .init = l->kernel_initializer,
+                          .regularizer = l->kernel_regularizer};
     if (!l->use_bias) return 1;
-    w[1] = (layer_weight){"bias", sy_shape_of(1, (int64_t)l->units), l->bias_initializer, false};
+    w[1] = (layer_weight){.name = "bias",
+                          .shape = sy_shape_of(1, (int64_t)l->units),
+                          .init = l->bias_initializer,
+                          .regularizer = l->bias_regularizer};
     return 2;
 }
 

@@ -32,8 +32,10 @@ static sy_status embedding_output_shape(const sy_layer *l, const char *name, con
 
 static int embedding_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) {
     (void)in;
-    w[0] = (layer_weight){"embeddings", sy_shape_of(2, (int64_t)l->input_dim, (int64_t)l->output_dim),
-                          l->embeddings_initializer, false};
+    w[0] = (layer_weight){.name = "embeddings",
+                          .shape = sy_shape_of(2, (int64_t)l->input_dim, (int64_t)l->output_dim),
+                          .init = l->embeddings_initializer,
+                          .regularizer = l->embeddings_regularizer};
     return 1;
 }
 

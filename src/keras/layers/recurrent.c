@@ -39,9 +39,14 @@ static sy_status rnn_output_shape(const sy_layer *l, const char *name, const sy_
     if (!(l->dropout >= 0 && l->dropout < 1) || !(l->recurrent_dropout >= 0 && l->recurrent_dropout < 1))
         return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (%s): dropout %g and recurrent_dropout %g must be in [0, 1)",
                         name, cls, (double)l->dropout, (double)l->recurrent_dropout);
-    if (l->activation == SY_ACTIVATION_SOFTMAX || l->recurrent_activation == SY_ACTIVATION_SOFTMAX)
-        return sy_error(SY_ERR_UNSUPPORTED, "layer '%s' (%s): softmax is not supported as a recurrent activation; use "
-                                            "tanh, sigmoid, relu or linear", name, cls);
+    /* the scans apply their activations inside the cell (sy_act): tanh, sigmoid, relu or none */
+    for (int i = 0; i < 2; i++) {
+        sy_activation a = i ? l->recurrent_activation : l->activation;
+        if (a != SY_ACTIVATION_LINEAR && keras_act_code(a) == SY_ACT_NONE)
+            return sy_error(SY_ERR_UNSUPPORTED, "layer '%s' (%s): %s '%s' is not supported in a recurrent layer; use "
+                            "tanh, sigmoid, relu or linear", name, cls, i ? "recurrent_activation" : "activation",
+                            sy_activation_name(a));
+    }
     if (l->kind == SY_LAYER_GRU && !l->reset_after)
         return sy_error(SY_ERR_UNSUPPORTED,
                         "layer '%s' (GRU): reset_after=False (the Keras 1 form) is not supported; use the default "
@@ -59,15 +64,18 @@ static sy_status rnn_output_shape(const sy_layer *l, const char *name, const sy_
 static int rnn_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) {
     int64_t gu = (int64_t)gates_of(l) * l->units;
     bool lstm = l->kind == SY_LAYER_LSTM;
-    w[0] = (layer_weight){lstm ? "lstm_cell/kernel" : "gru_cell/kernel", sy_shape_of(2, in->dims[1], gu),
-                          l->kernel_initializer, false};
-    w[1] = (layer_weight){lstm ? "lstm_cell/recurrent_kernel" : "gru_cell/recurrent_kernel",
-                          sy_shape_of(2, (int64_t)l->units, gu), l->recurrent_initializer, false};
+    w[0] = (layer_weight){.name = lstm ? "lstm_cell/kernel" : "gru_cell/kernel",
+                          .shape = sy_shape_of(2, in->dims[1], gu),
+                          .init = l->kernel_initializer};
+    w[1] = (layer_weight){.name = lstm ? "lstm_cell/recurrent_kernel" : "gru_cell/recurrent_kernel",
+                          .shape = sy_shape_of(2, (int64_t)l->units, gu),
+                          .init = l->recurrent_initializer};
     if (!l->use_bias) return 2;
     sy_init bias = l->bias_initializer;
     if (lstm && l->unit_forget_bias) bias = (sy_init){SY_INIT_UNIT_FORGET_BIAS, 0, 0, 0};
-    w[2] = (layer_weight){lstm ? "lstm_cell/bias" : "gru_cell/bias", lstm ? sy_shape_of(1, gu) : sy_shape_of(2, (int64_t)2, gu),
-                          bias, false};
+    w[2] = (layer_weight){.name = lstm ? "lstm_cell/bias" : "gru_cell/bias",
+                          .shape = lstm ? sy_shape_of(1, gu) : sy_shape_of(2, (int64_t)2, gu),
+                          .init = bias};
     return 3;
 }
 
