@@ -84,7 +84,10 @@ typedef enum sy_layer_kind {
     SY_LAYER_DROPOUT,
     SY_LAYER_EMBEDDING,
     SY_LAYER_LSTM,
-    SY_LAYER_GRU
+    SY_LAYER_GRU,
+    /* normalization layers */
+    SY_LAYER_BATCH_NORMALIZATION,
+    SY_LAYER_LAYER_NORMALIZATION
 } sy_layer_kind;
 
 /* A layer's configuration: Keras's constructor arguments. Make one with a
@@ -121,6 +124,19 @@ typedef struct sy_layer {
     bool reset_after;                   /* GRU: true, Keras 2's default (the only form here) */
     float dropout, recurrent_dropout;   /* of the inputs and of h(t-1); masks fixed per sequence */
     sy_init recurrent_initializer;      /* orthogonal */
+    /* normalization layers. axis: the feature axes, counted in the batch
+     * shape (1 is the first axis after the batch), negative from the end;
+     * BatchNormalization takes one (-1), LayerNormalization one or more
+     * (-1). Building the model resolves them to positive axes, as Keras's
+     * build() does (its get_config then writes [rank]). */
+    int32_t axis[SY_MAX_RANK];
+    int32_t n_axis;
+    double momentum;  /* BatchNormalization: 0.99, of the moving statistics */
+    double epsilon;   /* 0.001 */
+    bool center;      /* true: add beta */
+    bool scale;       /* true: multiply by gamma */
+    sy_init beta_initializer, gamma_initializer;                      /* zeros, ones */
+    sy_init moving_mean_initializer, moving_variance_initializer;     /* BatchNormalization: zeros, ones */
 } sy_layer;
 
 sy_layer sy_layer_dense(int32_t units);
@@ -134,6 +150,15 @@ sy_layer sy_layer_dropout(float rate);
 sy_layer sy_layer_embedding(int32_t input_dim, int32_t output_dim);
 sy_layer sy_layer_lstm(int32_t units);
 sy_layer sy_layer_gru(int32_t units);
+/* Keras's BatchNormalization(): axis -1, momentum 0.99, epsilon 0.001,
+ * center and scale. Weights gamma, beta (trainable), moving_mean and
+ * moving_variance (not trainable). Training normalises by the batch's
+ * statistics (each replica by its shard's) and moves the moving ones
+ * towards them; inference uses the moving statistics. */
+sy_layer sy_layer_batch_normalization(void);
+/* Keras's LayerNormalization(): axis -1, epsilon 0.001, center, scale;
+ * weights gamma, beta of the normalised axes' shape. */
+sy_layer sy_layer_layer_normalization(void);
 
 /* Keras's class name of a kind ("Conv2D"). */
 const char *sy_layer_class_name(sy_layer_kind kind);

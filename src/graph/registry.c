@@ -75,6 +75,9 @@ static const sy_op_def defs[SY_OP_COUNT] = {
     ROW(SGD_UPDATE, NULL, SY_OPF_UPDATE, 0),
     ROW(ADAM_UPDATE, NULL, SY_OPF_UPDATE, 0),
     ROW(RMSPROP_UPDATE, NULL, SY_OPF_UPDATE, 0),
+    /* normalization layers */
+    DIFF(RSQRT),
+    ROW(MOVING_AVERAGE, NULL, SY_OPF_UPDATE, 0),
     ROW(FUSED_ELTWISE, NULL, SY_OPF_GRAD_OP, 0),
 };
 

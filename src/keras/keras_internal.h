@@ -68,6 +68,11 @@ typedef struct layer_impl {
     sy_status (*json_read)(const struct rd *r, sy_layer *l);
     void (*json_write)(struct jw *w, const sy_layer *l, const char **bad);
     sy_layer (*defaults)(void);
+    /* Set the arguments Keras's build() settles from the input shape (in,
+     * without the batch axis): BatchNormalization's axis -1 becomes
+     * [rank]. NULL: none. Called before output_shape when the model
+     * builds the layer. */
+    void (*resolve)(sy_layer *l, const sy_shape *in);
 } layer_impl;
 
 #define LAYER_MAX_INPUTS 64
@@ -80,6 +85,8 @@ void keras_layer_names(char *buf, size_t size);
 
 extern const layer_impl keras_dense, keras_conv2d, keras_max_pooling2d, keras_average_pooling2d,
     keras_activation_layer, keras_flatten, keras_reshape, keras_dropout, keras_embedding, keras_lstm, keras_gru;
+/* normalization layers (layers/normalization.c) */
+extern const layer_impl keras_batch_normalization, keras_layer_normalization;
 
 /* The sy_act of a Keras activation that can run inside another op (all but
  * softmax). */
@@ -143,6 +150,8 @@ typedef struct model_layer {
     int32_t n_weights;
     int32_t weight_var[LAYER_MAX_WEIGHTS]; /* indices in the model's vars */
     int64_t params;
+    uint32_t non_trainable;       /* bit j: weight j is not trainable (layer_weight.non_trainable) */
+    int64_t non_trainable_params;
 } model_layer;
 
 struct sy_model {

@@ -95,6 +95,8 @@ static const layer_impl *const impls[] = {
     &keras_dense,   &keras_conv2d,  &keras_max_pooling2d, &keras_average_pooling2d, &keras_activation_layer,
     &keras_flatten, &keras_reshape, &keras_dropout,       &keras_embedding,         &keras_lstm,
     &keras_gru,
+    /* normalization layers */
+    &keras_batch_normalization, &keras_layer_normalization,
 };
 
 const layer_impl *layer_impl_of(sy_layer_kind kind) {
