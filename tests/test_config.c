@@ -106,7 +106,9 @@ static sy_shape shape_of_json(const json_t *a) {
 
 static const char *const cases[] = {"fashion_mnist_cnn", "imdb_lstm",   "conv_options", "recurrent_options",
                                     "embedding_options", "embedding_no_length", "initializers", "activations",
-                                    "input_layer",       "built",       "functional_chain"};
+                                    "input_layer",       "built",       "functional_chain",
+                                    /* normalization layers */
+                                    "normalization"};
 
 /* m has the layers, shapes and weights of <name>.expect.json. */
 static void check_expect(const char *name, const sy_model *m) {
@@ -626,9 +628,9 @@ static void test_refusals(void) {
     sy_model *m = NULL;
     if (text)
         CHECK_ERR(sy_model_from_json(text, &m), SY_ERR_UNSUPPORTED,
-                  "model JSON: layer 'batch_normalization': BatchNormalization is not supported; supported layers: "
-                  "Activation, AveragePooling2D, Conv2D, Dense, Dropout, Embedding, Flatten, GRU, InputLayer, LSTM, "
-                  "MaxPooling2D, Reshape");
+                  "model JSON: layer 'unit_normalization': UnitNormalization is not supported; supported layers: "
+                  "Activation, AveragePooling2D, BatchNormalization, Conv2D, Dense, Dropout, Embedding, Flatten, GRU, "
+                  "InputLayer, LSTM, LayerNormalization, MaxPooling2D, Reshape");
     free(text);
     text = read_text("unsupported_argument.json");
     if (text)

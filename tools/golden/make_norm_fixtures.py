@@ -4,7 +4,12 @@
 
 Writes tests/golden/layer_<case>.npz and model_bn_sgd.npz, which
 test_golden.c's test_normalization() reads; tests/golden/README.md
-("Normalization layers") documents the arrays.
+("Normalization layers") documents the arrays. Also writes, into
+tests/data/keras/, a Sequential model with both layers: normalization.json
+(model.to_json(), byte for byte) and normalization.expect.json for
+test_config.c, and normalization_weights.h5 (save_weights after two
+training steps, so the moving statistics are not their initial values)
+with normalization.npz (x, y = predict(x)) for test_saving.c.
 
 Determinism as in make_fixtures.py: oneDNN off (set before the import), one
 thread, op determinism, each case's numpy Generator seeded with the CRC-32
@@ -157,13 +162,50 @@ def model_fixture(out_dir):
     save(out_dir, f"{case}.npz", arrays)
 
 
+def keras_files(out_dir):
+    """normalization.json, .expect.json, _weights.h5 and .npz (see the docstring)."""
+    import json
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from make_model_json import expectations
+
+    tf.keras.backend.clear_session()
+    tf.keras.utils.set_random_seed(1515)
+    model = tf.keras.Sequential(
+        [
+            L.Dense(4, input_shape=(3, 4)),
+            L.LayerNormalization(),
+            L.BatchNormalization(momentum=0.9, epsilon=0.01),
+            L.LayerNormalization(axis=[1, 2], center=False),
+            L.Flatten(),
+            L.BatchNormalization(center=False, scale=False),
+            L.Dense(2),
+        ]
+    )
+    with open(os.path.join(out_dir, "normalization.json"), "w") as f:
+        f.write(model.to_json())
+    with open(os.path.join(out_dir, "normalization.expect.json"), "w") as f:
+        json.dump(expectations(model), f, indent=1)
+        f.write("\n")
+    rng = rng_for("keras_normalization")
+    x = uniform(rng, -1, 1, (8, 3, 4))
+    y = uniform(rng, -1, 1, (8, 2))
+    model.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss="mse")
+    model.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    model.save_weights(os.path.join(out_dir, "normalization_weights.h5"))
+    save(out_dir, "normalization.npz", {"x": x, "y": model.predict(x, verbose=0)})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=os.path.join(REPO, "tests", "golden"))
+    ap.add_argument("--keras-out", default=os.path.join(REPO, "tests", "data", "keras"))
     args = ap.parse_args()
     print(f"tensorflow {tf.__version__}, numpy {np.__version__}; writing {args.out}")
     notes = layer_fixtures(args.out)
     model_fixture(args.out)
+    keras_files(args.keras_out)
     print("observed:")
     for n in notes:
         print("  - " + n)
