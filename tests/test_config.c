@@ -110,7 +110,9 @@ static const char *const cases[] = {"fashion_mnist_cnn", "imdb_lstm",   "conv_op
                                     /* the convolution family (issue 15) */
                                     "conv_family",       "conv_family_defaults",
                                     /* issue 15, activations and regularizers */
-                                    "activation_layers", "regularizers"};
+                                    "activation_layers", "regularizers",
+                                    /* normalization layers */
+                                    "normalization"};
 
 /* m has the layers, shapes and weights of <name>.expect.json. */
 static void check_expect(const char *name, const sy_model *m) {
@@ -682,12 +684,12 @@ static void test_refusals(void) {
     sy_model *m = NULL;
     if (text)
         CHECK_ERR(sy_model_from_json(text, &m), SY_ERR_UNSUPPORTED,
-                  "model JSON: layer 'batch_normalization': BatchNormalization is not supported; supported layers: "
-                  "Activation, AveragePooling2D, Conv2D, Conv2DTranspose, Cropping2D, Dense, DepthwiseConv2D, "
-                  "Dropout, Embedding, Flatten, GRU, GlobalAveragePooling2D, GlobalMaxPooling2D, InputLayer, LSTM, "
-                  "MaxPooling2D, Reshape, SeparableConv2D, UpSampling2D, ZeroPadding2D");
-                  "Activation, AveragePooling2D, Conv2D, Dense, Dropout, ELU, Embedding, Flatten, GRU, InputLayer, "
-                  "LSTM, LeakyReLU, MaxPooling2D, PReLU, ReLU, Rescaling, Reshape, Softmax");
+                  "model JSON: layer 'unit_normalization': UnitNormalization is not supported; supported layers: "
+                  "Activation, Add, Average, AveragePooling2D, BatchNormalization, Concatenate, Conv2D, "
+                  "Conv2DTranspose, Cropping2D, Dense, DepthwiseConv2D, Dropout, ELU, Embedding, Flatten, GRU, "
+                  "GlobalAveragePooling2D, GlobalMaxPooling2D, InputLayer, LSTM, LayerNormalization, LeakyReLU, "
+                  "MaxPooling2D, Maximum, Minimum, Multiply, PReLU, ReLU, Rescaling, Reshape, SeparableConv2D, "
+                  "Softmax, Subtract, UpSampling2D, ZeroPadding2D");
     free(text);
     text = read_text("unsupported_argument.json");
     if (text)

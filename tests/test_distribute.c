@@ -227,11 +227,69 @@ static void test_batches(void) {
     sy_tensor_free(y);
 }
 
+/* ---- BatchNormalization under replicas ------------------------------------------------- */
+
+/* Each replica normalises by its own shard's statistics, and the moving
+ * statistics move towards the replicas' mean of them (Keras's ON_READ
+ * variables with MEAN aggregation, as under TPUStrategy): one step of a
+ * global batch of 8 on 2 replicas, BatchNormalization first so the shards'
+ * statistics come straight from x. */
+static void test_batch_normalization_replicas(void) {
+    sy_strategy *s;
+    CHECK_OK(strategy_new(2, 2, &s));
+    sy_strategy_scope_enter(s);
+    sy_model *m;
+    CHECK_OK(sy_model_new(NULL, &m));
+    sy_strategy_scope_exit(s);
+    sy_layer bn = sy_layer_batch_normalization(), dense = sy_layer_dense(1);
+    bn.input_shape = sy_shape_of(1, (int64_t)3);
+    CHECK_OK(sy_model_add(m, &bn));
+    CHECK_OK(sy_model_add(m, &dense));
+    sy_compile_options c = sy_compile_options_default();
+    c.optimizer = sy_optimizer_sgd(0.1f, 0, false);
+    c.loss = "mse";
+    CHECK_OK(sy_model_compile(m, &c));
+    float *mm = sy_model_weight_data(m, sy_model_find_weight(m, "batch_normalization/moving_mean"));
+    float *mv = sy_model_weight_data(m, sy_model_find_weight(m, "batch_normalization/moving_variance"));
+    float mm0[3] = {0.1f, -0.2f, 0.3f}, mv0[3] = {1.2f, 0.8f, 1.0f};
+    memcpy(mm, mm0, sizeof mm0);
+    memcpy(mv, mv0, sizeof mv0);
+    sy_tensor *x, *y;
+    CHECK_OK(sy_tensor_new(SY_F32, sy_shape_of(2, (int64_t)8, (int64_t)3), &x));
+    CHECK_OK(sy_tensor_new(SY_F32, sy_shape_of(2, (int64_t)8, (int64_t)1), &y));
+    float *xd = sy_tensor_data(x), *yd = sy_tensor_data(y);
+    for (int i = 0; i < 24; i++) xd[i] = (float)(sin(1.7 * i) * (1 + i / 12)); /* the second shard spreads twice as wide */
+    for (int i = 0; i < 8; i++) yd[i] = (float)cos(i);
+    sy_fit_options f = sy_fit_options_default();
+    f.batch_size = 8;
+    f.steps_per_epoch = 1;
+    f.shuffle = false;
+    f.verbose = 0;
+    CHECK_OK(sy_model_fit(m, x, y, &f, NULL));
+    for (int j = 0; j < 3; j++) {
+        double mean_r[2] = {0, 0}, var_r[2] = {0, 0};
+        for (int r = 0; r < 2; r++) {
+            for (int i = 0; i < 4; i++) mean_r[r] += xd[(4 * r + i) * 3 + j] / 4.0;
+            for (int i = 0; i < 4; i++) var_r[r] += pow(xd[(4 * r + i) * 3 + j] - mean_r[r], 2) / 4.0;
+        }
+        double decay = 1.0 - 0.99f;
+        double want_mean = mm0[j] - (mm0[j] - (mean_r[0] + mean_r[1]) / 2) * decay;
+        double want_var = mv0[j] - (mv0[j] - (var_r[0] + var_r[1]) / 2) * decay;
+        CHECK_CLOSE(mm[j], want_mean, 1e-6, 1e-7, "moving_mean[%d] after a step on 2 replicas", j);
+        CHECK_CLOSE(mv[j], want_var, 1e-6, 1e-7, "moving_variance[%d]: the replicas' mean of their shards' variances", j);
+    }
+    sy_model_free(m);
+    sy_strategy_free(s);
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+}
+
 int main(void) {
     test_resolver();
     test_determinism();
     test_replica_count_invariance();
     test_steps_per_execution();
     test_batches();
+    test_batch_normalization_replicas();
     return check_report("test_distribute");
 }

@@ -1230,6 +1230,169 @@ static void test_activation_family(void) {
     fprintf(stderr, "model %-28s %s\n", "regularizers", check_failures == before ? "ok" : "FAILED");
 }
 
+/* ---- normalization layers (tools/golden/make_norm_fixtures.py) ------------------------- */
+
+static sy_layer bn_with(int32_t axis, double momentum) {
+    sy_layer l = sy_layer_batch_normalization();
+    l.axes[0] = axis;
+    l.momentum = momentum;
+    return l;
+}
+static sy_layer norm_plain(sy_layer l, double epsilon) {
+    l.center = l.use_scale = false;
+    l.epsilon = epsilon;
+    return l;
+}
+static sy_layer ln_axes(int n, int32_t a0, int32_t a1) {
+    sy_layer l = sy_layer_layer_normalization();
+    l.n_axes = n;
+    l.axes[0] = a0;
+    l.axes[1] = a1;
+    return l;
+}
+
+/* The trainable weights' gradients in r's plan against "<prefix>_<weight>";
+ * the moving statistics have none. */
+static void compare_trainable_grads(const char *what, const sy_npz *z, sy_model *m, const char *prefix,
+                                    const grad_run *r, tol t) {
+    for (int32_t i = 0; i < sy_model_weight_count(m); i++) {
+        weight_name w = weight_of(m, i, prefix, false);
+        bool moving = strstr(w.var, "/moving_") != NULL;
+        sy_node pn = find_node(r->g, "param", w.var);
+        const float *got = sy_plan_gradient(r->p, pn);
+        if (moving) {
+            CHECK(!has(z, w.key), "%s: %s is a state, not a trainable weight", what, w.var);
+            continue;
+        }
+        char label[320];
+        snprintf(label, sizeof label, "%s: %s", what, w.key);
+        sy_tensor *want = get(z, w.key);
+        if (want) compare(label, got, want, t.rtol, t.atol);
+        sy_tensor_free(want);
+    }
+}
+
+/* A layer_<case>.npz of make_norm_fixtures.py: inference output (predict)
+ * and gradients; with `training`, the training-mode output and gradients
+ * (batch statistics) and the moving statistics after that one step. */
+static void check_norm_layer(const char *name, sy_layer cfg, bool training, tol t) {
+    char file[128], what[192];
+    int before = check_failures;
+    snprintf(file, sizeof file, "layer_%s.npz", name);
+    sy_npz *z = open_fixture(file);
+    sy_tensor *x = get(z, "x"), *y = get(z, "y"), *r = get(z, "r");
+    cfg.name = "layer";
+    sy_model *m = x && y && r ? model_of(x, &cfg, 1) : NULL;
+    if (m) {
+        load_weights(z, m, "w", false);
+        sy_tensor *out = predict(m, x);
+        snprintf(what, sizeof what, "%s: y", file);
+        if (out) compare(what, sy_tensor_data(out), y, t.rtol, t.atol);
+        sy_tensor_free(out);
+        grad_run g = grad_plan(m, x, r, dot_loss);
+        if (g.p) {
+            compare_dx(file, z, &g, t);
+            snprintf(what, sizeof what, "%s: gradient", file);
+            compare_trainable_grads(what, z, m, "dw", &g, t);
+        }
+        grad_run_free(&g);
+        if (training) { /* the same sum(y * r) with the layer in training mode */
+            grad_run tr = {NULL, NULL, SY_NONE, SY_NONE, SY_NONE, SY_NONE};
+            CHECK_OK(sy_graph_new(&tr.g));
+            tr.x = sy_graph_param(tr.g, "x", SY_F32, sy_tensor_shape(x), sy_init_zeros());
+            tr.y = keras_build_layers(m, tr.g, tr.x, true, true, NULL);
+            sy_node rn = sy_graph_input(tr.g, "t", SY_F32, sy_tensor_shape(r));
+            tr.loss = dot_loss(tr.g, tr.y, rn);
+            sy_plan_options o = sy_plan_options_default();
+            o.loss = tr.loss;
+            o.vars = m->vars;
+            o.outputs = &tr.y;
+            o.n_outputs = 1;
+            CHECK_OK(sy_plan_compile(tr.g, &o, &tr.p));
+            if (tr.p) {
+                set_var(m->vars, "x", x);
+                float *rv = as_f32(r);
+                memcpy(sy_plan_input(tr.p, rn), rv, (size_t)sy_tensor_count(r) * sizeof(float));
+                free(rv);
+                CHECK_OK(sy_plan_run(tr.p));
+                sy_tensor *want = get(z, "y_train");
+                snprintf(what, sizeof what, "%s: y_train", file);
+                if (want) compare(what, sy_plan_output(tr.p, tr.y), want, t.rtol, t.atol);
+                sy_tensor_free(want);
+                want = get(z, "dx_train");
+                snprintf(what, sizeof what, "%s: dx_train", file);
+                if (want) compare(what, sy_plan_gradient(tr.p, tr.x), want, t.rtol, t.atol);
+                sy_tensor_free(want);
+                snprintf(what, sizeof what, "%s: training gradient", file);
+                compare_trainable_grads(what, z, m, "dw_train", &tr, t);
+                static const char *const stats[] = {"moving_mean", "moving_variance"};
+                for (int k = 0; k < 2; k++) {
+                    char key[64], var[64];
+                    snprintf(key, sizeof key, "%s_after", stats[k]);
+                    snprintf(var, sizeof var, "layer/%s", stats[k]);
+                    want = get(z, key);
+                    snprintf(what, sizeof what, "%s: %s after a training step", file, stats[k]);
+                    if (want) compare(what, sy_vars_data(m->vars, sy_vars_find(m->vars, var)), want, 1e-6, 1e-7);
+                    sy_tensor_free(want);
+                }
+            }
+            grad_run_free(&tr);
+        }
+        sy_model_free(m);
+    }
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+    sy_tensor_free(r);
+    sy_npz_close(z);
+    fprintf(stderr, "layer %-28s %s\n", name, check_failures == before ? "ok" : "FAILED");
+}
+
+/* Conv2D -> BatchNormalization -> Flatten -> Dense trained three SGD steps
+ * by fit(): every weight after them, moving statistics included, and the
+ * prediction with the moving statistics; then the same with two replicas
+ * (each normalising by its half of the batch) agrees with one replica on
+ * the moving mean's update to round-off only where the statistics are
+ * linear, so only determinism is checked there. */
+static void check_bn_model(tol t) {
+    int before = check_failures;
+    sy_npz *z = open_fixture("model_bn_sgd.npz");
+    sy_tensor *x = get(z, "x"), *y = get(z, "y"), *pred = get(z, "pred");
+    sy_layer l[4] = {sy_layer_conv2d(3, 2, 2), sy_layer_batch_normalization(), sy_layer_flatten(), sy_layer_dense(2)};
+    sy_model *m = x && y ? compiled(x, l, 4, sy_optimizer_sgd(0.1f, 0, false), "mse", "accuracy") : NULL;
+    if (m) {
+        load_weights(z, m, "w", true);
+        sy_fit_options f = sy_fit_options_default();
+        f.batch_size = 4;
+        f.shuffle = false;
+        f.verbose = 0;
+        CHECK_OK(sy_model_fit(m, x, y, &f, NULL));
+        compare_weights("model_bn_sgd.npz: after 3 steps", z, m, "f", true, NULL, t);
+        sy_tensor *out = predict(m, x);
+        if (out && pred) compare("model_bn_sgd.npz: pred", sy_tensor_data(out), pred, t.rtol, t.atol);
+        sy_tensor_free(out);
+        sy_model_free(m);
+    }
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+    sy_tensor_free(pred);
+    sy_npz_close(z);
+    fprintf(stderr, "model %-28s %s\n", "bn_sgd", check_failures == before ? "ok" : "FAILED");
+}
+
+static void test_normalization(void) {
+    const tol t = {2e-5, 2e-6};
+    check_norm_layer("batch_normalization_2d", sy_layer_batch_normalization(), true, t);
+    check_norm_layer("batch_normalization_4d", sy_layer_batch_normalization(), true, t);
+    check_norm_layer("batch_normalization_rank3", sy_layer_batch_normalization(), true, t);
+    check_norm_layer("batch_normalization_4d_axis1", bn_with(1, 0.9), true, t);
+    check_norm_layer("batch_normalization_plain", norm_plain(sy_layer_batch_normalization(), 0.01), true, t);
+    check_norm_layer("layer_normalization", sy_layer_layer_normalization(), false, t);
+    check_norm_layer("layer_normalization_axes12", ln_axes(2, 1, 2), false, t);
+    check_norm_layer("layer_normalization_axis1", ln_axes(1, 1, 0), false, t);
+    check_norm_layer("layer_normalization_plain", norm_plain(sy_layer_layer_normalization(), 1e-6), false, t);
+    check_bn_model(t);
+}
+
 int main(void) {
     test_activation_family(); /* issue 15 */
     test_layers();
@@ -1242,5 +1405,6 @@ int main(void) {
     test_optimizers();
     test_fashion_mnist_trajectory();
     test_imdb_trajectory();
+    test_normalization();
     return check_report("test_golden");
 }

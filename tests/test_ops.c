@@ -124,6 +124,8 @@ static sy_node b_relu(ctx *c) { return sy_graph_relu(c->g, var_nz(c, R(2, 6L, 7L
 static sy_node b_sigmoid(ctx *c) { return sy_graph_sigmoid(c->g, var(c, R(2, 6L, 7L), -4, 4)); }
 static sy_node b_tanh(ctx *c) { return sy_graph_tanh(c->g, var(c, R(2, 6L, 7L), -3, 3)); }
 static sy_node b_exp(ctx *c) { return sy_graph_exp(c->g, var(c, R(2, 6L, 7L), -2, 2)); }
+/* normalization layers */
+static sy_node b_rsqrt(ctx *c) { return sy_graph_rsqrt(c->g, var(c, R(2, 6L, 7L), 0.2, 3)); }
 static sy_node b_log(ctx *c) { return sy_graph_log(c->g, var(c, R(2, 6L, 7L), 0.2, 3)); }
 /* issue 15, activations: the activation op, one row per function */
 #define ACT_ROW(name, fn, lo, hi, a, b, cc)                                                                            \
@@ -771,6 +773,8 @@ static const row rows[] = {
     {"reduce_max keepdims", SY_OP_REDUCE_MAX, b_reduce_max_keepdims, FWD | GRAD},
     {"reduce_max_grad ties", SY_OP_REDUCE_MAX_GRAD, b_reduce_max_grad_ties, FWD},
     /* optimizer updates: see check_optimizers() */
+    /* normalization layers (moving_average: see check_moving_average()) */
+    {"rsqrt", SY_OP_RSQRT, b_rsqrt, FWD | GRAD},
 };
 #define N_ROWS (int)(sizeof rows / sizeof rows[0])
 
@@ -1054,6 +1058,58 @@ static void check_optimizers(bool *covered) {
     check_optimizer("RMSprop momentum centered", rms, covered);
 }
 
+/* The moving-average state update (normalization layers): a non-trainable
+ * p (5) moves towards the column means v of an input x (4, 5), planned like
+ * a gradient (v readable as p's "gradient"), on every backend, three runs. */
+static void check_moving_average(bool *covered) {
+    static const char *const backends[] = {"ref", "cpu"};
+    for (int b = 0; b < 2; b++) {
+        sy_graph *g;
+        CHECK_OK(sy_graph_new(&g));
+        sy_node p = sy_graph_param(g, "p", SY_F32, R(1, 5L), sy_init_zeros());
+        sy_graph_set_trainable(g, p, false);
+        sy_node x = sy_graph_input(g, "x", SY_F32, R(2, 4L, 5L));
+        int32_t axis0 = 0;
+        sy_node v = sy_graph_reduce_mean(g, x, &axis0, 1, false);
+        sy_graph_moving_average(g, p, v, 0.9);
+        sy_node y = sy_graph_mul(g, x, p);
+        sy_plan_options o = sy_plan_options_default();
+        o.backend = backends[b];
+        o.outputs = &y;
+        o.n_outputs = 1;
+        sy_plan *plan = NULL;
+        CHECK_OK(sy_plan_compile(g, &o, &plan));
+        if (plan) {
+            sy_vars *vs = sy_plan_vars(plan);
+            float *pd = sy_vars_data(vs, sy_vars_find(vs, "p")), want[5];
+            for (int i = 0; i < 5; i++) pd[i] = want[i] = 1.0f + 0.25f * (float)i;
+            for (int run = 0; run < 3; run++) {
+                float *xd = sy_plan_input(plan, x), mean[5] = {0};
+                for (int i = 0; i < 20; i++) xd[i] = (float)sin(1.0 + i * (run + 1)) * 2;
+                for (int i = 0; i < 20; i++) mean[i % 5] += xd[i] / 4;
+                CHECK_OK(sy_plan_run(plan));
+                const float *got_v = sy_plan_gradient(plan, p);
+                CHECK(got_v != NULL, "moving_average on %s: the value is not in the gradient block", backends[b]);
+                for (int i = 0; i < 5; i++) {
+                    if (got_v) CHECK_CLOSE(got_v[i], mean[i], 1e-6, 1e-6, "moving_average on %s: value[%d]", backends[b], i);
+                    want[i] -= (want[i] - mean[i]) * (1.0f - 0.9f);
+                    CHECK_CLOSE(pd[i], want[i], 1e-6, 1e-6, "moving_average on %s: p[%d] after run %d", backends[b], i, run);
+                }
+            }
+            CHECK(sy_vars_iterations(vs) == 0, "moving_average on %s: a state update is not an optimizer step", backends[b]);
+        }
+        sy_plan_free(plan);
+        /* a trainable parameter is refused */
+        sy_graph_set_trainable(g, p, true);
+        sy_status st = sy_plan_compile(g, &o, &plan);
+        CHECK(st != SY_OK && strstr(sy_last_error(), "trainable"), "moving_average of a trainable parameter: %s",
+              sy_last_error());
+        if (st == SY_OK) sy_plan_free(plan);
+        sy_graph_free(g);
+    }
+    covered[SY_OP_MOVING_AVERAGE] = true;
+}
+
 /* An LSTM scan built for inference keeps only h: differentiating it is
  * refused by name when the gradient is built, not at run time. */
 static void check_inference_scan_has_no_gradient(void) {
@@ -1120,6 +1176,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%-40s %s\n", r->name, check_failures == before ? "ok" : "FAILED");
     }
     check_optimizers(covered);
+    check_moving_average(covered);
     if (!only) check_nan_propagates(pool2);
     for (int op = 0; op < SY_OP_COUNT; op++)
         CHECK(covered[op], "op '%s' has no row in the op harness", sy_op_name((sy_op)op));

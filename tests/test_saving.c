@@ -479,6 +479,45 @@ static int write_for_tensorflow(const char *dir) {
     return check_report("test_saving --for-tensorflow");
 }
 
+/* ---- normalization layers ------------------------------------------------------------------ */
+
+/* Keras's normalization_weights.h5 (LayerNormalization and
+ * BatchNormalization, moving statistics trained away from their initial
+ * values) into the model of normalization.json: Keras's predictions; then
+ * written by systolic and read back, the same weights, moving statistics
+ * included. */
+static void test_normalization_h5(void) {
+    char path[1024], tmp[1024];
+    fixture(path, sizeof path, "normalization.json");
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL, "%s", path);
+    if (!f) return;
+    char text[16384];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    sy_model *m = NULL, *m2 = NULL;
+    CHECK_OK(sy_model_from_json(text, &m));
+    if (!m) return;
+    fixture(path, sizeof path, "normalization_weights.h5");
+    CHECK_OK(sy_model_load_weights(m, path));
+    check_predicts_like_keras(m, "normalization");
+    int32_t mv = sy_model_find_weight(m, "batch_normalization/moving_variance");
+    CHECK(mv >= 0 && sy_model_weight_data(m, mv)[0] != 1.0f, "the moving variance comes from the file");
+    in_tmp(tmp, sizeof tmp, "normalization.h5");
+    CHECK_OK(sy_model_save_weights(m, tmp));
+    CHECK_OK(sy_model_from_json(text, &m2));
+    if (m2) {
+        CHECK_OK(sy_model_load_weights(m2, tmp));
+        size_t na;
+        float *a = snapshot(m, &na);
+        CHECK(same_weights(m2, a, na), "normalization: weights written and read back differ");
+        free(a);
+    }
+    sy_model_free(m2);
+    sy_model_free(m);
+}
+
 int main(void) {
     if (!files_setup("test-saving", __FILE__)) return 1;
     const char *out = getenv("SYSTOLIC_SAVE_DIR");
@@ -492,6 +531,7 @@ int main(void) {
     test_full_round_trip();
     test_refusals();
     test_failed_saves();
+    test_normalization_h5();
     files_cleanup();
     return check_report("test_saving");
 }

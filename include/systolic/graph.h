@@ -191,6 +191,19 @@ sy_node sy_graph_reduce_mean(sy_graph *g, sy_node x, const int32_t *axes, int n_
  * An index outside [0, V) fails the run with its position. */
 sy_node sy_graph_gather(sy_graph *g, sy_node params, sy_node indices);
 
+/* ---- normalization layers (ops_norm.c) ---------------------------------- */
+
+/* 1 / sqrt(x), elementwise (tf.math.rsqrt). */
+sy_node sy_graph_rsqrt(sy_graph *g, sy_node x);
+/* A state update: after a training step the non-trainable parameter
+ * `param` becomes param - (param - value) * (1 - momentum), Keras's
+ * moving average (BatchNormalization's moving_mean and moving_variance).
+ * value has param's shape. The compiler plans it like a gradient: value is
+ * written to the plan's gradient block, averaged over replicas with the
+ * gradients, and applied in the update phase (docs/design/state-updates.md).
+ * Returns the update node (no value). */
+sy_node sy_graph_moving_average(sy_graph *g, sy_node param, sy_node value, double momentum);
+
 /* ---- losses (per example; the last axis is the class axis) -------------- */
 
 /* From logits: labels int32 of shape logits.shape[:-1]. */

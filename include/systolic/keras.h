@@ -118,7 +118,10 @@ typedef enum sy_layer_kind {
     SY_LAYER_PRELU,
     SY_LAYER_ELU,
     SY_LAYER_SOFTMAX,
-    SY_LAYER_RESCALING
+    SY_LAYER_RESCALING,
+    /* normalization layers */
+    SY_LAYER_BATCH_NORMALIZATION,
+    SY_LAYER_LAYER_NORMALIZATION
 } sy_layer_kind;
 
 /* A weight or activity penalty, Keras's regularizers (issue 15): L1(l1)
@@ -222,6 +225,19 @@ typedef struct sy_layer {
     sy_numbers scale, offset; /* Rescaling: y = x * scale + offset, scalars or one value per last-axis channel */
     sy_shape noise_shape;     /* Dropout: the mask's shape with the batch axis, -1 for Keras's None (the input's
                                  dimension); the mask is shared along axes of 1. rank 0: None */
+    /* normalization layers. axes (Keras's axis): the feature axes, counted in the batch
+     * shape (1 is the first axis after the batch), negative from the end;
+     * BatchNormalization takes one (-1), LayerNormalization one or more
+     * (-1). Building the model resolves them to positive axes, as Keras's
+     * build() does (its get_config then writes [rank]). */
+    int32_t axes[SY_MAX_RANK];
+    int32_t n_axes;
+    double momentum;  /* BatchNormalization: 0.99, of the moving statistics */
+    double epsilon;   /* 0.001 */
+    bool center;      /* true: add beta */
+    bool use_scale;   /* true: multiply by gamma (Keras's scale) */
+    sy_init beta_initializer, gamma_initializer;                      /* zeros, ones */
+    sy_init moving_mean_initializer, moving_variance_initializer;     /* BatchNormalization: zeros, ones */
 } sy_layer;
 
 sy_layer sy_layer_dense(int32_t units);
@@ -259,6 +275,15 @@ sy_layer sy_layer_prelu(void);
 sy_layer sy_layer_elu(float alpha);
 sy_layer sy_layer_softmax(int32_t axis);
 sy_layer sy_layer_rescaling(double scale, double offset);
+/* Keras's BatchNormalization(): axis -1, momentum 0.99, epsilon 0.001,
+ * center and scale. Weights gamma, beta (trainable), moving_mean and
+ * moving_variance (not trainable). Training normalises by the batch's
+ * statistics (each replica by its shard's) and moves the moving ones
+ * towards them; inference uses the moving statistics. */
+sy_layer sy_layer_batch_normalization(void);
+/* Keras's LayerNormalization(): axis -1, epsilon 0.001, center, scale;
+ * weights gamma, beta of the normalised axes' shape. */
+sy_layer sy_layer_layer_normalization(void);
 
 /* Keras's class name of a kind ("Conv2D"). */
 const char *sy_layer_class_name(sy_layer_kind kind);

@@ -110,6 +110,7 @@ typedef union sy_attrs {
         uint8_t nesterov, centered, amsgrad;
     } opt;
     sy_eprog *fused;                                               /* FUSED_ELTWISE (owned by the graph) */
+    struct { float decay; } moving;                                /* MOVING_AVERAGE: 1 - momentum, rounded as Keras does */
 } sy_attrs;
 
 /* Runtime context of one plan instance (one replica). */

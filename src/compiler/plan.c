@@ -7,7 +7,11 @@
  *      parameter it depends on;
  *   2. each gradient is pinned to the plan's gradient block (a copy op is
  *      added where the gradient is a view or shared), and the optimizer adds
- *      its slot variables and one update op per parameter;
+ *      its slot variables and one update op per parameter; a state update
+ *      (sy_graph_moving_average: BatchNormalization's moving statistics)
+ *      is planned the same way, its value pinned after the gradients and
+ *      its update op beside the optimizer's, so replicas average it with
+ *      the gradients (docs/design/state-updates.md);
  *   3. only nodes the roots (loss, outputs, gradients, updates) need stay;
  *   4. fusion folds elementwise work into producers (fusion.c);
  *   5. the schedule is the nodes' topological order (update ops last, after
@@ -70,6 +74,7 @@ struct sy_plan {
     int32_t n_grads;
     sy_exec ex;
     bool has_updates;
+    bool has_optimizer;   /* some update is an optimizer's: a run counts an iteration */
     int32_t first_update; /* steps [first_update, n_steps) are the optimizer's */
     double *profile;      /* seconds per step, summed over runs, when $SYSTOLIC_PROFILE is set */
     int64_t profile_runs;
@@ -179,7 +184,9 @@ typedef struct compile_ctx {
     sy_node *grads;
     int32_t n_params;
     sy_node *updates;
-    int32_t n_updates;
+    int32_t n_updates, n_opt_updates;
+    sy_node *state_params, *state_values; /* state updates: the parameter and its value */
+    int32_t n_states;
     int32_t *step_of; /* per node: its step index, or -1 */
 } compile_ctx;
 
@@ -254,6 +261,58 @@ static sy_status differentiate(compile_ctx *c) {
         if (u == SY_NONE) return sy_graph_status(g);
         c->updates[c->n_updates++] = u;
     }
+    c->n_opt_updates = c->n_updates;
+    return SY_OK;
+}
+
+/* 2b: state updates. Each sy_graph_moving_average node of the graph gets
+ * its value pinned to the gradient block (copied where it is a view, a
+ * leaf or shared) and a fresh update node at the graph's end, so that the
+ * update follows its value in node order; the builder's node stays
+ * unreached and is pruned. */
+static sy_status state_updates(compile_ctx *c) {
+    sy_graph *g = c->g;
+    int64_t n0 = g->n_nodes;
+    int32_t count = 0;
+    for (int64_t i = 0; i < n0; i++) count += g->nodes[i].op == SY_OP_MOVING_AVERAGE;
+    if (count == 0) return SY_OK;
+    sy_node *updates = sy_malloc((size_t)(c->n_updates + count) * sizeof *updates);
+    c->state_params = sy_malloc((size_t)count * sizeof *c->state_params);
+    c->state_values = sy_malloc((size_t)count * sizeof *c->state_values);
+    if (!updates || !c->state_params || !c->state_values) {
+        sy_free(updates);
+        return sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+    }
+    if (c->n_updates) memcpy(updates, c->updates, (size_t)c->n_updates * sizeof *updates);
+    sy_free(c->updates);
+    c->updates = updates;
+    for (int64_t i = 0; i < n0; i++) {
+        if (g->nodes[i].op != SY_OP_MOVING_AVERAGE) continue;
+        sy_node param = graph_input(g, (sy_node)i, 0), value = graph_input(g, (sy_node)i, 1);
+        if (g->nodes[param].trainable)
+            return graph_fail(g, &g->nodes[i], SY_ERR_INVALID_ARGUMENT,
+                              "'%s' is trainable; a state update writes only non-trainable parameters",
+                              g->nodes[param].name);
+        bool shared = false;
+        for (int32_t j = 0; j < c->n_states; j++) {
+            if (c->state_params[j] == param)
+                return graph_fail(g, &g->nodes[i], SY_ERR_INVALID_ARGUMENT, "'%s' has two state updates",
+                                  g->nodes[param].name);
+            shared |= c->state_values[j] == value;
+        }
+        for (int32_t j = 0; c->o->loss != SY_NONE && j < c->n_params; j++) shared |= c->grads[j] == value;
+        if (shared || (sy_op_def_of(g->nodes[value].op)->flags & (SY_OPF_ALIAS | SY_OPF_LEAF))) {
+            value = graph_add(g, SY_OP_COPY, &value, 1, NULL, NULL);
+            if (value == SY_NONE) return sy_graph_status(g);
+        }
+        sy_attrs at = g->nodes[i].attr;
+        sy_node in[2] = {param, value};
+        sy_node u = graph_add(g, SY_OP_MOVING_AVERAGE, in, 2, &at, NULL);
+        if (u == SY_NONE) return sy_graph_status(g);
+        c->updates[c->n_updates++] = u;
+        c->state_params[c->n_states] = param;
+        c->state_values[c->n_states++] = value;
+    }
     return SY_OK;
 }
 
@@ -274,6 +333,7 @@ static sy_status select_and_fuse(compile_ctx *c) {
     for (int32_t i = 0; i < c->n_params; i++)
         if (o->loss != SY_NONE && c->grads[i] != SY_NONE) fs->protect[c->grads[i]] = true;
     for (int32_t i = 0; i < c->n_updates; i++) fs->protect[c->updates[i]] = true;
+    for (int32_t i = 0; i < c->n_states; i++) fs->protect[c->state_values[i]] = true;
     for (int64_t i = g->n_nodes - 1; i >= 0; i--) {
         if (fs->protect[i]) fs->live[i] = true;
         if (!fs->live[i]) continue;
@@ -424,8 +484,9 @@ static sy_status plan_buffers(compile_ctx *c) {
     }
     /* gradients first: their block */
     int64_t grad_bytes = 0;
-    p->grad_params = sy_malloc((size_t)(c->n_params ? c->n_params : 1) * sizeof *p->grad_params);
-    p->grad_nodes = sy_malloc((size_t)(c->n_params ? c->n_params : 1) * sizeof *p->grad_nodes);
+    size_t n_pinned = (size_t)(c->n_params + c->n_states ? c->n_params + c->n_states : 1);
+    p->grad_params = sy_malloc(n_pinned * sizeof *p->grad_params);
+    p->grad_nodes = sy_malloc(n_pinned * sizeof *p->grad_nodes);
     if (!p->grad_params || !p->grad_nodes) {
         st = sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
         goto done;
@@ -438,6 +499,15 @@ static sy_status plan_buffers(compile_ctx *c) {
         p->grad_params[p->n_grads] = c->params[i];
         p->grad_nodes[p->n_grads++] = gn;
         p->readable[gn] = true;
+    }
+    /* state values after the gradients: the replicas' all-reduce averages them too */
+    for (int32_t i = 0; i < c->n_states; i++) {
+        sy_node vn = storage_of(p, c->state_values[i]);
+        p->places[vn] = (place){BLK_GRADS, grad_bytes};
+        if ((st = value_bytes(g, vn, &grad_bytes))) goto done;
+        p->grad_params[p->n_grads] = c->state_params[i];
+        p->grad_nodes[p->n_grads++] = vn;
+        p->readable[vn] = true;
     }
     /* constants */
     int64_t const_bytes = 0;
@@ -649,12 +719,14 @@ sy_status sy_plan_compile(const sy_graph *graph, const sy_plan_options *o, sy_pl
     if ((st = graph_clone(graph, &p->g))) goto fail;
     c.g = p->g;
     if ((st = differentiate(&c))) goto fail;
+    if ((st = state_updates(&c))) goto fail;
     if ((st = select_and_fuse(&c))) goto fail;
     if ((st = schedule(&c))) goto fail;
     if ((st = bind_kernels(&c))) goto fail;
     if ((st = plan_buffers(&c))) goto fail;
     if ((st = bind_vars(&c))) goto fail;
     p->has_updates = c.n_updates > 0;
+    p->has_optimizer = c.n_opt_updates > 0;
     p->first_update = p->n_steps;
     for (int32_t s = 0; s < p->n_steps; s++)
         if (sy_op_def_of(p->g->nodes[p->steps[s].node].op)->flags & SY_OPF_UPDATE) {
@@ -685,6 +757,8 @@ done:
     sy_free(c.params);
     sy_free(c.grads);
     sy_free(c.updates);
+    sy_free(c.state_params);
+    sy_free(c.state_values);
     sy_free(c.step_of);
     *out = p;
     return st;
@@ -730,7 +804,7 @@ sy_status plan_run_steps(sy_plan *p, int32_t first, int32_t last) {
 sy_status sy_plan_run(sy_plan *p) {
     plan_prepare(p);
     sy_status st = plan_run_steps(p, 0, p->n_steps);
-    if (st == SY_OK && p->has_updates) p->vars->iterations++;
+    if (st == SY_OK && p->has_optimizer) p->vars->iterations++;
     return st;
 }
 
@@ -743,7 +817,7 @@ sy_status sy_plan_run_update(sy_plan *p) {
     if (!p->has_updates) return sy_error(SY_ERR_STATE, "this plan has no optimizer update to run");
     plan_prepare(p);
     sy_status st = plan_run_steps(p, p->first_update, p->n_steps);
-    if (st == SY_OK) p->vars->iterations++;
+    if (st == SY_OK && p->has_optimizer) p->vars->iterations++;
     return st;
 }
 

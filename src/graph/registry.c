@@ -83,6 +83,9 @@ static const sy_op_def defs[SY_OP_COUNT] = {
     GRADOP(UPSAMPLE2D_GRAD),
     DIFF(REDUCE_MAX),
     GRADOP(REDUCE_MAX_GRAD),
+    /* normalization layers */
+    DIFF(RSQRT),
+    ROW(MOVING_AVERAGE, NULL, SY_OPF_UPDATE, 0),
     ROW(FUSED_ELTWISE, NULL, SY_OPF_GRAD_OP, 0),
 };
 

@@ -231,6 +231,7 @@ sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training, b
                 const char *full = sy_vars_name(m->vars, L->weight_var[j]);
                 const char *leaf = full + strlen(L->name) + 1; /* the name within the layer's scope */
                 w[j] = sy_graph_param(g, leaf, SY_F32, sy_vars_shape(m->vars, L->weight_var[j]), sy_init_zeros());
+                if (L->non_trainable & (1u << j)) sy_graph_set_trainable(g, w[j], false); /* moving statistics */
             }
         layer_ctx ctx = {training,
                          L->cfg.seed ? L->cfg.seed : sy_mix64(m->seed ^ sy_mix64((uint64_t)L->born + 0xD0D0ull)) + (uint64_t)n->call,

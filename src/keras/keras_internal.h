@@ -69,6 +69,11 @@ typedef struct layer_impl {
     sy_status (*json_read)(const struct rd *r, sy_layer *l);
     void (*json_write)(struct jw *w, const sy_layer *l, const char **bad);
     sy_layer (*defaults)(void);
+    /* Set the arguments Keras's build() settles from the input shape (in,
+     * without the batch axis): BatchNormalization's axis -1 becomes
+     * [rank]. NULL: none. Called before output_shape when the model
+     * builds the layer. */
+    void (*resolve)(sy_layer *l, const sy_shape *in);
 } layer_impl;
 
 #define LAYER_MAX_INPUTS 64
@@ -88,6 +93,8 @@ extern const layer_impl keras_depthwise_conv2d, keras_separable_conv2d, keras_co
     keras_cropping2d, keras_up_sampling2d, keras_global_average_pooling2d, keras_global_max_pooling2d;
 /* issue 15, activations (layers/activations.c, layers/rescaling.c) */
 extern const layer_impl keras_relu, keras_leaky_relu, keras_prelu, keras_elu, keras_softmax, keras_rescaling;
+/* normalization layers (layers/normalization.c) */
+extern const layer_impl keras_batch_normalization, keras_layer_normalization;
 
 /* Every activation name systolic reads, for messages. */
 #define KERAS_ACTIVATION_NAMES                                                                                         \
@@ -177,6 +184,8 @@ typedef struct model_layer {
     int32_t n_weights;
     int32_t weight_var[LAYER_MAX_WEIGHTS]; /* indices in the model's vars */
     int64_t params;
+    uint32_t non_trainable;       /* bit j: weight j is not trainable (layer_weight.non_trainable) */
+    int64_t non_trainable_params;
 } model_layer;
 
 /* One node of the model's graph: a model input, or one call of a layer

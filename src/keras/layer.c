@@ -104,6 +104,8 @@ static const layer_impl *const impls[] = {
     &keras_cropping2d, &keras_up_sampling2d, &keras_global_average_pooling2d, &keras_global_max_pooling2d,
     /* issue 15, activations */
     &keras_relu, &keras_leaky_relu, &keras_prelu, &keras_elu, &keras_softmax, &keras_rescaling,
+    /* normalization layers */
+    &keras_batch_normalization, &keras_layer_normalization,
 };
 
 const layer_impl *layer_impl_of(sy_layer_kind kind) {

@@ -98,18 +98,25 @@ static sy_init weight_init(const sy_model *m, int64_t i, int j, sy_init init) {
 static sy_status build_layer(sy_model *m, int64_t i, const sy_shape *in, int n_in) {
     model_layer *L = &m->layers[i];
     const layer_impl *impl = layer_impl_of(L->cfg.kind);
+    if (impl->resolve) impl->resolve(&L->cfg, in); /* Keras's build(): BatchNormalization's axis -1 -> [rank] */
     sy_status st = impl->output_shape(&L->cfg, L->name, in, n_in, &L->out_shape);
     if (st) return st;
     L->in_shape = in[0];
     layer_weight w[LAYER_MAX_WEIGHTS];
     L->n_weights = impl->weights ? impl->weights(&L->cfg, in, w) : 0;
     L->params = 0;
+    L->non_trainable = 0;
+    L->non_trainable_params = 0;
     for (int j = 0; j < L->n_weights; j++) {
         char name[2 * LAYER_NAME_MAX];
         snprintf(name, sizeof name, "%s/%s", L->name, w[j].name);
         if ((st = sy_vars_add(m->vars, name, SY_F32, w[j].shape, weight_init(m, i, j, w[j].init), &L->weight_var[j])))
             return st;
         L->params += sy_shape_count(&w[j].shape);
+        if (w[j].non_trainable) { /* state such as moving statistics: no optimizer, no gradient */
+            L->non_trainable |= 1u << j;
+            L->non_trainable_params += sy_shape_count(&w[j].shape);
+        }
     }
     return SY_OK;
 }
@@ -443,12 +450,15 @@ void sy_model_summary(const sy_model *m, FILE *out) {
         }
     }
     fprintf(out, "%s\n", rule);
-    int64_t total = sy_model_param_count(m, -1);
+    int64_t total = sy_model_param_count(m, -1), frozen = 0;
+    for (int64_t i = 0; i < m->n_layers; i++) frozen += m->layers[i].non_trainable_params;
     char size[32];
     readable_size((double)total * 4, size, sizeof size);
     fprintf(out, "Total params: %lld (%s)\n", (long long)total, size);
-    fprintf(out, "Trainable params: %lld (%s)\n", (long long)total, size);
-    fprintf(out, "Non-trainable params: 0 (0.00 Byte)\n");
+    readable_size((double)(total - frozen) * 4, size, sizeof size);
+    fprintf(out, "Trainable params: %lld (%s)\n", (long long)(total - frozen), size);
+    readable_size((double)frozen * 4, size, sizeof size);
+    fprintf(out, "Non-trainable params: %lld (%s)\n", (long long)frozen, size);
     memset(rule, '_', (size_t)width);
     fprintf(out, "%s\n", rule);
 }

@@ -193,8 +193,8 @@ def unbuilt():
 
 
 def unsupported_layer():
-    """A layer systolic lacks (BatchNormalization): refused by name."""
-    return keras.Sequential([L.Dense(4, input_shape=(3,)), L.BatchNormalization(), L.Dense(1)])
+    """A layer systolic lacks (UnitNormalization): refused by name."""
+    return keras.Sequential([L.Dense(4, input_shape=(3,)), L.UnitNormalization(), L.Dense(1)])
 
 
 def unsupported_argument():
