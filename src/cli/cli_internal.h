@@ -68,6 +68,7 @@ typedef struct file_model {
     bool has_optimizer;
     sy_optimizer optimizer;
     char saved_loss[48], saved_metrics[4][40];
+    bool saved_from_logits; /* the file's loss takes logits (a Loss object's from_logits) */
 } file_model;
 
 /* Set f up from MODEL's path and the file model's flags (each may be NULL).

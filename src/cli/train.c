@@ -357,6 +357,8 @@ static int prepare(const char *command, const builtin_model *b, file_model *fm, 
         c.optimizer.learning_rate = (float)o->learning_rate;
     }
     c.loss = b->loss;
+    /* the .h5 file's own loss, with its from_logits (a --loss NAME takes probabilities, as Keras's compile(loss=NAME)) */
+    c.from_logits = fm && b->loss == fm->saved_loss && fm->saved_from_logits;
     c.metrics = b->metrics;
     c.n_metrics = b->n_metrics;
     c.steps_per_execution = (int32_t)o->steps_per_execution;
