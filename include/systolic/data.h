@@ -162,6 +162,14 @@ sy_status sy_idx_read(const char *path, sy_tensor **out);
  * SY_ERR_CORRUPT with the file and byte offset. */
 sy_status sy_npy_read(const char *path, sy_tensor **out);
 
+/* Write t as a NumPy .npy file (format 1.0, C order, this machine's byte
+ * order), the file np.save writes for the same array: SY_F32 '<f4',
+ * SY_F64 '<f8', SY_I32 '<i4', SY_I64 '<i8', SY_U8 '|u1'. Written whole or
+ * not at all (a temporary file renamed over path: an existing file stays
+ * as it was on failure). SY_ERR_DTYPE for a string tensor; SY_ERR_IO
+ * naming the path. */
+sy_status sy_npy_write(const char *path, const sy_tensor *t);
+
 /* A NumPy .npz archive (a zip of .npy files, as np.savez and
  * np.savez_compressed write them: stored or deflated members, zip64
  * included). sy_npz_open reads the file into memory and checks its

@@ -216,10 +216,16 @@ sy_node sy_graph_sigmoid_cross_entropy(sy_graph *g, sy_node logits, sy_node targ
  * clipped to [1e-7, 1 - 1e-7] as Keras clips them -- except, as in tf.keras,
  * when y_pred is the direct output of a softmax (sigmoid for binary): then
  * the loss is computed from that op's logits, so a saturated output still
- * gets a gradient. */
+ * gets a gradient; tf.keras does so with from_logits true as well. */
 sy_node sy_graph_sparse_categorical_crossentropy(sy_graph *g, sy_node y_pred, sy_node labels, bool from_logits);
 sy_node sy_graph_categorical_crossentropy(sy_graph *g, sy_node y_pred, sy_node targets, bool from_logits);
 sy_node sy_graph_binary_crossentropy(sy_graph *g, sy_node y_pred, sy_node targets, bool from_logits);
+/* Whether y_pred is the direct output of a softmax over the last axis
+ * (sigmoid: of a sigmoid), whose logits the losses above take whatever
+ * from_logits says, as tf.keras 2.15 does. They do not warn: a caller that
+ * passes from_logits=true for such an output gives Keras's warning (the
+ * keras module does, once per compile). */
+bool sy_graph_is_activation_output(const sy_graph *g, sy_node y_pred, bool sigmoid);
 /* Mean over the last axis of (y_pred - targets)^2. */
 sy_node sy_graph_mean_squared_error(sy_graph *g, sy_node y_pred, sy_node targets);
 

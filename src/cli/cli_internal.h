@@ -68,6 +68,7 @@ typedef struct file_model {
     bool has_optimizer;
     sy_optimizer optimizer;
     char saved_loss[48], saved_metrics[4][40];
+    bool saved_from_logits; /* the file's loss takes logits (a Loss object's from_logits) */
 } file_model;
 
 /* Set f up from MODEL's path and the file model's flags (each may be NULL).
@@ -86,6 +87,20 @@ sy_status file_model_data(const file_model *f, sy_data_split *out);
 const char *model_file_check_save(const char *path);
 /* --save-model: the model as FILE.json (to_json()) or FILE.h5 (model.save()), written whole. */
 sy_status model_file_save(const sy_model *m, const char *path);
+
+/* ---- a user's arrays (arrays.c) ------------------------------------------ */
+
+/* Why --input SPEC (FILE.npy, FILE.npz:KEY) or --output FILE (.npy) cannot
+ * be what it says, or NULL when it can: checked before anything loads. */
+const char *array_check_input(const char *spec);
+const char *array_check_output(const char *path);
+/* The array SPEC names, as data's NPY reader gives it (float32, float64,
+ * int32, uint8); the library's errors name the file (and the keys an
+ * archive has, for a missing one). */
+sy_status array_read(const char *spec, sy_tensor **out);
+/* SY_ERR_SHAPE, naming SPEC, the array's shape and dtype and the model's
+ * input shape, unless x is (samples >= 1, the model's input shape...). */
+sy_status array_check_samples(const sy_tensor *x, const char *spec, const sy_model *m);
 
 /* ---- TFRecord input (records.c) ------------------------------------------ */
 

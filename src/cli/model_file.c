@@ -158,6 +158,7 @@ sy_status file_model_load(file_model *f, uint64_t seed, sy_model **out) {
             if (!f->b.loss) {
                 snprintf(f->saved_loss, sizeof f->saved_loss, "%s", m->loss_name);
                 f->b.loss = f->saved_loss;
+                f->saved_from_logits = m->from_logits; /* the recompile must keep it */
             }
             if (!f->metrics_given && m->n_metrics > 0) {
                 int32_t n = m->n_metrics < 4 ? m->n_metrics : 4;

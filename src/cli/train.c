@@ -43,6 +43,8 @@ typedef struct run_opts {
     bool early_stopping; /* --early-stopping given (its PATIENCE may be 0) */
     int64_t patience;
     double min_delta;
+    /* predict on a user's array: --input FILE.npy|FILE.npz:KEY, --output FILE.npy */
+    const char *input, *output;
 } run_opts;
 
 enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_EVALSTEPS, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE,
@@ -52,7 +54,7 @@ enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_E
        F_MODEL_DIR, F_CKPT_STEPS, F_KEEP_CKPT, F_RESUME,
        F_LOGDIR, F_UPDATE_FREQ,
        F_CSV_LOG, F_CSV_APPEND, F_PATIENCE, F_MONITOR, F_MIN_DELTA, F_RESTORE_BEST,
-       F_TERMINATE_ON_NAN,
+       F_TERMINATE_ON_NAN, F_INPUT, F_OUTPUT,
        F_N };
 
 static void make_flags(flag *f, run_opts *o) {
@@ -133,6 +135,15 @@ static void make_flags(flag *f, run_opts *o) {
                                    .set = false};
     f[F_RESTORE_BEST] = (flag){"--restore-best-weights", FLAG_BOOL, &o->restore_best_weights, "",
                                "when early stopping stops, restore the best epoch's weights", .set = false};
+    f[F_INPUT] = (flag){"--input", FLAG_STRING, &o->input, "FILE",
+                        "predict on the samples in FILE instead of the test split: FILE.npy, or FILE.npz:KEY for the "
+                        "array KEY of an np.savez archive; shaped (samples, the model's input shape...), any numeric "
+                        "dtype (cast to the model's input type, as Keras does); needs --output",
+                        .set = false};
+    f[F_OUTPUT] = (flag){"--output", FLAG_STRING, &o->output, "FILE.npy",
+                         "write the model's whole output for --input's samples to FILE.npy: float32 (samples, "
+                         "output shape...), model.predict's array (written whole or not at all)",
+                         .set = false};
     f[F_SPE] = (flag){"--steps-per-execution", FLAG_INT, &o->steps_per_execution, "N",
                       "steps per host round trip; the progress bar updates every N steps (default 1)", .set = false, .min = 1, .max = INT32_MAX};
 }
@@ -150,7 +161,8 @@ static const int train_flags[] = {F_EPOCHS,     F_STEPS,      F_BATCH,      F_OP
                                   F_MIN_DELTA,  F_RESTORE_BEST, F_TERMINATE_ON_NAN, -1};
 static const int eval_flags[] = {F_BATCH, F_EVALSTEPS, F_SEED, F_VERBOSE, F_TPU, F_SPE, F_DATASET, F_LOSS, F_METRICS,
                                  F_LOAD_WEIGHTS, -1};
-static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, F_DATASET, F_LOAD_WEIGHTS, -1};
+static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, F_DATASET, F_LOAD_WEIGHTS,
+                                    F_INPUT, F_OUTPUT, -1};
 static const int summary_flags[] = {F_SEED, F_LOAD_WEIGHTS, -1};
 
 static void print_models(FILE *out, bool with_defaults) {
@@ -194,13 +206,14 @@ static bool takes(const command_spec *c, int flag_index) {
 static int parse_file_model(const command_spec *c, const char *path, const run_opts *o, file_model *fm) {
     int rc = file_model_init(fm, c->name, path, o->dataset, o->loss, o->metrics);
     if (rc >= 0) return rc;
-    if (takes(c, F_DATASET) && !o->dataset && !o->data) {
+    if (takes(c, F_DATASET) && !o->dataset && !o->data && !o->input) {
         fprintf(stderr, "systolic %s: a model from a file needs --dataset NAME%s (its training and test data)\n", c->name,
-                takes(c, F_DATA) ? " or --data tfrecord:GLOB" : "");
+                takes(c, F_DATA) ? " or --data tfrecord:GLOB" : takes(c, F_INPUT) ? " or --input FILE" : "");
         return 2;
     }
-    if (o->dataset && o->data) {
-        fprintf(stderr, "systolic %s: --dataset and --data both give the data: give one\n", c->name);
+    if (o->dataset && (o->data || o->input)) {
+        fprintf(stderr, "systolic %s: --dataset and %s both give the data: give one\n", c->name,
+                o->data ? "--data" : "--input");
         return 2;
     }
     return -1;
@@ -298,6 +311,15 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
         return 2;
     }
     o->early_stopping = f[F_PATIENCE].set;
+    bad = !o->input != !o->output ? "--input FILE and --output FILE.npy go together: predict reads one, writes the other"
+          : o->input && f[F_COUNT].set ? "--count is for the printed table; with --input every sample is predicted"
+          : o->input                   ? array_check_input(o->input)
+          : NULL;
+    if (!bad && o->output) bad = array_check_output(o->output);
+    if (bad) {
+        fprintf(stderr, "systolic %s: %s\n", c->name, bad);
+        return 2;
+    }
     if (o->update_freq && !o->logdir) {
         fprintf(stderr, "systolic %s: --update-freq writes to --logdir: give --logdir DIR\n", c->name);
         return 2;
@@ -335,6 +357,8 @@ static int prepare(const char *command, const builtin_model *b, file_model *fm, 
         c.optimizer.learning_rate = (float)o->learning_rate;
     }
     c.loss = b->loss;
+    /* the .h5 file's own loss, with its from_logits (a --loss NAME takes probabilities, as Keras's compile(loss=NAME)) */
+    c.from_logits = fm && b->loss == fm->saved_loss && fm->saved_from_logits;
     c.metrics = b->metrics;
     c.n_metrics = b->n_metrics;
     c.steps_per_execution = (int32_t)o->steps_per_execution;
@@ -380,7 +404,7 @@ static int run(const command_spec *c, int argc, char **argv, bool with_data, bod
     sy_model *m = NULL;
     sy_strategy *s = NULL;
     sy_data_split d;
-    rc = prepare(c->name, b, b == &fm.b ? &fm : NULL, &o, &s, &m, &d, with_data && !o.data);
+    rc = prepare(c->name, b, b == &fm.b ? &fm : NULL, &o, &s, &m, &d, with_data && !o.data && !o.input);
     if (rc == 0) rc = body(c, b, &o, m, &d);
     sy_data_split_free(&d);
     sy_model_free(m);
@@ -541,8 +565,32 @@ static int evaluate_body(const command_spec *c, const builtin_model *b, const ru
  * is the same whatever else is in its batch). A one-unit output is a
  * sigmoid's probability of class 1: the predicted class is 1 above 0.5, as
  * binary_accuracy counts it, and the probability printed is that class's. */
+static int predict_file(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m) {
+    sy_tensor *x = NULL, *p = NULL;
+    if (array_read(o->input, &x)) return fail(c->name, "--input");
+    if (array_check_samples(x, o->input, m)) {
+        sy_tensor_free(x);
+        return fail(c->name, "--input");
+    }
+    sy_evaluate_options eo = sy_evaluate_options_default();
+    eo.batch_size = o->batch_size;
+    eo.verbose = (int32_t)o->verbose;
+    sy_status st = sy_model_predict(m, x, &eo, &p);
+    sy_tensor_free(x);
+    if (st) return fail(c->name, b->name);
+    st = sy_npy_write(o->output, p);
+    if (!st) {
+        sy_shape s = sy_tensor_shape(p);
+        char shape[SY_SHAPE_STR_MAX];
+        printf("wrote %s: float32 %s\n", o->output, sy_shape_format(&s, shape, sizeof shape));
+    }
+    sy_tensor_free(p);
+    return st ? fail(c->name, "--output") : 0;
+}
+
 static int predict_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
                         const sy_data_split *d) {
+    if (o->input) return predict_file(c, b, o, m);
     int64_t samples = sy_tensor_shape(d->x_test).dims[0], n = samples < o->count ? samples : o->count;
     printf("sample label predicted probability\n");
     if (n == 0) return 0;
@@ -604,7 +652,10 @@ int cmd_predict(int argc, char **argv) {
                                    "Run a model (built-in, or MODEL.json or MODEL.h5 with --dataset) on the first --count samples of "
                                    "its test split (model.predict) and "
                                    "print its predictions: sample, label, predicted class and its probability (for a "
-                                   "one-unit sigmoid output, class 1 when the output is above 0.5).",
+                                   "one-unit sigmoid output, class 1 when the output is above 0.5). With --input "
+                                   "FILE.npy (or FILE.npz:KEY) --output OUT.npy: the model's whole output for "
+                                   "every sample in FILE, written to OUT.npy as float32 (samples, output shape...), "
+                                   "as model.predict returns it.",
                                    predict_flags};
     return run(&c, argc, argv, true, predict_body);
 }

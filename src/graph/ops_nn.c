@@ -445,7 +445,7 @@ sy_status grad_MSE(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node
 }
 
 /* The producer of y_pred if it is `op` over the last axis, else SY_NONE. */
-static sy_node logits_of(sy_graph *g, sy_node y_pred, sy_op op) {
+static sy_node logits_of(const sy_graph *g, sy_node y_pred, sy_op op) {
     if (y_pred < 0 || y_pred >= sy_graph_node_count(g)) return SY_NONE;
     const sy_node_rec *n = graph_node(g, y_pred);
     if (n->op != op) return SY_NONE;
@@ -453,30 +453,29 @@ static sy_node logits_of(sy_graph *g, sy_node y_pred, sy_op op) {
     return graph_input(g, y_pred, 0);
 }
 
+bool sy_graph_is_activation_output(const sy_graph *g, sy_node y_pred, bool sigmoid) {
+    return logits_of(g, y_pred, sigmoid ? SY_OP_SIGMOID : SY_OP_SOFTMAX) != SY_NONE;
+}
+
+/* tf.keras 2.15's backend._get_logits: an activation's output is replaced
+ * by its logits whatever from_logits says (with from_logits=True Keras
+ * warns that the output "does not represent logits" and still uses the
+ * logits; keras/compile.c gives that warning, once per compile). */
 static sy_node keras_loss(sy_graph *g, sy_node y_pred, sy_node y_true, bool from_logits, sy_op act, sy_op with_logits,
-                          sy_op from_probs, const char *what) {
+                          sy_op from_probs) {
     sy_node logits = logits_of(g, y_pred, act);
-    if (logits != SY_NONE) {
-        if (from_logits)
-            sy_log(SY_LOG_WARNING,
-                   "%s received from_logits=True, but the predictions come from a %s; using its logits, as tf.keras does",
-                   what, sy_op_name(act));
-        return loss2(g, with_logits, logits, y_true);
-    }
+    if (logits != SY_NONE) return loss2(g, with_logits, logits, y_true);
     return loss2(g, from_logits ? with_logits : from_probs, y_pred, y_true);
 }
 
 sy_node sy_graph_sparse_categorical_crossentropy(sy_graph *g, sy_node y_pred, sy_node labels, bool from_logits) {
-    return keras_loss(g, y_pred, labels, from_logits, SY_OP_SOFTMAX, SY_OP_SPARSE_SOFTMAX_CE, SY_OP_SPARSE_CATEGORICAL_CE,
-                      "sparse_categorical_crossentropy");
+    return keras_loss(g, y_pred, labels, from_logits, SY_OP_SOFTMAX, SY_OP_SPARSE_SOFTMAX_CE, SY_OP_SPARSE_CATEGORICAL_CE);
 }
 sy_node sy_graph_categorical_crossentropy(sy_graph *g, sy_node y_pred, sy_node targets, bool from_logits) {
-    return keras_loss(g, y_pred, targets, from_logits, SY_OP_SOFTMAX, SY_OP_SOFTMAX_CE, SY_OP_CATEGORICAL_CE,
-                      "categorical_crossentropy");
+    return keras_loss(g, y_pred, targets, from_logits, SY_OP_SOFTMAX, SY_OP_SOFTMAX_CE, SY_OP_CATEGORICAL_CE);
 }
 sy_node sy_graph_binary_crossentropy(sy_graph *g, sy_node y_pred, sy_node targets, bool from_logits) {
-    return keras_loss(g, y_pred, targets, from_logits, SY_OP_SIGMOID, SY_OP_SIGMOID_CE, SY_OP_BINARY_CE,
-                      "binary_crossentropy");
+    return keras_loss(g, y_pred, targets, from_logits, SY_OP_SIGMOID, SY_OP_SIGMOID_CE, SY_OP_BINARY_CE);
 }
 sy_node sy_graph_mean_squared_error(sy_graph *g, sy_node y_pred, sy_node targets) {
     return loss2(g, SY_OP_MSE, y_pred, targets);

@@ -13,6 +13,7 @@
  *   h5_reader.c   the child process that does all of libhdf5's reading
  *   events.c      TensorBoard event files (TFRecord framing, Event protos)
  *   checkpoint.c  training checkpoints: every variable and the loop's state
+ *   npy_write.c   NumPy .npy files, written (data's npy.c reads them)
  *
  * Every writer writes a temporary file beside the target, fsyncs it and
  * renames it over the target, so a crash never leaves a torn file and a

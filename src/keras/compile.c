@@ -124,6 +124,11 @@ sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
     if (!backend) return SY_ERR_NOT_FOUND;
     sy_model saved = *m;
     if ((st = resolve_loss(m, o->loss))) goto fail;
+    if (o->from_logits && m->loss == KERAS_LOSS_MSE) { /* Keras's MeanSquaredError has no from_logits */
+        st = sy_error(SY_ERR_INVALID_ARGUMENT, "compile: from_logits is an argument of the crossentropy losses, not of '%s'",
+                      m->loss_name);
+        goto fail;
+    }
     sy_shape out = model_output_shape(m);
     if (m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE && out.dims[out.rank - 1] < 2) {
         char s[SY_SHAPE_STR_MAX];
@@ -146,6 +151,7 @@ sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
     model_plans_free(m);
     m->optimizer = o->optimizer;
     m->from_logits = o->from_logits;
+    m->logits_warned = false;
     snprintf(m->backend, sizeof m->backend, "%s", backend->name);
     if (o->steps_per_execution < 0) {
         st = sy_error(SY_ERR_INVALID_ARGUMENT, "compile: steps_per_execution must be >= 1, got %d", o->steps_per_execution);
@@ -252,6 +258,7 @@ done:
 
 static sy_node build_loss(sy_model *m, sy_graph *g, sy_node pred, sy_node y) {
     sy_node l;
+    keras_loss_warn_logits(m, g, pred);
     switch (m->loss) {
     case KERAS_LOSS_SPARSE_CATEGORICAL_CE: l = sy_graph_sparse_categorical_crossentropy(g, pred, y, m->from_logits); break;
     case KERAS_LOSS_CATEGORICAL_CE: l = sy_graph_categorical_crossentropy(g, pred, y, m->from_logits); break;

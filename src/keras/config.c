@@ -3,7 +3,9 @@
  * writer that formats as Python's json.dumps does (config_read.c reads).
  *
  * Writing gives what tf.keras 2.15's to_json() gives for the same
- * Sequential model, byte for byte: the same keys in the same order, every
+ * Sequential or Functional model, byte for byte (a Functional one with
+ * each layer's name and inbound_nodes and the model's input_layers and
+ * output_layers, its layers in Keras's model.layers order): the same keys in the same order, every
  * argument Keras writes (regularizers and constraints as null,
  * initializers as {"module": "keras.initializers", "class_name": ...,
  * "config": ..., "registered_name": null}), an InputLayer first when the
@@ -17,8 +19,7 @@
  * (docs/design/model-files.md): a fixed batch dimension (the batch size is
  * fit()'s), a seed of 0 (0 means "from the model's seed" here; written
  * null), LSTM/GRU implementation (written as Keras 2.15 sets it: 1 with a
- * recurrent dropout, else 2; the same numbers either way), a Functional
- * chain (written as the Sequential model it is), VarianceScaling (written
+ * recurrent dropout, else 2; the same numbers either way), VarianceScaling (written
  * as the named initializer it equals), initializers null (Keras then uses
  * glorot_uniform; written so) or by name.
  */

@@ -6,8 +6,11 @@
  * forms (no "module"/"registered_name", no InputLayer but a
  * batch_input_shape on the first layer, the layers as the whole config as
  * Keras 2.0 and 2.1 wrote them, initializers as {"class_name", "config"}
- * or a name, glorot_uniform and friends as VarianceScaling), plus a
- * Functional model whose layers form a plain chain. A key that is absent
+ * or a name, glorot_uniform and friends as VarianceScaling), and
+ * Functional models (read_functional: inbound_nodes, input_layers,
+ * output_layers, as keras.Model.from_config rebuilds them; a cycle, a
+ * layer that leads to no output, a tensor index other than 0 or call
+ * keyword arguments are refused naming the layer). A key that is absent
  * takes Keras 2.15's default. Every argument either maps to a sy_layer
  * field or must hold a value systolic implements; anything else is refused
  * naming the layer, the argument, its value (keras_json_show) and what is
@@ -886,9 +889,13 @@ static sy_status check_sizes(const sy_layer *l, const sy_shape *in, int n_in, in
     const char *name = l->name ? l->name : impl->prefix; /* sy_model_add gives the automatic name */
     sy_shape out;
     int lo = impl->max_inputs ? impl->min_inputs : 1, hi = impl->max_inputs ? impl->max_inputs : 1;
-    if (n_in < lo || n_in > hi)
+    if (n_in < lo || n_in > hi) {
+        if (hi == 1)
+            return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (%s) takes one input, called on %d", name,
+                            impl->class_name, n_in);
         return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (%s) takes %d to %d inputs, called on %d", name,
                         impl->class_name, lo, hi, n_in);
+    }
     sy_status st = impl->output_shape(l, name, in, n_in, &out);
     if (st) return st;
     int64_t count = 1;
@@ -1041,6 +1048,7 @@ static sy_status read_functional(json_t *config, parsed *p, int64_t max_params, 
     sy_free(E);
     if (st) {
         sy_model_free(m);
+        if (strncmp(sy_last_error(), "model JSON: ", 12) == 0) return st;
         return sy_error(st, "model JSON: %s", sy_last_error());
     }
     *out = m;

@@ -157,6 +157,10 @@ void metric_accumulate(keras_metric kind, const float *pred, const void *labels,
 
 /* ---- the model ---------------------------------------------------------------- */
 
+/* compile()'s warning (losses.c) when from_logits is set but pred, the
+ * model's output in g, is a softmax's or sigmoid's: once per compile. */
+void keras_loss_warn_logits(sy_model *m, const sy_graph *g, sy_node pred);
+
 typedef enum plan_mode { MODE_TRAIN, MODE_EVAL, MODE_PREDICT, MODE_COUNT } plan_mode;
 
 /* The plans of one mode at one batch size -- one per replica of the
@@ -241,6 +245,7 @@ struct sy_model {
     keras_loss loss;
     char loss_name[48];
     bool from_logits;
+    bool logits_warned; /* losses.c's warning given since compile() */
     metric_spec metrics[8];
     int32_t n_metrics;
     char backend[16];

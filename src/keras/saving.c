@@ -509,6 +509,57 @@ static double num(const json_t *o, const char *key, double fallback) {
     return json_is_number(v) ? json_number_value(v) : fallback;
 }
 
+/* A Loss object's config, every argument honoured or the file refused:
+ * Keras's loss classes take from_logits, label_smoothing, reduction, axis,
+ * ignore_class and name (and "fn", the function a LossFunctionWrapper
+ * calls). from_logits is read into *from_logits; name only names the loss
+ * object (the logs say "loss" whatever it is); the rest is accepted only at
+ * the value systolic computes -- no smoothing, SUM_OVER_BATCH_SIZE ("auto"
+ * in fit), the last axis, no ignored class -- since any other would give a
+ * different loss without a word. */
+static sy_status loss_arguments(const char *path, const char *cls, const char *fn, const json_t *cfg,
+                                bool *from_logits) {
+    *from_logits = false;
+    if (cfg && !json_is_object(cfg))
+        return sy_error(SY_ERR_CORRUPT, "%s: training_config: loss %s's config is not a JSON object", path, cls);
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)cfg, key, v) {
+        bool ok;
+        const char *want;
+        if (!strcmp(key, "from_logits")) {
+            ok = json_is_boolean(v), want = "true or false";
+            if (ok) *from_logits = json_is_true(v);
+        } else if (!strcmp(key, "label_smoothing")) {
+            ok = json_is_number(v) && json_number_value(v) == 0, want = "0 (label smoothing is not implemented)";
+        } else if (!strcmp(key, "reduction")) {
+            ok = json_is_string(v) && (!strcmp(json_string_value(v), "auto") ||
+                                       !strcmp(json_string_value(v), "sum_over_batch_size"));
+            want = "\"auto\" or \"sum_over_batch_size\" (the mean over the batch)";
+        } else if (!strcmp(key, "axis")) {
+            ok = json_is_integer(v) && json_integer_value(v) == -1, want = "-1 (the last axis)";
+        } else if (!strcmp(key, "ignore_class")) {
+            ok = json_is_null(v), want = "null (no class ignored)";
+        } else if (!strcmp(key, "name")) {
+            ok = json_is_string(v), want = "a string";
+        } else if (!strcmp(key, "fn")) {
+            ok = json_is_string(v) && !strcmp(json_string_value(v), fn), want = fn;
+        } else {
+            return sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: loss %s has an argument '%s' that systolic does "
+                            "not know; known: from_logits, label_smoothing, reduction, axis, ignore_class, name",
+                            path, cls, key);
+        }
+        if (!ok) {
+            char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+            sy_status st = sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: loss %s with %s=%s is not supported; "
+                                    "systolic takes %s only", path, cls, key, text ? text : "?", want);
+            free(text);
+            return st;
+        }
+    }
+    return SY_OK;
+}
+
 /* Compile m with a training_config's loss, metrics and optimizer. */
 static sy_status compile_from(sy_model *m, const char *path, const char *text) {
     json_error_t err;
@@ -529,10 +580,11 @@ static sy_status compile_from(sy_model *m, const char *path, const char *text) {
     } else if (json_is_object(loss)) {
         const char *cls = json_str(loss, "class_name");
         const json_t *cfg = json_object_get(loss, "config");
+        size_t k = 0;
         for (size_t i = 0; cls && i < sizeof loss_classes / sizeof loss_classes[0]; i++)
-            if (!strcmp(cls, loss_classes[i].class_name)) c.loss = loss_classes[i].fn;
-        c.from_logits = json_is_true(json_object_get(cfg, "from_logits"));
-        if (!c.loss)
+            if (!strcmp(cls, loss_classes[i].class_name)) c.loss = loss_classes[i].fn, k = i;
+        if (c.loss) st = loss_arguments(path, cls, loss_classes[k].fn, cfg, &c.from_logits);
+        else
             st = sy_error(SY_ERR_UNSUPPORTED,
                           "%s: training_config: loss class '%s' is not supported; known: SparseCategoricalCrossentropy, "
                           "CategoricalCrossentropy, BinaryCrossentropy, MeanSquaredError",

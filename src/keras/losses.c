@@ -1,0 +1,30 @@
+/*
+ * losses.c - what compile() says about its loss beyond building it: the
+ * warning tf.keras gives when a crossentropy loss is told from_logits=True
+ * but the model's output is a softmax's (a sigmoid's, for binary).
+ *
+ * tf.keras 2.15 (backend._get_logits) computes such a loss from the
+ * activation's logits whatever from_logits says, so the loss is right
+ * either way; but with from_logits=True the user most likely meant a linear
+ * output, and Keras says so with a UserWarning. Python shows a warning
+ * once per place in the code; here it is logged once per compile(), the
+ * first time a plan with the loss is built (m->logits_warned is reset by
+ * compile), not once per plan: fit builds a training and an evaluation plan.
+ */
+#include "keras_internal.h"
+
+void keras_loss_warn_logits(sy_model *m, const sy_graph *g, sy_node pred) {
+    if (!m->from_logits || m->logits_warned) return;
+    bool binary = m->loss == KERAS_LOSS_BINARY_CE;
+    if (m->loss != KERAS_LOSS_SPARSE_CATEGORICAL_CE && m->loss != KERAS_LOSS_CATEGORICAL_CE && !binary) return;
+    if (!sy_graph_is_activation_output(g, pred, binary)) return;
+    m->logits_warned = true;
+    const char *fn = m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE ? "sparse_categorical_crossentropy"
+                     : binary                                    ? "binary_crossentropy"
+                                                                 : "categorical_crossentropy";
+    /* Keras's text, word for word (op types as TensorFlow names them) */
+    sy_log(SY_LOG_WARNING,
+           "\"`%s` received `from_logits=True`, but the `output` argument was produced by a %s activation and thus "
+           "does not represent logits. Was this intended?\"",
+           fn, binary ? "Sigmoid" : "Softmax");
+}
