@@ -8,6 +8,7 @@
 #include "check.h"
 #include "synthetic.h"
 #include "systolic.h"
+#include "core/core_internal.h" /* sy_free, for to_json's strings */
 
 #include <fcntl.h>
 #include <math.h>
@@ -744,6 +745,107 @@ static void test_datasets(void) {
     sy_tensor_free(yv);
 }
 
+/* ---- Functional models ------------------------------------------------------------------------ */
+
+/* A residual model with a layer called twice: built through the C API,
+ * refused where Keras refuses, trained (the shared kernel gets both calls'
+ * gradients), and saved to JSON and a full .h5 that give it back whole. */
+static void test_functional(void) {
+    sy_model *m = NULL;
+    CHECK_OK(sy_model_new_functional("res", &m));
+    if (!m) return;
+    int32_t x, a, b, s, c, y, bad;
+    CHECK_OK(sy_model_input(m, sy_shape_of(1, (int64_t)8), NULL, NULL, &x));
+    sy_layer d1 = sy_layer_dense(8), sh = sy_layer_dense(8), add = sy_layer_add(), out = sy_layer_dense(3);
+    d1.activation = SY_ACTIVATION_RELU;
+    sh.name = "shared";
+    out.activation = SY_ACTIVATION_SOFTMAX;
+    CHECK_OK(sy_model_call(m, &d1, &x, 1, &a));
+    CHECK_OK(sy_model_call(m, &sh, &a, 1, &b));
+    CHECK_OK(sy_model_call_again(m, "shared", &b, 1, &s));
+    int32_t two[2] = {a, s};
+    /* refusals at the call, the model unchanged */
+    sy_layer narrow = sy_layer_dense(5);
+    int32_t mixed[2];
+    CHECK_OK(sy_model_call(m, &narrow, &x, 1, &mixed[1]));
+    mixed[0] = a;
+    CHECK_ERR(sy_model_call(m, &add, mixed, 2, &bad), SY_ERR_SHAPE, "layer 'add' (Add)", "(None, 8)", "(None, 5)");
+    CHECK_ERR(sy_model_call_again(m, "shared", &mixed[1], 1, &bad), SY_ERR_SHAPE, "layer 'shared'", "shares its weights");
+    CHECK_ERR(sy_model_call(m, &d1, two, 2, &bad), SY_ERR_INVALID_ARGUMENT, "takes one input, called on 2");
+    sy_layer dup = sy_layer_dense(2);
+    dup.name = "shared";
+    CHECK_ERR(sy_model_call(m, &dup, &x, 1, &bad), SY_ERR_INVALID_ARGUMENT, "a layer named 'shared' already exists");
+    CHECK_OK(sy_model_call(m, &add, two, 2, &c));
+    CHECK_OK(sy_model_call(m, &out, &c, 1, &y));
+    /* dense_1 (the 5-unit layer) leads nowhere */
+    CHECK_ERR(sy_model_set_outputs(m, &y, 1), SY_ERR_INVALID_ARGUMENT, "does not lead to any output");
+    sy_model_free(m);
+
+    CHECK_OK(sy_model_new_functional("res", &m));
+    sy_model_input(m, sy_shape_of(1, (int64_t)8), NULL, NULL, &x);
+    sy_model_call(m, &d1, &x, 1, &a);
+    sy_model_call(m, &sh, &a, 1, &b);
+    sy_model_call_again(m, "shared", &b, 1, &s);
+    two[1] = s;
+    sy_model_call(m, &add, two, 2, &c);
+    CHECK_OK(sy_model_call(m, &out, &c, 1, &y));
+    CHECK_OK(sy_model_set_outputs(m, &y, 1));
+    CHECK(sy_model_weight_count(m) == 6 && sy_model_param_count(m, -1) == 72 + 72 + 27,
+          "shared layer's weights counted once: %d weights, %lld params", sy_model_weight_count(m),
+          (long long)sy_model_param_count(m, -1));
+    sy_compile_options co = sy_compile_options_default();
+    co.optimizer = sy_optimizer_adam(1e-2f);
+    co.loss = "sparse_categorical_crossentropy";
+    CHECK_OK(sy_model_compile(m, &co));
+    sy_tensor *xt = NULL, *yt = NULL;
+    sy_tensor_new(SY_F32, sy_shape_of(2, (int64_t)256, (int64_t)8), &xt);
+    sy_tensor_new(SY_I32, sy_shape_of(1, (int64_t)256), &yt);
+    float *xd = sy_tensor_data(xt);
+    int32_t *yd = sy_tensor_data(yt);
+    for (int i = 0; i < 256; i++) {
+        float sum = 0;
+        for (int j = 0; j < 8; j++) xd[i * 8 + j] = (float)((i * 7 + j * 13) % 17) / 17.0f - 0.5f, sum += xd[i * 8 + j] * (float)(j % 3 - 1);
+        yd[i] = sum > 0.2f ? 2 : sum < -0.2f ? 0 : 1;
+    }
+    sy_fit_options f = sy_fit_options_default();
+    f.epochs = 20;
+    f.verbose = 0;
+    sy_history *h = NULL;
+    CHECK_OK(sy_model_fit(m, xt, yt, &f, &h));
+    if (h) {
+        double first = sy_logs_get(sy_history_logs(h, 0), "loss"), last = sy_logs_get(sy_history_logs(h, 19), "loss");
+        CHECK(last < 0.1 * first, "a Functional model learns: loss %g -> %g", first, last);
+    }
+    sy_history_free(h);
+    char path[] = "/tmp/systolic_functional_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) close(fd);
+    sy_model *back = NULL;
+    CHECK_OK(sy_model_save(m, path));
+    CHECK_OK(sy_model_load(path, &back));
+    unlink(path);
+    sy_evaluate_options eo = sy_evaluate_options_default();
+    eo.verbose = 0;
+    sy_tensor *p1 = NULL, *p2 = NULL;
+    CHECK_OK(sy_model_predict(m, xt, &eo, &p1));
+    if (back) CHECK_OK(sy_model_predict(back, xt, &eo, &p2));
+    CHECK(p1 && p2 && memcmp(sy_tensor_data(p1), sy_tensor_data(p2), 256 * 3 * sizeof(float)) == 0,
+          "a Functional model's full .h5 gives back the same predictions");
+    char *j1 = NULL, *j2 = NULL;
+    CHECK_OK(sy_model_to_json(m, &j1));
+    if (back) CHECK_OK(sy_model_to_json(back, &j2));
+    CHECK(j1 && j2 && strcmp(j1, j2) == 0 && strstr(j1, "\"inbound_nodes\": [[[\"dense\", 0, 0, {}]], [[\"shared\", 0, 0, {}]]]"),
+          "the shared layer's two calls in its JSON");
+    sy_free(j1);
+    sy_free(j2);
+    sy_tensor_free(p1);
+    sy_tensor_free(p2);
+    sy_tensor_free(xt);
+    sy_tensor_free(yt);
+    sy_model_free(back);
+    sy_model_free(m);
+}
+
 int main(void) {
     test_summary();
     test_weights_api();
@@ -756,5 +858,6 @@ int main(void) {
     test_progress_bar_terminal();
     test_recurrent_layers();
     test_datasets();
+    test_functional();
     return check_report("test_keras");
 }
