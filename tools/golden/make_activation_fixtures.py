@@ -20,7 +20,7 @@ with the CRC-32 of its name ("layer_<case>", "model_regularizers"), weights
 drawn uniform and assigned.
 
 Usage (from the repository root):
-    /work/main/.venv/bin/python tools/golden/make_activation_fixtures.py [--out DIR]
+    .venv/bin/python tools/golden/make_activation_fixtures.py [--out DIR]
 """
 
 import os
