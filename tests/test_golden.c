@@ -169,7 +169,8 @@ static grad_run grad_plan(sy_model *m, const sy_tensor *x, const sy_tensor *t, l
     sy_node xn = words ? sy_graph_input(r.g, "x", SY_I32, sy_tensor_shape(x))
                        : sy_graph_param(r.g, "x", SY_F32, sy_tensor_shape(x), sy_init_zeros());
     if (!words) r.x = xn;
-    r.y = keras_build_layers(m, r.g, xn, false, true, NULL);
+    r.y = SY_NONE;
+    keras_build_layers(m, r.g, &xn, &r.y, false, true, NULL);
     r.scan = find_node(r.g, "lstm_scan", NULL);
     if (r.scan == SY_NONE) r.scan = find_node(r.g, "gru_scan", NULL);
     sy_node tn = sy_graph_input(r.g, "t", SY_F32, sy_tensor_shape(t));
@@ -1090,7 +1091,8 @@ static void check_dropout_noise_shape(void) {
     sy_graph *g;
     sy_graph_new(&g);
     sy_node x = sy_graph_input(g, "x", SY_F32, sy_shape_of(3, (int64_t)16, (int64_t)5, (int64_t)4));
-    sy_node y = keras_build_layers(m, g, x, true, false, NULL);
+    sy_node y = SY_NONE;
+    keras_build_layers(m, g, &x, &y, true, false, NULL);
     sy_plan_options o = sy_plan_options_default();
     o.outputs = &y;
     o.n_outputs = 1;
@@ -1300,7 +1302,8 @@ static void check_norm_layer(const char *name, sy_layer cfg, bool training, tol 
             grad_run tr = {NULL, NULL, SY_NONE, SY_NONE, SY_NONE, SY_NONE};
             CHECK_OK(sy_graph_new(&tr.g));
             tr.x = sy_graph_param(tr.g, "x", SY_F32, sy_tensor_shape(x), sy_init_zeros());
-            tr.y = keras_build_layers(m, tr.g, tr.x, true, true, NULL);
+            tr.y = SY_NONE;
+            keras_build_layers(m, tr.g, &tr.x, &tr.y, true, true, NULL);
             sy_node rn = sy_graph_input(tr.g, "t", SY_F32, sy_tensor_shape(r));
             tr.loss = dot_loss(tr.g, tr.y, rn);
             sy_plan_options o = sy_plan_options_default();

@@ -213,18 +213,19 @@ sy_status model_runnable(const sy_model *m, const char *what) {
     return SY_OK;
 }
 
-sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training, bool gradients, sy_node *penalties) {
+bool keras_build_layers(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node *outputs, bool training, bool gradients,
+                        sy_node *penalties) {
     /* one graph node per model node; a layer's weights are params made at
      * its first call and used by every call, so shared layers share them */
     sy_node *value = sy_calloc((size_t)m->n_nodes + 1, sizeof *value);
     sy_node *params = sy_calloc((size_t)m->n_layers * LAYER_MAX_WEIGHTS + 1, sizeof *params);
-    sy_node out = SY_NONE;
+    bool ok = false;
     if (penalties) *penalties = SY_NONE;
     if (!value || !params) goto done;
     for (int64_t i = 0; i < m->n_nodes; i++) {
         const model_node *n = &m->nodes[i];
         if (n->layer < 0) {
-            value[i] = n->input == 0 ? x : SY_NONE; /* one input for now: compile() refuses more */
+            value[i] = inputs[n->input];
             continue;
         }
         model_layer *L = &m->layers[n->layer];
@@ -249,11 +250,12 @@ sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training, b
         sy_graph_pop_scope(g);
         if (value[i] == SY_NONE) goto done;
     }
-    out = m->n_outputs > 0 ? value[m->outputs[0]] : SY_NONE;
+    for (int32_t j = 0; j < m->n_outputs; j++) outputs[j] = value[m->outputs[j]];
+    ok = m->n_outputs > 0;
 done:
     sy_free(value);
     sy_free(params);
-    return out;
+    return ok;
 }
 
 static sy_node build_loss(sy_model *m, sy_graph *g, sy_node pred, sy_node y) {
@@ -284,8 +286,9 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
     p->x = sy_graph_input(g, "x", model_input_dtype(m), keras_batch_shape(batch, &m->input_shape));
     p->y = p->per_example = p->loss = SY_NONE;
     sy_node penalties = SY_NONE;
-    p->pred = keras_build_layers(m, g, p->x, mode == MODE_TRAIN, mode == MODE_TRAIN,
-                                 mode == MODE_PREDICT ? NULL : &penalties);
+    p->pred = SY_NONE;
+    keras_build_layers(m, g, &p->x, &p->pred, mode == MODE_TRAIN, mode == MODE_TRAIN,
+                       mode == MODE_PREDICT ? NULL : &penalties);
     sy_node outputs[2];
     int n_out = 0;
     sy_plan_options o = sy_plan_options_default();

@@ -276,10 +276,13 @@ void functional_summary(const sy_model *m, FILE *out);
 /* true if the model prints as a Sequential one (Keras's sequential_like). */
 bool functional_sequential_like(const sy_model *m);
 
-/* Add the model's layers to g over x (batch, input_shape...); returns the
- * output node. Weights are params named as the model's variables, so a plan
- * compiled with the model's store uses them. */
-sy_node keras_build_layers(sy_model *m, sy_graph *g, sy_node x, bool training, bool gradients, sy_node *penalties);
+/* Add the model's layers to g: inputs[i] (batch, input i's shape...) is the
+ * model's i-th input (m->n_inputs of them); outputs[j] gets its j-th output
+ * (m->n_outputs). False when the graph failed (sy_graph_status says why).
+ * Weights are params named as the model's variables, so a plan compiled
+ * with the model's store uses them. */
+bool keras_build_layers(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node *outputs, bool training, bool gradients,
+                        sy_node *penalties);
 
 /* The plans for `mode` at `batch` rows per replica, compiled on first use
  * (or when the batch size changes). */
