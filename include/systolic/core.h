@@ -152,6 +152,11 @@ typedef struct sy_allocator {
  * allocation. */
 void sy_set_allocator(const sy_allocator *allocator);
 
+/* Free memory systolic made and handed to the caller as a plain pointer
+ * (sy_model_to_json's string), through the allocator that made it. NULL
+ * is a no-op. */
+void sy_free(void *ptr);
+
 /* ---- thread pool -------------------------------------------------------- */
 
 /* A persistent pool of worker threads. sy_pool_run(pool, fn, ctx, n) calls

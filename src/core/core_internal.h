@@ -26,7 +26,6 @@ void *sy_malloc(size_t size);
 void *sy_calloc(size_t count, size_t size);
 void *sy_malloc_aligned(size_t size, size_t align);
 void *sy_realloc_array(void *ptr, size_t old_count, size_t new_count, size_t elem);
-void sy_free(void *ptr);
 char *sy_strdup(const char *s);
 uint64_t sy_alloc_count(void);
 
