@@ -54,5 +54,6 @@
 #include "systolic/data.h"
 #include "systolic/distribute.h"
 #include "systolic/keras.h"
+#include "systolic/applications.h" /* issue 15: keras.applications */
 
 #endif

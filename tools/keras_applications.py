@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""keras_applications.py - tf.keras 2.15's keras.applications models, as files
+systolic must read, run, train and write back (issue 15, point 3).
+
+For each model of MODELS at its default input size and at the smallest one
+Keras allows (weights=None, include_top=True, 1,000 classes), writes into
+OUT (a scratch directory; the files are large -- ResNet152's .h5 is about
+240 MB -- and are never committed):
+
+  NAME_SIZE.json      model.to_json()
+  NAME_SIZE.h5        model.save(...) of the model compiled with SGD and
+                      sparse_categorical_crossentropy (so training_config
+                      is there), weights from Keras's initializers after
+                      tf.keras.utils.set_random_seed(SEED)
+  NAME_SIZE_x.npy     a fixed batch of BATCH images (uniform 0..255, which
+                      the models' own preprocessing layers take)
+  NAME_SIZE_y.npy     Keras's model.predict on it
+  NAME_SIZE_y1.npy    labels for one training step (int32 class indices)
+  NAME_SIZE.params    "total trainable non_trainable", as summary() counts
+
+Commands:
+  make OUT [NAME_SIZE ...]   write the files (all configurations by default)
+  list                       the configurations, one per line
+  check OUT NAME_SIZE FILE   load FILE (a .h5 systolic wrote) with
+                             keras.models.load_model, predict on NAME_SIZE_x
+                             and compare with systolic's NAME_SIZE_sy.npy (to
+                             1e-4 of the largest output); prints the maximum
+                             difference
+  lambda OUT                 OUT/lambda.json: a Functional model with a
+                             Lambda layer, which systolic must refuse by name
+  json_vgg16 OUT / json_resnet50 OUT
+                             Keras's to_json of VGG16 / ResNet50 with
+                             non-default arguments (include_top False,
+                             pooling, classes), against which the C
+                             constructors are checked byte for byte
+
+Smallest input sizes: Keras's obtain_input_shape refuses below 32 for VGG,
+ResNet, MobileNet, DenseNet and EfficientNet, 75 for InceptionV3 and 71
+for Xception (checked in `make`: one pixel less is refused).
+
+Usage:
+    $SYSTOLIC_PYTHON tools/keras_applications.py make DIR
+"""
+
+import os
+
+os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import sys  # noqa: E402
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(1)
+tf.get_logger().setLevel("ERROR")
+
+A = tf.keras.applications
+SEED = 15
+BATCH = 2
+
+# name: (constructor, default size, smallest size)
+MODELS = {
+    "vgg16": (A.VGG16, 224, 32),
+    "vgg19": (A.VGG19, 224, 32),
+    "resnet50": (A.ResNet50, 224, 32),
+    "resnet101": (A.ResNet101, 224, 32),
+    "resnet152": (A.ResNet152, 224, 32),
+    "resnet50v2": (A.ResNet50V2, 224, 32),
+    "mobilenet": (A.MobileNet, 224, 32),
+    "mobilenetv2": (A.MobileNetV2, 224, 32),
+    "densenet121": (A.DenseNet121, 224, 32),
+    "inceptionv3": (A.InceptionV3, 299, 75),
+    "xception": (A.Xception, 299, 71),
+    "efficientnetb0": (A.EfficientNetB0, 224, 32),
+}
+
+
+def configs():
+    for name, (_, default, smallest) in MODELS.items():
+        yield f"{name}_{default}", name, default
+        yield f"{name}_{smallest}", name, smallest
+
+
+def build(name, size):
+    tf.keras.utils.set_random_seed(SEED)
+    return MODELS[name][0](weights=None, input_shape=(size, size, 3))
+
+
+def counts(model):
+    """(total, trainable, non-trainable) as model.summary() counts them."""
+    trainable = int(sum(np.prod(w.shape) for w in model.trainable_weights))
+    non_trainable = int(sum(np.prod(w.shape) for w in model.non_trainable_weights))
+    return trainable + non_trainable, trainable, non_trainable
+
+
+def make(out, wanted):
+    os.makedirs(out, exist_ok=True)
+    for key, name, size in configs():
+        if wanted and key not in wanted:
+            continue
+        model = build(name, size)
+        if size == MODELS[name][2]:
+            try:
+                MODELS[name][0](weights=None, input_shape=(size - 1, size - 1, 3))
+            except ValueError:
+                pass
+            else:
+                raise SystemExit(f"{name}: {size - 1} is accepted, so {size} is not the smallest size")
+        model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="sparse_categorical_crossentropy")
+        rng = np.random.default_rng(SEED)
+        x = rng.uniform(0, 255, (BATCH, size, size, 3)).astype(np.float32)
+        y = model.predict(x, batch_size=BATCH, verbose=0)
+        labels = rng.integers(0, 1000, (BATCH,)).astype(np.int32)
+        base = os.path.join(out, key)
+        with open(base + ".json", "w") as f:
+            f.write(model.to_json())
+        model.save(base + ".h5")
+        np.save(base + "_x.npy", x)
+        np.save(base + "_y.npy", y)
+        np.save(base + "_y1.npy", labels)
+        with open(base + ".params", "w") as f:
+            f.write("%d %d %d\n" % counts(model))
+        print(key, "%d %d %d" % counts(model), flush=True)
+        tf.keras.backend.clear_session()
+
+
+def check(out, key, path):
+    model = tf.keras.models.load_model(path)
+    x = np.load(os.path.join(out, key + "_x.npy"))
+    y = model.predict(x, batch_size=BATCH, verbose=0)
+    mine = np.load(os.path.join(out, key + "_sy.npy"))
+    scale = float(np.max(np.abs(mine)))
+    diff = float(np.max(np.abs(y - mine)))
+    print(f"{key}: tf.keras predicts systolic's .h5 within {diff:.3g} of systolic (largest output {scale:.3g})")
+    if not diff <= 1e-4 * scale:
+        raise SystemExit(f"{key}: differs by {diff} > 1e-4 * {scale}")
+
+
+def lambda_model(out):
+    os.makedirs(out, exist_ok=True)
+    inp = tf.keras.Input((8, 8, 3))
+    h = tf.keras.layers.Conv2D(4, 3, name="conv")(inp)
+    h = tf.keras.layers.Lambda(lambda t: t * 2.0, name="double_it")(h)
+    h = tf.keras.layers.GlobalAveragePooling2D()(h)
+    model = tf.keras.Model(inp, h)
+    with open(os.path.join(out, "lambda.json"), "w") as f:
+        f.write(model.to_json())
+    model.compile(loss="mse")
+    model.save(os.path.join(out, "lambda.h5"))
+
+
+# The constructors' variants the C constructors are checked against: name,
+# keyword arguments (weights=None always).
+VARIANTS = {
+    "vgg16_notop_32": (A.VGG16, dict(include_top=False, input_shape=(32, 32, 3))),
+    "vgg16_top_32_c10": (A.VGG16, dict(input_shape=(32, 32, 3), classes=10, classifier_activation=None)),
+    "vgg16_notop_avg_48": (A.VGG16, dict(include_top=False, input_shape=(48, 40, 3), pooling="avg")),
+    "vgg16_top_224": (A.VGG16, dict()),
+    "resnet50_notop_max_64": (A.ResNet50, dict(include_top=False, input_shape=(64, 64, 3), pooling="max")),
+    "resnet50_top_32_c10": (A.ResNet50, dict(input_shape=(32, 32, 3), classes=10)),
+    "resnet50_top_224": (A.ResNet50, dict()),
+}
+
+
+def variants(out):
+    os.makedirs(out, exist_ok=True)
+    for key, (ctor, kw) in VARIANTS.items():
+        model = ctor(weights=None, **kw)
+        with open(os.path.join(out, key + ".json"), "w") as f:
+            f.write(model.to_json())
+        with open(os.path.join(out, key + ".params"), "w") as f:
+            f.write("%d %d %d\n" % counts(model))
+        tf.keras.backend.clear_session()
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[1] == "list":
+        for key, _, _ in configs():
+            print(key)
+    elif len(argv) >= 3 and argv[1] == "make":
+        make(argv[2], set(argv[3:]))
+    elif len(argv) == 5 and argv[1] == "check":
+        check(argv[2], argv[3], argv[4])
+    elif len(argv) == 3 and argv[1] == "lambda":
+        lambda_model(argv[2])
+    elif len(argv) == 3 and argv[1] == "variants":
+        variants(argv[2])
+    else:
+        raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
