@@ -477,6 +477,28 @@ static int write_for_tensorflow(const char *dir) {
         sy_tensor_free(x);
         sy_model_free(m);
     }
+    /* issue 15: Keras's model with a nested Sequential one, its weights scaled so they are systolic's own */
+    char path[1024];
+    fixture(path, sizeof path, "nested_seq_in_fn.h5");
+    sy_model *m = NULL;
+    CHECK_OK(sy_model_load(path, &m));
+    if (m) {
+        for (int32_t i = 0; i < sy_model_weight_count(m); i++) {
+            sy_shape s = sy_model_weight_shape(m, i);
+            float *w = sy_model_weight_data(m, i);
+            for (int64_t k = 0; k < sy_shape_count(&s); k++) w[k] = w[k] * 0.75f + 0.01f * (float)(k % 5);
+        }
+        snprintf(path, sizeof path, "%s/nested_systolic_weights.h5", dir);
+        CHECK_OK(sy_model_save_weights(m, path));
+        snprintf(path, sizeof path, "%s/nested_systolic.h5", dir);
+        CHECK_OK(sy_model_save(m, path));
+        sy_tensor *x = npz_array("nested.npz", "x"), *p = predict(m, x);
+        snprintf(path, sizeof path, "%s/nested_systolic.f32", dir);
+        if (p) write_bytes(path, sy_tensor_data(p), sy_tensor_bytes(p), false);
+        sy_tensor_free(p);
+        sy_tensor_free(x);
+        sy_model_free(m);
+    }
     return check_report("test_saving --for-tensorflow");
 }
 
