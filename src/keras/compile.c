@@ -186,6 +186,7 @@ sy_shape model_label_shape(const sy_model *m) {
 sy_dtype model_input_dtype(const sy_model *m) {
     if (m->n_inputs > 0 && m->inputs[0].dtype[0] && strncmp(m->inputs[0].dtype, "int", 3) == 0) return SY_I32;
     const model_layer *first = model_first_layer(m);
+    if (first && first->sub) return model_input_dtype(first->sub); /* issue 15: a nested model's first layer */
     return first && first->cfg.kind == SY_LAYER_EMBEDDING ? SY_I32 : SY_F32;
 }
 
