@@ -37,8 +37,9 @@ def vlen_strings(attr_id):
     return isinstance(t, h5py.h5t.TypeStringID) and t.is_variable_str()
 
 
-def check_weights_group(g, where):
-    """A group as save_weights_to_hdf5_group writes it."""
+def check_weights_group(g, where, nested=()):
+    """A group as save_weights_to_hdf5_group writes it; the layers named in
+    nested are models, whose weights keep the inner model's names."""
     for key in ("layer_names", "backend", "keras_version"):
         check(key in g.attrs, f"{where}: attribute {key}")
     check(vlen_strings(g.attrs.get_id("layer_names")), f"{where}: layer_names are variable-length strings")
@@ -55,7 +56,7 @@ def check_weights_group(g, where):
             continue
         check(vlen_strings(lg.attrs.get_id("weight_names")), f"{where}/{layer}: weight_names are strings")
         for w in names:
-            check(w.startswith(layer + "/") and w.endswith(":0"), f"{where}/{layer}: weight name {w}")
+            check((layer in nested or w.startswith(layer + "/")) and w.endswith(":0"), f"{where}/{layer}: weight name {w}")
             d = lg[w]
             check(isinstance(d, h5py.Dataset) and d.dtype == np.float32, f"{where}/{layer}/{w}: float32 dataset")
 
@@ -76,7 +77,17 @@ def layout(d, root):
                                                "activation_1"], "cnn: layer_names")
         check(list(f["conv2d"].attrs["weight_names"]) == ["conv2d/kernel:0", "conv2d/bias:0"], "cnn: weight_names")
         check(f["conv2d/conv2d/kernel:0"].shape == (3, 3, 1, 4), "cnn: conv2d/conv2d/kernel:0 (3, 3, 1, 4)")
-    print("keras_h5_tensorflow: layout of %d files checked" % (2 * len(NAMES)))
+    # issue 15: a Functional model with a nested Sequential one, as Keras's nested_seq_in_fn_weights.h5
+    with h5py.File(os.path.join(root, "tests", "data", "keras", "nested_seq_in_fn_weights.h5"), "r") as k:
+        for fname in ("nested_systolic_weights.h5", "nested_systolic.h5"):
+            with h5py.File(os.path.join(d, fname), "r") as f:
+                g = f["model_weights"] if "model_weights" in f else f
+                check_weights_group(g, fname, nested=("features",))
+                check(list(g.attrs["layer_names"]) == list(k.attrs["layer_names"]), f"{fname}: layer_names as Keras's")
+                for layer in k.attrs["layer_names"]:
+                    check(list(g[layer].attrs["weight_names"]) == list(k[layer].attrs["weight_names"]),
+                          f"{fname}/{layer}: weight_names as Keras's")
+    print("keras_h5_tensorflow: layout of %d files checked" % (2 * len(NAMES) + 2))
 
 
 def keras_module(root):
@@ -128,7 +139,18 @@ def keras_check(d, root):
         theirs = np.load(os.path.join(d, name + "_keras.npy")).reshape(-1)
         loaded = np.fromfile(os.path.join(d, name + "_keras_loaded.f32"), dtype=np.float32)
         close(loaded, theirs, f"{name}: systolic with Keras's weights")
-    print("keras_h5_tensorflow: %d models both ways" % len(NAMES))
+    # issue 15: the nested model's files written by systolic, loaded by Keras
+    x = np.load(os.path.join(root, "tests", "data", "keras", "nested.npz"))["x"]
+    mine = np.fromfile(os.path.join(d, "nested_systolic.f32"), dtype=np.float32)
+    keras.backend.clear_session()
+    full = keras.models.load_model(os.path.join(d, "nested_systolic.h5"))
+    close(full.predict(x, verbose=0).reshape(-1), mine, "nested: keras.models.load_model of systolic's file")
+    keras.backend.clear_session()
+    with open(os.path.join(root, "tests", "data", "keras", "nested_seq_in_fn.json")) as f:
+        m = keras.models.model_from_json(f.read())
+    m.load_weights(os.path.join(d, "nested_systolic_weights.h5"))
+    close(m.predict(x, verbose=0).reshape(-1), mine, "nested: Keras with systolic's weights")
+    print("keras_h5_tensorflow: %d models both ways, and a nested one" % len(NAMES))
 
 
 def main():

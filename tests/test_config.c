@@ -691,7 +691,8 @@ static void test_refusals(void) {
     if (text) CHECK_ERR(sy_model_from_json(text, &m), SY_ERR_INVALID_ARGUMENT, "the model has no input shape");
     free(text);
     text = rename_class("fashion_mnist_cnn.json", 2, "Sequential");
-    CHECK_ERR(sy_model_from_json(text, &m), SY_ERR_UNSUPPORTED, "a nested model (Sequential) is not supported");
+    CHECK_ERR(sy_model_from_json(text, &m), SY_ERR_INVALID_ARGUMENT, "nested model 'max_pooling2d' (Sequential): \"config\" must "
+              "hold \"layers\", a list");
     free(text);
     text = rename_class("fashion_mnist_cnn.json", 3, "InputLayer");
     CHECK_ERR(sy_model_from_json(text, &m), SY_ERR_UNSUPPORTED, "an InputLayer ('activation') after the first layer");
@@ -804,6 +805,142 @@ static void test_functional(void) {
     CHECK(m == NULL, "no model on failure");
 }
 
+/* issue 15, nested models: Keras's models with a model as a layer (make_nested_json.py), JSON byte for byte
+ * both ways and summary byte for byte; the refusals. */
+static void test_nested(void) {
+    static const char *const nested_cases[] = {"nested_seq_in_fn", "nested_shared_block", "nested_fn_in_seq"};
+    for (size_t d = 0; d < sizeof nested_cases / sizeof nested_cases[0]; d++) {
+        char file[128];
+        snprintf(file, sizeof file, "%s.json", nested_cases[d]);
+        char *keras_json = read_text(file);
+        snprintf(file, sizeof file, "%s.summary.txt", nested_cases[d]);
+        char *keras_summary = read_text(file);
+        sy_model *fm = NULL;
+        if (keras_json) CHECK_OK(sy_model_from_json(keras_json, &fm));
+        if (fm) {
+            char *out = NULL;
+            CHECK_OK(sy_model_to_json(fm, &out));
+            if (out) check_same_json(nested_cases[d], out, keras_json, true);
+            sy_free(out);
+            char *buf = NULL;
+            size_t len = 0;
+            FILE *f = open_memstream(&buf, &len);
+            sy_model_summary(fm, f);
+            fclose(f);
+            CHECK(keras_summary && !strcmp(buf, keras_summary), "%s: summary differs from Keras's:\n%s", nested_cases[d], buf);
+            free(buf);
+            sy_model_free(fm);
+        }
+        free(keras_json);
+        free(keras_summary);
+    }
+    /* refusals, from Keras's file changed */
+    json_t *root = read_json("nested_shared_block.json");
+    if (!root) return;
+    sy_model *m = NULL;
+    json_t *copy = json_deep_copy(root), *cl = json_object_get(json_object_get(copy, "config"), "layers");
+    /* the block called on the wrong shape: x is (None, 4), made (None, 7) */
+    json_t *x_cfg = json_object_get(json_array_get(cl, 0), "config");
+    json_object_set_new(x_cfg, "batch_input_shape", json_pack("[n,i]", 7));
+    json_t *d2 = json_object_get(json_array_get(cl, 1), "build_config");
+    (void)d2;
+    char *text = json_dumps(copy, 0);
+    CHECK_ERR(sy_model_from_json(text, &m), SY_ERR_SHAPE, "Input 0 of layer \"block\" is incompatible with the layer: "
+              "expected shape=(None, 4), found shape=(None, 7)");
+    free(text);
+    json_decref(copy);
+    /* the nested model's name used by an outer layer too */
+    copy = json_deep_copy(root);
+    cl = json_object_get(json_object_get(copy, "config"), "layers");
+    json_object_set_new(json_array_get(cl, 1), "name", json_string("block"));
+    json_object_set_new(json_object_get(json_array_get(cl, 1), "config"), "name", json_string("block"));
+    text = json_dumps(copy, 0);
+    CHECK_ERR(sy_model_from_json(text, &m), SY_ERR_INVALID_ARGUMENT, "the name \"block\" is used 2 times");
+    free(text);
+    json_decref(copy);
+    /* node 0 of a nested model is its own: the outer model never makes it */
+    copy = json_deep_copy(root);
+    cl = json_object_get(json_object_get(copy, "config"), "layers");
+    json_t *nodes = json_object_get(json_array_get(cl, 3), "inbound_nodes");
+    json_array_set_new(json_array_get(json_array_get(nodes, 0), 0), 1, json_integer(0));
+    text = json_dumps(copy, 0);
+    CHECK_ERR(sy_model_from_json(text, &m), SY_ERR_INVALID_ARGUMENT, "layer 'add' can never be called");
+    free(text);
+    json_decref(copy);
+    json_decref(root);
+    CHECK(m == NULL, "no model on failure");
+
+    /* the C API: a Sequential feature extractor called in a Functional model, then the Functional model added to a
+     * Sequential one; a model nested into itself and one built for another shape are refused */
+    sy_model *base = NULL, *outer = NULL, *seq = NULL;
+    CHECK_OK(sy_model_new("features", &base));
+    sy_layer d = sy_layer_dense(8);
+    d.input_shape = sy_shape_of(1, (int64_t)6);
+    CHECK_OK(sy_model_add(base, &d));
+    sy_layer d5 = sy_layer_dense(5);
+    CHECK_OK(sy_model_add(base, &d5));
+    sy_model *unbuilt = NULL, *two_in = NULL;
+    CHECK_OK(sy_model_new("unbuilt", &unbuilt));
+    sy_layer plain = sy_layer_dense(2);
+    CHECK_OK(sy_model_add(unbuilt, &plain));
+    sy_layer not_yet = sy_layer_model(unbuilt);
+    CHECK_ERR(sy_model_add(base, &not_yet), SY_ERR_STATE, "model 'unbuilt' is used as a layer before it is built");
+    CHECK_OK(sy_model_new_functional("two_in", &two_in));
+    int32_t i2[2], o2;
+    CHECK_OK(sy_model_input(two_in, sy_shape_of(1, (int64_t)5), NULL, NULL, &i2[0]));
+    CHECK_OK(sy_model_input(two_in, sy_shape_of(1, (int64_t)5), NULL, NULL, &i2[1]));
+    sy_layer add2 = sy_layer_add();
+    CHECK_OK(sy_model_call(two_in, &add2, i2, 2, &o2));
+    CHECK_OK(sy_model_set_outputs(two_in, &o2, 1));
+    sy_layer several = sy_layer_model(two_in);
+    CHECK_ERR(sy_model_add(base, &several), SY_ERR_UNSUPPORTED, "model 'two_in' has 2 inputs and 1 outputs");
+    CHECK(sy_model_layer_count(base) == 2, "refused nested models leave the model as it was");
+    sy_model_free(unbuilt);
+    sy_model_free(two_in);
+    sy_layer self = sy_layer_model(base);
+    CHECK_ERR(sy_model_add(base, &self), SY_ERR_INVALID_ARGUMENT, "model 'features' cannot be used as a layer of itself");
+    CHECK_OK(sy_model_new_functional(NULL, &outer));
+    int32_t x, h, y, wrong;
+    CHECK_OK(sy_model_input(outer, sy_shape_of(1, (int64_t)6), NULL, NULL, &x));
+    CHECK_OK(sy_model_input(outer, sy_shape_of(1, (int64_t)3), "other", NULL, &wrong));
+    sy_layer nested = sy_layer_model(base);
+    CHECK_ERR(sy_model_call(outer, &nested, &wrong, 1, &h), SY_ERR_SHAPE, "Input 0 of layer \"features\" is incompatible "
+              "with the layer: expected shape=(None, 6), found shape=(None, 3)");
+    sy_model_free(outer);
+    CHECK_OK(sy_model_new_functional(NULL, &outer));
+    CHECK_OK(sy_model_input(outer, sy_shape_of(1, (int64_t)6), NULL, NULL, &x));
+    CHECK_OK(sy_model_call(outer, &nested, &x, 1, &h));
+    sy_layer clash = sy_layer_dense(3);
+    clash.name = "features";
+    CHECK_ERR(sy_model_call(outer, &clash, &h, 1, &y), SY_ERR_INVALID_ARGUMENT, "a layer named 'features' already exists");
+    sy_layer top = sy_layer_dense(3);
+    CHECK_OK(sy_model_call(outer, &top, &h, 1, &y));
+    CHECK_OK(sy_model_set_outputs(outer, &y, 1));
+    sy_model_free(base); /* the outer model holds its own copy */
+    CHECK(sy_model_weight_count(outer) == 6 && !strcmp(sy_model_weight_name(outer, 0), "dense/kernel:0") &&
+          !strcmp(sy_model_weight_name(outer, 4), "dense/kernel:0") && sy_model_param_count(outer, -1) == 56 + 45 + 18,
+          "nested weights: %d, %s", sy_model_weight_count(outer), sy_model_weight_name(outer, 0));
+    CHECK(sy_model_find_weight(outer, "features/dense_1/bias") == 3, "a nested weight by its full name");
+    CHECK_OK(sy_model_new("seq", &seq));
+    sy_layer as_layer = sy_layer_model(outer);
+    CHECK_OK(sy_model_add(seq, &as_layer));
+    sy_layer last = sy_layer_dense(2);
+    CHECK_OK(sy_model_add(seq, &last));
+    char *json = NULL;
+    CHECK_OK(sy_model_to_json(seq, &json));
+    sy_model *back = NULL;
+    if (json) CHECK_OK(sy_model_from_json(json, &back));
+    char *again = NULL;
+    if (back) CHECK_OK(sy_model_to_json(back, &again));
+    CHECK(json && again && !strcmp(json, again), "a twice-nested model's JSON read back differs");
+    CHECK(back && sy_model_param_count(back, -1) == 119 + 8, "params of the twice-nested model");
+    sy_free(json);
+    sy_free(again);
+    sy_model_free(back);
+    sy_model_free(seq);
+    sy_model_free(outer);
+}
+
 /* ---- broken JSON ------------------------------------------------------------------------------------ */
 
 static void test_malformed(void) {
@@ -843,6 +980,7 @@ int main(void) {
     test_older_forms();
     test_refusals();
     test_functional();
+    test_nested(); /* issue 15, nested models */
     test_malformed();
     return check_report("test_config");
 }

@@ -1396,6 +1396,98 @@ static void test_normalization(void) {
     check_bn_model(t);
 }
 
+/* ---- issue 15: merge layers, multi-input Functional models ------------------------------------------------- */
+
+/* A merge layer fixture (make_merge_fixtures.py): a Functional model of n Inputs x0, x1, ... and the layer; y and
+ * the gradients dx0, dx1, ... of sum(y * r). Predict takes one input, so the forward pass is the gradient plan's:
+ * every input a parameter "x<i>" of the model's store, the layers built by keras_build_layers over them. */
+static void check_merge(const char *file, sy_layer cfg, tol t) {
+    char what[160];
+    sy_npz *z = open_fixture(file);
+    int n = 0;
+    while (n < 8) {
+        char key[8];
+        snprintf(key, sizeof key, "x%d", n);
+        if (!has(z, key)) break;
+        n++;
+    }
+    sy_tensor *xs[8] = {NULL}, *y = get(z, "y"), *r = get(z, "r");
+    sy_model *m = NULL;
+    CHECK_OK(sy_model_new_functional(NULL, &m));
+    int32_t in[8], out = -1;
+    for (int i = 0; i < n; i++) {
+        char key[8];
+        snprintf(key, sizeof key, "x%d", i);
+        xs[i] = get(z, key);
+        sy_shape s = xs[i] ? sy_tensor_shape(xs[i]) : (sy_shape){0}, inner = {.rank = s.rank - 1};
+        for (int d = 1; d < s.rank; d++) inner.dims[d - 1] = s.dims[d];
+        CHECK_OK(sy_model_input(m, inner, NULL, NULL, &in[i]));
+    }
+    CHECK_OK(sy_model_call(m, &cfg, in, n, &out));
+    CHECK_OK(sy_model_set_outputs(m, &out, 1));
+    sy_graph *g = NULL;
+    sy_plan *p = NULL;
+    sy_graph_new(&g);
+    sy_node xn[8], yn = SY_NONE;
+    for (int i = 0; i < n && xs[i]; i++) {
+        char key[8];
+        snprintf(key, sizeof key, "x%d", i);
+        xn[i] = sy_graph_param(g, key, SY_F32, sy_tensor_shape(xs[i]), sy_init_zeros());
+    }
+    CHECK(n >= 2 && y && r && keras_build_layers(m, g, xn, &yn, false, true, NULL), "%s: building the layers: %s", file,
+          sy_graph_error(g));
+    sy_node tn = r ? sy_graph_input(g, "t", SY_F32, sy_tensor_shape(r)) : SY_NONE;
+    sy_node loss = yn != SY_NONE && tn != SY_NONE ? dot_loss(g, yn, tn) : SY_NONE;
+    sy_plan_options o = sy_plan_options_default();
+    o.loss = loss;
+    o.vars = m->vars;
+    o.outputs = &yn;
+    o.n_outputs = 1;
+    if (loss != SY_NONE && sy_graph_status(g) == SY_OK) CHECK_OK(sy_plan_compile(g, &o, &p));
+    if (p) {
+        for (int i = 0; i < n; i++) {
+            char key[8];
+            snprintf(key, sizeof key, "x%d", i);
+            set_var(m->vars, key, xs[i]);
+        }
+        float *tv = as_f32(r);
+        memcpy(sy_plan_input(p, tn), tv, (size_t)sy_tensor_count(r) * sizeof(float));
+        free(tv);
+        CHECK_OK(sy_plan_run(p));
+        snprintf(what, sizeof what, "%s: y", file);
+        compare(what, sy_plan_output(p, yn), y, t.rtol, t.atol);
+        for (int i = 0; i < n; i++) {
+            char key[8];
+            snprintf(key, sizeof key, "dx%d", i);
+            sy_tensor *dx = get(z, key);
+            snprintf(what, sizeof what, "%s: %s", file, key);
+            if (dx) compare(what, sy_plan_gradient(p, xn[i]), dx, t.rtol, t.atol);
+            sy_tensor_free(dx);
+        }
+    }
+    sy_plan_free(p);
+    sy_graph_free(g);
+    sy_model_free(m);
+    for (int i = 0; i < n; i++) sy_tensor_free(xs[i]);
+    sy_tensor_free(y);
+    sy_tensor_free(r);
+    sy_npz_close(z);
+}
+
+static void test_merge_layers(void) {
+    static const tol exact = {1e-6, 1e-7};
+    check_merge("layer_merge_add.npz", sy_layer_add(), exact);
+    check_merge("layer_merge_add3_4d.npz", sy_layer_add(), exact);
+    check_merge("layer_merge_subtract.npz", sy_layer_subtract(), exact);
+    check_merge("layer_merge_multiply.npz", sy_layer_multiply(), exact);
+    check_merge("layer_merge_average.npz", sy_layer_average(), exact);
+    check_merge("layer_merge_maximum.npz", sy_layer_maximum(), exact);
+    check_merge("layer_merge_minimum.npz", sy_layer_minimum(), exact);
+    check_merge("layer_merge_concatenate.npz", sy_layer_concatenate(-1), exact);
+    check_merge("layer_merge_concatenate_axis1.npz", sy_layer_concatenate(1), exact);
+    check_merge("layer_merge_concatenate_4d_axis2.npz", sy_layer_concatenate(2), exact);
+}
+
 int main(void) {
     test_activation_family(); /* issue 15 */
     test_layers();
@@ -1409,5 +1501,6 @@ int main(void) {
     test_fashion_mnist_trajectory();
     test_imdb_trajectory();
     test_normalization();
+    test_merge_layers(); /* issue 15, merge layers */
     return check_report("test_golden");
 }

@@ -846,6 +846,109 @@ static void test_functional(void) {
     sy_model_free(m);
 }
 
+/* issue 15: a model used as a layer -- a Sequential feature extractor with BatchNormalization and Dropout inside a
+ * Functional model, and a Functional block called twice (shared weights) -- trains: the nested weights change, the loss falls,
+ * the BatchNormalization's moving statistics move (the training flag reaches it), and its full .h5 round-trips. */
+static void test_nested_training(void) {
+    sy_model *base = NULL, *m = NULL;
+    CHECK_OK(sy_model_new("features", &base));
+    sy_layer d1 = sy_layer_dense(16), bn = sy_layer_batch_normalization(), drop = sy_layer_dropout(0.1f),
+             d2 = sy_layer_dense(8);
+    d1.input_shape = sy_shape_of(1, (int64_t)8);
+    d1.activation = SY_ACTIVATION_RELU;
+    CHECK_OK(sy_model_add(base, &d1));
+    CHECK_OK(sy_model_add(base, &bn));
+    CHECK_OK(sy_model_add(base, &drop));
+    CHECK_OK(sy_model_add(base, &d2));
+    CHECK_OK(sy_model_new_functional("outer", &m));
+    if (!m || !base) return;
+    int32_t x, h1, h2, s, y;
+    CHECK_OK(sy_model_input(m, sy_shape_of(1, (int64_t)8), NULL, NULL, &x));
+    sy_layer nested = sy_layer_model(base);
+    CHECK_OK(sy_model_call(m, &nested, &x, 1, &h1));
+    /* a second nested model (Functional), called twice */
+    sy_model *block = NULL;
+    CHECK_OK(sy_model_new_functional("block", &block));
+    int32_t bi, bo, b1;
+    CHECK_OK(sy_model_input(block, sy_shape_of(1, (int64_t)8), NULL, NULL, &bi));
+    sy_layer bd = sy_layer_dense(8);
+    bd.name = "block_dense";
+    bd.activation = SY_ACTIVATION_TANH;
+    CHECK_OK(sy_model_call(block, &bd, &bi, 1, &bo));
+    CHECK_OK(sy_model_set_outputs(block, &bo, 1));
+    sy_layer shared = sy_layer_model(block);
+    CHECK_OK(sy_model_call(m, &shared, &h1, 1, &b1));
+    sy_model_free(block);
+    sy_layer pre = sy_layer_dense(8);
+    int32_t t;
+    CHECK_OK(sy_model_call(m, &pre, &x, 1, &t));
+    CHECK_OK(sy_model_call_again(m, "block", &t, 1, &h2));
+    sy_layer add = sy_layer_add(), out = sy_layer_dense(3);
+    out.activation = SY_ACTIVATION_SOFTMAX;
+    int32_t both[2] = {b1, h2};
+    CHECK_OK(sy_model_call(m, &add, both, 2, &s));
+    CHECK_OK(sy_model_call(m, &out, &s, 1, &y));
+    CHECK_OK(sy_model_set_outputs(m, &y, 1));
+    sy_model_free(base);
+    int32_t k0 = sy_model_find_weight(m, "features/dense/kernel"), mm = sy_model_find_weight(m, "features/batch_normalization/moving_mean");
+    CHECK(k0 >= 0 && mm >= 0 && sy_model_param_count(m, -1) == (8 * 16 + 16) + 4 * 16 + (16 * 8 + 8) + 72 + 72 + 27,
+          "nested weights found: %d %d, %lld params", k0, mm, (long long)sy_model_param_count(m, -1));
+    if (k0 < 0 || mm < 0) {
+        sy_model_free(m);
+        return;
+    }
+    float k_before[128], mm_before[16];
+    memcpy(k_before, sy_model_weight_data(m, k0), sizeof k_before);
+    memcpy(mm_before, sy_model_weight_data(m, mm), sizeof mm_before);
+    sy_compile_options co = sy_compile_options_default();
+    co.optimizer = sy_optimizer_adam(1e-2f);
+    co.loss = "sparse_categorical_crossentropy";
+    CHECK_OK(sy_model_compile(m, &co));
+    sy_tensor *xt = NULL, *yt = NULL;
+    sy_tensor_new(SY_F32, sy_shape_of(2, (int64_t)256, (int64_t)8), &xt);
+    sy_tensor_new(SY_I32, sy_shape_of(1, (int64_t)256), &yt);
+    float *xd = sy_tensor_data(xt);
+    int32_t *yd = sy_tensor_data(yt);
+    for (int i = 0; i < 256; i++) {
+        float sum = 0;
+        for (int j = 0; j < 8; j++) xd[i * 8 + j] = (float)((i * 7 + j * 13) % 17) / 17.0f - 0.5f, sum += xd[i * 8 + j] * (float)(j % 3 - 1);
+        yd[i] = sum > 0.2f ? 2 : sum < -0.2f ? 0 : 1;
+    }
+    sy_fit_options f = sy_fit_options_default();
+    f.epochs = 15;
+    f.verbose = 0;
+    sy_history *h = NULL;
+    CHECK_OK(sy_model_fit(m, xt, yt, &f, &h));
+    if (h) {
+        double first = sy_logs_get(sy_history_logs(h, 0), "loss"), last = sy_logs_get(sy_history_logs(h, 14), "loss");
+        CHECK(last < 0.5 * first, "a model with a nested one learns: loss %g -> %g", first, last);
+    }
+    sy_history_free(h);
+    CHECK(memcmp(k_before, sy_model_weight_data(m, k0), sizeof k_before) != 0, "the nested model's kernel was trained");
+    CHECK(memcmp(mm_before, sy_model_weight_data(m, mm), sizeof mm_before) != 0,
+          "the nested BatchNormalization's moving mean moved (trained in training mode)");
+    char path[] = "/tmp/systolic_nested_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) close(fd);
+    sy_model *back = NULL;
+    CHECK_OK(sy_model_save(m, path));
+    CHECK_OK(sy_model_load(path, &back));
+    unlink(path);
+    sy_evaluate_options eo = sy_evaluate_options_default();
+    eo.verbose = 0;
+    sy_tensor *p1 = NULL, *p2 = NULL;
+    CHECK_OK(sy_model_predict(m, xt, &eo, &p1));
+    if (back) CHECK_OK(sy_model_predict(back, xt, &eo, &p2));
+    CHECK(p1 && p2 && memcmp(sy_tensor_data(p1), sy_tensor_data(p2), 256 * 3 * sizeof(float)) == 0,
+          "a model with a nested one gives back the same predictions from its full .h5");
+    sy_tensor_free(p1);
+    sy_tensor_free(p2);
+    sy_tensor_free(xt);
+    sy_tensor_free(yt);
+    sy_model_free(back);
+    sy_model_free(m);
+}
+
 int main(void) {
     test_summary();
     test_weights_api();
@@ -859,5 +962,6 @@ int main(void) {
     test_recurrent_layers();
     test_datasets();
     test_functional();
+    test_nested_training(); /* issue 15, nested models */
     return check_report("test_keras");
 }

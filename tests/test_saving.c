@@ -23,6 +23,7 @@
 
 #include "check.h"
 #include "keras/keras_internal.h" /* the loaded model's loss and metrics */
+#include "io/io_internal.h"       /* issue 15: the layout of the files written */
 #include "systolic.h"
 
 #include <dirent.h>
@@ -476,6 +477,28 @@ static int write_for_tensorflow(const char *dir) {
         sy_tensor_free(x);
         sy_model_free(m);
     }
+    /* issue 15: Keras's model with a nested Sequential one, its weights scaled so they are systolic's own */
+    char path[1024];
+    fixture(path, sizeof path, "nested_seq_in_fn.h5");
+    sy_model *m = NULL;
+    CHECK_OK(sy_model_load(path, &m));
+    if (m) {
+        for (int32_t i = 0; i < sy_model_weight_count(m); i++) {
+            sy_shape s = sy_model_weight_shape(m, i);
+            float *w = sy_model_weight_data(m, i);
+            for (int64_t k = 0; k < sy_shape_count(&s); k++) w[k] = w[k] * 0.75f + 0.01f * (float)(k % 5);
+        }
+        snprintf(path, sizeof path, "%s/nested_systolic_weights.h5", dir);
+        CHECK_OK(sy_model_save_weights(m, path));
+        snprintf(path, sizeof path, "%s/nested_systolic.h5", dir);
+        CHECK_OK(sy_model_save(m, path));
+        sy_tensor *x = npz_array("nested.npz", "x"), *p = predict(m, x);
+        snprintf(path, sizeof path, "%s/nested_systolic.f32", dir);
+        if (p) write_bytes(path, sy_tensor_data(p), sy_tensor_bytes(p), false);
+        sy_tensor_free(p);
+        sy_tensor_free(x);
+        sy_model_free(m);
+    }
     return check_report("test_saving --for-tensorflow");
 }
 
@@ -518,6 +541,116 @@ static void test_normalization_h5(void) {
     sy_model_free(m);
 }
 
+/* ---- issue 15: nested models and Functional weights files -------------------------------------------------- */
+
+/* The names attribute `attr` of group `group` ("" for the file's weights group) of an .h5 file, joined with
+ * commas; the weights group is the root of a weights file or a full file's model_weights. */
+static void h5_names(const char *path, const char *group, const char *attr, char *out, size_t size) {
+    out[0] = '\0';
+    h5_file *f = NULL;
+    if (h5_open(path, &f)) return;
+    h5_id g = h5_root(f), w = -1, lg = -1;
+    if (h5_is_group(f, g, "model_weights") && !h5_group_open(f, g, "model_weights", &w)) g = w;
+    if (*group && !h5_group_open(f, g, group, &lg)) g = lg;
+    h5_strings names;
+    bool found = false;
+    if (!h5_attr_read_strings(f, g, attr, &names, &found) && found) {
+        size_t used = 0;
+        for (int64_t i = 0; i < names.n && used < size; i++)
+            used += (size_t)snprintf(out + used, size - used, "%s%s", i ? "," : "", names.v[i]);
+        h5_strings_free(&names);
+    }
+    if (lg >= 0) h5_group_close(f, lg);
+    if (w >= 0) h5_group_close(f, w);
+    h5_close(f);
+}
+
+static void test_nested_h5(void) {
+    char path[1024], mine[1024], theirs[1024], a[1024], b[1024];
+    /* Keras's full .h5 of a Functional model with a Sequential one inside: loaded, predicts as Keras did */
+    fixture(path, sizeof path, "nested_seq_in_fn.h5");
+    sy_model *m = NULL;
+    CHECK_OK(sy_model_load(path, &m));
+    if (m) check_predicts_like_keras(m, "nested");
+    /* its save_weights file into the model read from its JSON */
+    char *json = NULL;
+    if (m) CHECK_OK(sy_model_to_json(m, &json));
+    sy_model *fresh = NULL;
+    if (json) CHECK_OK(sy_model_from_json(json, &fresh));
+    sy_free(json);
+    fixture(theirs, sizeof theirs, "nested_seq_in_fn_weights.h5");
+    if (fresh) {
+        CHECK_OK(sy_model_load_weights(fresh, theirs));
+        check_predicts_like_keras(fresh, "nested");
+    }
+    /* written as Keras writes it: InputLayer listed, the nested model's group with the inner names */
+    in_tmp(mine, sizeof mine, "nested_weights.h5");
+    if (m) CHECK_OK(sy_model_save_weights(m, mine));
+    static const char *const groups[] = {"", "features", "dense_2", "input_1"};
+    for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++) {
+        const char *attr = k ? "weight_names" : "layer_names";
+        h5_names(mine, groups[k], attr, a, sizeof a);
+        h5_names(theirs, groups[k], attr, b, sizeof b);
+        CHECK(!strcmp(a, b), "nested weights file, group '%s' %s: systolic [%s], Keras [%s]", groups[k], attr, a, b);
+    }
+    h5_names(theirs, "features", "weight_names", b, sizeof b);
+    CHECK(!strcmp(b, "dense/kernel:0,dense/bias:0,dense_1/kernel:0,dense_1/bias:0"), "Keras's nested names: %s", b);
+    /* systolic's files read back: weights and full model */
+    sy_model *back = NULL;
+    if (fresh) {
+        char *j = NULL;
+        if (fresh) CHECK_OK(sy_model_to_json(fresh, &j));
+        if (j) CHECK_OK(sy_model_from_json(j, &back));
+        sy_free(j);
+    }
+    if (back) {
+        CHECK_OK(sy_model_load_weights(back, mine));
+        check_predicts_like_keras(back, "nested");
+    }
+    sy_model_free(back);
+    back = NULL;
+    in_tmp(mine, sizeof mine, "nested_full.h5");
+    if (m) CHECK_OK(sy_model_save(m, mine));
+    CHECK_OK(sy_model_load(mine, &back));
+    if (back) check_predicts_like_keras(back, "nested");
+    h5_names(mine, "features", "weight_names", a, sizeof a);
+    CHECK(!strcmp(a, b), "full file's nested group: %s", a);
+    sy_model_free(back);
+    sy_model_free(fresh);
+    sy_model_free(m);
+
+    /* Functional weights files list their InputLayers (Keras's functional_cnn_weights.h5) */
+    fixture(path, sizeof path, "functional_cnn.json");
+    FILE *jf = fopen(path, "rb");
+    char *text = NULL;
+    if (jf) {
+        fseek(jf, 0, SEEK_END);
+        long n = ftell(jf);
+        fseek(jf, 0, SEEK_SET);
+        text = calloc((size_t)n + 1, 1);
+        if (text && fread(text, 1, (size_t)n, jf) != (size_t)n) text[0] = '\0';
+        fclose(jf);
+    }
+    m = NULL;
+    if (text) CHECK_OK(sy_model_from_json(text, &m));
+    free(text);
+    fixture(theirs, sizeof theirs, "functional_cnn_weights.h5");
+    in_tmp(mine, sizeof mine, "functional_cnn_weights.h5");
+    if (m) {
+        CHECK_OK(sy_model_load_weights(m, theirs));
+        CHECK_OK(sy_model_save_weights(m, mine));
+        h5_names(mine, "", "layer_names", a, sizeof a);
+        h5_names(theirs, "", "layer_names", b, sizeof b);
+        CHECK(!strcmp(a, b) && !strncmp(a, "image,conv2d,", 13), "Functional layer_names: systolic [%s], Keras [%s]", a, b);
+        size_t n;
+        float *w = snapshot(m, &n);
+        CHECK_OK(sy_model_load_weights(m, mine));
+        CHECK(same_weights(m, w, n), "a Functional weights file written here reads back the same");
+        free(w);
+    }
+    sy_model_free(m);
+}
+
 int main(void) {
     if (!files_setup("test-saving", __FILE__)) return 1;
     const char *out = getenv("SYSTOLIC_SAVE_DIR");
@@ -532,6 +665,7 @@ int main(void) {
     test_refusals();
     test_failed_saves();
     test_normalization_h5();
+    test_nested_h5(); /* issue 15 */
     files_cleanup();
     return check_report("test_saving");
 }

@@ -121,7 +121,9 @@ typedef enum sy_layer_kind {
     SY_LAYER_RESCALING,
     /* normalization layers */
     SY_LAYER_BATCH_NORMALIZATION,
-    SY_LAYER_LAYER_NORMALIZATION
+    SY_LAYER_LAYER_NORMALIZATION,
+    /* issue 15, nested models: a model used as a layer (sy_layer_model) */
+    SY_LAYER_MODEL = 200
 } sy_layer_kind;
 
 /* A weight or activity penalty, Keras's regularizers (issue 15): L1(l1)
@@ -238,6 +240,8 @@ typedef struct sy_layer {
     bool use_scale;   /* true: multiply by gamma (Keras's scale) */
     sy_init beta_initializer, gamma_initializer;                      /* zeros, ones */
     sy_init moving_mean_initializer, moving_variance_initializer;     /* BatchNormalization: zeros, ones */
+    /* issue 15, nested models: the model this layer is (SY_LAYER_MODEL) */
+    const struct sy_model *model;
 } sy_layer;
 
 sy_layer sy_layer_dense(int32_t units);
@@ -284,6 +288,18 @@ sy_layer sy_layer_batch_normalization(void);
 /* Keras's LayerNormalization(): axis -1, epsilon 0.001, center, scale;
  * weights gamma, beta of the normalised axes' shape. */
 sy_layer sy_layer_layer_normalization(void);
+
+/* issue 15, nested models: a built model (Sequential or Functional, one
+ * input and one output) used as a layer of another, as Keras calls a model
+ * on a tensor or adds it to a Sequential model. Named as the inner model
+ * (Keras's layer name is the model's name). The outer model takes a copy
+ * of the inner one -- its structure and its weights as they are when it
+ * is added (sy_model_add) or first called (sy_model_call); the copy's
+ * weights are the outer model's variables from then on, trained and saved
+ * with it, and `inner` stays the caller's, unchanged by the outer's
+ * training (unlike Keras, where both are one object). Calling the layer
+ * again (sy_model_call_again with its name) shares the copy's weights. */
+sy_layer sy_layer_model(const struct sy_model *inner);
 
 /* Keras's class name of a kind ("Conv2D"). */
 const char *sy_layer_class_name(sy_layer_kind kind);

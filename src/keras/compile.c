@@ -186,6 +186,7 @@ sy_shape model_label_shape(const sy_model *m) {
 sy_dtype model_input_dtype(const sy_model *m) {
     if (m->n_inputs > 0 && m->inputs[0].dtype[0] && strncmp(m->inputs[0].dtype, "int", 3) == 0) return SY_I32;
     const model_layer *first = model_first_layer(m);
+    if (first && first->sub) return model_input_dtype(first->sub); /* issue 15: a nested model's first layer */
     return first && first->cfg.kind == SY_LAYER_EMBEDDING ? SY_I32 : SY_F32;
 }
 
@@ -213,15 +214,36 @@ sy_status model_runnable(const sy_model *m, const char *what) {
     return SY_OK;
 }
 
-bool keras_build_layers(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node *outputs, bool training, bool gradients,
-                        sy_node *penalties) {
+/* The params a model's layers made (per layer, LAYER_MAX_WEIGHTS of them)
+ * and, for a nested model, its own (issue 15): made at a layer's first
+ * call, reused by the later ones -- a nested model called twice shares
+ * its weights too. */
+typedef struct param_cache {
+    sy_node *w;
+    struct param_cache *sub; /* per layer; a nested model's cache, NULL: not made yet */
+} param_cache;
+
+static void cache_free(param_cache *c, const sy_model *m) {
+    if (!c) return;
+    for (int64_t i = 0; c->sub && i < m->n_layers; i++)
+        if (c->sub[i].w) cache_free(&c->sub[i], m->layers[i].sub);
+    sy_free(c->w);
+    sy_free(c->sub);
+}
+
+/* first: this is the first time m's graph is built here (a nested model's
+ * later calls add no weight penalties again). */
+static bool build_model(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node *outputs, bool training,
+                        bool gradients, sy_node *penalties, param_cache *cache, bool first) {
     /* one graph node per model node; a layer's weights are params made at
      * its first call and used by every call, so shared layers share them */
     sy_node *value = sy_calloc((size_t)m->n_nodes + 1, sizeof *value);
-    sy_node *params = sy_calloc((size_t)m->n_layers * LAYER_MAX_WEIGHTS + 1, sizeof *params);
     bool ok = false;
-    if (penalties) *penalties = SY_NONE;
-    if (!value || !params) goto done;
+    if (!cache->w) {
+        cache->w = sy_calloc((size_t)m->n_layers * LAYER_MAX_WEIGHTS + 1, sizeof *cache->w);
+        cache->sub = sy_calloc((size_t)m->n_layers + 1, sizeof *cache->sub);
+    }
+    if (!value || !cache->w || !cache->sub) goto done;
     for (int64_t i = 0; i < m->n_nodes; i++) {
         const model_node *n = &m->nodes[i];
         if (n->layer < 0) {
@@ -230,13 +252,21 @@ bool keras_build_layers(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node
         }
         model_layer *L = &m->layers[n->layer];
         const layer_impl *impl = layer_impl_of(L->cfg.kind);
-        sy_node *w = params + (size_t)n->layer * LAYER_MAX_WEIGHTS, in[LAYER_MAX_INPUTS];
+        sy_node *w = cache->w + (size_t)n->layer * LAYER_MAX_WEIGHTS, in[LAYER_MAX_INPUTS];
         for (int k = 0; k < n->n_in; k++) in[k] = value[m->edges[n->in_off + k]];
         sy_graph_push_scope(g, L->name);
-        if (n->call == 0)
+        if (L->sub) { /* issue 15: a nested model, its layers under its name's scope */
+            bool again = cache->sub[n->layer].w != NULL;
+            bool built = build_model(L->sub, g, in, &value[i], training, gradients, penalties, &cache->sub[n->layer],
+                                     first && !again);
+            sy_graph_pop_scope(g);
+            if (!built) goto done;
+            continue;
+        }
+        if (n->call == 0 && first)
             for (int j = 0; j < L->n_weights; j++) {
                 const char *full = sy_vars_name(m->vars, L->weight_var[j]);
-                const char *leaf = full + strlen(L->name) + 1; /* the name within the layer's scope */
+                const char *leaf = full + m->var_prefix + strlen(L->name) + 1; /* the name within the layer's scope */
                 w[j] = sy_graph_param(g, leaf, SY_F32, sy_vars_shape(m->vars, L->weight_var[j]), sy_init_zeros());
                 if (L->non_trainable & (1u << j)) sy_graph_set_trainable(g, w[j], false); /* moving statistics */
             }
@@ -246,7 +276,7 @@ bool keras_build_layers(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node
         value[i] = impl->build(g, &L->cfg, in, n->n_in, w, &ctx);
         /* the layer's weight penalties once (at its first call), its activity penalty at every call */
         if (penalties && value[i] != SY_NONE)
-            *penalties = keras_layer_penalties(g, &L->cfg, in[0], n->call == 0 ? w : NULL, value[i], *penalties);
+            *penalties = keras_layer_penalties(g, &L->cfg, in[0], n->call == 0 && first ? w : NULL, value[i], *penalties);
         sy_graph_pop_scope(g);
         if (value[i] == SY_NONE) goto done;
     }
@@ -254,7 +284,15 @@ bool keras_build_layers(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node
     ok = m->n_outputs > 0;
 done:
     sy_free(value);
-    sy_free(params);
+    return ok;
+}
+
+bool keras_build_layers(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node *outputs, bool training, bool gradients,
+                        sy_node *penalties) {
+    param_cache cache = {NULL, NULL};
+    if (penalties) *penalties = SY_NONE;
+    bool ok = build_model(m, g, inputs, outputs, training, gradients, penalties, &cache, true);
+    cache_free(&cache, m);
     return ok;
 }
 

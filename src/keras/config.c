@@ -576,17 +576,33 @@ static const char *node_layer_name(const sy_model *m, const model_node *n) {
 /* A layer's entry: class, config, build_config and, in a Functional
  * model, its name and inbound nodes. Returns the argument Keras cannot
  * hold, or NULL. */
-static const char *write_layer_entry(jw *w, const sy_model *m, int64_t i) {
+static const char *write_model_config(jw *w, const sy_model *m, const model_layer **bad_layer);
+
+static const char *write_layer_entry(jw *w, const sy_model *m, int64_t i, const model_layer **bad_layer) {
     const model_layer *L = &m->layers[i];
+    const char *bad;
     jw_open(w, false);
-    jw_key(w, "module");
-    jw_str(w, "keras.layers");
-    jw_key(w, "class_name");
-    jw_str(w, sy_layer_class_name(L->cfg.kind));
-    jw_key(w, "config");
-    const char *bad = write_layer_config(w, L);
-    jw_key(w, "registered_name");
-    jw_null(w);
+    if (L->sub) { /* issue 15: a nested model, its config inline as Keras 2.15 writes it */
+        jw_key(w, "module");
+        jw_str(w, L->sub->functional ? "keras.src.engine.functional" : "keras");
+        jw_key(w, "class_name");
+        jw_str(w, model_layer_class(L));
+        jw_key(w, "config");
+        bad = write_model_config(w, L->sub, bad_layer);
+        jw_key(w, "registered_name");
+        if (L->sub->functional) jw_str(w, "Functional");
+        else jw_null(w);
+    } else {
+        jw_key(w, "module");
+        jw_str(w, "keras.layers");
+        jw_key(w, "class_name");
+        jw_str(w, sy_layer_class_name(L->cfg.kind));
+        jw_key(w, "config");
+        bad = write_layer_config(w, L);
+        if (bad) *bad_layer = L;
+        jw_key(w, "registered_name");
+        jw_null(w);
+    }
     const model_node *first = NULL;
     for (int64_t k = 0; k < m->n_nodes && !first; k++)
         if (m->nodes[k].layer == i) first = &m->nodes[k];
@@ -616,7 +632,7 @@ static const char *write_layer_entry(jw *w, const sy_model *m, int64_t i) {
                 const model_node *from = &m->nodes[m->edges[n->in_off + e]];
                 jw_open(w, true);
                 jw_str(w, node_layer_name(m, from));
-                jw_int(w, from->call);
+                jw_int(w, model_node_index(m, from));
                 jw_int(w, 0);
                 jw_open(w, false);
                 jw_close(w);
@@ -630,61 +646,69 @@ static const char *write_layer_entry(jw *w, const sy_model *m, int64_t i) {
     return bad;
 }
 
-sy_status sy_model_to_json(const sy_model *m, char **json) {
-    *json = NULL;
-    jw w;
-    memset(&w, 0, sizeof w);
+/* The "config" object of a model: Sequential's name and layers, or
+ * Functional's name, trainable, layers, input_layers and output_layers.
+ * Returns the argument Keras cannot hold (its layer in *bad_layer), or NULL. */
+static const char *write_model_config(jw *w, const sy_model *m, const model_layer **bad_layer) {
     const char *bad = NULL;
-    int64_t bad_layer = 0;
-    jw_open(&w, false);
-    jw_key(&w, "class_name");
-    jw_str(&w, m->functional ? "Functional" : "Sequential");
-    jw_key(&w, "config");
-    jw_open(&w, false);
-    jw_key(&w, "name");
-    jw_str(&w, m->name);
+    jw_open(w, false);
+    jw_key(w, "name");
+    jw_str(w, m->name);
     if (m->functional) {
-        jw_key(&w, "trainable");
-        jw_bool(&w, true);
+        jw_key(w, "trainable");
+        jw_bool(w, true);
     }
-    jw_key(&w, "layers");
-    jw_open(&w, true);
+    jw_key(w, "layers");
+    jw_open(w, true);
     if (m->functional) {
         for (int32_t k = 0; k < m->n_order; k++) {
             int32_t e = m->order[k];
             if (e < 0) {
-                write_input_layer(&w, m, -1 - e, true);
+                write_input_layer(w, m, -1 - e, true);
                 continue;
             }
-            const char *b = write_layer_entry(&w, m, e);
-            if (b && !bad) bad = b, bad_layer = e;
+            const char *b = write_layer_entry(w, m, e, bad_layer);
+            if (b && !bad) bad = b;
         }
     } else {
-        if (m->built && m->n_layers > 0) write_input_layer(&w, m, 0, false);
+        if (m->built && m->n_layers > 0) write_input_layer(w, m, 0, false);
         for (int64_t i = 0; i < m->n_layers; i++) {
-            const char *b = write_layer_entry(&w, m, i);
-            if (b && !bad) bad = b, bad_layer = i;
+            const char *b = write_layer_entry(w, m, i, bad_layer);
+            if (b && !bad) bad = b;
         }
     }
-    jw_close(&w);
+    jw_close(w);
     if (m->functional) {
         static const char *const keys[2] = {"input_layers", "output_layers"};
         for (int io = 0; io < 2; io++) {
-            jw_key(&w, keys[io]);
-            jw_open(&w, true);
+            jw_key(w, keys[io]);
+            jw_open(w, true);
             int n = io ? m->n_outputs : m->n_inputs;
             for (int k = 0; k < n; k++) {
                 const model_node *node = &m->nodes[io ? m->outputs[k] : m->inputs[k].node];
-                jw_open(&w, true);
-                jw_str(&w, node_layer_name(m, node));
-                jw_int(&w, node->call);
-                jw_int(&w, 0);
-                jw_close(&w);
+                jw_open(w, true);
+                jw_str(w, node_layer_name(m, node));
+                jw_int(w, model_node_index(m, node));
+                jw_int(w, 0);
+                jw_close(w);
             }
-            jw_close(&w);
+            jw_close(w);
         }
     }
-    jw_close(&w);
+    jw_close(w);
+    return bad;
+}
+
+sy_status sy_model_to_json(const sy_model *m, char **json) {
+    *json = NULL;
+    jw w;
+    memset(&w, 0, sizeof w);
+    const model_layer *bad_layer = NULL;
+    jw_open(&w, false);
+    jw_key(&w, "class_name");
+    jw_str(&w, m->functional ? "Functional" : "Sequential");
+    jw_key(&w, "config");
+    const char *bad = write_model_config(&w, m, &bad_layer);
     jw_key(&w, "keras_version");
     jw_str(&w, KERAS_VERSION);
     jw_key(&w, "backend");
@@ -694,7 +718,7 @@ sy_status sy_model_to_json(const sy_model *m, char **json) {
         sy_free(w.buf);
         if (bad)
             return sy_error(SY_ERR_UNSUPPORTED, "to_json: layer '%s' (%s): its %s has no Keras equivalent",
-                            m->layers[bad_layer].name, sy_layer_class_name(m->layers[bad_layer].cfg.kind), bad);
+                            bad_layer->name, sy_layer_class_name(bad_layer->cfg.kind), bad);
         return sy_error(SY_ERR_OUT_OF_MEMORY, "to_json: out of memory");
     }
     *json = w.buf;

@@ -712,7 +712,73 @@ typedef struct parsed {
     bool input_known;     /* an InputLayer with every dimension known */
     const char *input_name, *input_dtype;
     json_t *functional; /* a Functional model's config: read by read_functional */
+    /* issue 15, nested models: the models the layers use (sy_layer.model), freed after the outer model is made */
+    sy_model **nested;
+    int64_t n_nested;
+    int64_t max_params;
+    int depth; /* of nesting: 0 for the file's model */
 } parsed;
+
+#define NESTED_DEPTH_MAX 16
+
+static sy_status read_functional(json_t *config, parsed *p, int64_t max_params, sy_model **out);
+static sy_status build(const parsed *p, int64_t max_params, sy_model **out);
+static sy_status read_model(json_t *root, parsed *p);
+
+static bool is_model_class(const char *cls) {
+    return !strcmp(cls, "Sequential") || !strcmp(cls, "Functional") || !strcmp(cls, "Model");
+}
+
+static void parsed_free(parsed *p) {
+    for (int64_t i = 0; i < p->n_nested; i++) sy_model_free(p->nested[i]);
+    sy_free(p->nested);
+    sy_free(p->layers);
+    p->nested = NULL, p->layers = NULL, p->n_nested = 0;
+}
+
+/* issue 15: a layer entry that is a model (class Sequential, Functional or
+ * Model), read as a model of its own and kept in p->nested until the
+ * outer model has copied it; *layer is the layer that uses it. */
+static sy_status read_nested(json_t *entry, const char *cls, json_t *cfg, const char *name, parsed *p,
+                             sy_layer *layer) {
+    if (p->depth >= NESTED_DEPTH_MAX)
+        return sy_error(SY_ERR_UNSUPPORTED, "model JSON: layer '%s' (%s): models nested more than %d deep are not "
+                        "supported", name ? name : "?", cls, NESTED_DEPTH_MAX);
+    (void)entry;
+    json_t *root = json_object();
+    sy_model **grown = sy_realloc_array(p->nested, (size_t)p->n_nested, (size_t)p->n_nested + 1, sizeof *grown);
+    if (!root || !grown || json_object_set_new(root, "class_name", json_string(cls)) ||
+        json_object_set(root, "config", cfg)) {
+        json_decref(root);
+        if (grown) p->nested = grown;
+        return sy_error(SY_ERR_OUT_OF_MEMORY, "model JSON: out of memory");
+    }
+    p->nested = grown;
+    parsed q;
+    memset(&q, 0, sizeof q);
+    q.max_params = p->max_params;
+    q.depth = p->depth + 1;
+    sy_model *inner = NULL;
+    sy_status st = read_model(root, &q);
+    if (!st) st = q.functional ? read_functional(q.functional, &q, p->max_params, &inner) : build(&q, p->max_params, &inner);
+    parsed_free(&q);
+    json_decref(root);
+    if (st) { /* name the nested model, once */
+        char msg[1536];
+        const char *e = sy_last_error();
+        snprintf(msg, sizeof msg, "%s", strncmp(e, "model JSON: ", 12) ? e : e + 12);
+        if (strncmp(msg, "nested model", 12) == 0) return sy_error(st, "model JSON: %s", msg);
+        return sy_error(st, "model JSON: nested model '%s' (%s): %s", name ? name : "?", cls, msg);
+    }
+    if (name && strcmp(name, inner->name) != 0) { /* the entry's name is the model's */
+        sy_model_free(inner);
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "model JSON: nested model '%s' is listed under the name '%s'",
+                        inner->name, name);
+    }
+    p->nested[p->n_nested++] = inner;
+    *layer = sy_layer_model(inner);
+    return SY_OK;
+}
 
 static sy_status model_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static sy_status model_err(const char *fmt, ...) {
@@ -790,12 +856,15 @@ static sy_status read_layer(json_t *entry, size_t index, parsed *p) {
     if (st) return st;
     const layer_kind_info *k = kind_of(cls);
     const layer_impl *impl = k ? layer_impl_of(k->kind) : layer_impl_by_class(cls);
+    if (is_model_class(cls)) { /* issue 15: a nested model */
+        sy_layer l;
+        if ((st = read_nested(entry, cls, cfg, name, p, &l))) return st;
+        p->layers[p->n++] = l;
+        return SY_OK;
+    }
     if (!impl) {
         char supported[1024];
         keras_layer_names(supported, sizeof supported);
-        if (!strcmp(cls, "Sequential") || !strcmp(cls, "Functional") || !strcmp(cls, "Model"))
-            return sy_error(SY_ERR_UNSUPPORTED, "model JSON: layer '%s': a nested model (%s) is not supported; "
-                            "supported layers: %s", name ? name : "?", cls, supported);
         return sy_error(SY_ERR_UNSUPPORTED, "model JSON: layer '%s': %s is not supported; supported layers: %s",
                         name ? name : "?", cls, supported);
     }
@@ -981,11 +1050,15 @@ typedef struct fn_entry {
     json_t *nodes;     /* inbound_nodes */
     int32_t done;      /* calls made */
     int32_t *made;     /* model node of each call */
+    bool nested;       /* issue 15: a model; its calls count from 1 in the file (node 0 is its own) */
 } fn_entry;
 
 static int32_t find_made(const fn_entry *e, size_t n, const char *name, int64_t call) {
     for (size_t i = 0; i < n; i++)
-        if (!strcmp(e[i].name, name)) return call < e[i].done ? e[i].made[call] : -1;
+        if (!strcmp(e[i].name, name)) {
+            if (e[i].nested) call--;
+            return call >= 0 && call < e[i].done ? e[i].made[call] : -1;
+        }
     return -1;
 }
 
@@ -1040,6 +1113,7 @@ static sy_status read_functional(json_t *config, parsed *p, int64_t max_params, 
         }
         p->n = 0;
         if ((st = read_layer(e, i, p))) break;
+        E[i].nested = p->layers[0].kind == SY_LAYER_MODEL;
         p->layers[0].name = E[i].name;
         if ((st = model_new_layer(m, &p->layers[0], &E[i].index))) break;
     }
@@ -1156,9 +1230,10 @@ sy_status keras_model_from_json_bytes(const char *json, size_t size, int64_t max
         return sy_error(SY_ERR_INVALID_ARGUMENT, "model JSON, line %d column %d: %s", err.line, err.column, err.text);
     parsed p;
     memset(&p, 0, sizeof p);
+    p.max_params = max_params;
     sy_status st = read_model(root, &p);
     if (!st) st = p.functional ? read_functional(p.functional, &p, max_params, out) : build(&p, max_params, out);
-    sy_free(p.layers);
+    parsed_free(&p);
     json_decref(root);
     return st;
 }

@@ -95,6 +95,9 @@ extern const layer_impl keras_depthwise_conv2d, keras_separable_conv2d, keras_co
 extern const layer_impl keras_relu, keras_leaky_relu, keras_prelu, keras_elu, keras_softmax, keras_rescaling;
 /* normalization layers (layers/normalization.c) */
 extern const layer_impl keras_batch_normalization, keras_layer_normalization;
+/* issue 15, nested models (nested.c): not in layer.c's impls[] (read by class name there), found by
+ * layer_impl_of(SY_LAYER_MODEL) */
+extern const layer_impl keras_model_layer;
 
 /* Every activation name systolic reads, for messages. */
 #define KERAS_ACTIVATION_NAMES                                                                                         \
@@ -190,6 +193,10 @@ typedef struct model_layer {
     int64_t params;
     uint32_t non_trainable;       /* bit j: weight j is not trainable (layer_weight.non_trainable) */
     int64_t non_trainable_params;
+    /* issue 15, nested models: the model this layer is (kind
+     * SY_LAYER_MODEL), the outer model's own copy (nested.c); its layers'
+     * weight_var index the outer model's store. NULL: not a model. */
+    sy_model *sub;
 } model_layer;
 
 /* One node of the model's graph: a model input, or one call of a layer
@@ -253,6 +260,13 @@ struct sy_model {
     sy_strategy *strategy;     /* the scope's at sy_model_new, or own_strategy */
     sy_strategy *own_strategy; /* one replica on all cores, outside any scope */
     model_plan plans[MODE_COUNT];
+
+    /* issue 15, nested models: a model nested in another (model_layer.sub)
+     * keeps its variables in the outer model's store, named with
+     * var_prefix characters of "<nested model>/" before "<layer>/<weight>",
+     * and does not free it. */
+    bool vars_borrowed;
+    int32_t var_prefix;
 };
 
 /* SY_OK if the model can be compiled and run now (one input, one output). */
@@ -296,6 +310,29 @@ sy_dtype model_label_dtype(const sy_model *m);
 /* What the model's input is fed as: int32 word indices before an
  * Embedding, float32 otherwise (Keras casts the data the same way). */
 sy_dtype model_input_dtype(const sy_model *m);
+
+/* ---- issue 15, nested models (nested.c) ---------------------------------------------- */
+
+/* Layer i of m is a model (model_layer.sub): make its copy of the inner
+ * model l->model in m's store, with its weights, and set its parameter
+ * counts. Called when the layer is built (its first call). */
+sy_status nested_build(sy_model *m, int64_t i);
+/* Refuse layer i's model when it is not built, has several inputs or
+ * outputs, or holds m itself (a cycle). */
+sy_status nested_check(const sy_model *m, int64_t i);
+/* The variables of layer i (indices in m's store): its own weights, or a
+ * nested model's, in Keras's model.weights order -- or, with legacy, in
+ * the order Keras's .h5 lists them (_legacy_weights: the trainable ones,
+ * then the others). Returns how many; writes at most max. */
+int32_t model_layer_vars(const sy_model *m, int64_t i, bool legacy, int32_t *vars, int32_t max);
+/* Keras's name of variable v of layer i, without ":0": "dense/kernel" --
+ * a nested model's variables are named as the inner model names them. */
+const char *model_var_keras_name(const sy_model *m, int64_t i, int32_t v);
+/* "Functional" or "Sequential": a layer's class as Keras prints it. */
+const char *model_layer_class(const model_layer *L);
+/* A layer's call number as Keras's JSON writes it: a nested model's own
+ * node is node 0, so its calls in the outer model count from 1. */
+int32_t model_node_index(const sy_model *m, const model_node *n);
 
 /* ---- Keras model JSON (config.c, config_read.c) --------------------------------------------------- */
 

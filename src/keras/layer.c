@@ -109,6 +109,7 @@ static const layer_impl *const impls[] = {
 };
 
 const layer_impl *layer_impl_of(sy_layer_kind kind) {
+    if (kind == SY_LAYER_MODEL) return &keras_model_layer; /* issue 15, nested models: not read by class name */
     for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++)
         if (impls[i]->kind == kind) return impls[i];
     return NULL;

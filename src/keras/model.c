@@ -36,7 +36,8 @@ void sy_model_free(sy_model *m) {
     if (!m) return;
     model_plans_free(m);
     sy_strategy_free(m->own_strategy);
-    sy_vars_free(m->vars);
+    for (int64_t i = 0; m->layers && i < m->n_layers; i++) sy_model_free(m->layers[i].sub); /* nested models */
+    if (!m->vars_borrowed) sy_vars_free(m->vars);
     sy_free(m->layers);
     sy_free(m->nodes);
     sy_free(m->edges);
@@ -99,9 +100,12 @@ static sy_status build_layer(sy_model *m, int64_t i, const sy_shape *in, int n_i
     model_layer *L = &m->layers[i];
     const layer_impl *impl = layer_impl_of(L->cfg.kind);
     if (impl->resolve) impl->resolve(&L->cfg, in); /* Keras's build(): BatchNormalization's axis -1 -> [rank] */
-    sy_status st = impl->output_shape(&L->cfg, L->name, in, n_in, &L->out_shape);
+    sy_status st = L->cfg.kind == SY_LAYER_MODEL ? nested_check(m, i) : SY_OK; /* issue 15: before its shapes */
+    if (st) return st;
+    st = impl->output_shape(&L->cfg, L->name, in, n_in, &L->out_shape);
     if (st) return st;
     L->in_shape = in[0];
+    if (L->cfg.kind == SY_LAYER_MODEL) return nested_build(m, i); /* issue 15: a model as a layer */
     layer_weight w[LAYER_MAX_WEIGHTS];
     L->n_weights = impl->weights ? impl->weights(&L->cfg, in, w) : 0;
     L->params = 0;
@@ -222,6 +226,9 @@ sy_status sy_model_add(sy_model *m, const sy_layer *layer) {
     model_layer *L = &m->layers[i];
     if (i == 0 && layer->input_shape.rank == 0 && layer->kind == SY_LAYER_EMBEDDING && layer->input_length > 0)
         L->cfg.input_shape = sy_shape_of(1, (int64_t)layer->input_length); /* Keras: input_length sets the input */
+    if (i == 0 && !m->built && layer->kind == SY_LAYER_MODEL && layer->model && layer->model->built &&
+        layer->model->n_inputs == 1) /* issue 15: a built model first sets the input, as in Keras */
+        L->cfg.input_shape = layer->model->inputs[0].shape;
     if (i == 0 && L->cfg.input_shape.rank > 0) {
         if ((st = check_input_shape(&L->cfg.input_shape, L->name))) {
             m->n_layers--;
@@ -268,7 +275,7 @@ void sy_model_set_seed(sy_model *m, uint64_t seed) {
         model_layer *L = &m->layers[i];
         const layer_impl *impl = layer_impl_of(L->cfg.kind);
         layer_weight w[LAYER_MAX_WEIGHTS];
-        int n = impl->weights && L->calls > 0 ? impl->weights(&L->cfg, &L->in_shape, w) : 0;
+        int n = impl->weights && L->calls > 0 && !L->sub ? impl->weights(&L->cfg, &L->in_shape, w) : 0;
         for (int j = 0; j < n && j < L->n_weights; j++) sy_vars_reset(m->vars, L->weight_var[j], weight_init(m, i, j, w[j].init));
     }
 }
@@ -286,59 +293,72 @@ void sy_callback_free(sy_callback *cb) {
 
 /* ---- weights -------------------------------------------------------------------------- */
 
-/* Layer and slot of weight `index`; false if out of range. */
-static bool weight_at(const sy_model *m, int32_t index, int64_t *layer, int *slot) {
+/* Layer and variable of weight `index` (Keras's model.weights order, a
+ * nested model's in its own order); false if out of range. */
+static bool weight_at(const sy_model *m, int32_t index, int64_t *layer, int32_t *var) {
     if (index < 0) return false;
     for (int64_t i = 0; i < m->n_layers; i++) {
-        if (index < m->layers[i].n_weights) {
+        int32_t n = model_layer_vars(m, i, false, NULL, 0);
+        if (index < n) {
             *layer = i;
-            *slot = index;
+            if (!m->layers[i].sub) {
+                *var = m->layers[i].weight_var[index];
+                return true;
+            }
+            int32_t *vars = sy_malloc((size_t)n * sizeof *vars);
+            if (!vars) return false;
+            model_layer_vars(m, i, false, vars, n);
+            *var = vars[index];
+            sy_free(vars);
             return true;
         }
-        index -= m->layers[i].n_weights;
+        index -= n;
     }
     return false;
 }
 
 int32_t sy_model_weight_count(const sy_model *m) {
     int32_t n = 0;
-    for (int64_t i = 0; i < m->n_layers; i++) n += m->layers[i].n_weights;
+    for (int64_t i = 0; i < m->n_layers; i++) n += model_layer_vars(m, i, false, NULL, 0);
     return n;
 }
 
 const char *sy_model_weight_name(const sy_model *m, int32_t index) {
-    static _Thread_local char buf[2 * LAYER_NAME_MAX + 8];
+    static _Thread_local char buf[4 * LAYER_NAME_MAX + 8];
     int64_t l;
-    int s;
-    if (!weight_at(m, index, &l, &s)) return NULL;
-    snprintf(buf, sizeof buf, "%s:0", sy_vars_name(m->vars, m->layers[l].weight_var[s]));
+    int32_t v;
+    if (!weight_at(m, index, &l, &v)) return NULL;
+    snprintf(buf, sizeof buf, "%s:0", model_var_keras_name(m, l, v));
     return buf;
 }
 
 sy_shape sy_model_weight_shape(const sy_model *m, int32_t index) {
     sy_shape none = {0};
     int64_t l;
-    int s;
-    return weight_at(m, index, &l, &s) ? sy_vars_shape(m->vars, m->layers[l].weight_var[s]) : none;
+    int32_t v;
+    return weight_at(m, index, &l, &v) ? sy_vars_shape(m->vars, v) : none;
 }
 
 float *sy_model_weight_data(sy_model *m, int32_t index) {
     int64_t l;
-    int s;
-    return weight_at(m, index, &l, &s) ? sy_vars_data(m->vars, m->layers[l].weight_var[s]) : NULL;
+    int32_t v;
+    return weight_at(m, index, &l, &v) ? sy_vars_data(m->vars, v) : NULL;
 }
 
+/* By the variable's name in the model ("features/dense/kernel" for a
+ * nested model's), or else by Keras's ("dense/kernel"). */
 int32_t sy_model_find_weight(const sy_model *m, const char *name) {
     size_t n = strlen(name);
     if (n >= 2 && strcmp(name + n - 2, ":0") == 0) n -= 2;
     int32_t count = sy_model_weight_count(m);
-    for (int32_t i = 0; i < count; i++) {
-        int64_t l = 0;
-        int s = 0;
-        weight_at(m, i, &l, &s);
-        const char *v = sy_vars_name(m->vars, m->layers[l].weight_var[s]);
-        if (strlen(v) == n && strncmp(v, name, n) == 0) return i;
-    }
+    for (int pass = 0; pass < 2; pass++)
+        for (int32_t i = 0; i < count; i++) {
+            int64_t l = 0;
+            int32_t var = 0;
+            weight_at(m, i, &l, &var);
+            const char *v = pass == 0 ? sy_vars_name(m->vars, var) : model_var_keras_name(m, l, var);
+            if (strlen(v) == n && strncmp(v, name, n) == 0) return i;
+        }
     return -1;
 }
 
@@ -404,7 +424,7 @@ static void summary_row(const sy_model *m, int32_t entry, bool connections, cons
         snprintf(params, sizeof params, "0");
     } else {
         const model_layer *L = &m->layers[entry];
-        snprintf(name, sizeof name, "%s (%s)", L->name, sy_layer_class_name(L->cfg.kind));
+        snprintf(name, sizeof name, "%s (%s)", L->name, model_layer_class(L));
         if (m->built && !L->multiple) keras_shape_str(&L->out_shape, shape, sizeof shape);
         else snprintf(shape, sizeof shape, "multiple");
         snprintf(params, sizeof params, "%lld", (long long)L->params);

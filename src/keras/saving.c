@@ -49,29 +49,58 @@
 #define SAVED_KERAS_VERSION "2.15.0"
 #define SAVED_BACKEND "tensorflow"
 
-static const char *weight_var_name(const sy_model *m, const model_layer *L, int j) {
-    return sy_vars_name(m->vars, L->weight_var[j]);
+/* A layer of the model with weights, as loading matches it: its
+ * variables in the file's order (a nested model's all of them). */
+typedef struct loaded_layer {
+    const model_layer *L;
+    int64_t index;
+    int32_t *vars;
+    int32_t n;
+} loaded_layer;
+
+static const char *weight_var_name(const sy_model *m, const loaded_layer *L, int j) {
+    return model_var_keras_name(m, L->index, L->vars[j]);
 }
 
 /* ---- writing -------------------------------------------------------------------------- */
 
+/* A group of the file: a layer of the model, or (Functional models) an
+ * InputLayer, which Keras lists too, without weights. */
+typedef struct group_entry {
+    const char *name;
+    int64_t layer; /* -1: an InputLayer */
+} group_entry;
+
 static int by_name(const void *a, const void *b) {
-    return strcmp((*(const model_layer *const *)a)->name, (*(const model_layer *const *)b)->name);
+    return strcmp(((const group_entry *)a)->name, ((const group_entry *)b)->name);
 }
 
-/* Keras's save_weights_to_hdf5_group into group g. */
+/* The variables of layer i as Keras's .h5 lists them (a nested model's
+ * all of them), in a new array (NULL when it has none or on failure). */
+static int32_t *layer_vars(const sy_model *m, int64_t i, int32_t *n) {
+    *n = model_layer_vars(m, i, true, NULL, 0);
+    int32_t *v = *n ? sy_malloc((size_t)*n * sizeof *v) : NULL;
+    if (v) model_layer_vars(m, i, true, v, *n);
+    return v;
+}
+
+/* Keras's save_weights_to_hdf5_group into group g: layer_names is
+ * model.layers -- a Functional model's InputLayers included (issue 15) --
+ * and a nested model's group holds all its weights under the names the
+ * inner model gave them ("features/dense/kernel:0"). */
 static sy_status write_weights(h5_file *f, h5_id g, const sy_model *m) {
-    int64_t n = m->n_layers;
+    int64_t n = m->functional ? m->n_order : m->n_layers;
     const char **names = sy_calloc((size_t)n + 1, sizeof *names);
-    const model_layer **order = sy_calloc((size_t)n + 1, sizeof *order);
+    group_entry *order = sy_calloc((size_t)n + 1, sizeof *order);
     sy_status st = SY_OK;
     if (!names || !order) {
         st = sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", h5_path(f));
         goto done;
     }
     for (int64_t i = 0; i < n; i++) {
-        names[i] = m->layers[i].name;
-        order[i] = &m->layers[i];
+        int64_t e = m->functional ? m->order[i] : i;
+        order[i].layer = e >= 0 ? e : -1;
+        names[i] = order[i].name = e >= 0 ? m->layers[e].name : m->inputs[-1 - e].name;
     }
     if ((st = h5_attr_write_strings(f, g, "layer_names", names, n)) ||
         (st = h5_attr_write_string(f, g, "backend", SAVED_BACKEND, false)) ||
@@ -79,21 +108,26 @@ static sy_status write_weights(h5_file *f, h5_id g, const sy_model *m) {
         goto done;
     qsort(order, (size_t)n, sizeof *order, by_name); /* Keras: "group names are strictly growing" */
     for (int64_t i = 0; i < n && !st; i++) {
-        const model_layer *L = order[i];
-        char wnames[LAYER_MAX_WEIGHTS][2 * LAYER_NAME_MAX + 8];
-        const char *wp[LAYER_MAX_WEIGHTS];
-        for (int j = 0; j < L->n_weights; j++) {
-            snprintf(wnames[j], sizeof wnames[j], "%s:0", weight_var_name(m, L, j));
+        int32_t nv = 0, *vars = order[i].layer >= 0 ? layer_vars(m, order[i].layer, &nv) : NULL;
+        char(*wnames)[4 * LAYER_NAME_MAX + 8] = sy_calloc((size_t)nv + 1, sizeof *wnames);
+        const char **wp = sy_calloc((size_t)nv + 1, sizeof *wp);
+        if ((nv && !vars) || !wnames || !wp) st = sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", h5_path(f));
+        for (int32_t j = 0; j < nv && !st; j++) {
+            snprintf(wnames[j], sizeof wnames[j], "%s:0", model_var_keras_name(m, order[i].layer, vars[j]));
             wp[j] = wnames[j];
         }
         h5_id lg;
-        if ((st = h5_group_create(f, g, L->name, &lg))) break;
-        st = h5_attr_write_strings(f, lg, "weight_names", wp, L->n_weights);
-        for (int j = 0; j < L->n_weights && !st; j++) {
-            sy_shape s = sy_vars_shape(m->vars, L->weight_var[j]);
-            st = h5_dataset_write_f32(f, lg, wnames[j], &s, sy_vars_data(m->vars, L->weight_var[j]));
+        if (!st && !(st = h5_group_create(f, g, order[i].name, &lg))) {
+            st = h5_attr_write_strings(f, lg, "weight_names", wp, nv);
+            for (int32_t j = 0; j < nv && !st; j++) {
+                sy_shape s = sy_vars_shape(m->vars, vars[j]);
+                st = h5_dataset_write_f32(f, lg, wnames[j], &s, sy_vars_data(m->vars, vars[j]));
+            }
+            h5_group_close(f, lg);
         }
-        h5_group_close(f, lg);
+        sy_free(vars);
+        sy_free(wnames);
+        sy_free(wp);
     }
     if (!st) {
         h5_id top;
@@ -183,7 +217,7 @@ static sy_status load_weights_group(sy_model *m, h5_file *f, h5_id g) {
     int64_t n_saved = 0, n_staged = 0;
     const char **mine = sy_calloc((size_t)m->n_layers + 1, sizeof *mine);
     const char **theirs = sy_calloc((size_t)layer_names.n + 1, sizeof *theirs);
-    const model_layer **filtered = sy_calloc((size_t)m->n_layers + 1, sizeof *filtered);
+    loaded_layer *filtered = sy_calloc((size_t)m->n_layers + 1, sizeof *filtered);
     if (!saved || !mine || !theirs || !filtered) {
         st = sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
         goto done;
@@ -210,11 +244,17 @@ static sy_status load_weights_group(sy_model *m, h5_file *f, h5_id g) {
     }
     if (st) goto done;
     int64_t n_filtered = 0;
-    for (int64_t i = 0; i < m->n_layers; i++)
-        if (m->layers[i].n_weights > 0) {
-            filtered[n_filtered] = &m->layers[i];
+    for (int64_t i = 0; i < m->n_layers; i++) {
+        int32_t nv = 0, *vars = layer_vars(m, i, &nv);
+        if (nv > 0 && !vars) {
+            st = sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+            goto done;
+        }
+        if (nv > 0) {
+            filtered[n_filtered] = (loaded_layer){&m->layers[i], i, vars, nv};
             mine[n_filtered++] = m->layers[i].name;
         }
+    }
     if (n_saved != n_filtered) {
         char a[512], b[512];
         join_names(a, sizeof a, mine, n_filtered);
@@ -227,30 +267,31 @@ static sy_status load_weights_group(sy_model *m, h5_file *f, h5_id g) {
     }
     /* Every count, dataset and shape first ... */
     for (int64_t k = 0; k < n_saved && !st; k++) {
-        const model_layer *L = filtered[k];
+        const loaded_layer *F = &filtered[k];
+        const model_layer *L = F->L;
         const saved_layer *s = &saved[k];
-        if (s->weights.n != L->n_weights) {
+        if (s->weights.n != F->n) {
             st = sy_error(SY_ERR_SHAPE,
                           "%s: weight count mismatch for layer #%lld (named %s in the current model, %s in the save "
                           "file): the layer expects %d weight(s), received %lld saved weight(s)",
-                          path, (long long)k, L->name, s->name, L->n_weights, (long long)s->weights.n);
+                          path, (long long)k, L->name, s->name, F->n, (long long)s->weights.n);
             break;
         }
-        for (int j = 0; j < L->n_weights && !st; j++) {
-            sy_shape want = sy_vars_shape(m->vars, L->weight_var[j]), got;
+        for (int j = 0; j < F->n && !st; j++) {
+            sy_shape want = sy_vars_shape(m->vars, F->vars[j]), got;
             st = h5_dataset_shape(f, s->group, s->weights.v[j], &got);
             if (st) {
                 char msg[1024];
                 snprintf(msg, sizeof msg, "%s", sy_last_error());
                 st = sy_error(st == SY_ERR_NOT_FOUND ? SY_ERR_CORRUPT : st,
                               "%s (weight %s:0 of layer #%lld, named %s in the current model, %s in the save file)",
-                              msg, weight_var_name(m, L, j), (long long)k, L->name, s->name);
+                              msg, weight_var_name(m, F, j), (long long)k, L->name, s->name);
             } else if (!sy_shape_equal(&want, &got)) {
                 char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
                 st = sy_error(SY_ERR_SHAPE,
                               "%s: shape mismatch in layer #%lld (named %s in the current model, %s in the save file) "
                               "for weight %s:0: the weight expects shape %s, received saved weight '%s' with shape %s",
-                              path, (long long)k, L->name, s->name, weight_var_name(m, L, j),
+                              path, (long long)k, L->name, s->name, weight_var_name(m, F, j),
                               sy_shape_format(&want, a, sizeof a), s->weights.v[j], sy_shape_format(&got, b, sizeof b));
             }
         }
@@ -278,12 +319,13 @@ static sy_status load_weights_group(sy_model *m, h5_file *f, h5_id g) {
         goto done;
     }
     for (int64_t k = 0; k < n_saved && !st; k++) {
-        const model_layer *L = filtered[k];
-        for (int j = 0; j < L->n_weights && !st; j++) {
-            sy_shape s = sy_vars_shape(m->vars, L->weight_var[j]);
+        const loaded_layer *F = &filtered[k];
+
+        for (int j = 0; j < F->n && !st; j++) {
+            sy_shape s = sy_vars_shape(m->vars, F->vars[j]);
             float *buf = sy_malloc((size_t)sy_shape_count(&s) * sizeof(float));
             if (!buf) {
-                st = sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory for weight %s", path, weight_var_name(m, L, j));
+                st = sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory for weight %s", path, weight_var_name(m, F, j));
                 break;
             }
             staged[n_staged++] = buf;
@@ -293,10 +335,11 @@ static sy_status load_weights_group(sy_model *m, h5_file *f, h5_id g) {
     if (st) goto done;
     /* ... and only then into the model. */
     for (int64_t k = 0, w = 0; k < n_saved; k++) {
-        const model_layer *L = filtered[k];
-        for (int j = 0; j < L->n_weights; j++) {
-            sy_shape s = sy_vars_shape(m->vars, L->weight_var[j]);
-            memcpy(sy_vars_data(m->vars, L->weight_var[j]), staged[w++], (size_t)sy_shape_count(&s) * sizeof(float));
+        const loaded_layer *F = &filtered[k];
+
+        for (int j = 0; j < F->n; j++) {
+            sy_shape s = sy_vars_shape(m->vars, F->vars[j]);
+            memcpy(sy_vars_data(m->vars, F->vars[j]), staged[w++], (size_t)sy_shape_count(&s) * sizeof(float));
         }
     }
 done:
@@ -305,6 +348,7 @@ done:
     saved_free(f, saved, layer_names.n);
     sy_free(mine);
     sy_free(theirs);
+    for (int64_t k = 0; filtered && k < m->n_layers; k++) sy_free(filtered[k].vars);
     sy_free(filtered);
     h5_strings_free(&layer_names);
     return st;
