@@ -18,8 +18,25 @@
  * Keras resolves it for one output unit); batch 64, 20 epochs of one pass
  * over the 25,000 training reviews, validated on the 25,000 test reviews
  * after every epoch.
+ *
+ * cifar10_vgg16 is the Cloud TPU guides' third tutorial, its code as
+ * written: the CIFAR-10 training images as float32 and labels as int64;
+ * from_tensor_slices(images).map(pro), where pro divides by 225.0 (sic),
+ * subtracts the mean (0.4914, 0.4822, 0.4465), divides by the std
+ * (0.2023, 0.1994, 0.2010) and applies random_flip_up_down; zipped with
+ * the labels; batch(200) (drop_remainder for fit's one static shape,
+ * which drops nothing at 200); VGG16(weights=None, input_shape=(32, 32, 3))
+ * with its 1,000-way softmax top; SGD(0.001);
+ * SparseCategoricalCrossentropy(from_logits=True) on that softmax output,
+ * which tf.keras 2.15 answers with a warning and the softmax's own logits
+ * (docs/vgg16-tutorial.md); 10 epochs. Validation: the test images through pro without the
+ * flip, after the last epoch. fashion_mnist_vgg16 is the same on the
+ * images that are here when CIFAR-10 is not: Fashion-MNIST padded to
+ * 32x32 with zeros and repeated over 3 channels.
  */
 #include "cli_internal.h"
+
+#include <stdatomic.h>
 
 #define IMDB_WORDS 15000 /* the tutorial's vocabulary */
 #define IMDB_LEN 250     /* and review length */
@@ -107,14 +124,153 @@ static sy_status build_imdb_lstm(uint64_t seed, sy_model **out) {
     return build_sequential(seed, layers, 3, out);
 }
 
+/* ---- the VGG16 tutorial (cifar10_vgg16, fashion_mnist_vgg16) ---- */
+
+/* VGG16(weights=None, input_shape=(32, 32, 3)): Keras's default top, a
+ * 1,000-way softmax. */
+static sy_status build_vgg16(uint64_t seed, sy_model **out) {
+    sy_applications_options o = sy_applications_options_default();
+    o.input_shape = sy_shape_of(3, (int64_t)32, (int64_t)32, (int64_t)3);
+    o.seed = seed;
+    return sy_applications_vgg16(&o, out);
+}
+
+static const float vgg_mean[3] = {0.4914f, 0.4822f, 0.4465f}, vgg_std[3] = {0.2023f, 0.1994f, 0.2010f};
+
+/* pro's arithmetic in place over (..., 3) float32 pixels: x / 225.0, as
+ * the tutorial writes it, then (x - mean) / std per channel. */
+static void vgg_normalise(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] = (x[i] / 225.0f - vgg_mean[i % 3]) / vgg_std[i % 3];
+}
+
+/* pro: one image (32, 32, 3) normalised and, with probability 1/2, flipped
+ * upside down (tf.image.random_flip_up_down). The coin is the element's
+ * draw from a counter: map runs sequentially, as the tutorial's does, so
+ * a seed gives the same flips, and each epoch new ones. */
+typedef struct vgg_pro {
+    uint64_t seed;
+    atomic_uint_fast64_t count;
+} vgg_pro;
+
+/* The map's context lives as long as the datasets, which the command frees
+ * at exit: one per process, as the command runs one pipeline. */
+static vgg_pro the_pro;
+
+static sy_status vgg_pro_fn(void *ctx, const sy_element *in, sy_element *out) {
+    vgg_pro *p = ctx;
+    sy_shape s = sy_tensor_shape(in->c[0]); /* (H, W, 3) */
+    sy_status st = sy_tensor_new(SY_F32, s, &out->c[0]);
+    if (st) return st;
+    out->n = 1;
+    const float *x = sy_tensor_data(in->c[0]);
+    float *y = sy_tensor_data(out->c[0]);
+    int64_t row = s.dims[1] * s.dims[2];
+    sy_rng coin = sy_rng_new(p->seed, atomic_fetch_add(&p->count, 1));
+    bool flip = sy_rng_uniform(&coin) < 0.5f;
+    for (int64_t r = 0; r < s.dims[0]; r++)
+        memcpy(y + r * row, x + (flip ? s.dims[0] - 1 - r : r) * row, (size_t)row * sizeof *y);
+    vgg_normalise(y, sy_shape_count(&s));
+    return SY_OK;
+}
+
+/* The tutorial's datasets: from_tensor_slices(x_train).map(pro) zipped with
+ * from_tensor_slices(y_train), batch(batch_size); the test split (already
+ * normalised by the loader) batched alike. */
+static sy_status vgg_pipeline(const sy_data_split *d, int64_t batch_size, uint64_t seed, sy_dataset **train,
+                              sy_dataset **validation) {
+    sy_dataset *images = NULL, *mapped = NULL, *labels = NULL, *zipped = NULL, *test = NULL;
+    *train = *validation = NULL;
+    the_pro.seed = seed;
+    atomic_store(&the_pro.count, 0);
+    sy_tensor *test_xy[2] = {d->x_test, d->y_test};
+    sy_component_spec spec = {SY_F32, sy_shape_of(3, (int64_t)32, (int64_t)32, (int64_t)3)};
+    sy_status st = sy_dataset_from_tensor_slices(&d->x_train, 1, &images);
+    if (!st) st = sy_dataset_map(images, vgg_pro_fn, &the_pro, 1, &spec, 1, &mapped);
+    if (!st) st = sy_dataset_from_tensor_slices(&d->y_train, 1, &labels);
+    if (!st) st = sy_dataset_zip((const sy_dataset *const[]){mapped, labels}, 2, &zipped);
+    /* drop_remainder, which fit's one static shape needs, drops nothing at
+     * batch 200: 50,000 and 60,000 images are whole batches */
+    if (!st) st = sy_dataset_batch(zipped, batch_size, true, train);
+    if (!st) st = sy_dataset_from_tensor_slices(test_xy, 2, &test);
+    if (!st) st = sy_dataset_batch(test, batch_size, false, validation);
+    sy_dataset_free(images);
+    sy_dataset_free(mapped);
+    sy_dataset_free(labels);
+    sy_dataset_free(zipped);
+    sy_dataset_free(test);
+    if (st) {
+        sy_dataset_free(*train);
+        *train = NULL;
+    }
+    return st;
+}
+
+/* Images as the tutorial takes them: the training images float32 (N, 32,
+ * 32, 3) in 0..255 for pro, the test images already through pro's
+ * arithmetic (no flip) for evaluate, predict and validation; labels int64
+ * (N, 1), as cifar10.load_data()'s, cast as the tutorial casts them.
+ * `pad` (Fashion-MNIST) puts each 28x28 image in the middle of 32x32 zeros
+ * and repeats it over the 3 channels. */
+static sy_status vgg_images(const sy_tensor *x, bool pad, bool normalise, sy_tensor **out) {
+    sy_shape s = sy_tensor_shape(x);
+    int64_t n = s.dims[0];
+    sy_status st = sy_tensor_new(SY_F32, sy_shape_of(4, n, (int64_t)32, (int64_t)32, (int64_t)3), out);
+    if (st) return st;
+    const uint8_t *src = sy_tensor_data(x);
+    float *dst = sy_tensor_data(*out);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t r = 0; r < 32; r++)
+            for (int64_t c = 0; c < 32; c++)
+                for (int64_t k = 0; k < 3; k++) {
+                    float v;
+                    if (!pad) v = src[((i * 32 + r) * 32 + c) * 3 + k];
+                    else v = r < 2 || r >= 30 || c < 2 || c >= 30 ? 0.0f : src[(i * 28 + r - 2) * 28 + c - 2];
+                    dst[((i * 32 + r) * 32 + c) * 3 + k] = v;
+                }
+    if (normalise) vgg_normalise(dst, sy_tensor_count(*out));
+    return SY_OK;
+}
+
+static sy_status vgg_labels(const sy_tensor *y, sy_tensor **out) {
+    int64_t n = sy_tensor_shape(y).dims[0];
+    sy_status st = sy_tensor_new(SY_I64, sy_shape_of(2, n, (int64_t)1), out);
+    if (st) return st;
+    const uint8_t *src = sy_tensor_data(y);
+    int64_t *dst = sy_tensor_data(*out);
+    for (int64_t i = 0; i < n; i++) dst[i] = src[i];
+    return SY_OK;
+}
+
+static sy_status vgg_data(sy_status (*load)(sy_data_split *), bool pad, sy_data_split *d) {
+    sy_data_split raw;
+    sy_status st = load(&raw);
+    if (st) return st;
+    memset(d, 0, sizeof *d);
+    if ((st = vgg_images(raw.x_train, pad, false, &d->x_train)) || (st = vgg_images(raw.x_test, pad, true, &d->x_test)) ||
+        (st = vgg_labels(raw.y_train, &d->y_train)) || (st = vgg_labels(raw.y_test, &d->y_test)))
+        sy_data_split_free(d);
+    sy_data_split_free(&raw);
+    return st;
+}
+
+static sy_status load_cifar10_vgg(sy_data_split *d) { return vgg_data(sy_cifar10_load_data, false, d); }
+static sy_status load_fashion_mnist_vgg(sy_data_split *d) { return vgg_data(sy_fashion_mnist_load_data, true, d); }
+
 static const builtin_model models[] = {
     {"fashion_mnist_cnn", "the Cloud TPU Keras tutorial: a CNN on Fashion-MNIST (raw pixels, Adam)", build_mnist_cnn,
      load_fashion_mnist, "adam", 1e-3f, "sparse_categorical_crossentropy", {"sparse_categorical_accuracy"}, 1, 1000, 5,
-     60, 5, {3, {28, 28, 1}}, 0, 0},
+     60, 5, {3, {28, 28, 1}}, 0, 0, false, NULL},
     {"mnist_cnn", "the same CNN on MNIST digits", build_mnist_cnn, load_mnist, "adam", 1e-3f,
-     "sparse_categorical_crossentropy", {"sparse_categorical_accuracy"}, 1, 1000, 5, 60, 5, {3, {28, 28, 1}}, 0, 0},
+     "sparse_categorical_crossentropy", {"sparse_categorical_accuracy"}, 1, 1000, 5, 60, 5, {3, {28, 28, 1}}, 0, 0, false, NULL},
     {"imdb_lstm", "the Keras IMDB tutorial: an LSTM over word embeddings classifies movie reviews", build_imdb_lstm,
-     load_imdb, "adam", 1e-3f, "binary_crossentropy", {"accuracy"}, 1, 64, 20, 0, 1, {1, {IMDB_LEN}}, IMDB_WORDS, IMDB_LEN},
+     load_imdb, "adam", 1e-3f, "binary_crossentropy", {"accuracy"}, 1, 64, 20, 0, 1, {1, {IMDB_LEN}}, IMDB_WORDS, IMDB_LEN,
+     false, NULL},
+    {"cifar10_vgg16", "the Cloud TPU guides' third tutorial: VGG16 on CIFAR-10 through tf.data (SGD, from_logits)",
+     build_vgg16, load_cifar10_vgg, "sgd", 1e-3f, "sparse_categorical_crossentropy", {"sparse_categorical_accuracy"}, 1,
+     200, 10, 0, 10, {3, {32, 32, 3}}, 0, 0, true, vgg_pipeline},
+    {"fashion_mnist_vgg16", "the same VGG16 tutorial on Fashion-MNIST padded to 32x32x3 (CIFAR-10 is not here)",
+     build_vgg16, load_fashion_mnist_vgg, "sgd", 1e-3f, "sparse_categorical_crossentropy",
+     {"sparse_categorical_accuracy"}, 1, 200, 10, 0, 10, {3, {32, 32, 3}}, 0, 0, true, vgg_pipeline},
 };
 
 int builtin_count(void) { return (int)(sizeof models / sizeof models[0]); }

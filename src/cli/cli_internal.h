@@ -33,6 +33,13 @@ typedef struct builtin_model {
      * images). */
     sy_shape input_shape;
     int64_t num_words, maxlen;
+    /* The tutorial's loss takes logits (SparseCategoricalCrossentropy(from_logits=True)). */
+    bool from_logits;
+    /* The tutorial's tf.data pipeline over the loaded arrays (NULL: fit
+     * takes the arrays, batched and shuffled as Keras's fit does): the
+     * training dataset, already batched, and the validation one. */
+    sy_status (*pipeline)(const sy_data_split *d, int64_t batch_size, uint64_t seed, sy_dataset **train,
+                          sy_dataset **validation);
 } builtin_model;
 
 const builtin_model *builtin_find(const char *name);

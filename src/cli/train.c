@@ -358,7 +358,7 @@ static int prepare(const char *command, const builtin_model *b, file_model *fm, 
     }
     c.loss = b->loss;
     /* the .h5 file's own loss, with its from_logits (a --loss NAME takes probabilities, as Keras's compile(loss=NAME)) */
-    c.from_logits = fm && b->loss == fm->saved_loss && fm->saved_from_logits;
+    c.from_logits = fm ? b->loss == fm->saved_loss && fm->saved_from_logits : b->from_logits;
     c.metrics = b->metrics;
     c.n_metrics = b->n_metrics;
     c.steps_per_execution = (int32_t)o->steps_per_execution;
@@ -510,6 +510,13 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
         if (!st)
             st = records_datasets(b, o->data, &to, o->batch_size, o->steps_per_epoch, (uint64_t)o->seed, &parse, &train,
                                   &val);
+        if (!st) st = sy_model_fit_dataset(m, train, val, &fo, &h);
+        sy_dataset_free(train);
+        sy_dataset_free(val);
+    } else if (b->pipeline) { /* the tutorial's own tf.data pipeline */
+        sy_dataset *train = NULL, *val = NULL;
+        st = b->pipeline(d, o->batch_size, (uint64_t)o->seed, &train, &val);
+        fo.x_val = fo.y_val = NULL;
         if (!st) st = sy_model_fit_dataset(m, train, val, &fo, &h);
         sy_dataset_free(train);
         sy_dataset_free(val);
