@@ -178,14 +178,14 @@ static sy_status check_data(const sy_model *m, const char *what, const char *xna
     char names[1024], a[64];
     if (n_x != m->n_inputs || !x) {
         io_names(m, false, names, sizeof names);
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: model '%s' expects %d input array%s (%s), but it received %d",
-                        what, m->name, m->n_inputs, m->n_inputs == 1 ? "" : "s", names, x ? n_x : 0);
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: model '%s' expects %d input array%s (%s), but it received %d (%s)",
+                        what, m->name, m->n_inputs, m->n_inputs == 1 ? "" : "s", names, x ? n_x : 0, xname);
     }
     if (y && n_y != m->n_outputs) {
         io_names(m, true, names, sizeof names);
         return sy_error(SY_ERR_INVALID_ARGUMENT,
-                        "%s: model '%s' has %d output%s (%s) and takes a label array for each, but it received %d",
-                        what, m->name, m->n_outputs, m->n_outputs == 1 ? "" : "s", names, n_y);
+                        "%s: model '%s' has %d output%s (%s) and takes a label array for each, but it received %d (%s)",
+                        what, m->name, m->n_outputs, m->n_outputs == 1 ? "" : "s", names, n_y, yname);
     }
     for (int32_t i = 0; i < n_x; i++) {
         if (!x[i]) return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %s is NULL", what, array_name(xname, i, n_x, a, sizeof a));
