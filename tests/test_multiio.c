@@ -21,6 +21,7 @@
 #include "keras/keras_internal.h"
 #include "systolic.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -356,6 +357,61 @@ static void test_replicas(void) {
     data_free(&d);
 }
 
+/* A fit stopped after 2 of 3 epochs and resumed from its checkpoint ends
+ * with the weights of one never stopped: each output's running loss sums
+ * travel in the checkpoint too. */
+static void test_checkpoint(void) {
+    data d = synthetic(40);
+    char dir[] = "/tmp/systolic_multiio_ckpt_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    float *w[2] = {NULL, NULL};
+    size_t count = 0;
+    for (int run = 0; run < 2; run++) {
+        for (int part = 0; part < (run ? 2 : 1); part++) {
+            sy_model *m = build();
+            if (!m) continue;
+            weights(m, "init", true, 0);
+            compile_list(m, sy_optimizer_adam(0.01f));
+            sy_fit_options f = sy_fit_options_default();
+            f.batch_size = 8;
+            f.verbose = 0;
+            f.epochs = run && part == 0 ? 2 : 3;
+            f.model_dir = run ? dir : NULL;
+            f.resume = run && part == 1;
+            CHECK_OK(sy_model_fit_multi(m, X(d), 2, Y(d), 2, &f, NULL));
+            if (part == (run ? 1 : 0)) { /* the final weights, one after another */
+                count = 0;
+                for (int32_t i = 0; i < sy_model_weight_count(m); i++) {
+                    sy_shape s = sy_model_weight_shape(m, i);
+                    count += (size_t)sy_shape_count(&s);
+                }
+                w[run] = malloc(count * sizeof(float));
+                size_t at = 0;
+                for (int32_t i = 0; w[run] && i < sy_model_weight_count(m); i++) {
+                    sy_shape s = sy_model_weight_shape(m, i);
+                    memcpy(w[run] + at, sy_model_weight_data(m, i), (size_t)sy_shape_count(&s) * sizeof(float));
+                    at += (size_t)sy_shape_count(&s);
+                }
+            }
+            sy_model_free(m);
+        }
+    }
+    CHECK(w[0] && w[1] && !memcmp(w[0], w[1], count * sizeof(float)),
+          "resumed from the epoch-2 checkpoint: the weights of an uninterrupted fit, bit for bit");
+    free(w[0]);
+    free(w[1]);
+    DIR *dh = opendir(dir);
+    for (struct dirent *e; dh && (e = readdir(dh));) {
+        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    if (dh) closedir(dh);
+    rmdir(dir);
+    data_free(&d);
+}
+
 /* ---- Keras's files ---------------------------------------------------------------------------- */
 
 static char *training_config_of(const char *path) {
@@ -505,6 +561,7 @@ int main(void) {
     test_golden();
     test_training();
     test_replicas();
+    test_checkpoint();
     test_keras_files();
     test_errors();
     sy_npz_close(fixture);

@@ -3,12 +3,21 @@
  * names; and the plans the model runs, one per mode, compiled from a graph
  * of the layers on first use at a given batch size.
  *
- * The graph of every mode is the same layer stack over an input x of shape
- * (batch, input_shape...); training builds it with dropout active. Train
- * and evaluate plans add the labels y and the loss per sample (batch,),
- * which is what evaluate() needs to leave padded rows out; the train plan
- * minimises its mean (Keras's SUM_OVER_BATCH_SIZE) with the optimizer. The
- * model's output is an output of every plan, for metrics and predict().
+ * The graph of every mode is the model's graph of layer calls over one
+ * input x per model input, each (batch, input_shape...); training builds
+ * it with dropout active. Train and evaluate plans add labels y per output
+ * and each output's loss per sample (batch,); the total per sample is
+ * sum(loss_weight_j * loss_j) plus the regularization penalties once
+ * (Keras's total loss), which is what evaluate() needs to leave padded rows
+ * out; the train plan minimises its mean (Keras's SUM_OVER_BATCH_SIZE)
+ * with the optimizer. The outputs' own losses (several outputs) and the
+ * model's outputs are outputs of every plan, for the logs and predict().
+ *
+ * compile() takes Keras's forms of the loss (one for every output, a list
+ * in output order, a dict by output name), loss_weights and metrics (a
+ * flat list for every output, or per output) and keeps them per output
+ * (model_head); a one-output model is the case n = 1. Everything is
+ * checked before the model changes.
  * All plans share the model's variable store, so they share the weights;
  * the train plan adds the optimizer's slots to it.
  */

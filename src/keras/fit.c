@@ -23,6 +23,13 @@
  * label, its index and value: x must be (samples, input_shape...), labels
  * must be what the loss takes (class indices for sparse losses).
  *
+ * A model with several inputs and outputs takes one array per input and
+ * one label array per output (sy_model_fit_multi, ...; a dataset's
+ * elements are (x1 .. xn, y1 .. ym)); the one-array entry points are the
+ * case n = 1. Every array is fed through the same sample indices, so
+ * shuffling, padding and the replicas' shards cut them all alike. The logs
+ * are Keras's: loss, <output>_loss per output, <output>_<metric>.
+ *
  * With a model_dir, fit() holds the directory's lock throughout, checkpoints
  * at each epoch's end and every save_checkpoints_steps steps
  * (model_checkpoint.c), and with resume starts where the newest valid
