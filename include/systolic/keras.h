@@ -387,6 +387,16 @@ void sy_model_summary(const sy_model *m, FILE *out);
 
 /* ---- compile ------------------------------------------------------------------- */
 
+/* One output's part of compile(): Keras's list (or dict) entry. */
+typedef struct sy_compile_output {
+    const char *output;          /* the output layer's name (Keras's dict key); NULL: by position (list) */
+    const char *loss;            /* NULL: the options' loss (and from_logits) */
+    bool from_logits;            /* with loss: the loss takes logits */
+    const char *const *metrics;  /* this output's metrics (Keras's list of lists); none: the options'
+                                    flat metrics, if any */
+    int32_t n_metrics;
+} sy_compile_output;
+
 typedef struct sy_compile_options {
     sy_optimizer optimizer;      /* default: RMSprop(0.001), as Keras's compile() */
     const char *loss;            /* Keras's name: sparse_categorical_crossentropy,
@@ -394,7 +404,8 @@ typedef struct sy_compile_options {
                                     mean_squared_error (mse) */
     bool from_logits;            /* the loss takes logits */
     const char *const *metrics;  /* Keras's names: accuracy (acc), sparse_categorical_accuracy,
-                                    categorical_accuracy, binary_accuracy */
+                                    categorical_accuracy, binary_accuracy, mean_squared_error (mse),
+                                    mean_absolute_error (mae) */
     int32_t n_metrics;
     const char *backend;         /* "cpu" (default) or "ref" */
     int32_t steps_per_execution; /* steps per host round trip: 1; the progress bar and
@@ -411,21 +422,11 @@ typedef struct sy_compile_options {
      * parallel `outputs` when it is given, else the model's outputs; the
      * training loss is sum(loss_weight_i * loss_i) plus the regularization
      * penalties. A one-output model is the case n = 1 of all this. */
-    const struct sy_compile_output *outputs;
+    const sy_compile_output *outputs;
     int32_t n_outputs;
     const double *loss_weights;
     int32_t n_loss_weights;
 } sy_compile_options;
-
-/* One output's part of compile(): Keras's list (or dict) entry. */
-typedef struct sy_compile_output {
-    const char *output;          /* the output layer's name (Keras's dict key); NULL: by position (list) */
-    const char *loss;            /* NULL: the options' loss (and from_logits) */
-    bool from_logits;            /* with loss: the loss takes logits */
-    const char *const *metrics;  /* this output's metrics (Keras's list of lists); none: the options'
-                                    flat metrics, if any */
-    int32_t n_metrics;
-} sy_compile_output;
 
 sy_compile_options sy_compile_options_default(void);
 
