@@ -203,7 +203,7 @@ static void test_keras_files(void) {
         sy_model_free(ref);
         check_predicts_like_keras(m, names[k]);
         CHECK_CLOSE(sy_model_learning_rate(m), rates[k], 0, 0, "%s: the learning rate of the loaded model", names[k]);
-        CHECK(!strcmp(m->loss_name, losses[k]), "%s: loss %s, Keras's %s", names[k], m->loss_name, losses[k]);
+        CHECK(!strcmp(m->heads[0].loss_name, losses[k]), "%s: loss %s, Keras's %s", names[k], m->heads[0].loss_name, losses[k]);
         sy_model_free(m);
     }
     /* fixed-length strings and layer_names0, layer_names1 */
@@ -269,13 +269,14 @@ static void test_full_round_trip(void) {
         size_t n;
         float *wa = snapshot(a, &n);
         CHECK(same_weights(b, wa, n), "%s: weights after model.save and load_model", names[k]);
-        CHECK(b->compiled && b->loss == a->loss && b->n_metrics == a->n_metrics &&
+        CHECK(b->compiled && b->heads[0].loss == a->heads[0].loss && b->heads[0].n_metrics == a->heads[0].n_metrics &&
                   b->optimizer.kind == a->optimizer.kind && b->optimizer.learning_rate == a->optimizer.learning_rate &&
                   b->optimizer.momentum == a->optimizer.momentum,
               "%s: compiled as it was", names[k]);
-        for (int32_t i = 0; i < a->n_metrics && i < b->n_metrics; i++)
-            CHECK(!strcmp(a->metrics[i].name, b->metrics[i].name) && a->metrics[i].kind == b->metrics[i].kind,
-                  "%s: metric %s, saved %s", names[k], b->metrics[i].name, a->metrics[i].name);
+        for (int32_t i = 0; i < a->heads[0].n_metrics && i < b->heads[0].n_metrics; i++)
+            CHECK(!strcmp(a->heads[0].metrics[i].name, b->heads[0].metrics[i].name) &&
+                      a->heads[0].metrics[i].kind == b->heads[0].metrics[i].kind,
+                  "%s: metric %s, saved %s", names[k], b->heads[0].metrics[i].name, a->heads[0].metrics[i].name);
         sy_tensor *x = npz_array(npz, "x"), *pa = predict(a, x), *pb = predict(b, x);
         CHECK(pa && pb && memcmp(sy_tensor_data(pa), sy_tensor_data(pb), sy_tensor_bytes(pa)) == 0,
               "%s: predictions after model.save and load_model", names[k]);

@@ -403,6 +403,16 @@ void sy_model_summary(const sy_model *m, FILE *out);
 
 /* ---- compile ------------------------------------------------------------------- */
 
+/* One output's part of compile(): Keras's list (or dict) entry. */
+typedef struct sy_compile_output {
+    const char *output;          /* the output layer's name (Keras's dict key); NULL: by position (list) */
+    const char *loss;            /* NULL: the options' loss (and from_logits) */
+    bool from_logits;            /* with loss: the loss takes logits */
+    const char *const *metrics;  /* this output's metrics (Keras's list of lists); none: the options'
+                                    flat metrics, if any */
+    int32_t n_metrics;
+} sy_compile_output;
+
 typedef struct sy_compile_options {
     sy_optimizer optimizer;      /* default: RMSprop(0.001), as Keras's compile() */
     const char *loss;            /* Keras's name: sparse_categorical_crossentropy,
@@ -410,12 +420,28 @@ typedef struct sy_compile_options {
                                     mean_squared_error (mse) */
     bool from_logits;            /* the loss takes logits */
     const char *const *metrics;  /* Keras's names: accuracy (acc), sparse_categorical_accuracy,
-                                    categorical_accuracy, binary_accuracy */
+                                    categorical_accuracy, binary_accuracy, mean_squared_error (mse),
+                                    mean_absolute_error (mae) */
     int32_t n_metrics;
     const char *backend;         /* "cpu" (default) or "ref" */
     int32_t steps_per_execution; /* steps per host round trip: 1; the progress bar and
                                     callbacks see every n-th step, results are the same */
     int32_t threads;             /* outside a strategy scope: kernel threads; 0: one per core */
+    /* Several outputs (issue 15), Keras's compile(loss=[...] or {...},
+     * loss_weights=..., metrics=[[...], ...]). Without `outputs`, `loss`
+     * and `from_logits` apply to every output, as Keras's single loss does,
+     * and so does a flat `metrics` list (each output gets its own copy,
+     * logged as "<output>_<metric>"). With `outputs`, entry i is Keras's
+     * list entry i -- output i, in sy_model_set_outputs' order -- or, when
+     * its `output` names an output layer, Keras's dict entry for it; every
+     * output needs one entry. loss_weights (NULL: 1 each, Keras's None)
+     * parallel `outputs` when it is given, else the model's outputs; the
+     * training loss is sum(loss_weight_i * loss_i) plus the regularization
+     * penalties. A one-output model is the case n = 1 of all this. */
+    const sy_compile_output *outputs;
+    int32_t n_outputs;
+    const double *loss_weights;
+    int32_t n_loss_weights;
 } sy_compile_options;
 
 sy_compile_options sy_compile_options_default(void);
@@ -434,10 +460,10 @@ sy_status sy_model_compile(sy_model *m, const sy_compile_options *options);
 
 /* Named values: loss and metrics of a step, an epoch or an evaluation, in
  * Keras's order (loss, metrics, then val_loss, val_ metrics). */
-#define SY_LOGS_MAX 24
+#define SY_LOGS_MAX 64
 typedef struct sy_logs {
     int32_t n;
-    char names[SY_LOGS_MAX][48];
+    char names[SY_LOGS_MAX][128]; /* "val_<output>_<metric>" fits */
     double values[SY_LOGS_MAX];
 } sy_logs;
 
@@ -631,6 +657,13 @@ typedef struct sy_fit_options {
     int64_t save_checkpoints_steps; /* 0 */
     int32_t keep_checkpoint_max;    /* 5 */
     bool resume;                    /* false */
+    /* validation_data of a model with several inputs or outputs (issue
+     * 15): one array per input and one label array per output, as
+     * sy_model_fit_multi takes them; instead of x_val and y_val. */
+    const sy_tensor *const *x_val_list;
+    int32_t n_x_val;
+    const sy_tensor *const *y_val_list;
+    int32_t n_y_val;
 } sy_fit_options;
 
 sy_fit_options sy_fit_options_default(void);
@@ -665,6 +698,25 @@ sy_status sy_model_evaluate(sy_model *m, const sy_tensor *x, const sy_tensor *y,
  * output_shape...) the caller frees. Batching as evaluate. */
 sy_status sy_model_predict(sy_model *m, const sy_tensor *x, const sy_evaluate_options *options, sy_tensor **out);
 
+/* The same for a model with several inputs and outputs (issue 15), as
+ * Keras's fit([x1, x2], [y1, y2]): x holds one array per model input (in
+ * sy_model_input order), y one label array per output (in
+ * sy_model_set_outputs order), every one with the same number of samples;
+ * each is checked against its input or output, and a mismatch names it
+ * (the input layer, the output layer) and both shapes. The logs are
+ * Keras's: "loss" (the weighted sum of the outputs' losses plus the
+ * regularization penalties), then "<output>_loss" per output (unweighted),
+ * then "<output>_<metric>" per output and metric, then the same with
+ * "val_". With one input and one output these are sy_model_fit, _evaluate
+ * and _predict (and the logs "loss" and "<metric>"). predict gives one new
+ * tensor per output in out[0 .. n_out), n_out the model's outputs. */
+sy_status sy_model_fit_multi(sy_model *m, const sy_tensor *const *x, int32_t n_x, const sy_tensor *const *y,
+                             int32_t n_y, const sy_fit_options *options, sy_history **history);
+sy_status sy_model_evaluate_multi(sy_model *m, const sy_tensor *const *x, int32_t n_x, const sy_tensor *const *y,
+                                  int32_t n_y, const sy_evaluate_options *options, sy_logs *results);
+sy_status sy_model_predict_multi(sy_model *m, const sy_tensor *const *x, int32_t n_x,
+                                 const sy_evaluate_options *options, sy_tensor **out, int32_t n_out);
+
 /* ---- datasets (systolic/data.h) ------------------------------------------------------ */
 
 /* fit, evaluate and predict on a dataset, as Keras takes a tf.data.Dataset:
@@ -677,13 +729,18 @@ sy_status sy_model_predict(sy_model *m, const sy_tensor *x, const sy_evaluate_op
  * a dataset too, may be NULL); steps_per_epoch 0 means one pass per epoch
  * (the dataset must be finite), else that many steps per epoch from one
  * iteration that goes on across epochs, stopping with a warning if the
- * data runs out, as Keras does. */
+ * data runs out, as Keras does. A model with several inputs and outputs
+ * takes elements (x1, ..., xn, y1, ..., ym) -- its inputs, then its
+ * outputs' labels, flat -- and sy_model_predict_dataset_multi gives one
+ * tensor per output. */
 sy_status sy_model_fit_dataset(sy_model *m, const sy_dataset *train, const sy_dataset *validation,
                                const sy_fit_options *options, sy_history **history);
 sy_status sy_model_evaluate_dataset(sy_model *m, const sy_dataset *data, const sy_evaluate_options *options,
                                     sy_logs *results);
 sy_status sy_model_predict_dataset(sy_model *m, const sy_dataset *data, const sy_evaluate_options *options,
                                    sy_tensor **out);
+sy_status sy_model_predict_dataset_multi(sy_model *m, const sy_dataset *data, const sy_evaluate_options *options,
+                                         sy_tensor **out, int32_t n_out);
 
 #ifdef __cplusplus
 }

@@ -156,14 +156,14 @@ sy_status file_model_load(file_model *f, uint64_t seed, sy_model **out) {
             f->has_optimizer = true;
             f->optimizer = m->optimizer;
             if (!f->b.loss) {
-                snprintf(f->saved_loss, sizeof f->saved_loss, "%s", m->loss_name);
+                snprintf(f->saved_loss, sizeof f->saved_loss, "%s", m->heads[0].loss_name);
                 f->b.loss = f->saved_loss;
-                f->saved_from_logits = m->from_logits; /* the recompile must keep it */
+                f->saved_from_logits = m->heads[0].from_logits; /* the recompile must keep it */
             }
-            if (!f->metrics_given && m->n_metrics > 0) {
-                int32_t n = m->n_metrics < 4 ? m->n_metrics : 4;
+            if (!f->metrics_given && m->heads[0].n_metrics > 0) {
+                int32_t n = m->heads[0].n_metrics < 4 ? m->heads[0].n_metrics : 4;
                 for (int32_t i = 0; i < n; i++) {
-                    snprintf(f->saved_metrics[i], sizeof f->saved_metrics[i], "%s", m->metrics[i].name);
+                    snprintf(f->saved_metrics[i], sizeof f->saved_metrics[i], "%s", m->heads[0].metrics[i].name);
                     f->b.metrics[i] = f->saved_metrics[i];
                 }
                 f->b.n_metrics = n;

@@ -439,10 +439,10 @@ static int check_monitor(const command_spec *c, const run_opts *o, const sy_mode
     if (!o->early_stopping || !o->monitor) return -1;
     const char *name = strncmp(o->monitor, "val_", 4) ? o->monitor : o->monitor + 4;
     bool known = !strcmp(name, "loss");
-    for (int32_t i = 0; i < m->n_metrics && !known; i++) known = !strcmp(name, m->metrics[i].name);
+    for (int32_t i = 0; i < m->heads[0].n_metrics && !known; i++) known = !strcmp(name, m->heads[0].metrics[i].name);
     if (known) return -1;
     fprintf(stderr, "systolic %s: --monitor: '%s' is not in the logs; known: loss", c->name, o->monitor);
-    for (int32_t i = 0; i < m->n_metrics; i++) fprintf(stderr, ", %s", m->metrics[i].name);
+    for (int32_t i = 0; i < m->heads[0].n_metrics; i++) fprintf(stderr, ", %s", m->heads[0].metrics[i].name);
     fprintf(stderr, ", and each with val_\n");
     return 2;
 }

@@ -3,17 +3,27 @@
  * names; and the plans the model runs, one per mode, compiled from a graph
  * of the layers on first use at a given batch size.
  *
- * The graph of every mode is the same layer stack over an input x of shape
- * (batch, input_shape...); training builds it with dropout active. Train
- * and evaluate plans add the labels y and the loss per sample (batch,),
- * which is what evaluate() needs to leave padded rows out; the train plan
- * minimises its mean (Keras's SUM_OVER_BATCH_SIZE) with the optimizer. The
- * model's output is an output of every plan, for metrics and predict().
+ * The graph of every mode is the model's graph of layer calls over one
+ * input x per model input, each (batch, input_shape...); training builds
+ * it with dropout active. Train and evaluate plans add labels y per output
+ * and each output's loss per sample (batch,); the total per sample is
+ * sum(loss_weight_j * loss_j) plus the regularization penalties once
+ * (Keras's total loss), which is what evaluate() needs to leave padded rows
+ * out; the train plan minimises its mean (Keras's SUM_OVER_BATCH_SIZE)
+ * with the optimizer. The outputs' own losses (several outputs) and the
+ * model's outputs are outputs of every plan, for the logs and predict().
+ *
+ * compile() takes Keras's forms of the loss (one for every output, a list
+ * in output order, a dict by output name), loss_weights and metrics (a
+ * flat list for every output, or per output) and keeps them per output
+ * (model_head); a one-output model is the case n = 1. Everything is
+ * checked before the model changes.
  * All plans share the model's variable store, so they share the weights;
  * the train plan adds the optimizer's slots to it.
  */
 #include "keras_internal.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <strings.h>
@@ -46,54 +56,66 @@ static const struct {
     {"MSE", KERAS_LOSS_MSE},
 };
 
-static sy_status resolve_loss(sy_model *m, const char *name) {
+static sy_status resolve_loss(const char *where, const char *name, model_head *h) {
     for (size_t i = 0; name && i < sizeof losses / sizeof losses[0]; i++)
         if (strcmp(name, losses[i].name) == 0) {
-            m->loss = losses[i].loss;
-            snprintf(m->loss_name, sizeof m->loss_name, "%s", name);
+            h->loss = losses[i].loss;
+            snprintf(h->loss_name, sizeof h->loss_name, "%s", name);
             return SY_OK;
         }
     return sy_error(SY_ERR_NOT_FOUND,
-                    "compile: unknown loss '%s'; known: sparse_categorical_crossentropy, categorical_crossentropy, "
+                    "%s: unknown loss '%s'; known: sparse_categorical_crossentropy, categorical_crossentropy, "
                     "binary_crossentropy, mean_squared_error (mse)",
-                    name ? name : "(none given)");
+                    where, name ? name : "(none given)");
 }
 
 /* Keras resolves "accuracy" by the shapes: a one-unit output is binary,
  * integer labels are sparse, anything else categorical. Labels here take
- * the loss's form, so the loss decides between sparse and categorical. */
-static sy_status resolve_metric(sy_model *m, const char *name, metric_spec *out) {
-    sy_shape out_shape = model_output_shape(m);
-    int64_t classes = out_shape.dims[out_shape.rank - 1];
+ * the loss's form, so the loss decides between sparse and categorical.
+ * out_shape is the output the metric watches; h its loss. */
+static sy_status resolve_metric(const char *where, const sy_shape *out_shape, const model_head *h, const char *name,
+                                metric_spec *out) {
+    int64_t classes = out_shape->dims[out_shape->rank - 1];
+    bool sparse = h->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE;
     snprintf(out->name, sizeof out->name, "%s", name ? name : "");
     if (name && (strcmp(name, "accuracy") == 0 || strcmp(name, "acc") == 0)) {
-        out->kind = classes == 1                                   ? KERAS_METRIC_BINARY_ACCURACY
-                    : m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE ? KERAS_METRIC_SPARSE_CATEGORICAL_ACCURACY
-                                                                   : KERAS_METRIC_CATEGORICAL_ACCURACY;
+        out->kind = classes == 1 ? KERAS_METRIC_BINARY_ACCURACY
+                    : sparse     ? KERAS_METRIC_SPARSE_CATEGORICAL_ACCURACY
+                                 : KERAS_METRIC_CATEGORICAL_ACCURACY;
         return SY_OK;
     }
     if (name && strcmp(name, "sparse_categorical_accuracy") == 0) {
-        if (m->loss != KERAS_LOSS_SPARSE_CATEGORICAL_CE)
+        if (!sparse)
             return sy_error(SY_ERR_INVALID_ARGUMENT,
-                            "compile: sparse_categorical_accuracy needs integer class labels, which only the "
+                            "%s: sparse_categorical_accuracy needs integer class labels, which only the "
                             "sparse_categorical_crossentropy loss takes; with '%s' use categorical_accuracy or accuracy",
-                            m->loss_name);
+                            where, h->loss_name);
         out->kind = KERAS_METRIC_SPARSE_CATEGORICAL_ACCURACY;
         return SY_OK;
     }
-    if (name && (strcmp(name, "categorical_accuracy") == 0 || strcmp(name, "binary_accuracy") == 0)) {
-        if (m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE)
-            return sy_error(SY_ERR_INVALID_ARGUMENT,
-                            "compile: %s compares with targets of the output's shape, but sparse_categorical_crossentropy "
-                            "takes class indices; use sparse_categorical_accuracy or accuracy",
-                            name);
-        out->kind = name[0] == 'c' ? KERAS_METRIC_CATEGORICAL_ACCURACY : KERAS_METRIC_BINARY_ACCURACY;
-        return SY_OK;
-    }
+    static const struct {
+        const char *name;
+        keras_metric kind;
+    } dense[] = {{"categorical_accuracy", KERAS_METRIC_CATEGORICAL_ACCURACY},
+                 {"binary_accuracy", KERAS_METRIC_BINARY_ACCURACY},
+                 {"mse", KERAS_METRIC_MSE},
+                 {"mean_squared_error", KERAS_METRIC_MSE},
+                 {"mae", KERAS_METRIC_MAE},
+                 {"mean_absolute_error", KERAS_METRIC_MAE}};
+    for (size_t i = 0; name && i < sizeof dense / sizeof dense[0]; i++)
+        if (strcmp(name, dense[i].name) == 0) {
+            if (sparse)
+                return sy_error(SY_ERR_INVALID_ARGUMENT,
+                                "%s: %s compares with targets of the output's shape, but sparse_categorical_crossentropy "
+                                "takes class indices; use sparse_categorical_accuracy or accuracy",
+                                where, name);
+            out->kind = dense[i].kind;
+            return SY_OK;
+        }
     return sy_error(SY_ERR_NOT_FOUND,
-                    "compile: unknown metric '%s'; known: accuracy (acc), sparse_categorical_accuracy, "
-                    "categorical_accuracy, binary_accuracy",
-                    name ? name : "(null)");
+                    "%s: unknown metric '%s'; known: accuracy (acc), sparse_categorical_accuracy, "
+                    "categorical_accuracy, binary_accuracy, mean_squared_error (mse), mean_absolute_error (mae)",
+                    where, name ? name : "(null)");
 }
 
 /* Zero the optimizer's slots and step count: a new compile() is a new optimizer. */
@@ -102,6 +124,101 @@ static void reset_optimizer_state(sy_model *m) {
     for (int64_t i = 0; i < v->n_vars; i++)
         if (v->vars[i].kind == SY_VAR_SLOT) memset(sy_vars_data(v, (int32_t)i), 0, (size_t)v->vars[i].bytes);
     v->iterations = 0;
+}
+
+/* "['cls', 'reg']": the model's output names as Python prints a list. */
+static void output_names(const sy_model *m, char *buf, size_t size) {
+    size_t len = (size_t)snprintf(buf, size, "[");
+    for (int32_t j = 0; j < m->n_outputs && len < size; j++)
+        len += (size_t)snprintf(buf + len, size - len, "%s'%s'", j ? ", " : "", model_output_name(m, j));
+    if (len < size) snprintf(buf + len, size - len, "]");
+}
+
+/* Which entry of o->outputs is output j's (entry[j]), and the form the
+ * losses take: Keras's list (by position) or dict (by output name). */
+static sy_status match_outputs(const sy_model *m, const sy_compile_options *o, int32_t *entry, loss_form *form,
+                               int32_t *dict_order) {
+    char names[1024];
+    output_names(m, names, sizeof names);
+    int32_t n = m->n_outputs;
+    *form = LOSS_SINGLE;
+    for (int32_t j = 0; j < n; j++) entry[j] = -1;
+    if (!o->outputs) return SY_OK;
+    bool named = o->outputs[0].output != NULL;
+    for (int32_t i = 0; i < o->n_outputs; i++)
+        if ((o->outputs[i].output != NULL) != named)
+            return sy_error(SY_ERR_INVALID_ARGUMENT,
+                            "compile: outputs[%d] %s an output name but outputs[0] %s; give every entry by name (Keras's "
+                            "dict) or none (a list in output order)",
+                            i, named ? "lacks" : "has", named ? "has one" : "does not");
+    if (!named) {
+        if (o->n_outputs != n)
+            return sy_error(SY_ERR_INVALID_ARGUMENT,
+                            "compile: %d output entries (losses, metrics) given, but model '%s' has %d output%s %s; a "
+                            "list gives one entry per output, in order",
+                            o->n_outputs, m->name, n, n == 1 ? "" : "s", names);
+        for (int32_t j = 0; j < n; j++) entry[j] = j;
+        *form = LOSS_LIST;
+        return SY_OK;
+    }
+    for (int32_t i = 0; i < o->n_outputs; i++) {
+        int32_t j = 0;
+        while (j < n && strcmp(model_output_name(m, j), o->outputs[i].output) != 0) j++;
+        if (j == n)
+            return sy_error(SY_ERR_NOT_FOUND,
+                            "compile: found a loss or metrics for '%s', which is not an output of model '%s'; its "
+                            "outputs are %s",
+                            o->outputs[i].output, m->name, names);
+        if (entry[j] >= 0)
+            return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: output '%s' is given twice", o->outputs[i].output);
+        entry[j] = i;
+        dict_order[i] = j;
+    }
+    for (int32_t j = 0; j < n; j++)
+        if (entry[j] < 0)
+            return sy_error(SY_ERR_INVALID_ARGUMENT,
+                            "compile: output '%s' of model '%s' has no entry; give every output %s its loss", 
+                            model_output_name(m, j), m->name, names);
+    *form = LOSS_DICT;
+    return SY_OK;
+}
+
+/* Output j's loss, weight and metrics into h, from its entry e (NULL: the
+ * options' single loss and flat metrics). */
+static sy_status resolve_head(const sy_model *m, const sy_compile_options *o, int32_t j, const sy_compile_output *e,
+                              double weight, model_head *h) {
+    char where[LAYER_NAME_MAX + 32];
+    if (m->n_outputs > 1) snprintf(where, sizeof where, "compile: output '%s'", model_output_name(m, j));
+    else snprintf(where, sizeof where, "compile");
+    memset(h, 0, sizeof *h);
+    bool own = e && e->loss;
+    sy_status st = resolve_loss(where, own ? e->loss : o->loss, h);
+    if (st) return st;
+    h->from_logits = own ? e->from_logits : o->from_logits;
+    h->weight = weight;
+    if (h->from_logits && h->loss == KERAS_LOSS_MSE) /* Keras's MeanSquaredError has no from_logits */
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: from_logits is an argument of the crossentropy losses, not of '%s'",
+                        where, h->loss_name);
+    sy_shape out = model_output_shape_at(m, j);
+    if (h->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE && out.dims[out.rank - 1] < 2) {
+        char s[SY_SHAPE_STR_MAX];
+        return sy_error(SY_ERR_SHAPE,
+                        "%s: sparse_categorical_crossentropy needs one output per class, but the model's output is %s; "
+                        "for two classes with one sigmoid unit use binary_crossentropy",
+                        where, keras_shape_str(&out, s, sizeof s));
+    }
+    const char *const *names = e && e->n_metrics ? e->metrics : o->metrics;
+    int32_t n = e && e->n_metrics ? e->n_metrics : o->n_metrics;
+    if (n < 0 || n > HEAD_MAX_METRICS || (n > 0 && !names))
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %d metrics given; at most %d", where, n, HEAD_MAX_METRICS);
+    for (int32_t i = 0; i < n; i++) {
+        if ((st = resolve_metric(where, &out, h, names[i], &h->metrics[i]))) return st;
+        for (int32_t k = 0; k < i; k++)
+            if (strcmp(h->metrics[k].name, h->metrics[i].name) == 0)
+                return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: metric '%s' is listed twice", where, h->metrics[i].name);
+        h->n_metrics = i + 1;
+    }
+    return SY_OK;
 }
 
 sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
@@ -114,84 +231,113 @@ sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
     if ((st = optimizer_check(&o->optimizer))) return st;
     if (o->optimizer.kind == SY_OPTIMIZER_NONE)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: an optimizer is required (sgd, adam or rmsprop)");
-    if (o->n_metrics < 0 || o->n_metrics > (int32_t)(sizeof m->metrics / sizeof m->metrics[0]) ||
-        (o->n_metrics > 0 && !o->metrics))
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: %d metrics given; at most %d", o->n_metrics,
-                        (int)(sizeof m->metrics / sizeof m->metrics[0]));
+    if (o->n_metrics < 0 || o->n_metrics > HEAD_MAX_METRICS || (o->n_metrics > 0 && !o->metrics))
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: %d metrics given; at most %d", o->n_metrics, HEAD_MAX_METRICS);
     if (o->threads < 0 || o->threads > 1024)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: threads %d must be 0 (one per core) to 1024", o->threads);
+    if (o->steps_per_execution < 0)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: steps_per_execution must be >= 1, got %d", o->steps_per_execution);
+    if (o->n_outputs < 0 || o->n_outputs > MODEL_MAX_IO || (o->n_outputs > 0) != (o->outputs != NULL))
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: outputs (%s) and n_outputs (%d) disagree",
+                        o->outputs ? "given" : "NULL", o->n_outputs);
     const sy_backend *backend = sy_backend_find(o->backend ? o->backend : "cpu");
     if (!backend) return SY_ERR_NOT_FOUND;
-    sy_model saved = *m;
-    if ((st = resolve_loss(m, o->loss))) goto fail;
-    if (o->from_logits && m->loss == KERAS_LOSS_MSE) { /* Keras's MeanSquaredError has no from_logits */
-        st = sy_error(SY_ERR_INVALID_ARGUMENT, "compile: from_logits is an argument of the crossentropy losses, not of '%s'",
-                      m->loss_name);
-        goto fail;
+    /* the outputs' entries, weights and metrics, all checked before anything changes */
+    int32_t entry[MODEL_MAX_IO], dict_order[MODEL_MAX_IO] = {0};
+    loss_form form;
+    if ((st = match_outputs(m, o, entry, &form, dict_order))) return st;
+    int32_t n_entries = o->outputs ? o->n_outputs : m->n_outputs;
+    if (o->loss_weights && o->n_loss_weights != n_entries) {
+        char names[1024];
+        output_names(m, names, sizeof names);
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "compile: %d loss_weights given, but model '%s' has %d output%s %s; give one per output",
+                        o->n_loss_weights, m->name, m->n_outputs, m->n_outputs == 1 ? "" : "s", names);
     }
-    sy_shape out = model_output_shape(m);
-    if (m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE && out.dims[out.rank - 1] < 2) {
-        char s[SY_SHAPE_STR_MAX];
-        st = sy_error(SY_ERR_SHAPE,
-                      "compile: sparse_categorical_crossentropy needs one output per class, but the model's output is %s; "
-                      "for two classes with one sigmoid unit use binary_crossentropy",
-                      keras_shape_str(&out, s, sizeof s));
-        goto fail;
+    bool per_output_metrics = false, own_loss = false;
+    for (int32_t i = 0; o->outputs && i < o->n_outputs; i++) {
+        per_output_metrics |= o->outputs[i].n_metrics > 0;
+        own_loss |= o->outputs[i].loss != NULL;
     }
-    m->n_metrics = 0;
-    for (int32_t i = 0; i < o->n_metrics; i++) {
-        if ((st = resolve_metric(m, o->metrics[i], &m->metrics[i]))) goto fail;
-        for (int32_t j = 0; j < i; j++)
-            if (strcmp(m->metrics[j].name, m->metrics[i].name) == 0) {
-                st = sy_error(SY_ERR_INVALID_ARGUMENT, "compile: metric '%s' is listed twice", m->metrics[i].name);
-                goto fail;
-            }
-        m->n_metrics = i + 1;
-    }
-    model_plans_free(m);
-    m->optimizer = o->optimizer;
-    m->from_logits = o->from_logits;
-    m->logits_warned = false;
-    snprintf(m->backend, sizeof m->backend, "%s", backend->name);
-    if (o->steps_per_execution < 0) {
-        st = sy_error(SY_ERR_INVALID_ARGUMENT, "compile: steps_per_execution must be >= 1, got %d", o->steps_per_execution);
-        goto fail;
+    if (per_output_metrics && o->n_metrics > 0)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "compile: metrics are given both as a flat list (for every output) and per output; give one");
+    if (!own_loss) form = LOSS_SINGLE; /* entries for metrics alone: the loss is still one for all */
+    model_head heads[MODEL_MAX_IO];
+    for (int32_t j = 0; j < m->n_outputs; j++) {
+        int32_t e = entry[j];
+        double w = !o->loss_weights ? 1.0 : o->loss_weights[e >= 0 ? e : j];
+        if (!isfinite(w))
+            return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: the loss weight of output '%s' is %g; it must be finite",
+                            model_output_name(m, j), w);
+        if ((st = resolve_head(m, o, j, e >= 0 ? &o->outputs[e] : NULL, w, &heads[j]))) return st;
     }
     if (!m->strategy) { /* outside any scope: one replica, kernels on every core (or o->threads) */
         sy_strategy *own;
-        if ((st = strategy_new(1, o->threads ? o->threads : sy_cpu_count(), &own))) goto fail;
+        if ((st = strategy_new(1, o->threads ? o->threads : sy_cpu_count(), &own))) return st;
         sy_strategy_free(m->own_strategy);
         m->own_strategy = own;
     }
+    model_plans_free(m);
+    memcpy(m->heads, heads, sizeof heads[0] * (size_t)m->n_outputs);
+    m->form = form;
+    memcpy(m->dict_order, dict_order, sizeof dict_order);
+    m->loss_weights_given = o->loss_weights != NULL;
+    m->optimizer = o->optimizer;
+    m->logits_warned = false;
+    snprintf(m->backend, sizeof m->backend, "%s", backend->name);
     m->steps_per_execution = o->steps_per_execution ? o->steps_per_execution : 1;
     reset_optimizer_state(m);
     m->compiled = true;
     return SY_OK;
-fail:
-    m->loss = saved.loss;
-    m->n_metrics = saved.n_metrics;
-    memcpy(m->metrics, saved.metrics, sizeof m->metrics);
-    memcpy(m->loss_name, saved.loss_name, sizeof m->loss_name);
-    return st;
 }
 
 /* ---- plans ----------------------------------------------------------------------------- */
 
-sy_shape model_label_shape(const sy_model *m) {
-    sy_shape s = model_output_shape(m);
-    if (m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE) s.rank--;
+sy_shape model_output_shape_at(const sy_model *m, int32_t j) {
+    return j == 0 || j >= m->n_outputs ? model_output_shape(m) : m->nodes[m->outputs[j]].shape;
+}
+
+const char *model_output_name(const sy_model *m, int32_t j) {
+    if (j < 0 || j >= m->n_outputs) return m->n_layers ? m->layers[m->n_layers - 1].name : m->name;
+    const model_node *n = &m->nodes[m->outputs[j]];
+    return n->layer >= 0 ? m->layers[n->layer].name : m->inputs[n->input].name;
+}
+
+sy_shape model_input_shape_at(const sy_model *m, int32_t i) {
+    return i > 0 && i < m->n_inputs ? m->inputs[i].shape : m->input_shape;
+}
+
+int32_t model_metric_count(const sy_model *m) {
+    int32_t n = 0;
+    for (int32_t j = 0; j < m->n_outputs; j++) n += m->heads[j].n_metrics;
+    return n;
+}
+
+const model_layer *model_first_layer_of(const sy_model *m, int32_t i) {
+    if (i == 0 || !m->functional) return model_first_layer(m);
+    for (int64_t k = 0; k < m->n_nodes; k++) {
+        const model_node *n = &m->nodes[k];
+        if (n->layer >= 0 && n->n_in > 0 && m->edges[n->in_off] == m->inputs[i].node) return &m->layers[n->layer];
+    }
+    return NULL;
+}
+
+sy_shape model_label_shape(const sy_model *m, int32_t j) {
+    sy_shape s = model_output_shape_at(m, j);
+    if (m->heads[j].loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE) s.rank--;
     return s;
 }
 
-sy_dtype model_input_dtype(const sy_model *m) {
-    if (m->n_inputs > 0 && m->inputs[0].dtype[0] && strncmp(m->inputs[0].dtype, "int", 3) == 0) return SY_I32;
-    const model_layer *first = model_first_layer(m);
-    if (first && first->sub) return model_input_dtype(first->sub); /* issue 15: a nested model's first layer */
+sy_dtype model_input_dtype(const sy_model *m, int32_t i) {
+    if (i < m->n_inputs && m->inputs[i].dtype[0] && strncmp(m->inputs[i].dtype, "int", 3) == 0) return SY_I32;
+    const model_layer *first = model_first_layer_of(m, i);
+    if (first && first->sub) return model_input_dtype(first->sub, 0); /* issue 15: a nested model's first layer */
     return first && first->cfg.kind == SY_LAYER_EMBEDDING ? SY_I32 : SY_F32;
 }
 
-sy_dtype model_label_dtype(const sy_model *m) {
-    return m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE ? SY_I32 : SY_F32;
+sy_dtype model_label_dtype(const sy_model *m, int32_t j) {
+    return m->heads[j].loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE ? SY_I32 : SY_F32;
 }
 
 static void plan_clear(model_plan *p) {
@@ -207,10 +353,6 @@ void model_plans_free(sy_model *m) {
 sy_status model_runnable(const sy_model *m, const char *what) {
     if (m->functional && m->n_outputs == 0)
         return sy_error(SY_ERR_STATE, "%s: Functional model '%s' has no outputs yet (sy_model_set_outputs)", what, m->name);
-    if (m->n_inputs > 1 || m->n_outputs > 1)
-        return sy_error(SY_ERR_UNSUPPORTED, "%s: model '%s' has %d inputs and %d outputs; compiling, training and "
-                        "running a model with several inputs or outputs is not supported yet (its JSON, weights and "
-                        "summary are)", what, m->name, m->n_inputs, m->n_outputs);
     return SY_OK;
 }
 
@@ -296,13 +438,15 @@ bool keras_build_layers(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node
     return ok;
 }
 
-static sy_node build_loss(sy_model *m, sy_graph *g, sy_node pred, sy_node y) {
+/* Output j's loss per sample (batch,), unweighted. */
+static sy_node build_loss(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y) {
     sy_node l;
-    keras_loss_warn_logits(m, g, pred);
-    switch (m->loss) {
-    case KERAS_LOSS_SPARSE_CATEGORICAL_CE: l = sy_graph_sparse_categorical_crossentropy(g, pred, y, m->from_logits); break;
-    case KERAS_LOSS_CATEGORICAL_CE: l = sy_graph_categorical_crossentropy(g, pred, y, m->from_logits); break;
-    case KERAS_LOSS_BINARY_CE: l = sy_graph_binary_crossentropy(g, pred, y, m->from_logits); break;
+    const model_head *h = &m->heads[j];
+    keras_loss_warn_logits(m, j, g, pred);
+    switch (h->loss) {
+    case KERAS_LOSS_SPARSE_CATEGORICAL_CE: l = sy_graph_sparse_categorical_crossentropy(g, pred, y, h->from_logits); break;
+    case KERAS_LOSS_CATEGORICAL_CE: l = sy_graph_categorical_crossentropy(g, pred, y, h->from_logits); break;
+    case KERAS_LOSS_BINARY_CE: l = sy_graph_binary_crossentropy(g, pred, y, h->from_logits); break;
     default: l = sy_graph_mean_squared_error(g, pred, y); break;
     }
     sy_shape ls = sy_graph_shape(g, l);
@@ -316,33 +460,55 @@ static sy_node build_loss(sy_model *m, sy_graph *g, sy_node pred, sy_node y) {
 
 static sy_strategy *model_strategy(const sy_model *m) { return m->strategy ? m->strategy : m->own_strategy; }
 
+/* "x", "x_1", ...: the graph's name of input (or label) i. */
+static const char *io_name(const char *base, int32_t i, char *buf, size_t size) {
+    if (i == 0) snprintf(buf, size, "%s", base);
+    else snprintf(buf, size, "%s_%d", base, i);
+    return buf;
+}
+
 static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_plan *p) {
     sy_status st = sy_graph_new(&p->g);
     if (st) return st;
     sy_graph *g = p->g;
+    char name[32];
     p->batch = batch;
-    p->x = sy_graph_input(g, "x", model_input_dtype(m), keras_batch_shape(batch, &m->input_shape));
-    p->y = p->per_example = p->loss = SY_NONE;
+    for (int32_t i = 0; i < m->n_inputs; i++) {
+        sy_shape in = model_input_shape_at(m, i);
+        p->x[i] = sy_graph_input(g, io_name("x", i, name, sizeof name), model_input_dtype(m, i),
+                                 keras_batch_shape(batch, &in));
+    }
+    p->per_example = p->loss = SY_NONE;
+    for (int32_t j = 0; j < MODEL_MAX_IO; j++) p->y[j] = p->pred[j] = p->out_loss[j] = SY_NONE;
     sy_node penalties = SY_NONE;
-    p->pred = SY_NONE;
-    keras_build_layers(m, g, &p->x, &p->pred, mode == MODE_TRAIN, mode == MODE_TRAIN,
+    keras_build_layers(m, g, p->x, p->pred, mode == MODE_TRAIN, mode == MODE_TRAIN,
                        mode == MODE_PREDICT ? NULL : &penalties);
-    sy_node outputs[2];
+    sy_node outputs[2 * MODEL_MAX_IO + 1];
     int n_out = 0;
     sy_plan_options o = sy_plan_options_default();
-    if (mode != MODE_PREDICT) {
-        sy_shape ls = model_label_shape(m);
-        p->y = sy_graph_input(g, "y", model_label_dtype(m), keras_batch_shape(batch, &ls));
+    if (mode != MODE_PREDICT && !sy_graph_status(g)) {
+        /* Keras's total: sum(loss_weight_j * loss_j), the penalties once */
+        sy_node total = SY_NONE;
+        for (int32_t j = 0; j < m->n_outputs; j++) {
+            sy_shape ls = model_label_shape(m, j);
+            p->y[j] = sy_graph_input(g, io_name("y", j, name, sizeof name), model_label_dtype(m, j),
+                                     keras_batch_shape(batch, &ls));
+            sy_node l = p->out_loss[j] = build_loss(m, j, g, p->pred[j], p->y[j]);
+            if (m->heads[j].weight != 1.0)
+                l = sy_graph_mul(g, l, sy_graph_fill(g, SY_F32, sy_shape_of(0), m->heads[j].weight));
+            total = total == SY_NONE ? l : sy_graph_add(g, total, l);
+        }
         /* issue 15, regularizers: Keras's loss includes them, in fit and in evaluate */
-        p->per_example = keras_regularization_loss(g, build_loss(m, g, p->pred, p->y), penalties);
+        p->per_example = keras_regularization_loss(g, total, penalties);
         outputs[n_out++] = p->per_example;
+        for (int32_t j = 0; m->n_outputs > 1 && j < m->n_outputs; j++) outputs[n_out++] = p->out_loss[j];
         if (mode == MODE_TRAIN) {
             p->loss = sy_graph_reduce_mean(g, p->per_example, NULL, 0, false);
             o.loss = p->loss;
             o.optimizer = m->optimizer;
         }
     }
-    outputs[n_out++] = p->pred;
+    for (int32_t j = 0; j < m->n_outputs; j++) outputs[n_out++] = p->pred[j];
     if (sy_graph_status(g))
         return sy_error(sy_graph_status(g), "model '%s': %s", m->name, sy_graph_error(g));
     o.outputs = outputs;

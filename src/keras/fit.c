@@ -23,6 +23,13 @@
  * label, its index and value: x must be (samples, input_shape...), labels
  * must be what the loss takes (class indices for sparse losses).
  *
+ * A model with several inputs and outputs takes one array per input and
+ * one label array per output (sy_model_fit_multi, ...; a dataset's
+ * elements are (x1 .. xn, y1 .. ym)); the one-array entry points are the
+ * case n = 1. Every array is fed through the same sample indices, so
+ * shuffling, padding and the replicas' shards cut them all alike. The logs
+ * are Keras's: loss, <output>_loss per output, <output>_<metric>.
+ *
  * With a model_dir, fit() holds the directory's lock throughout, checkpoints
  * at each epoch's end and every save_checkpoints_steps steps
  * (model_checkpoint.c), and with resume starts where the newest valid
@@ -81,61 +88,138 @@ static bool same_up_to_trailing_one(const sy_shape *a, const sy_shape *b) {
     return true;
 }
 
-static sy_status check_data(const sy_model *m, const char *what, const char *xname, const sy_tensor *x,
-                            const char *yname, const sy_tensor *y) {
+/* "x" with one array, "x[i]" with several. */
+static const char *array_name(const char *base, int32_t i, int32_t n, char *buf, size_t size) {
+    if (n == 1) snprintf(buf, size, "%s", base);
+    else snprintf(buf, size, "%s[%d]", base, i);
+    return buf;
+}
+
+/* x, an input array, against input i of m. */
+static sy_status check_input(const sy_model *m, const char *what, const char *xname, int32_t i, const sy_tensor *x) {
     char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
-    if (sy_tensor_dtype(x) == SY_STRING || (y && sy_tensor_dtype(y) == SY_STRING))
+    if (sy_tensor_dtype(x) == SY_STRING)
         return sy_error(SY_ERR_DTYPE, "%s: %s holds strings; a model takes numbers (parse or decode them first)", what,
-                        sy_tensor_dtype(x) == SY_STRING ? xname : yname);
-    sy_shape xs = sy_tensor_shape(x), xp = per_sample(x);
+                        xname);
+    sy_shape xs = sy_tensor_shape(x), xp = per_sample(x), in = model_input_shape_at(m, i);
     if (xs.rank < 1 || samples(x) == 0)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %s %s holds no samples", what, xname, sy_shape_format(&xs, a, sizeof a));
-    if (!sy_shape_equal(&xp, &m->input_shape)) {
-        sy_shape want = keras_batch_shape(xs.dims[0], &m->input_shape);
-        bool same_count = sy_shape_count(&xp) == sy_shape_count(&m->input_shape);
-        return sy_error(SY_ERR_SHAPE, "%s: %s has shape %s but model '%s' expects %s%s%s", what, xname,
-                        sy_shape_format(&xs, a, sizeof a), m->name, keras_shape_str(&m->input_shape, b, sizeof b),
+    if (!sy_shape_equal(&xp, &in)) {
+        sy_shape want = keras_batch_shape(xs.dims[0], &in);
+        bool same_count = sy_shape_count(&xp) == sy_shape_count(&in);
+        char input[LAYER_NAME_MAX + 16] = "";
+        if (m->n_inputs > 1) snprintf(input, sizeof input, "input '%s' of ", m->inputs[i].name);
+        return sy_error(SY_ERR_SHAPE, "%s: %s has shape %s but %smodel '%s' expects %s%s%s", what, xname,
+                        sy_shape_format(&xs, a, sizeof a), input, m->name, keras_shape_str(&in, b, sizeof b),
                         same_count ? "; the sizes agree: reshape it to " : "",
                         same_count ? sy_shape_format(&want, b, sizeof b) : "");
     }
-    const model_layer *first = model_first_layer(m);
+    const model_layer *first = model_first_layer_of(m, i);
     if (first && first->cfg.kind == SY_LAYER_EMBEDDING) { /* word indices */
         int64_t n = sy_tensor_count(x), vocab = first->cfg.input_dim;
-        for (int64_t i = 0; i < n; i++) {
-            double v = sy_tensor_get(x, i);
+        for (int64_t k = 0; k < n; k++) {
+            double v = sy_tensor_get(x, k);
             if (!(v >= 0 && v < (double)vocab && v == floor(v)))
                 return sy_error(SY_ERR_INVALID_ARGUMENT,
                                 "%s: %s[%lld] = %g is not a word index in [0, %lld) for layer '%s' (Embedding with "
                                 "input_dim %lld)",
-                                what, xname, (long long)i, v, (long long)vocab, first->name, (long long)vocab);
-        }
-    }
-    if (!y) return SY_OK;
-    if (samples(y) != samples(x) || sy_tensor_shape(y).rank < 1)
-        return sy_error(SY_ERR_SHAPE, "%s: %s has %lld samples but %s has %lld", what, xname, (long long)samples(x),
-                        yname, (long long)samples(y));
-    sy_shape yp = per_sample(y), want = model_label_shape(m);
-    if (!same_up_to_trailing_one(&yp, &want)) {
-        sy_shape out = model_output_shape(m);
-        bool sparse = m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE;
-        sy_shape whole = sy_tensor_shape(y);
-        return sy_error(SY_ERR_SHAPE, "%s: %s has shape %s but the loss %s on the output %s takes %s per sample%s", what,
-                        yname, sy_shape_format(&whole, a, sizeof a), m->loss_name, keras_shape_str(&out, b, sizeof b),
-                        sy_shape_format(&want, a, sizeof a),
-                        sparse ? " (class indices)" : yp.rank < want.rank ? "" : " (one target per output)");
-    }
-    if (m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE) {
-        sy_shape out = model_output_shape(m);
-        int64_t classes = out.dims[out.rank - 1], n = sy_tensor_count(y);
-        for (int64_t i = 0; i < n; i++) {
-            double v = sy_tensor_get(y, i);
-            if (!(v >= 0 && v < (double)classes && v == floor(v)))
-                return sy_error(SY_ERR_INVALID_ARGUMENT,
-                                "%s: %s[%lld] = %g is not a class index in [0, %lld) for the %lld-way output of model '%s'",
-                                what, yname, (long long)i, v, (long long)classes, (long long)classes, m->name);
+                                what, xname, (long long)k, v, (long long)vocab, first->name, (long long)vocab);
         }
     }
     return SY_OK;
+}
+
+/* y, a label array, against output j's loss. */
+static sy_status check_labels(const sy_model *m, const char *what, const char *yname, int32_t j, const sy_tensor *y) {
+    char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
+    if (sy_tensor_dtype(y) == SY_STRING)
+        return sy_error(SY_ERR_DTYPE, "%s: %s holds strings; a model takes numbers (parse or decode them first)", what,
+                        yname);
+    const model_head *h = &m->heads[j];
+    sy_shape yp = per_sample(y), want = model_label_shape(m, j), out = model_output_shape_at(m, j);
+    char output[LAYER_NAME_MAX + 16] = "the output";
+    if (m->n_outputs > 1) snprintf(output, sizeof output, "output '%s'", model_output_name(m, j));
+    bool sparse = h->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE;
+    if (sy_tensor_shape(y).rank < 1 || !same_up_to_trailing_one(&yp, &want)) {
+        sy_shape whole = sy_tensor_shape(y);
+        return sy_error(SY_ERR_SHAPE, "%s: %s has shape %s but the loss %s on %s %s takes %s per sample%s", what,
+                        yname, sy_shape_format(&whole, a, sizeof a), h->loss_name, output,
+                        keras_shape_str(&out, b, sizeof b), sy_shape_format(&want, a, sizeof a),
+                        sparse ? " (class indices)" : yp.rank < want.rank ? "" : " (one target per output)");
+    }
+    if (sparse) {
+        int64_t classes = out.dims[out.rank - 1], n = sy_tensor_count(y);
+        for (int64_t i = 0; i < n; i++) {
+            double v = sy_tensor_get(y, i);
+            if (!(v >= 0 && v < (double)classes && v == floor(v))) {
+                if (m->n_outputs > 1)
+                    return sy_error(SY_ERR_INVALID_ARGUMENT,
+                                    "%s: %s[%lld] = %g is not a class index in [0, %lld) for the %lld-way output '%s' "
+                                    "of model '%s'",
+                                    what, yname, (long long)i, v, (long long)classes, (long long)classes,
+                                    model_output_name(m, j), m->name);
+                return sy_error(SY_ERR_INVALID_ARGUMENT,
+                                "%s: %s[%lld] = %g is not a class index in [0, %lld) for the %lld-way output of model '%s'",
+                                what, yname, (long long)i, v, (long long)classes, (long long)classes, m->name);
+            }
+        }
+    }
+    return SY_OK;
+}
+
+/* "a, b": the model's input names, or its output names. */
+static void io_names(const sy_model *m, bool outputs, char *buf, size_t size) {
+    size_t len = 0;
+    buf[0] = 0;
+    for (int32_t i = 0; i < (outputs ? m->n_outputs : m->n_inputs) && len < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? ", " : "",
+                                outputs ? model_output_name(m, i) : m->inputs[i].name);
+}
+
+/* The arrays given to fit, evaluate or predict: n_x of them for the
+ * model's inputs (named xname), n_y (when y is given) for its outputs'
+ * labels; each checked against its input or output, and every one with
+ * as many samples. */
+static sy_status check_data(const sy_model *m, const char *what, const char *xname, const sy_tensor *const *x,
+                            int32_t n_x, const char *yname, const sy_tensor *const *y, int32_t n_y) {
+    char names[1024], a[64];
+    if (n_x != m->n_inputs || !x) {
+        io_names(m, false, names, sizeof names);
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: model '%s' expects %d input array%s (%s), but it received %d (%s)",
+                        what, m->name, m->n_inputs, m->n_inputs == 1 ? "" : "s", names, x ? n_x : 0, xname);
+    }
+    if (y && n_y != m->n_outputs) {
+        io_names(m, true, names, sizeof names);
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "%s: model '%s' has %d output%s (%s) and takes a label array for each, but it received %d (%s)",
+                        what, m->name, m->n_outputs, m->n_outputs == 1 ? "" : "s", names, n_y, yname);
+    }
+    for (int32_t i = 0; i < n_x; i++) {
+        if (!x[i]) return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %s is NULL", what, array_name(xname, i, n_x, a, sizeof a));
+        sy_status st = check_input(m, what, array_name(xname, i, n_x, a, sizeof a), i, x[i]);
+        if (st) return st;
+    }
+    for (int32_t j = 0; y && j < n_y; j++) {
+        if (!y[j]) return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %s is NULL", what, array_name(yname, j, n_y, a, sizeof a));
+        sy_status st = check_labels(m, what, array_name(yname, j, n_y, a, sizeof a), j, y[j]);
+        if (st) return st;
+    }
+    bool same = true;
+    for (int32_t i = 1; i < n_x; i++) same &= samples(x[i]) == samples(x[0]);
+    for (int32_t j = 0; y && j < n_y; j++) same &= samples(y[j]) == samples(x[0]);
+    if (same) return SY_OK;
+    if (n_x == 1 && n_y == 1)
+        return sy_error(SY_ERR_SHAPE, "%s: %s has %lld samples but %s has %lld", what, xname, (long long)samples(x[0]),
+                        yname, (long long)samples(y[0]));
+    /* Keras's "Data cardinality is ambiguous" */
+    size_t len = (size_t)snprintf(names, sizeof names, "%s sizes:", xname);
+    for (int32_t i = 0; i < n_x && len < sizeof names; i++)
+        len += (size_t)snprintf(names + len, sizeof names - len, "%s %lld", i ? "," : "", (long long)samples(x[i]));
+    if (y && len < sizeof names) len += (size_t)snprintf(names + len, sizeof names - len, "; %s sizes:", yname);
+    for (int32_t j = 0; y && j < n_y && len < sizeof names; j++)
+        len += (size_t)snprintf(names + len, sizeof names - len, "%s %lld", j ? "," : "", (long long)samples(y[j]));
+    return sy_error(SY_ERR_SHAPE, "%s: data cardinality is ambiguous: %s; make sure all arrays contain the same number "
+                    "of samples", what, names);
 }
 
 /* dst (count) = row `row` of t converted to float (or int32 labels). */
@@ -170,13 +254,15 @@ typedef fit_sums sums;
 typedef struct trip {
     const sy_model *m;
     model_plan *p;
-    const sy_tensor *x, *y;
+    const sy_tensor *const *x; /* arrays: one per model input */
+    const sy_tensor *const *y; /* one per output; NULL: none (predict) */
     int64_t *idx;     /* (steps, replicas * per-replica batch) */
     sums *parts;      /* (steps, replicas) */
-    float *pred_out;  /* predict: rows land at their sample's index */
+    float *pred_out[MODEL_MAX_IO]; /* predict: per output, rows land at their sample's index */
     int32_t replicas;
-    /* From a dataset: step i's rows are those of batches[i] (x, then y),
-     * idx indexes them, and its predictions go to rows base[i] + idx. */
+    /* From a dataset: step i's rows are those of batches[i] (the inputs,
+     * then the labels), idx indexes them, and its predictions go to rows
+     * base[i] + idx. */
     sy_element *batches;
     int64_t *base;
 } trip;
@@ -185,34 +271,49 @@ static const int64_t *shard(const trip *t, int64_t step, int32_t replica) {
     return t->idx + (step * t->replicas + replica) * t->p->batch;
 }
 
-/* The tensors a step's rows come from. */
-static const sy_tensor *step_x(const trip *t, int64_t step) { return t->batches ? t->batches[step].c[0] : t->x; }
-static const sy_tensor *step_y(const trip *t, int64_t step) {
-    return t->batches ? (t->batches[step].n > 1 ? t->batches[step].c[1] : NULL) : t->y;
+/* The tensors a step's rows come from: input i's, output j's labels. */
+static const sy_tensor *step_x(const trip *t, int64_t step, int32_t i) {
+    return t->batches ? t->batches[step].c[i] : t->x[i];
+}
+static const sy_tensor *step_y(const trip *t, int64_t step, int32_t j) {
+    int32_t k = t->m->n_inputs + j;
+    if (t->batches) return t->batches[step].n > k ? t->batches[step].c[k] : NULL;
+    return t->y ? t->y[j] : NULL;
 }
 
-/* Fill a replica's inputs with its shard; padding rows are zeros (class 0). */
+/* Rows idx[0 .. batch) of t, each `count` values, into dst as dtype dt;
+ * padding rows (-1) zeros (class 0). */
+static void copy_rows(char *dst, sy_dtype dt, const sy_tensor *t, const int64_t *idx, int64_t batch, int64_t count) {
+    for (int64_t k = 0; k < batch; k++) { /* float32 or int32: 4 bytes either way */
+        if (idx[k] >= 0) copy_row(dst + (size_t)(k * count) * 4, dt, t, idx[k], count);
+        else memset(dst + (size_t)(k * count) * 4, 0, (size_t)count * 4);
+    }
+}
+
+/* Fill a replica's inputs with its shard: every model input, and every
+ * output's labels when the plan takes them. */
 static void feed_shard(void *ctx, int64_t step, int32_t replica, sy_plan *plan) {
     const trip *t = ctx;
     const model_plan *p = t->p;
+    const sy_model *m = t->m;
     const int64_t *idx = shard(t, step, replica);
-    const sy_tensor *x = step_x(t, step), *y = step_y(t, step);
-    int64_t xn = sy_shape_count(&t->m->input_shape);
-    char *xin = sy_plan_input(plan, p->x); /* float32, or int32 word indices: 4 bytes either way */
-    sy_dtype xt = model_input_dtype(t->m);
-    for (int64_t k = 0; k < p->batch; k++) {
-        if (idx[k] >= 0) copy_row(xin + (size_t)(k * xn) * 4, xt, x, idx[k], xn);
-        else memset(xin + (size_t)(k * xn) * 4, 0, (size_t)xn * 4);
+    for (int32_t i = 0; i < m->n_inputs; i++) {
+        sy_shape in = model_input_shape_at(m, i);
+        copy_rows(sy_plan_input(plan, p->x[i]), model_input_dtype(m, i), step_x(t, step, i), idx, p->batch,
+                  sy_shape_count(&in));
     }
-    if (!y || p->y == SY_NONE) return;
-    sy_shape ls = model_label_shape(t->m);
-    int64_t yn = sy_shape_count(&ls);
-    sy_dtype dt = model_label_dtype(t->m);
-    char *yin = sy_plan_input(plan, p->y);
-    for (int64_t k = 0; k < p->batch; k++) {
-        if (idx[k] >= 0) copy_row(yin + (size_t)(k * yn) * 4, dt, y, idx[k], yn);
-        else memset(yin + (size_t)(k * yn) * 4, 0, (size_t)yn * 4);
+    for (int32_t j = 0; j < m->n_outputs && p->y[j] != SY_NONE; j++) {
+        const sy_tensor *y = step_y(t, step, j);
+        sy_shape ls = model_label_shape(m, j);
+        if (y) copy_rows(sy_plan_input(plan, p->y[j]), model_label_dtype(m, j), y, idx, p->batch, sy_shape_count(&ls));
     }
+}
+
+/* Output j's rows of predictions and the values per row its metrics see. */
+static void output_rows(const sy_model *m, int32_t j, int64_t rows, int64_t *per_row, int64_t *rows_of_pred) {
+    sy_shape out = model_output_shape_at(m, j);
+    *per_row = out.dims[out.rank - 1];
+    *rows_of_pred = rows * (sy_shape_count(&out) / *per_row);
 }
 
 /* A replica's loss and metric sums over the real rows of its shard (real
@@ -228,12 +329,19 @@ static void read_sums(void *ctx, int64_t step, int32_t replica, sy_plan *plan) {
     while (rows < p->batch && idx[rows] >= 0) rows++;
     const float *l = sy_plan_output(plan, p->per_example);
     for (int64_t k = 0; k < rows; k++) s->loss += l[k];
-    const float *pred = sy_plan_output(plan, p->pred);
-    const void *labels = sy_plan_input(plan, p->y);
-    sy_shape out = model_output_shape(m);
-    int64_t per_row = out.dims[out.rank - 1], rows_of_pred = rows * (sy_shape_count(&out) / per_row);
-    for (int32_t i = 0; i < m->n_metrics; i++)
-        metric_accumulate(m->metrics[i].kind, pred, labels, rows_of_pred, per_row, &s->metric[i]);
+    int32_t metric = 0;
+    for (int32_t j = 0; j < m->n_outputs; j++) {
+        if (m->n_outputs > 1) {
+            const float *lj = sy_plan_output(plan, p->out_loss[j]);
+            for (int64_t k = 0; k < rows; k++) s->out_loss[j] += lj[k];
+        }
+        const float *pred = sy_plan_output(plan, p->pred[j]);
+        const void *labels = sy_plan_input(plan, p->y[j]);
+        int64_t per_row, rows_of_pred;
+        output_rows(m, j, rows, &per_row, &rows_of_pred);
+        for (int32_t i = 0; i < m->heads[j].n_metrics; i++)
+            metric_accumulate(m->heads[j].metrics[i].kind, pred, labels, rows_of_pred, per_row, &s->metric[metric++]);
+    }
     s->seen = rows;
 }
 
@@ -242,33 +350,48 @@ static void read_predictions(void *ctx, int64_t step, int32_t replica, sy_plan *
     const trip *t = ctx;
     const int64_t *idx = shard(t, step, replica);
     int64_t base = t->base ? t->base[step] : 0;
-    sy_shape out_shape = model_output_shape(t->m);
-    size_t row = (size_t)sy_shape_count(&out_shape) * sizeof(float);
-    const char *pred = sy_plan_output(plan, t->p->pred);
-    for (int64_t k = 0; k < t->p->batch && idx[k] >= 0; k++)
-        memcpy((char *)t->pred_out + (size_t)(base + idx[k]) * row, pred + (size_t)k * row, row);
+    for (int32_t j = 0; j < t->m->n_outputs; j++) {
+        sy_shape out_shape = model_output_shape_at(t->m, j);
+        size_t row = (size_t)sy_shape_count(&out_shape) * sizeof(float);
+        const char *pred = sy_plan_output(plan, t->p->pred[j]);
+        for (int64_t k = 0; k < t->p->batch && idx[k] >= 0; k++)
+            memcpy((char *)t->pred_out[j] + (size_t)(base + idx[k]) * row, pred + (size_t)k * row, row);
+    }
 }
 
 /* Add shard sums in (step, replica) order: the same order whatever the
  * steps per execution, so the logs do not depend on it. */
 static void fold(const trip *t, int64_t steps, sums *into) {
+    int32_t n_metrics = model_metric_count(t->m);
     for (int64_t i = 0; i < steps * t->replicas; i++) {
         into->loss += t->parts[i].loss;
-        for (int32_t k = 0; k < t->m->n_metrics; k++) into->metric[k] += t->parts[i].metric[k];
+        for (int32_t j = 0; j < t->m->n_outputs; j++) into->out_loss[j] += t->parts[i].out_loss[j];
+        for (int32_t k = 0; k < n_metrics; k++) into->metric[k] += t->parts[i].metric[k];
         into->seen += t->parts[i].seen;
     }
 }
 
+/* Keras's logs: loss; with several outputs <output>_loss each; then each
+ * output's metrics, "<output>_<metric>" with several outputs. */
 static void sums_to_logs(const sy_model *m, const sums *s, const char *prefix, sy_logs *logs) {
-    char name[64];
+    char name[sizeof logs->names[0]];
     double n = s->seen ? (double)s->seen : 1.0;
+    bool several = m->n_outputs > 1;
     snprintf(name, sizeof name, "%sloss", prefix);
     logs_set(logs, name, s->loss / n);
-    sy_shape out = model_output_shape(m);
-    double per_sample_rows = (double)(sy_shape_count(&out) / out.dims[out.rank - 1]);
-    for (int32_t i = 0; i < m->n_metrics; i++) {
-        snprintf(name, sizeof name, "%s%s", prefix, m->metrics[i].name);
-        logs_set(logs, name, s->metric[i] / (n * per_sample_rows));
+    for (int32_t j = 0; several && j < m->n_outputs; j++) {
+        snprintf(name, sizeof name, "%s%s_loss", prefix, model_output_name(m, j));
+        logs_set(logs, name, s->out_loss[j] / n);
+    }
+    int32_t metric = 0;
+    for (int32_t j = 0; j < m->n_outputs; j++) {
+        int64_t per_row, rows_of_pred;
+        output_rows(m, j, 1, &per_row, &rows_of_pred);
+        for (int32_t i = 0; i < m->heads[j].n_metrics; i++) {
+            if (several) snprintf(name, sizeof name, "%s%s_%s", prefix, model_output_name(m, j), m->heads[j].metrics[i].name);
+            else snprintf(name, sizeof name, "%s%s", prefix, m->heads[j].metrics[i].name);
+            logs_set(logs, name, s->metric[metric++] / (n * (double)rows_of_pred));
+        }
     }
 }
 
@@ -292,10 +415,10 @@ static void trip_free(trip *t) {
 /* Samples in order, batch_size at a time (rounded up to a multiple of the
  * replicas), max_steps batches at most (0: all); the last batch padded;
  * steps_per_execution batches a trip. */
-static sy_status run_over(sy_model *m, plan_mode mode, const sy_tensor *x, const sy_tensor *y, int64_t batch_size,
-                          int64_t max_steps, int verbose, FILE *progress, const char *prefix, sy_logs *logs,
-                          sy_tensor *pred_out) {
-    int64_t n = samples(x), r = model_replicas(m);
+static sy_status run_over(sy_model *m, plan_mode mode, const sy_tensor *const *x, const sy_tensor *const *y,
+                          int64_t batch_size, int64_t max_steps, int verbose, FILE *progress, const char *prefix,
+                          sy_logs *logs, sy_tensor *const *pred_out) {
+    int64_t n = samples(x[0]), r = model_replicas(m);
     int64_t global = batch_size < n ? batch_size : n;
     int64_t per = (global + r - 1) / r;
     global = per * r;
@@ -304,7 +427,8 @@ static sy_status run_over(sy_model *m, plan_mode mode, const sy_tensor *x, const
     if (st) return st;
     int64_t steps = (n + global - 1) / global, spe = m->steps_per_execution;
     if (max_steps && max_steps < steps) steps = max_steps;
-    trip t = {m, p, x, y, NULL, NULL, pred_out ? sy_tensor_data(pred_out) : NULL, (int32_t)r, NULL, NULL};
+    trip t = {.m = m, .p = p, .x = x, .y = y, .replicas = (int32_t)r};
+    for (int32_t j = 0; pred_out && j < m->n_outputs; j++) t.pred_out[j] = sy_tensor_data(pred_out[j]);
     if ((st = trip_alloc(&t, spe < steps ? spe : steps, global))) {
         trip_free(&t);
         return st;
@@ -345,8 +469,8 @@ static sy_status check_batch(const char *what, int64_t batch) {
     return SY_OK;
 }
 
-sy_status sy_model_evaluate(sy_model *m, const sy_tensor *x, const sy_tensor *y, const sy_evaluate_options *o,
-                            sy_logs *results) {
+sy_status sy_model_evaluate_multi(sy_model *m, const sy_tensor *const *x, int32_t n_x, const sy_tensor *const *y,
+                                  int32_t n_y, const sy_evaluate_options *o, sy_logs *results) {
     sy_evaluate_options d = sy_evaluate_options_default();
     if (!o) o = &d;
     if (results) memset(results, 0, sizeof *results);
@@ -355,7 +479,8 @@ sy_status sy_model_evaluate(sy_model *m, const sy_tensor *x, const sy_tensor *y,
     if (!st && o->steps < 0)
         st = sy_error(SY_ERR_INVALID_ARGUMENT, "evaluate: steps must be >= 0 (0: all batches), got %lld",
                       (long long)o->steps);
-    if (!st) st = check_data(m, "evaluate", "x", x, "y", y);
+    if (!st && !y) st = sy_error(SY_ERR_INVALID_ARGUMENT, "evaluate: no labels (y) given");
+    if (!st) st = check_data(m, "evaluate", "x", x, n_x, "y", y, n_y);
     if (st) return st;
     sy_logs l = {0};
     st = run_over(m, MODE_EVAL, x, y, o->batch_size, o->steps, o->verbose, o->progress, "", &l, NULL);
@@ -363,21 +488,48 @@ sy_status sy_model_evaluate(sy_model *m, const sy_tensor *x, const sy_tensor *y,
     return st;
 }
 
-sy_status sy_model_predict(sy_model *m, const sy_tensor *x, const sy_evaluate_options *o, sy_tensor **out) {
+sy_status sy_model_evaluate(sy_model *m, const sy_tensor *x, const sy_tensor *y, const sy_evaluate_options *o,
+                            sy_logs *results) {
+    return sy_model_evaluate_multi(m, &x, 1, &y, 1, o, results);
+}
+
+/* predict's n_out tensors, checked against the model's outputs. */
+static sy_status check_predict_outputs(const sy_model *m, sy_tensor **out, int32_t n_out, const char *multi) {
+    for (int32_t j = 0; out && j < n_out; j++) out[j] = NULL;
+    if (!out || n_out != m->n_outputs) {
+        char names[1024];
+        io_names(m, true, names, sizeof names);
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "predict: model '%s' has %d output%s (%s) but room for %d was given%s",
+                        m->name, m->n_outputs, m->n_outputs == 1 ? "" : "s", names, out ? n_out : 0,
+                        n_out == 1 ? multi : "");
+    }
+    if (!m->built || m->n_layers == 0) return sy_error(SY_ERR_STATE, "predict: model '%s' has no input shape yet", m->name);
+    return SY_OK;
+}
+
+sy_status sy_model_predict_multi(sy_model *m, const sy_tensor *const *x, int32_t n_x, const sy_evaluate_options *o,
+                                 sy_tensor **out, int32_t n_out) {
     sy_evaluate_options d = sy_evaluate_options_default();
     if (!o) o = &d;
-    *out = NULL;
-    if (!m->built || m->n_layers == 0) return sy_error(SY_ERR_STATE, "predict: model '%s' has no input shape yet", m->name);
-    sy_status st = check_batch("predict", o->batch_size);
-    if (!st) st = check_data(m, "predict", "x", x, NULL, NULL);
+    sy_status st = check_predict_outputs(m, out, n_out, "; use sy_model_predict_multi for one tensor per output");
+    if (!st) st = check_batch("predict", o->batch_size);
+    if (!st) st = check_data(m, "predict", "x", x, n_x, NULL, NULL, 0);
     if (st) return st;
-    sy_tensor *t;
-    sy_shape out_shape = model_output_shape(m);
-    if ((st = sy_tensor_new(SY_F32, keras_batch_shape(samples(x), &out_shape), &t))) return st;
-    st = run_over(m, MODE_PREDICT, x, NULL, o->batch_size, 0, o->verbose, o->progress, "", NULL, t);
-    if (st) sy_tensor_free(t);
-    else *out = t;
+    sy_tensor *t[MODEL_MAX_IO] = {0};
+    for (int32_t j = 0; !st && j < n_out; j++) {
+        sy_shape out_shape = model_output_shape_at(m, j);
+        st = sy_tensor_new(SY_F32, keras_batch_shape(samples(x[0]), &out_shape), &t[j]);
+    }
+    if (!st) st = run_over(m, MODE_PREDICT, x, NULL, o->batch_size, 0, o->verbose, o->progress, "", NULL, t);
+    for (int32_t j = 0; j < n_out; j++) {
+        if (st) sy_tensor_free(t[j]);
+        else out[j] = t[j];
+    }
     return st;
+}
+
+sy_status sy_model_predict(sy_model *m, const sy_tensor *x, const sy_evaluate_options *o, sy_tensor **out) {
+    return sy_model_predict_multi(m, &x, 1, o, out, 1);
 }
 
 /* ---- fit ------------------------------------------------------------------------------- */
@@ -431,7 +583,22 @@ static sy_status check_fit_options(const sy_fit_options *o) {
         return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: %d callbacks but no array", o->n_callbacks);
     if ((o->x_val == NULL) != (o->y_val == NULL))
         return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: validation data needs both x_val and y_val");
+    if ((o->x_val_list == NULL) != (o->y_val_list == NULL))
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: validation data needs both x_val_list and y_val_list");
+    if (o->x_val && o->x_val_list)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: validation data is given twice (x_val and x_val_list)");
     return SY_OK;
+}
+
+/* fit's validation arrays (x_val_list, or x_val as a list of one): NULL
+ * when there are none. */
+static const sy_tensor *const *val_x(const sy_fit_options *o, int32_t *n) {
+    *n = o->x_val_list ? o->n_x_val : 1;
+    return o->x_val_list ? o->x_val_list : o->x_val ? &o->x_val : NULL;
+}
+static const sy_tensor *const *val_y(const sy_fit_options *o, int32_t *n) {
+    *n = o->y_val_list ? o->n_y_val : 1;
+    return o->y_val_list ? o->y_val_list : o->y_val ? &o->y_val : NULL;
 }
 
 /* ---- datasets ---------------------------------------------------------------------------- *
@@ -442,28 +609,48 @@ static sy_status check_fit_options(const sy_fit_options *o) {
 
 static int64_t rows_of(const sy_element *e) { return samples(e->c[0]); }
 
-/* The dataset gives what `what` needs: at least `need` components (x, y),
- * no sample weights, and x's per-sample shape the model's where known. */
-static sy_status check_dataset(const sy_model *m, const char *what, const sy_dataset *d, int32_t need) {
+/* The dataset gives what `what` needs: elements (x1 .. xn) -- the model's
+ * inputs -- then, with labels, (y1 .. ym) for its outputs; no sample
+ * weights; each x's per-sample shape the model's where known. */
+static sy_status check_dataset(const sy_model *m, const char *what, const sy_dataset *d, bool labels) {
     char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
-    int32_t n = sy_dataset_component_count(d);
-    if (n < need)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: the dataset's elements have %d component%s; expected (x, y) batches",
-                        what, n, n == 1 ? "" : "s");
-    if (need == 2 && n > 2)
+    int32_t n = sy_dataset_component_count(d), need = m->n_inputs + (labels ? m->n_outputs : 0);
+    bool single = m->n_inputs == 1 && m->n_outputs == 1;
+    if (n < need) {
+        if (single)
+            return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: the dataset's elements have %d component%s; expected (x, y) batches",
+                            what, n, n == 1 ? "" : "s");
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "%s: the dataset's elements have %d component%s; model '%s' takes (x1, ..., x%d%s): its %d "
+                        "input%s%s",
+                        what, n, n == 1 ? "" : "s", m->name, m->n_inputs, labels ? ", y1, ..., ym" : "", m->n_inputs,
+                        m->n_inputs == 1 ? "" : "s", labels ? ", then a label for each output" : "");
+    }
+    if (labels && n > need) {
+        if (single)
+            return sy_error(SY_ERR_UNSUPPORTED,
+                            "%s: the dataset's elements have %d components; (x, y, sample_weight) is not supported, give "
+                            "(x, y)",
+                            what, n);
         return sy_error(SY_ERR_UNSUPPORTED,
-                        "%s: the dataset's elements have %d components; (x, y, sample_weight) is not supported, give "
-                        "(x, y)",
-                        what, n);
-    sy_component_spec x = sy_dataset_component_spec(d, 0);
-    bool ok = x.shape.rank == m->input_shape.rank + 1;
-    for (int i = 0; ok && i < m->input_shape.rank; i++)
-        ok = x.shape.dims[i + 1] == -1 || x.shape.dims[i + 1] == m->input_shape.dims[i];
-    if (!ok)
-        return sy_error(SY_ERR_SHAPE, "%s: the dataset's x is %s but model '%s' takes batches of %s", what,
-                        sy_shape_format(&x.shape, a, sizeof a), m->name, keras_shape_str(&m->input_shape, b, sizeof b));
-    if (x.dtype == SY_STRING)
-        return sy_error(SY_ERR_DTYPE, "%s: the dataset's x holds strings; a model takes numbers (parse them first)", what);
+                        "%s: the dataset's elements have %d components, but model '%s' takes %d inputs and %d labels "
+                        "(sample weights are not supported)",
+                        what, n, m->name, m->n_inputs, m->n_outputs);
+    }
+    for (int32_t i = 0; i < m->n_inputs; i++) {
+        sy_component_spec x = sy_dataset_component_spec(d, i);
+        sy_shape in = model_input_shape_at(m, i);
+        bool ok = x.shape.rank == in.rank + 1;
+        for (int k = 0; ok && k < in.rank; k++) ok = x.shape.dims[k + 1] == -1 || x.shape.dims[k + 1] == in.dims[k];
+        char input[LAYER_NAME_MAX + 32] = "";
+        if (!single) snprintf(input, sizeof input, " (component %d, input '%s')", i, m->inputs[i].name);
+        if (!ok)
+            return sy_error(SY_ERR_SHAPE, "%s: the dataset's x%s is %s but model '%s' takes batches of %s", what, input,
+                            sy_shape_format(&x.shape, a, sizeof a), m->name, keras_shape_str(&in, b, sizeof b));
+        if (x.dtype == SY_STRING)
+            return sy_error(SY_ERR_DTYPE, "%s: the dataset's x%s holds strings; a model takes numbers (parse them first)",
+                            what, input);
+    }
     return SY_OK;
 }
 
@@ -522,7 +709,8 @@ static void feed_free(batch_feed *f) {
 /* Check a batch element as arrays are checked (shapes, labels). */
 static sy_status check_batch_element(const sy_model *m, const char *what, const sy_element *e, bool labels,
                                      int64_t number) {
-    sy_status st = check_data(m, what, "x", e->c[0], labels ? "y" : NULL, labels ? e->c[1] : NULL);
+    const sy_tensor *const *c = (const sy_tensor *const *)e->c;
+    sy_status st = check_data(m, what, "x", c, m->n_inputs, "y", labels ? c + m->n_inputs : NULL, m->n_outputs);
     if (st) {
         char msg[2048];
         snprintf(msg, sizeof msg, "%s", sy_last_error());
@@ -540,7 +728,7 @@ static void clear_batches(sy_element *b, int64_t n) {
 static sy_status run_over_dataset(sy_model *m, plan_mode mode, const sy_dataset *data, int64_t max_steps, int verbose,
                                   FILE *progress, const char *prefix, sy_logs *logs, sy_tensor **pred) {
     const char *what = mode == MODE_EVAL ? (prefix[0] ? "validation" : "evaluate") : "predict";
-    sy_status st = check_dataset(m, what, data, mode == MODE_EVAL ? 2 : 1);
+    sy_status st = check_dataset(m, what, data, mode == MODE_EVAL);
     if (st) return st;
     int64_t r = model_replicas(m), spe = m->steps_per_execution, global = sy_dataset_component_spec(data, 0).shape.dims[0];
     batch_feed f = {NULL, {0, {0}}, 0};
@@ -558,10 +746,13 @@ static sy_status run_over_dataset(sy_model *m, plan_mode mode, const sy_dataset 
     int64_t per = (global + r - 1) / r;
     global = per * r;
     model_plan *p = NULL;
-    trip t = {m, NULL, NULL, NULL, NULL, NULL, NULL, (int32_t)r, sy_calloc((size_t)spe, sizeof(sy_element)),
-              sy_calloc((size_t)spe, sizeof(int64_t))};
-    sy_shape out_shape = model_output_shape(m);
-    size_t out_row = (size_t)sy_shape_count(&out_shape);
+    trip t = {.m = m, .replicas = (int32_t)r, .batches = sy_calloc((size_t)spe, sizeof(sy_element)),
+              .base = sy_calloc((size_t)spe, sizeof(int64_t))};
+    size_t out_row[MODEL_MAX_IO];
+    for (int32_t j = 0; j < m->n_outputs; j++) {
+        sy_shape out_shape = model_output_shape_at(m, j);
+        out_row[j] = (size_t)sy_shape_count(&out_shape);
+    }
     int64_t cap = 0, seen = 0, step = 0;
     sums total;
     memset(&total, 0, sizeof total);
@@ -597,12 +788,13 @@ static sy_status run_over_dataset(sy_model *m, plan_mode mode, const sy_dataset 
         if (mode == MODE_PREDICT && seen > cap) { /* room for these rows' predictions */
             int64_t want = cap ? cap : 1;
             while (want < seen) want *= 2;
-            float *grown = sy_realloc_array(t.pred_out, (size_t)cap * out_row, (size_t)want * out_row, sizeof(float));
-            if (!grown) {
-                st = sy_error(SY_ERR_OUT_OF_MEMORY, "predict: out of memory for %lld predictions", (long long)want);
-                break;
+            for (int32_t j = 0; !st && j < m->n_outputs; j++) {
+                float *grown = sy_realloc_array(t.pred_out[j], (size_t)cap * out_row[j], (size_t)want * out_row[j],
+                                                sizeof(float));
+                if (!grown) st = sy_error(SY_ERR_OUT_OF_MEMORY, "predict: out of memory for %lld predictions", (long long)want);
+                else t.pred_out[j] = grown;
             }
-            t.pred_out = grown;
+            if (st) break;
             cap = want;
         }
         st = replicas_infer(p->rs, k, feed_shard, mode == MODE_EVAL ? read_sums : read_predictions, &t);
@@ -628,15 +820,20 @@ static sy_status run_over_dataset(sy_model *m, plan_mode mode, const sy_dataset 
         progbar_update(&bar, step, mode == MODE_EVAL ? &l : NULL, true);
     }
     if (!st && mode == MODE_EVAL && logs) sums_to_logs(m, &total, prefix, logs);
-    if (!st && mode == MODE_PREDICT) {
-        st = sy_tensor_new(SY_F32, keras_batch_shape(seen, &out_shape), pred);
-        if (!st) memcpy(sy_tensor_data(*pred), t.pred_out, (size_t)seen * out_row * sizeof(float));
+    for (int32_t j = 0; !st && mode == MODE_PREDICT && j < m->n_outputs; j++) {
+        sy_shape out_shape = model_output_shape_at(m, j);
+        st = sy_tensor_new(SY_F32, keras_batch_shape(seen, &out_shape), &pred[j]);
+        if (!st) memcpy(sy_tensor_data(pred[j]), t.pred_out[j], (size_t)seen * out_row[j] * sizeof(float));
+    }
+    for (int32_t j = 0; st && mode == MODE_PREDICT && j < m->n_outputs; j++) {
+        sy_tensor_free(pred[j]);
+        pred[j] = NULL;
     }
     sy_element_clear(&first);
     if (t.batches) clear_batches(t.batches, spe);
     sy_free(t.batches);
     sy_free(t.base);
-    sy_free(t.pred_out);
+    for (int32_t j = 0; j < MODEL_MAX_IO; j++) sy_free(t.pred_out[j]);
     trip_free(&t);
     feed_free(&f);
     return st;
@@ -657,12 +854,17 @@ sy_status sy_model_evaluate_dataset(sy_model *m, const sy_dataset *data, const s
     return st;
 }
 
-sy_status sy_model_predict_dataset(sy_model *m, const sy_dataset *data, const sy_evaluate_options *o, sy_tensor **out) {
+sy_status sy_model_predict_dataset_multi(sy_model *m, const sy_dataset *data, const sy_evaluate_options *o,
+                                         sy_tensor **out, int32_t n_out) {
     sy_evaluate_options d = sy_evaluate_options_default();
     if (!o) o = &d;
-    *out = NULL;
-    if (!m->built || m->n_layers == 0) return sy_error(SY_ERR_STATE, "predict: model '%s' has no input shape yet", m->name);
+    sy_status st = check_predict_outputs(m, out, n_out, "; use sy_model_predict_dataset_multi for one tensor per output");
+    if (st) return st;
     return run_over_dataset(m, MODE_PREDICT, data, 0, o->verbose, o->progress, "", NULL, out);
+}
+
+sy_status sy_model_predict_dataset(sy_model *m, const sy_dataset *data, const sy_evaluate_options *o, sy_tensor **out) {
+    return sy_model_predict_dataset_multi(m, data, o, out, 1);
 }
 
 /* The next k training batches from it into t (fewer at the end of the
@@ -879,8 +1081,11 @@ static sy_status run_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
             int64_t vb = o->validation_batch_size ? o->validation_batch_size : batch;
             if (f->validation)
                 st = run_over_dataset(m, MODE_EVAL, f->validation, o->validation_steps, 0, NULL, "val_", &logs, NULL);
-            else if (o->x_val)
-                st = run_over(m, MODE_EVAL, o->x_val, o->y_val, vb, o->validation_steps, 0, NULL, "val_", &logs, NULL);
+            else if (o->x_val || o->x_val_list) {
+                int32_t nx, ny;
+                st = run_over(m, MODE_EVAL, val_x(o, &nx), val_y(o, &ny), vb, o->validation_steps, 0, NULL, "val_",
+                              &logs, NULL);
+            }
             if (st) break;
         }
         if (o->verbose) {
@@ -925,17 +1130,20 @@ static sy_status fit_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
     return st;
 }
 
-sy_status sy_model_fit(sy_model *m, const sy_tensor *x, const sy_tensor *y, const sy_fit_options *o,
-                       sy_history **history) {
+sy_status sy_model_fit_multi(sy_model *m, const sy_tensor *const *x, int32_t n_x, const sy_tensor *const *y,
+                             int32_t n_y, const sy_fit_options *o, sy_history **history) {
     sy_fit_options d = sy_fit_options_default();
     if (!o) o = &d;
     if (history) *history = NULL;
     if (!m->compiled) return sy_error(SY_ERR_STATE, "fit: model '%s' must be compiled (sy_model_compile) first", m->name);
     sy_status st = check_fit_options(o);
-    if (!st) st = check_data(m, "fit", "x", x, "y", y);
-    if (!st && o->x_val) st = check_data(m, "fit", "validation x", o->x_val, "validation y", o->y_val);
+    if (!st && !y) st = sy_error(SY_ERR_INVALID_ARGUMENT, "fit: no labels (y) given");
+    if (!st) st = check_data(m, "fit", "x", x, n_x, "y", y, n_y);
+    int32_t nvx, nvy;
+    const sy_tensor *const *vx = val_x(o, &nvx), *const *vy = val_y(o, &nvy);
+    if (!st && vx) st = check_data(m, "fit", "validation x", vx, nvx, "validation y", vy, nvy);
     if (st) return st;
-    int64_t n = samples(x), batch = o->batch_size, r = model_replicas(m);
+    int64_t n = samples(x[0]), batch = o->batch_size, r = model_replicas(m);
     if (batch % r != 0) {
         int64_t below = batch / r * r, above = below + r; /* batch < INT64_MAX - r: no overflow */
         if (batch > INT64_MAX - 2 * r) above = below;
@@ -953,7 +1161,7 @@ sy_status sy_model_fit(sy_model *m, const sy_tensor *x, const sy_tensor *y, cons
     sy_history *h = NULL;
     fit_feed f = {{sy_malloc((size_t)n * sizeof(int64_t)), n, n, 0, o->shuffle, sy_mix64(m->seed ^ sy_mix64(o->seed + 0x5F1F))},
                   NULL, NULL, NULL, steps, steps, 0, 0, {0}};
-    trip t = {m, p, x, y, NULL, NULL, NULL, (int32_t)r, NULL, NULL};
+    trip t = {.m = m, .p = p, .x = x, .y = y, .replicas = (int32_t)r};
     if (!f.s.perm || (st = trip_alloc(&t, spe < steps ? spe : steps, batch)) || (st = history_new(&h))) {
         if (!st) st = sy_error(SY_ERR_OUT_OF_MEMORY, "fit: out of memory");
     }
@@ -965,6 +1173,11 @@ sy_status sy_model_fit(sy_model *m, const sy_tensor *x, const sy_tensor *y, cons
     return st;
 }
 
+sy_status sy_model_fit(sy_model *m, const sy_tensor *x, const sy_tensor *y, const sy_fit_options *o,
+                       sy_history **history) {
+    return sy_model_fit_multi(m, &x, 1, &y, 1, o, history);
+}
+
 sy_status sy_model_fit_dataset(sy_model *m, const sy_dataset *train, const sy_dataset *validation,
                                const sy_fit_options *o, sy_history **history) {
     sy_fit_options d = sy_fit_options_default();
@@ -972,11 +1185,11 @@ sy_status sy_model_fit_dataset(sy_model *m, const sy_dataset *train, const sy_da
     if (history) *history = NULL;
     if (!m->compiled) return sy_error(SY_ERR_STATE, "fit: model '%s' must be compiled (sy_model_compile) first", m->name);
     sy_status st = check_fit_options(o);
-    if (!st && o->x_val)
+    if (!st && (o->x_val || o->x_val_list))
         st = sy_error(SY_ERR_INVALID_ARGUMENT, "fit: with a dataset, validation data is a dataset too (validation), not "
                                                "x_val and y_val");
-    if (!st) st = check_dataset(m, "fit", train, 2);
-    if (!st && validation) st = check_dataset(m, "fit: validation", validation, 2);
+    if (!st) st = check_dataset(m, "fit", train, true);
+    if (!st && validation) st = check_dataset(m, "fit: validation", validation, true);
     if (st) return st;
     int64_t batch = sy_dataset_component_spec(train, 0).shape.dims[0], r = model_replicas(m), card = sy_dataset_cardinality(train);
     if (batch <= 0)
@@ -997,7 +1210,7 @@ sy_status sy_model_fit_dataset(sy_model *m, const sy_dataset *train, const sy_da
     sy_history *h = NULL;
     fit_feed f = {{NULL, 0, 0, 0, false, 0}, train, validation, NULL, o->steps_per_epoch,
                   o->steps_per_epoch ? o->steps_per_epoch : card >= 0 ? card : 0, 0, 0, {0}};
-    trip t = {m, p, NULL, NULL, NULL, NULL, NULL, (int32_t)r, sy_calloc((size_t)spe, sizeof(sy_element)), NULL};
+    trip t = {.m = m, .p = p, .replicas = (int32_t)r, .batches = sy_calloc((size_t)spe, sizeof(sy_element))};
     if (!t.batches || (st = trip_alloc(&t, spe, batch)) || (st = history_new(&h))) {
         if (!st) st = sy_error(SY_ERR_OUT_OF_MEMORY, "fit: out of memory");
     }

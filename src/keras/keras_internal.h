@@ -144,12 +144,14 @@ typedef enum keras_loss {
 typedef enum keras_metric {
     KERAS_METRIC_SPARSE_CATEGORICAL_ACCURACY = 1,
     KERAS_METRIC_CATEGORICAL_ACCURACY,
-    KERAS_METRIC_BINARY_ACCURACY
+    KERAS_METRIC_BINARY_ACCURACY,
+    KERAS_METRIC_MSE, /* issue 15: mean_squared_error (mse), mean_absolute_error (mae) */
+    KERAS_METRIC_MAE
 } keras_metric;
 
 typedef struct metric_spec {
     keras_metric kind;
-    char name[40]; /* as the logs show it: "accuracy" or "sparse_categorical_accuracy" */
+    char name[40]; /* as compile() got it, the logs' name with one output: "accuracy", "mse" */
 } metric_spec;
 
 /* Per-sample metric value for `rows` samples: pred (rows, classes...),
@@ -160,24 +162,44 @@ void metric_accumulate(keras_metric kind, const float *pred, const void *labels,
 
 /* ---- the model ---------------------------------------------------------------- */
 
-/* compile()'s warning (losses.c) when from_logits is set but pred, the
- * model's output in g, is a softmax's or sigmoid's: once per compile. */
-void keras_loss_warn_logits(sy_model *m, const sy_graph *g, sy_node pred);
+/* compile()'s warning (losses.c) when output j's loss has from_logits set
+ * but pred, that output in g, is a softmax's or sigmoid's: once per compile. */
+void keras_loss_warn_logits(sy_model *m, int32_t j, const sy_graph *g, sy_node pred);
 
 typedef enum plan_mode { MODE_TRAIN, MODE_EVAL, MODE_PREDICT, MODE_COUNT } plan_mode;
 
+#define MODEL_MAX_IO 16
+#define HEAD_MAX_METRICS 8
+
 /* The plans of one mode at one batch size -- one per replica of the
  * model's strategy, compiled from one graph -- and the nodes the host feeds
- * and reads. */
+ * and reads: one x per model input, one y, pred and loss per output. */
 typedef struct model_plan {
     sy_graph *g;
     replica_set *rs;
-    int64_t batch;          /* per replica */
-    sy_node x, y;           /* inputs (y: SY_NONE in predict) */
-    sy_node pred;           /* the model's output */
-    sy_node per_example;    /* loss per sample (batch,); SY_NONE in predict */
-    sy_node loss;           /* mean loss (scalar); SY_NONE in predict */
+    int64_t batch;                 /* per replica */
+    sy_node x[MODEL_MAX_IO];       /* the model's inputs (m->n_inputs) */
+    sy_node y[MODEL_MAX_IO];       /* labels per output (SY_NONE in predict) */
+    sy_node pred[MODEL_MAX_IO];    /* the model's outputs (m->n_outputs) */
+    sy_node out_loss[MODEL_MAX_IO]; /* each output's unweighted loss per sample (batch,); SY_NONE in predict */
+    sy_node per_example;           /* the total loss per sample (batch,); SY_NONE in predict */
+    sy_node loss;                  /* mean loss (scalar); SY_NONE in predict */
 } model_plan;
+
+/* compile()'s loss and metrics for one output (Keras's per-output loss,
+ * loss weight and metrics). */
+typedef struct model_head {
+    keras_loss loss;
+    char loss_name[48];
+    bool from_logits;
+    double weight; /* loss_weights' entry: 1 by default */
+    metric_spec metrics[HEAD_MAX_METRICS];
+    int32_t n_metrics;
+} model_head;
+
+/* How compile() was given its losses, as training_config writes them
+ * back: one for all, a list in output order, or a dict by output name. */
+typedef enum loss_form { LOSS_SINGLE, LOSS_LIST, LOSS_DICT } loss_form;
 
 typedef struct model_layer {
     sy_layer cfg;                 /* cfg.name points at name[] */
@@ -209,8 +231,6 @@ typedef struct model_node {
     int32_t in_off, n_in; /* input nodes: edges[in_off .. in_off + n_in) */
     sy_shape shape;     /* output, without the batch axis */
 } model_node;
-
-#define MODEL_MAX_IO 16
 
 typedef struct model_input {
     char name[LAYER_NAME_MAX]; /* the InputLayer's name; empty: Keras's default */
@@ -249,12 +269,11 @@ struct sy_model {
     /* compile() */
     bool compiled;
     sy_optimizer optimizer;
-    keras_loss loss;
-    char loss_name[48];
-    bool from_logits;
+    model_head heads[MODEL_MAX_IO]; /* per output (m->n_outputs); a Sequential model's one */
+    loss_form form;                 /* how the losses were given */
+    int32_t dict_order[MODEL_MAX_IO]; /* LOSS_DICT: the outputs in the order their keys were given */
+    bool loss_weights_given;        /* training_config writes them (else null) */
     bool logits_warned; /* losses.c's warning given since compile() */
-    metric_spec metrics[8];
-    int32_t n_metrics;
     char backend[16];
     int32_t steps_per_execution;
     sy_strategy *strategy;     /* the scope's at sy_model_new, or own_strategy */
@@ -269,12 +288,22 @@ struct sy_model {
     int32_t var_prefix;
 };
 
-/* SY_OK if the model can be compiled and run now (one input, one output). */
+/* SY_OK if the model can be compiled and run now (its outputs are set). */
 sy_status model_runnable(const sy_model *m, const char *what);
 /* The model's (first) output shape, without the batch axis. */
 sy_shape model_output_shape(const sy_model *m);
+/* Output j's shape, without the batch axis, and its name: the layer's
+ * (Keras's model.output_names). */
+sy_shape model_output_shape_at(const sy_model *m, int32_t j);
+const char *model_output_name(const sy_model *m, int32_t j);
+/* Input i's shape, without the batch axis. */
+sy_shape model_input_shape_at(const sy_model *m, int32_t i);
+/* The metrics of every output together (the sums' and logs' count). */
+int32_t model_metric_count(const sy_model *m);
 /* The layer that first takes input 0 (an Embedding makes it int32), or NULL. */
 const model_layer *model_first_layer(const sy_model *m);
+/* The same for input i. */
+const model_layer *model_first_layer_of(const sy_model *m, int32_t i);
 /* A Sequential model's chain of nodes, made again from its layers. */
 sy_status model_chain_nodes(sy_model *m);
 /* Check a Functional model's graph once its outputs are set and put its
@@ -304,12 +333,12 @@ sy_status model_plan_get(sy_model *m, plan_mode mode, int64_t batch, model_plan 
 int32_t model_replicas(const sy_model *m);
 void model_plans_free(sy_model *m);
 
-/* The label tensor's per-sample shape and dtype the loss wants. */
-sy_shape model_label_shape(const sy_model *m);
-sy_dtype model_label_dtype(const sy_model *m);
-/* What the model's input is fed as: int32 word indices before an
- * Embedding, float32 otherwise (Keras casts the data the same way). */
-sy_dtype model_input_dtype(const sy_model *m);
+/* The per-sample shape and dtype output j's loss wants its labels in. */
+sy_shape model_label_shape(const sy_model *m, int32_t j);
+sy_dtype model_label_dtype(const sy_model *m, int32_t j);
+/* What input i is fed as: int32 word indices before an Embedding (or an
+ * int Input), float32 otherwise (Keras casts the data the same way). */
+sy_dtype model_input_dtype(const sy_model *m, int32_t i);
 
 /* ---- issue 15, nested models (nested.c) ---------------------------------------------- */
 
@@ -372,8 +401,9 @@ void progbar_update(progbar *p, int64_t current, const sy_logs *logs, bool final
 
 /* An epoch's (or evaluation's) running sums. */
 typedef struct fit_sums {
-    double loss;
-    double metric[8];
+    double loss;                     /* the total */
+    double out_loss[MODEL_MAX_IO];   /* each output's (several outputs) */
+    double metric[MODEL_MAX_IO * HEAD_MAX_METRICS]; /* every output's metrics in turn */
     int64_t seen;
 } fit_sums;
 

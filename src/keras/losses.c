@@ -10,16 +10,19 @@
  * once per place in the code; here it is logged once per compile(), the
  * first time a plan with the loss is built (m->logits_warned is reset by
  * compile), not once per plan: fit builds a training and an evaluation plan.
+ * With several outputs each output's loss is looked at; the first such
+ * output gives the warning.
  */
 #include "keras_internal.h"
 
-void keras_loss_warn_logits(sy_model *m, const sy_graph *g, sy_node pred) {
-    if (!m->from_logits || m->logits_warned) return;
-    bool binary = m->loss == KERAS_LOSS_BINARY_CE;
-    if (m->loss != KERAS_LOSS_SPARSE_CATEGORICAL_CE && m->loss != KERAS_LOSS_CATEGORICAL_CE && !binary) return;
+void keras_loss_warn_logits(sy_model *m, int32_t j, const sy_graph *g, sy_node pred) {
+    const model_head *h = &m->heads[j];
+    if (!h->from_logits || m->logits_warned) return;
+    bool binary = h->loss == KERAS_LOSS_BINARY_CE;
+    if (h->loss != KERAS_LOSS_SPARSE_CATEGORICAL_CE && h->loss != KERAS_LOSS_CATEGORICAL_CE && !binary) return;
     if (!sy_graph_is_activation_output(g, pred, binary)) return;
     m->logits_warned = true;
-    const char *fn = m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE ? "sparse_categorical_crossentropy"
+    const char *fn = h->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE ? "sparse_categorical_crossentropy"
                      : binary                                    ? "binary_crossentropy"
                                                                  : "categorical_crossentropy";
     /* Keras's text, word for word (op types as TensorFlow names them) */

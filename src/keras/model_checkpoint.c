@@ -90,9 +90,14 @@ static json_t *manifest_new(const sy_model *m, const fit_position *p) {
         offset += sy_shape_count(&s) * (int64_t)sy_dtype_size(dt);
     }
     json_t *metrics = json_array();
-    for (int32_t i = 0; i < m->n_metrics; i++) json_array_append_new(metrics, json_real(p->sums.metric[i]));
+    for (int32_t i = 0; i < model_metric_count(m); i++) json_array_append_new(metrics, json_real(p->sums.metric[i]));
     json_t *pos = json_pack("{s:i, s:I, s:{s:f, s:o, s:I}}", "epoch", p->epoch, "step", (json_int_t)p->step, "sums",
                             "loss", p->sums.loss, "metrics", metrics, "seen", (json_int_t)p->sums.seen);
+    if (m->n_outputs > 1) { /* each output's loss (issue 15) */
+        json_t *out_loss = json_array();
+        for (int32_t j = 0; j < m->n_outputs; j++) json_array_append_new(out_loss, json_real(p->sums.out_loss[j]));
+        json_object_set_new(json_object_get(pos, "sums"), "output_losses", out_loss);
+    }
     json_object_set_new(pos, "stream", json_pack("{s:o, s:I, s:I}", "seed", u64_json(p->stream_seed), "pass",
                                                  (json_int_t)p->pass, "pos", (json_int_t)p->pos));
     json_object_set_new(pos, "dataset", json_pack("{s:b, s:I, s:o, s:o}", "iterator_open", p->iter_open, "consumed",
@@ -202,15 +207,21 @@ static bool position_of(const json_t *j, const sy_model *m, fit_position *p) {
     json_t *metrics = json_object_get(sums, "metrics");
     if (!json_is_integer(json_object_get(j, "epoch")) || !json_is_integer(json_object_get(j, "step")) ||
         !json_is_number(json_object_get(sums, "loss")) || !json_is_integer(json_object_get(sums, "seen")) ||
-        !json_is_array(metrics) || json_array_size(metrics) != (size_t)m->n_metrics)
+        !json_is_array(metrics) || json_array_size(metrics) != (size_t)model_metric_count(m))
         return false;
     p->epoch = (int32_t)json_integer_value(json_object_get(j, "epoch"));
     p->step = json_integer_value(json_object_get(j, "step"));
     p->sums.loss = json_number_value(json_object_get(sums, "loss"));
     p->sums.seen = json_integer_value(json_object_get(sums, "seen"));
-    for (int32_t i = 0; i < m->n_metrics; i++) {
+    for (int32_t i = 0; i < model_metric_count(m); i++) {
         if (!json_is_number(json_array_get(metrics, (size_t)i))) return false;
         p->sums.metric[i] = json_number_value(json_array_get(metrics, (size_t)i));
+    }
+    json_t *out_loss = json_object_get(sums, "output_losses");
+    if (m->n_outputs > 1 && (!json_is_array(out_loss) || json_array_size(out_loss) != (size_t)m->n_outputs)) return false;
+    for (int32_t k = 0; m->n_outputs > 1 && k < m->n_outputs; k++) {
+        if (!json_is_number(json_array_get(out_loss, (size_t)k))) return false;
+        p->sums.out_loss[k] = json_number_value(json_array_get(out_loss, (size_t)k));
     }
     int32_t n_open, n_now;
     if (!json_u64(json_object_get(stream, "seed"), &p->stream_seed) || !json_is_integer(json_object_get(stream, "pass")) ||

@@ -35,6 +35,7 @@
  * it was. Keras's conversions of old formats (Keras 1, Theano kernels,
  * CuDNN RNN weights) are not done: such files are refused by their shapes.
  */
+#include "keras_config.h" /* jw: training_config as json.dumps writes it */
 #include "keras_internal.h"
 
 #include "../io/io_internal.h"
@@ -391,6 +392,8 @@ static const char *metric_fn(keras_metric kind) {
     case KERAS_METRIC_SPARSE_CATEGORICAL_ACCURACY: return "sparse_categorical_accuracy";
     case KERAS_METRIC_CATEGORICAL_ACCURACY: return "categorical_accuracy";
     case KERAS_METRIC_BINARY_ACCURACY: return "binary_accuracy";
+    case KERAS_METRIC_MSE: return "mean_squared_error";
+    case KERAS_METRIC_MAE: return "mean_absolute_error";
     }
     return "accuracy";
 }
@@ -447,52 +450,93 @@ static json_t *optimizer_config(const sy_optimizer *o) {
     return wrap;
 }
 
-/* model.compile()'s arguments as Keras 2.15's model_metadata writes them:
- * a new string (free with free()), or NULL when out of memory. */
+/* One output's loss as Keras writes it: its name, or -- taking logits --
+ * its Loss object. */
+static json_t *loss_json(const model_head *h) {
+    for (size_t i = 0; h->from_logits && i < sizeof loss_classes / sizeof loss_classes[0]; i++)
+        if (loss_classes[i].loss == h->loss) {
+            json_t *c = json_object(), *loss = json_object();
+            json_object_set_new(c, "reduction", json_string("auto"));
+            json_object_set_new(c, "name", json_string(loss_classes[i].fn));
+            json_object_set_new(c, "from_logits", json_true());
+            if (h->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE) json_object_set_new(c, "ignore_class", json_null());
+            json_object_set_new(c, "fn", json_string(loss_classes[i].fn));
+            json_object_set_new(loss, "class_name", json_string(loss_classes[i].class_name));
+            json_object_set_new(loss, "config", c);
+            return loss;
+        }
+    return json_string(h->loss_name);
+}
+
+/* model.compile()'s arguments as Keras 2.15's model_metadata writes them
+ * (json.dumps of its get_compile_config): the loss as it was given -- one,
+ * a list in output order, or a dict by output name in the order given --
+ * the metrics as a list per output (named "<output>_<metric>" with
+ * several outputs), the loss weights (null when none were given) and the
+ * optimizer. A new string (free with sy_free), or NULL when out of memory. */
 static char *training_config(const sy_model *m) {
     json_t *t = json_object();
     if (!t) return NULL;
-    json_t *loss = json_string(m->loss_name);
-    if (m->from_logits) {
-        /* a loss that takes logits is a Loss object in Keras */
-        for (size_t i = 0; i < sizeof loss_classes / sizeof loss_classes[0]; i++)
-            if (loss_classes[i].loss == m->loss) {
-                json_t *c = json_object();
-                json_object_set_new(c, "reduction", json_string("auto"));
-                json_object_set_new(c, "name", json_string(loss_classes[i].fn));
-                json_object_set_new(c, "from_logits", json_true());
-                if (m->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE) json_object_set_new(c, "ignore_class", json_null());
-                json_object_set_new(c, "fn", json_string(loss_classes[i].fn));
-                json_decref(loss);
-                loss = json_object();
-                json_object_set_new(loss, "class_name", json_string(loss_classes[i].class_name));
-                json_object_set_new(loss, "config", c);
-            }
+    json_t *loss;
+    if (m->form == LOSS_SINGLE) {
+        loss = loss_json(&m->heads[0]);
+    } else if (m->form == LOSS_LIST) {
+        loss = json_array();
+        for (int32_t j = 0; j < m->n_outputs; j++) json_array_append_new(loss, loss_json(&m->heads[j]));
+    } else {
+        loss = json_object();
+        for (int32_t i = 0; i < m->n_outputs; i++) {
+            int32_t j = m->dict_order[i];
+            json_object_set_new(loss, model_output_name(m, j), loss_json(&m->heads[j]));
+        }
     }
     json_object_set_new(t, "loss", loss);
-    if (m->n_metrics > 0) {
-        json_t *list = json_array();
-        for (int32_t i = 0; i < m->n_metrics; i++) {
-            json_t *c = json_object(), *w = json_object();
-            json_object_set_new(c, "name", json_string(m->metrics[i].name));
-            json_object_set_new(c, "dtype", json_string("float32"));
-            json_object_set_new(c, "fn", json_string(metric_fn(m->metrics[i].kind)));
-            json_object_set_new(w, "class_name", json_string("MeanMetricWrapper"));
-            json_object_set_new(w, "config", c);
-            json_array_append_new(list, w);
-        }
+    if (model_metric_count(m) > 0) {
         json_t *outer = json_array(); /* one list per output */
-        json_array_append_new(outer, list);
+        for (int32_t j = 0; j < m->n_outputs; j++) {
+            json_t *list = json_array();
+            for (int32_t i = 0; i < m->heads[j].n_metrics; i++) {
+                const metric_spec *ms = &m->heads[j].metrics[i];
+                char name[LAYER_NAME_MAX + sizeof ms->name + 1];
+                if (m->n_outputs > 1) snprintf(name, sizeof name, "%s_%s", model_output_name(m, j), ms->name);
+                else snprintf(name, sizeof name, "%s", ms->name);
+                json_t *c = json_object(), *w = json_object();
+                json_object_set_new(c, "name", json_string(name));
+                json_object_set_new(c, "dtype", json_string("float32"));
+                json_object_set_new(c, "fn", json_string(metric_fn(ms->kind)));
+                json_object_set_new(w, "class_name", json_string("MeanMetricWrapper"));
+                json_object_set_new(w, "config", c);
+                json_array_append_new(list, w);
+            }
+            json_array_append_new(outer, list);
+        }
         json_object_set_new(t, "metrics", outer);
     } else {
         json_object_set_new(t, "metrics", json_null());
     }
     json_object_set_new(t, "weighted_metrics", json_null());
-    json_object_set_new(t, "loss_weights", json_null());
+    json_t *weights = json_null();
+    if (m->loss_weights_given && m->form == LOSS_DICT) {
+        weights = json_object();
+        for (int32_t i = 0; i < m->n_outputs; i++) {
+            int32_t j = m->dict_order[i];
+            json_object_set_new(weights, model_output_name(m, j), json_real(m->heads[j].weight));
+        }
+    } else if (m->loss_weights_given) {
+        weights = json_array();
+        for (int32_t j = 0; j < m->n_outputs; j++) json_array_append_new(weights, json_real(m->heads[j].weight));
+    }
+    json_object_set_new(t, "loss_weights", weights);
     json_object_set_new(t, "optimizer_config", optimizer_config(&m->optimizer));
-    char *s = json_dumps(t, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    jw w; /* Python's json.dumps: ", " and ": ", floats as repr() */
+    memset(&w, 0, sizeof w);
+    jw_json(&w, t);
     json_decref(t);
-    return s;
+    if (w.failed) {
+        sy_free(w.buf);
+        return NULL;
+    }
+    return w.buf;
 }
 
 sy_status sy_model_save(const sy_model *m, const char *path) {
@@ -519,7 +563,7 @@ sy_status sy_model_save(const sy_model *m, const char *path) {
         else st = h5_commit(f);
     }
     sy_free(config);
-    free(training);
+    sy_free(training);
     return st;
 }
 
@@ -529,18 +573,26 @@ static const char *json_str(const json_t *o, const char *key) {
     return json_string_value(json_object_get(o, key));
 }
 
-/* A metric of a training_config as a name compile() takes. */
-static const char *metric_name(const json_t *v) {
+/* A metric of a training_config as a name compile() takes. With several
+ * outputs Keras names it "<output>_<name>" (prefix: "<output>_"), and the
+ * name compile() takes is what follows. */
+static const char *metric_name(const json_t *v, const char *prefix) {
     if (json_is_string(v)) return json_string_value(v);
     const char *cls = json_str(v, "class_name");
     const json_t *c = json_object_get(v, "config");
     if (!cls) return NULL;
     if (!strcmp(cls, "MeanMetricWrapper")) {
-        /* "accuracy" and "acc" stay as given: compile resolves them by
-         * the loss and the output, as Keras does */
+        /* a name compile() knows stays as given ("accuracy" and "acc" are
+         * resolved by the loss and the output, as Keras does; "mse" keeps
+         * its log name), else the function's */
+        static const char *const known[] = {"accuracy", "acc", "sparse_categorical_accuracy", "categorical_accuracy",
+                                            "binary_accuracy", "mse", "mean_squared_error", "mae",
+                                            "mean_absolute_error"};
         const char *name = json_str(c, "name"), *fn = json_str(c, "fn");
-        if (name && (!strcmp(name, "accuracy") || !strcmp(name, "acc") || !fn)) return name;
-        return fn;
+        if (name && prefix[0] && !strncmp(name, prefix, strlen(prefix))) name += strlen(prefix);
+        for (size_t i = 0; name && i < sizeof known / sizeof known[0]; i++)
+            if (!strcmp(name, known[i])) return name;
+        return fn ? fn : name;
     }
     if (!strcmp(cls, "SparseCategoricalAccuracy")) return "sparse_categorical_accuracy";
     if (!strcmp(cls, "CategoricalAccuracy")) return "categorical_accuracy";
@@ -604,6 +656,138 @@ static sy_status loss_arguments(const char *path, const char *cls, const char *f
     return SY_OK;
 }
 
+/* One loss of a training_config (a name or a Loss object) into e. */
+static sy_status loss_entry(const char *path, const json_t *loss, sy_compile_output *e) {
+    if (json_is_string(loss)) {
+        e->loss = json_string_value(loss);
+        return SY_OK;
+    }
+    const char *cls = json_str(loss, "class_name");
+    const json_t *cfg = json_object_get(loss, "config");
+    for (size_t i = 0; cls && i < sizeof loss_classes / sizeof loss_classes[0]; i++)
+        if (!strcmp(cls, loss_classes[i].class_name)) {
+            e->loss = loss_classes[i].fn;
+            return loss_arguments(path, cls, loss_classes[i].fn, cfg, &e->from_logits);
+        }
+    if (!json_is_object(loss))
+        return sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: a loss must be a name or a Loss object", path);
+    return sy_error(SY_ERR_UNSUPPORTED,
+                    "%s: training_config: loss class '%s' is not supported; known: SparseCategoricalCrossentropy, "
+                    "CategoricalCrossentropy, BinaryCrossentropy, MeanSquaredError",
+                    path, cls ? cls : "(none)");
+}
+
+/* Output j of m named `name`, or -1. */
+static int32_t output_named(const sy_model *m, const char *name) {
+    for (int32_t j = 0; j < m->n_outputs; j++)
+        if (!strcmp(model_output_name(m, j), name)) return j;
+    return -1;
+}
+
+/* The compile options' per-output part of a training_config: its loss (a
+ * name or Loss object for every output, a list in output order, or a dict
+ * by output name), its loss_weights (a list in output order or a dict) and
+ * its metrics (a list per output, or a flat list), into c (entries in e,
+ * metric names in names, weights in weights). */
+typedef struct config_outputs {
+    sy_compile_output e[MODEL_MAX_IO];
+    const char *names[MODEL_MAX_IO][HEAD_MAX_METRICS];
+    double weights[MODEL_MAX_IO];
+    int32_t entry_of[MODEL_MAX_IO]; /* output j's entry */
+} config_outputs;
+
+static sy_status outputs_from_config(const sy_model *m, const char *path, const json_t *t, sy_compile_options *c,
+                                     config_outputs *co) {
+    const json_t *loss = json_object_get(t, "loss"), *ms = json_object_get(t, "metrics"),
+                 *lw = json_object_get(t, "loss_weights");
+    int32_t n = m->n_outputs;
+    sy_status st = SY_OK;
+    memset(co, 0, sizeof *co);
+    for (int32_t j = 0; j < n; j++) co->entry_of[j] = j;
+    bool dict = json_is_object(loss) && !json_object_get(loss, "class_name");
+    if (json_is_array(loss)) { /* a list: one per output */
+        if (json_array_size(loss) != (size_t)n)
+            return sy_error(SY_ERR_CORRUPT, "%s: training_config: a list of %zu losses for a model with %d outputs",
+                            path, json_array_size(loss), n);
+        for (int32_t j = 0; !st && j < n; j++) st = loss_entry(path, json_array_get(loss, (size_t)j), &co->e[j]);
+        c->outputs = co->e;
+        c->n_outputs = n;
+    } else if (dict) { /* a dict by output name, in the file's order */
+        const char *key;
+        const json_t *v;
+        int32_t i = 0;
+        json_object_foreach((json_t *)loss, key, v) {
+            int32_t j = output_named(m, key);
+            if (j < 0 || i >= n)
+                return sy_error(SY_ERR_CORRUPT, "%s: training_config: a loss for '%s', which is not an output of "
+                                "model '%s'", path, key, m->name);
+            co->e[i].output = key;
+            co->entry_of[j] = i;
+            if ((st = loss_entry(path, v, &co->e[i++]))) return st;
+        }
+        c->outputs = co->e;
+        c->n_outputs = i; /* compile names an output left out */
+    } else if (json_is_string(loss) || json_is_object(loss)) { /* one for every output */
+        sy_compile_output one = {0};
+        st = loss_entry(path, loss, &one);
+        c->loss = one.loss;
+        c->from_logits = one.from_logits;
+    } else {
+        st = sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: the loss must be a name, a Loss object, a list or a "
+                      "dict of them", path);
+    }
+    if (st) return st;
+    /* loss weights: in output order (a list) or by name */
+    if (json_is_array(lw) || json_is_object(lw)) {
+        size_t size = json_is_array(lw) ? json_array_size(lw) : json_object_size(lw);
+        if (size != (size_t)n)
+            return sy_error(SY_ERR_CORRUPT, "%s: training_config: %zu loss_weights for a model with %d outputs", path,
+                            size, n);
+        for (int32_t j = 0; j < n; j++) {
+            const json_t *v = json_is_array(lw) ? json_array_get(lw, (size_t)j)
+                                                : json_object_get(lw, model_output_name(m, j));
+            if (!json_is_number(v))
+                return sy_error(SY_ERR_CORRUPT, "%s: training_config: loss_weights has no number for output '%s'",
+                                path, model_output_name(m, j));
+            co->weights[co->entry_of[j]] = json_number_value(v);
+        }
+        c->loss_weights = co->weights;
+        c->n_loss_weights = c->outputs ? c->n_outputs : n;
+    } else if (!json_is_null(lw) && lw) {
+        return sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: loss_weights must be a list or a dict", path);
+    }
+    /* metrics: a list per output, or one flat list for every output */
+    if (!json_is_array(ms)) return SY_OK;
+    bool per_output = json_array_size(ms) == (size_t)n;
+    for (size_t i = 0; per_output && i < json_array_size(ms); i++) per_output = json_is_array(json_array_get(ms, i));
+    for (int32_t j = 0; j < (per_output ? n : 1); j++) {
+        const json_t *list = per_output ? json_array_get(ms, (size_t)j) : ms;
+        char prefix[LAYER_NAME_MAX + 1] = "";
+        if (n > 1) snprintf(prefix, sizeof prefix, "%s_", model_output_name(m, j));
+        size_t i;
+        const json_t *v;
+        json_array_foreach(list, i, v) {
+            const char *name = metric_name(v, prefix);
+            if (!name || i >= HEAD_MAX_METRICS)
+                return sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: metric #%zu is not one this model can compute",
+                                path, i);
+            co->names[j][i] = name;
+        }
+        if (!per_output) {
+            c->metrics = co->names[0];
+            c->n_metrics = (int32_t)json_array_size(list);
+        } else if (json_array_size(list) > 0) {
+            if (!c->outputs) { /* one loss, metrics per output: entries with metrics alone */
+                c->outputs = co->e;
+                c->n_outputs = n;
+            }
+            co->e[co->entry_of[j]].metrics = co->names[j];
+            co->e[co->entry_of[j]].n_metrics = (int32_t)json_array_size(list);
+        }
+    }
+    return SY_OK;
+}
+
 /* Compile m with a training_config's loss, metrics and optimizer. */
 static sy_status compile_from(sy_model *m, const char *path, const char *text) {
     json_error_t err;
@@ -613,46 +797,10 @@ static sy_status compile_from(sy_model *m, const char *path, const char *text) {
         return sy_error(SY_ERR_CORRUPT, "%s: training_config is not a JSON object (line %d, column %d: %s)", path,
                         err.line, err.column, t ? "not an object" : err.text);
     }
-    sy_status st = SY_OK;
     sy_compile_options c = sy_compile_options_default();
-    const char *metrics[8];
-    const json_t *loss = json_object_get(t, "loss"), *ms = json_object_get(t, "metrics"),
-                 *opt = json_object_get(t, "optimizer_config");
-    /* the loss: Keras's name, or a Loss object */
-    if (json_is_string(loss)) {
-        c.loss = json_string_value(loss);
-    } else if (json_is_object(loss)) {
-        const char *cls = json_str(loss, "class_name");
-        const json_t *cfg = json_object_get(loss, "config");
-        size_t k = 0;
-        for (size_t i = 0; cls && i < sizeof loss_classes / sizeof loss_classes[0]; i++)
-            if (!strcmp(cls, loss_classes[i].class_name)) c.loss = loss_classes[i].fn, k = i;
-        if (c.loss) st = loss_arguments(path, cls, loss_classes[k].fn, cfg, &c.from_logits);
-        else
-            st = sy_error(SY_ERR_UNSUPPORTED,
-                          "%s: training_config: loss class '%s' is not supported; known: SparseCategoricalCrossentropy, "
-                          "CategoricalCrossentropy, BinaryCrossentropy, MeanSquaredError",
-                          path, cls ? cls : "(none)");
-    } else {
-        st = sy_error(SY_ERR_UNSUPPORTED,
-                      "%s: training_config: the loss must be one name or Loss object (a model with one output)", path);
-    }
-    /* metrics: a list per output (one output here), or a flat list */
-    if (!st && json_is_array(ms)) {
-        const json_t *list = json_array_size(ms) == 1 && json_is_array(json_array_get(ms, 0)) ? json_array_get(ms, 0) : ms;
-        size_t i;
-        const json_t *v;
-        json_array_foreach(list, i, v) {
-            const char *name = metric_name(v);
-            if (!name || i >= 8) {
-                st = sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: metric #%zu is not one this model can compute",
-                              path, i);
-                break;
-            }
-            metrics[c.n_metrics++] = name;
-        }
-        c.metrics = metrics;
-    }
+    config_outputs co;
+    const json_t *opt = json_object_get(t, "optimizer_config");
+    sy_status st = outputs_from_config(m, path, t, &c, &co);
     const json_t *wm = json_object_get(t, "weighted_metrics");
     if (!st && json_array_size(wm) > 0 &&
         !(json_array_size(wm) == 1 && json_is_array(json_array_get(wm, 0)) && !json_array_size(json_array_get(wm, 0))))
