@@ -62,6 +62,11 @@ def imdb_lstm():
     ])
 
 
+def cifar10_vgg16():
+    """The Cloud TPU guides' third tutorial's model (builtin.c: cifar10_vgg16 and fashion_mnist_vgg16)."""
+    return keras.applications.vgg16.VGG16(weights=None, input_shape=(32, 32, 3))
+
+
 def conv_options():
     """Conv2D and pooling arguments away from their defaults."""
     return keras.Sequential([
@@ -237,7 +242,7 @@ def conv_family_defaults():
     ])
 
 
-CASES = [fashion_mnist_cnn, imdb_lstm, conv_options, recurrent_options, embedding_options, embedding_no_length,
+CASES = [fashion_mnist_cnn, imdb_lstm, cifar10_vgg16, conv_options, recurrent_options, embedding_options, embedding_no_length,
          initializers, activations, input_layer, built, functional_chain, unbuilt, unsupported_layer,
          unsupported_argument, conv_family, conv_family_defaults, activation_layers, regularizers]
 
