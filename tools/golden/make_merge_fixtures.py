@@ -19,23 +19,20 @@ Usage (from the repository root):
 """
 
 import os
+import sys
 
-os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_fixtures as mf  # noqa: E402  (sets TF's determinism before importing it)
 
-import argparse
-import zlib
+import argparse  # noqa: E402
+import zlib  # noqa: E402
 
-import numpy as np
-import tensorflow as tf
-
-tf.config.threading.set_intra_op_parallelism_threads(1)
-tf.config.threading.set_inter_op_parallelism_threads(1)
-tf.config.experimental.enable_op_determinism()
-tf.get_logger().setLevel("ERROR")
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 keras = tf.keras
 L = keras.layers
+save = mf.save
 F32 = np.float32
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -52,18 +49,6 @@ CASES = [
     ("concatenate_axis1", lambda: L.Concatenate(axis=1), [(2, 3, 4), (2, 5, 4), (2, 1, 4)]),
     ("concatenate_4d_axis2", lambda: L.Concatenate(axis=2), [(2, 2, 3, 2), (2, 2, 1, 2)]),
 ]
-
-
-def save(out_dir, fname, arrays):
-    path = os.path.join(out_dir, fname)
-    checked = {k: np.asarray(v, order="C") for k, v in arrays.items()}
-    for k, a in checked.items():
-        assert a.dtype == np.dtype("<f4"), (fname, k, a.dtype)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        np.savez_compressed(f, **checked)
-    os.replace(tmp, path)
-    print(f"  {fname}: {len(arrays)} arrays, {os.path.getsize(path)} bytes")
 
 
 def make(case, factory, shapes, out_dir):

@@ -47,22 +47,24 @@ Usage (from the repository root):
 import os
 
 # Must precede the TensorFlow import.
-os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import sys
 
-import warnings
-import zlib
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_fixtures as mf  # noqa: E402  (sets TF's determinism before importing it)
 
-import numpy as np
-import tensorflow as tf
+import warnings  # noqa: E402
 
-tf.config.threading.set_intra_op_parallelism_threads(1)
-tf.config.threading.set_inter_op_parallelism_threads(1)
-tf.config.experimental.enable_op_determinism()
-tf.get_logger().setLevel("ERROR")
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
 warnings.filterwarnings("ignore")
 
 L = tf.keras.layers
+rng_for = mf.rng_for
+
+
+def save(path, arrays):
+    mf.save(os.path.dirname(path), os.path.basename(path), arrays)
 F32 = np.float32
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GOLDEN = os.path.join(ROOT, "tests", "golden")
@@ -70,20 +72,6 @@ KERAS = os.path.join(ROOT, "tests", "data", "keras")
 EVAL_NAMES = ["loss", "cls_loss", "reg_loss", "cls_accuracy", "reg_mae"]
 DICT_NAMES = ["loss", "cls_loss", "reg_loss", "cls_accuracy", "reg_mse", "reg_mae"]
 HISTORY_NAMES = EVAL_NAMES + ["val_" + n for n in EVAL_NAMES]
-
-
-def rng_for(case):
-    return np.random.default_rng(zlib.crc32(case.encode("ascii")))
-
-
-def save(path, arrays):
-    checked = {k: np.asarray(v, order="C") for k, v in arrays.items()}
-    for k, a in checked.items():
-        assert a.dtype in (np.dtype("<f4"), np.dtype("<i4")), (path, k, a.dtype)
-    with open(path + ".tmp", "wb") as f:
-        np.savez_compressed(f, **checked)
-    os.replace(path + ".tmp", path)
-    print(f"  {os.path.relpath(path, ROOT)}: {len(arrays)} arrays, {os.path.getsize(path)} bytes")
 
 
 def build():
@@ -156,7 +144,6 @@ def main():
         [x_a, x_b], [y_cls, y_reg], batch_size=4, epochs=1, shuffle=False, verbose=0, validation_data=([x_a, x_b], [y_cls, y_reg]))
     assert list(h.history) == HISTORY_NAMES, list(h.history)
     print("  history names:", list(h.history))
-
 
 
 if __name__ == "__main__":
