@@ -706,6 +706,34 @@ static void test_refusals(void) {
     CHECK(m == NULL, "no model on failure");
 }
 
+/* A model Keras wrote (<name>.json, its to_json(); <name>.summary.txt, its
+ * summary()): read, written back byte for byte, summarised byte for byte. */
+static void check_keras_model(const char *name) {
+    char file[128];
+    snprintf(file, sizeof file, "%s.json", name);
+    char *keras_json = read_text(file);
+    snprintf(file, sizeof file, "%s.summary.txt", name);
+    char *keras_summary = read_text(file);
+    sy_model *fm = NULL;
+    if (keras_json) CHECK_OK(sy_model_from_json(keras_json, &fm));
+    if (fm) {
+        char *out = NULL;
+        CHECK_OK(sy_model_to_json(fm, &out));
+        if (out) check_same_json(name, out, keras_json, true);
+        sy_free(out);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        sy_model_summary(fm, f);
+        fclose(f);
+        CHECK(keras_summary && !strcmp(buf, keras_summary), "%s: summary differs from Keras's:\n%s", name, buf);
+        free(buf);
+        sy_model_free(fm);
+    }
+    free(keras_json);
+    free(keras_summary);
+}
+
 /* Functional models: a chain is read, anything else refused. */
 static void test_functional(void) {
     json_t *root = read_json("functional_chain.json");
@@ -778,31 +806,7 @@ static void test_functional(void) {
     json_decref(copy);
     /* Keras's own non-chain models: JSON byte for byte both ways, summary byte for byte */
     static const char *const dags[] = {"functional_dag", "functional_cnn"};
-    for (size_t d = 0; d < sizeof dags / sizeof dags[0]; d++) {
-        char file[128];
-        snprintf(file, sizeof file, "%s.json", dags[d]);
-        char *keras_json = read_text(file);
-        snprintf(file, sizeof file, "%s.summary.txt", dags[d]);
-        char *keras_summary = read_text(file);
-        sy_model *fm = NULL;
-        if (keras_json) CHECK_OK(sy_model_from_json(keras_json, &fm));
-        if (fm) {
-            char *out = NULL;
-            CHECK_OK(sy_model_to_json(fm, &out));
-            if (out) check_same_json(dags[d], out, keras_json, true);
-            sy_free(out);
-            char *buf = NULL;
-            size_t len = 0;
-            FILE *f = open_memstream(&buf, &len);
-            sy_model_summary(fm, f);
-            fclose(f);
-            CHECK(keras_summary && !strcmp(buf, keras_summary), "%s: summary differs from Keras's:\n%s", dags[d], buf);
-            free(buf);
-            sy_model_free(fm);
-        }
-        free(keras_json);
-        free(keras_summary);
-    }
+    for (size_t d = 0; d < sizeof dags / sizeof dags[0]; d++) check_keras_model(dags[d]);
     (void)layers;
     json_decref(root);
     CHECK(m == NULL, "no model on failure");
@@ -812,31 +816,7 @@ static void test_functional(void) {
  * both ways and summary byte for byte; the refusals. */
 static void test_nested(void) {
     static const char *const nested_cases[] = {"nested_seq_in_fn", "nested_shared_block", "nested_fn_in_seq"};
-    for (size_t d = 0; d < sizeof nested_cases / sizeof nested_cases[0]; d++) {
-        char file[128];
-        snprintf(file, sizeof file, "%s.json", nested_cases[d]);
-        char *keras_json = read_text(file);
-        snprintf(file, sizeof file, "%s.summary.txt", nested_cases[d]);
-        char *keras_summary = read_text(file);
-        sy_model *fm = NULL;
-        if (keras_json) CHECK_OK(sy_model_from_json(keras_json, &fm));
-        if (fm) {
-            char *out = NULL;
-            CHECK_OK(sy_model_to_json(fm, &out));
-            if (out) check_same_json(nested_cases[d], out, keras_json, true);
-            sy_free(out);
-            char *buf = NULL;
-            size_t len = 0;
-            FILE *f = open_memstream(&buf, &len);
-            sy_model_summary(fm, f);
-            fclose(f);
-            CHECK(keras_summary && !strcmp(buf, keras_summary), "%s: summary differs from Keras's:\n%s", nested_cases[d], buf);
-            free(buf);
-            sy_model_free(fm);
-        }
-        free(keras_json);
-        free(keras_summary);
-    }
+    for (size_t d = 0; d < sizeof nested_cases / sizeof nested_cases[0]; d++) check_keras_model(nested_cases[d]);
     /* refusals, from Keras's file changed */
     json_t *root = read_json("nested_shared_block.json");
     if (!root) return;

@@ -750,6 +750,23 @@ static void test_datasets(void) {
 /* A residual model with a layer called twice: built through the C API,
  * refused where Keras refuses, trained (the shared kernel gets both calls'
  * gradients), and saved to JSON and a full .h5 that give it back whole. */
+
+/* 256 samples of 8 features in three classes by a linear score: data a
+ * small model learns in a few epochs. */
+static void three_classes(sy_tensor **x, sy_tensor **y) {
+    *x = *y = NULL;
+    sy_tensor_new(SY_F32, sy_shape_of(2, (int64_t)256, (int64_t)8), x);
+    sy_tensor_new(SY_I32, sy_shape_of(1, (int64_t)256), y);
+    if (!*x || !*y) return;
+    float *xd = sy_tensor_data(*x);
+    int32_t *yd = sy_tensor_data(*y);
+    for (int i = 0; i < 256; i++) {
+        float sum = 0;
+        for (int j = 0; j < 8; j++) xd[i * 8 + j] = (float)((i * 7 + j * 13) % 17) / 17.0f - 0.5f, sum += xd[i * 8 + j] * (float)(j % 3 - 1);
+        yd[i] = sum > 0.2f ? 2 : sum < -0.2f ? 0 : 1;
+    }
+}
+
 static void test_functional(void) {
     sy_model *m = NULL;
     CHECK_OK(sy_model_new_functional("res", &m));
@@ -798,15 +815,7 @@ static void test_functional(void) {
     co.loss = "sparse_categorical_crossentropy";
     CHECK_OK(sy_model_compile(m, &co));
     sy_tensor *xt = NULL, *yt = NULL;
-    sy_tensor_new(SY_F32, sy_shape_of(2, (int64_t)256, (int64_t)8), &xt);
-    sy_tensor_new(SY_I32, sy_shape_of(1, (int64_t)256), &yt);
-    float *xd = sy_tensor_data(xt);
-    int32_t *yd = sy_tensor_data(yt);
-    for (int i = 0; i < 256; i++) {
-        float sum = 0;
-        for (int j = 0; j < 8; j++) xd[i * 8 + j] = (float)((i * 7 + j * 13) % 17) / 17.0f - 0.5f, sum += xd[i * 8 + j] * (float)(j % 3 - 1);
-        yd[i] = sum > 0.2f ? 2 : sum < -0.2f ? 0 : 1;
-    }
+    three_classes(&xt, &yt);
     sy_fit_options f = sy_fit_options_default();
     f.epochs = 20;
     f.verbose = 0;
@@ -905,15 +914,7 @@ static void test_nested_training(void) {
     co.loss = "sparse_categorical_crossentropy";
     CHECK_OK(sy_model_compile(m, &co));
     sy_tensor *xt = NULL, *yt = NULL;
-    sy_tensor_new(SY_F32, sy_shape_of(2, (int64_t)256, (int64_t)8), &xt);
-    sy_tensor_new(SY_I32, sy_shape_of(1, (int64_t)256), &yt);
-    float *xd = sy_tensor_data(xt);
-    int32_t *yd = sy_tensor_data(yt);
-    for (int i = 0; i < 256; i++) {
-        float sum = 0;
-        for (int j = 0; j < 8; j++) xd[i * 8 + j] = (float)((i * 7 + j * 13) % 17) / 17.0f - 0.5f, sum += xd[i * 8 + j] * (float)(j % 3 - 1);
-        yd[i] = sum > 0.2f ? 2 : sum < -0.2f ? 0 : 1;
-    }
+    three_classes(&xt, &yt);
     sy_fit_options f = sy_fit_options_default();
     f.epochs = 15;
     f.verbose = 0;
