@@ -114,7 +114,7 @@ static const char *const cases[] = {"fashion_mnist_cnn", "imdb_lstm",   "conv_op
                                     /* normalization layers */
                                     "normalization",
                                     /* issue 15, recurrent activations */
-                                    "recurrent_activations"};
+                                    "recurrent_activations", "softmax_axes"};
 
 /* m has the layers, shapes and weights of <name>.expect.json. */
 static void check_expect(const char *name, const sy_model *m) {

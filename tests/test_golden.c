@@ -1192,6 +1192,15 @@ static void check_regularized_model(void) {
     sy_npz_close(z);
 }
 
+/* Softmax(axis=[a, b]) (issue 15); b 0: the list [a] */
+static sy_layer softmax_axes(int32_t a, int32_t b) {
+    sy_layer l = sy_layer_softmax(-1);
+    l.axes[0] = a;
+    l.axes[1] = b;
+    l.n_axes = b ? 2 : 1;
+    return l;
+}
+
 static void test_activation_family(void) {
     const layer_case cases[] = {
         {"activation_elu", sy_layer_activation(SY_ACTIVATION_ELU)},
@@ -1220,6 +1229,9 @@ static void test_activation_family(void) {
         {"elu_alpha", sy_layer_elu(0.5f)},
         {"softmax", sy_layer_softmax(-1)},
         {"softmax_axis1", sy_layer_softmax(1)},
+        {"softmax_axes_1_2", softmax_axes(1, 2)},
+        {"softmax_axes_neg1_1", softmax_axes(-1, 1)},
+        {"softmax_axes_list_of_one", softmax_axes(1, 0)},
         {"rescaling", sy_layer_rescaling(1.0 / 255, 0)},
         {"rescaling_lists", rescaling_lists()},
     };

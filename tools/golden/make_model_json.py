@@ -256,9 +256,20 @@ def recurrent_activations():
     ])
 
 
+def softmax_axes():
+    """Issue 15: Softmax's axis as a list, written back as given."""
+    return keras.Sequential([
+        L.Softmax(axis=[1, 2], input_shape=(3, 4, 2)),
+        L.Softmax(axis=[-1, 1]),
+        L.Softmax(axis=[3]),
+        L.Softmax(axis=2),
+    ])
+
+
 CASES = [fashion_mnist_cnn, imdb_lstm, cifar10_vgg16, conv_options, recurrent_options, embedding_options, embedding_no_length,
          initializers, activations, input_layer, built, functional_chain, unbuilt, unsupported_layer,
-         unsupported_argument, conv_family, conv_family_defaults, activation_layers, regularizers, recurrent_activations]
+         unsupported_argument, conv_family, conv_family_defaults, activation_layers, regularizers, recurrent_activations,
+         softmax_axes]
 
 
 def expectations(model):
