@@ -112,7 +112,9 @@ static const char *const cases[] = {"fashion_mnist_cnn", "imdb_lstm",   "conv_op
                                     /* issue 15, activations and regularizers */
                                     "activation_layers", "regularizers",
                                     /* normalization layers */
-                                    "normalization"};
+                                    "normalization",
+                                    /* issue 15, recurrent activations */
+                                    "recurrent_activations", "softmax_axes"};
 
 /* m has the layers, shapes and weights of <name>.expect.json. */
 static void check_expect(const char *name, const sy_model *m) {
@@ -610,8 +612,8 @@ static const refusal refusals[] = {
      {"bias_initializer", "with unit_forget_bias true is not supported"}},
     {"recurrent_options.json", 2, "reset_after", "false", SY_ERR_UNSUPPORTED,
      {"layer 'gru' (GRU): reset_after false is not supported (supported: true)"}},
-    {"recurrent_options.json", 1, "recurrent_activation", "\"hard_sigmoid\"", SY_ERR_UNSUPPORTED,
-     {"recurrent_activation 'hard_sigmoid' is not supported in a recurrent layer"}},
+    {"recurrent_options.json", 1, "recurrent_activation", "\"softmax\"", SY_ERR_UNSUPPORTED,
+     {"recurrent_activation 'softmax' is not supported in a recurrent layer", "hard_sigmoid, exponential, relu6"}},
     {"conv_options.json", 8, "noise_shape", "[null, 0]", SY_ERR_INVALID_ARGUMENT,
      {"layer 'dropout' (Dropout): noise_shape [null, 0]: dimensions must be positive integers or null"}},
     /* what Keras refuses too, or what is not Keras's */

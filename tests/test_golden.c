@@ -1192,6 +1192,15 @@ static void check_regularized_model(void) {
     sy_npz_close(z);
 }
 
+/* Softmax(axis=[a, b]) (issue 15); b 0: the list [a] */
+static sy_layer softmax_axes(int32_t a, int32_t b) {
+    sy_layer l = sy_layer_softmax(-1);
+    l.axes[0] = a;
+    l.axes[1] = b;
+    l.n_axes = b ? 2 : 1;
+    return l;
+}
+
 static void test_activation_family(void) {
     const layer_case cases[] = {
         {"activation_elu", sy_layer_activation(SY_ACTIVATION_ELU)},
@@ -1220,6 +1229,9 @@ static void test_activation_family(void) {
         {"elu_alpha", sy_layer_elu(0.5f)},
         {"softmax", sy_layer_softmax(-1)},
         {"softmax_axis1", sy_layer_softmax(1)},
+        {"softmax_axes_1_2", softmax_axes(1, 2)},
+        {"softmax_axes_neg1_1", softmax_axes(-1, 1)},
+        {"softmax_axes_list_of_one", softmax_axes(1, 0)},
         {"rescaling", sy_layer_rescaling(1.0 / 255, 0)},
         {"rescaling_lists", rescaling_lists()},
     };
@@ -1488,8 +1500,42 @@ static void test_merge_layers(void) {
     check_merge("layer_merge_concatenate_4d_axis2.npz", sy_layer_concatenate(2), exact);
 }
 
+/* ---- issue 15, recurrent activations (tools/golden/make_rnn_activation_fixtures.py) ------- */
+
+static sy_layer rnn_act(sy_layer l, sy_activation act, sy_activation rec, bool seqs, bool back) {
+    l.activation = act;
+    l.recurrent_activation = rec;
+    l.return_sequences = seqs;
+    l.go_backwards = back;
+    return l;
+}
+
+static void test_rnn_activations(void) {
+    sy_layer lstm4 = sy_layer_lstm(4), lstm3 = sy_layer_lstm(3), gru4 = sy_layer_gru(4), gru3 = sy_layer_gru(3);
+    const layer_case cases[] = {
+        {"rnn_act_lstm_gelu_hard_sigmoid", rnn_act(lstm4, SY_ACTIVATION_GELU, SY_ACTIVATION_HARD_SIGMOID, false, false)},
+        {"rnn_act_lstm_elu_softsign_seq", rnn_act(lstm4, SY_ACTIVATION_ELU, SY_ACTIVATION_SOFTSIGN, true, false)},
+        {"rnn_act_lstm_selu_swish_seq", rnn_act(lstm3, SY_ACTIVATION_SELU, SY_ACTIVATION_SWISH, true, false)},
+        {"rnn_act_lstm_exponential_sigmoid", rnn_act(lstm3, SY_ACTIVATION_EXPONENTIAL, SY_ACTIVATION_SIGMOID, false, false)},
+        {"rnn_act_lstm_relu6_hard_sigmoid_backwards",
+         rnn_act(lstm4, SY_ACTIVATION_RELU6, SY_ACTIVATION_HARD_SIGMOID, true, true)},
+        {"rnn_act_lstm_softplus_linear", rnn_act(lstm3, SY_ACTIVATION_SOFTPLUS, SY_ACTIVATION_LINEAR, false, false)},
+        {"rnn_act_lstm_tanh_gelu_seq", rnn_act(lstm3, SY_ACTIVATION_TANH, SY_ACTIVATION_GELU, true, false)},
+        {"rnn_act_gru_swish_softsign", rnn_act(gru4, SY_ACTIVATION_SWISH, SY_ACTIVATION_SOFTSIGN, false, false)},
+        {"rnn_act_gru_gelu_hard_sigmoid_seq", rnn_act(gru4, SY_ACTIVATION_GELU, SY_ACTIVATION_HARD_SIGMOID, true, false)},
+        {"rnn_act_gru_elu_sigmoid_seq", rnn_act(gru3, SY_ACTIVATION_ELU, SY_ACTIVATION_SIGMOID, true, false)},
+        {"rnn_act_gru_selu_softplus", rnn_act(gru3, SY_ACTIVATION_SELU, SY_ACTIVATION_SOFTPLUS, false, false)},
+        {"rnn_act_gru_exponential_relu6_seq", rnn_act(gru3, SY_ACTIVATION_EXPONENTIAL, SY_ACTIVATION_RELU6, true, false)},
+        {"rnn_act_gru_softsign_exponential_backwards",
+         rnn_act(gru3, SY_ACTIVATION_SOFTSIGN, SY_ACTIVATION_EXPONENTIAL, false, true)},
+        {"rnn_act_gru_linear_selu_seq", rnn_act(gru3, SY_ACTIVATION_LINEAR, SY_ACTIVATION_SELU, true, false)},
+    };
+    check_layers(cases, sizeof cases / sizeof cases[0], TOL_RNN);
+}
+
 int main(void) {
     test_activation_family(); /* issue 15 */
+    test_rnn_activations();   /* issue 15, recurrent activations */
     test_layers();
     test_recurrent_layers();
     test_conv_family();

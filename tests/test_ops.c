@@ -394,21 +394,25 @@ typedef struct scan_dims {
 
 static scan_dims dims_of(scan_opts o) { return o.big ? (scan_dims){13, 4, 10, 9} : (scan_dims){3, 5, 2, 4}; }
 
-static sy_node scan_seq(ctx *c, scan_opts o) {
+/* fn: the general cell's activations {activation, recurrent_activation}, or NULL */
+static sy_node scan_seq_fn(ctx *c, scan_opts o, const sy_act_params *fn) {
     scan_dims n = dims_of(o);
     int64_t gu = (o.gru ? 3 : 4) * n.u;
     sy_node x = var(c, R(3, n.b, n.t, n.d), -1, 1), k = var(c, R(2, n.d, gu), -0.6, 0.6), r = var(c, R(2, n.u, gu), -0.5, 0.5);
     sy_node b = o.bias ? var(c, o.gru ? R(2, 2L, gu) : R(1, gu), -0.5, 0.5) : SY_NONE;
     sy_node m = o.mask ? cin(c, R(2, n.b, n.u), 0, 2) : SY_NONE;
-    return o.gru ? graph_gru_scan(c->g, x, k, r, b, m, o.act, o.rec_act) : graph_lstm_scan(c->g, x, k, r, b, m, o.act, o.rec_act, o.inference);
+    return o.gru ? graph_gru_scan(c->g, x, k, r, b, m, o.act, o.rec_act, fn)
+                 : graph_lstm_scan(c->g, x, k, r, b, m, o.act, o.rec_act, fn, o.inference);
 }
+static sy_node scan_seq(ctx *c, scan_opts o) { return scan_seq_fn(c, o, NULL); }
 
-static sy_node scan_h(ctx *c, scan_opts o) {
+static sy_node scan_h_fn(ctx *c, scan_opts o, const sy_act_params *fn) {
     scan_dims n = dims_of(o);
-    sy_node seq = scan_seq(c, o);
+    sy_node seq = scan_seq_fn(c, o, fn);
     int64_t begin[3] = {0, o.last ? n.t - 1 : 0, graph_scan_h_column(c->g, seq)}, size[3] = {n.b, o.last ? 1 : n.t, n.u};
     return sy_graph_slice(c->g, seq, begin, size);
 }
+static sy_node scan_h(ctx *c, scan_opts o) { return scan_h_fn(c, o, NULL); }
 
 #define TANH SY_ACT_TANH
 #define SIGM SY_ACT_SIGMOID
@@ -432,13 +436,11 @@ static sy_node b_gru_last_mask(ctx *c) { return scan_h(c, (scan_opts){true, fals
 static sy_node b_gru_sigmoid_tanh(ctx *c) { return scan_h(c, (scan_opts){true, true, true, true, SIGM, TANH, false, false}); }
 
 /* the grad ops forward, on sequences the scans made */
-static sy_node scan_grad(ctx *c, scan_opts o, bool need_dx) {
+static sy_node scan_grad_fn(ctx *c, scan_opts o, bool need_dx, const sy_act_params *fn) {
     scan_dims n = dims_of(o);
-    sy_node seq = scan_seq(c, o);
-    sy_attrs at;
-    memset(&at, 0, sizeof at);
-    at.rnn.act = (uint8_t)o.act;
-    at.rnn.rec_act = (uint8_t)o.rec_act;
+    sy_node seq = scan_seq_fn(c, o, fn);
+    sy_attrs at = graph_node(c->g, seq)->attr;
+    at.rnn.has_bias = 0;
     at.rnn.has_mask = o.mask;
     at.rnn.need_dx = need_dx;
     sy_node dh = cin(c, R(3, n.b, o.last ? 1L : n.t, n.u), -1, 1), mask = o.mask ? graph_input(c->g, seq, o.bias ? 4 : 3) : SY_NONE;
@@ -450,6 +452,48 @@ static sy_node scan_grad(ctx *c, scan_opts o, bool need_dx) {
     }
     sy_node in[5] = {dh, seq, graph_input(c->g, seq, 1), graph_input(c->g, seq, 2), mask};
     return add_op(c, SY_OP_LSTM_SCAN_GRAD, in, o.mask ? 5 : 4, &at, NULL);
+}
+static sy_node scan_grad(ctx *c, scan_opts o, bool need_dx) { return scan_grad_fn(c, o, need_dx, NULL); }
+
+/* issue 15, recurrent activations: the general cell, any Keras activation */
+static const sy_act_params gelu_hard_sigmoid[2] = {{.fn = SY_AF_GELU}, {.fn = SY_AF_HARD_SIGMOID}};
+static const sy_act_params swish_softsign[2] = {{.fn = SY_AF_SWISH}, {.fn = SY_AF_SOFTSIGN}};
+static const sy_act_params elu_sigmoid[2] = {{.fn = SY_AF_ELU, .a = 1.0f}, {.fn = SY_AF_SIGMOID}};
+static const sy_act_params softplus_selu[2] = {{.fn = SY_AF_SOFTPLUS}, {.fn = SY_AF_SELU}};
+static const sy_act_params exp_relu6[2] = {{.fn = SY_AF_EXP}, {.fn = SY_AF_RELU, .b = 6.0f}};
+static const sy_act_params tanh_linear[2] = {{.fn = SY_AF_TANH}, {.fn = SY_AF_LINEAR}};
+static sy_node b_lstm_gelu(ctx *c) {
+    return scan_h_fn(c, (scan_opts){false, true, false, false, 0, 0, false, false}, gelu_hard_sigmoid);
+}
+static sy_node b_lstm_elu_big(ctx *c) {
+    return scan_h_fn(c, (scan_opts){false, true, true, false, 0, 0, true, false}, elu_sigmoid);
+}
+static sy_node b_lstm_exp_last(ctx *c) {
+    return scan_h_fn(c, (scan_opts){false, false, true, true, 0, 0, false, false}, exp_relu6);
+}
+static sy_node b_lstm_seq_gelu(ctx *c) {
+    return scan_seq_fn(c, (scan_opts){false, true, true, false, 0, 0, true, false}, gelu_hard_sigmoid);
+}
+static sy_node b_lstm_inference_gelu(ctx *c) {
+    return scan_h_fn(c, (scan_opts){false, true, true, true, 0, 0, true, true}, gelu_hard_sigmoid);
+}
+static sy_node b_gru_swish(ctx *c) {
+    return scan_h_fn(c, (scan_opts){true, true, false, false, 0, 0, false, false}, swish_softsign);
+}
+static sy_node b_gru_softplus_mask_last(ctx *c) {
+    return scan_h_fn(c, (scan_opts){true, true, true, true, 0, 0, false, false}, softplus_selu);
+}
+static sy_node b_gru_tanh_linear_big(ctx *c) {
+    return scan_h_fn(c, (scan_opts){true, false, true, false, 0, 0, true, false}, tanh_linear);
+}
+static sy_node b_gru_seq_swish(ctx *c) {
+    return scan_seq_fn(c, (scan_opts){true, true, true, false, 0, 0, true, false}, swish_softsign);
+}
+static sy_node b_lstm_grad_gelu(ctx *c) {
+    return scan_grad_fn(c, (scan_opts){false, true, true, false, 0, 0, true, false}, true, gelu_hard_sigmoid);
+}
+static sy_node b_gru_grad_swish(ctx *c) {
+    return scan_grad_fn(c, (scan_opts){true, true, true, true, 0, 0, true, false}, false, swish_softsign);
 }
 static sy_node b_lstm_grad(ctx *c) { return scan_grad(c, (scan_opts){false, true, false, false, TANH, SIGM, false, false}, true); }
 static sy_node b_lstm_grad_mask_last(ctx *c) {
@@ -740,6 +784,18 @@ static const row rows[] = {
     {"gru_scan h last step, mask, no bias", SY_OP_GRU_SCAN, b_gru_last_mask, FWD | GRAD},
     {"gru_scan sigmoid candidate, tanh gates, mask", SY_OP_GRU_SCAN, b_gru_sigmoid_tanh, FWD | GRAD},
     {"lstm_scan_grad", SY_OP_LSTM_SCAN_GRAD, b_lstm_grad, FWD},
+    /* issue 15, recurrent activations: the general cell */
+    {"lstm_scan gelu cell, hard_sigmoid gates", SY_OP_LSTM_SCAN, b_lstm_gelu, FWD | GRAD},
+    {"lstm_scan elu cell, sigmoid gates, 13 x 4 x 10, mask", SY_OP_LSTM_SCAN, b_lstm_elu_big, FWD | GRAD},
+    {"lstm_scan exponential cell, relu6 gates, last step, mask, no bias", SY_OP_LSTM_SCAN, b_lstm_exp_last, FWD | GRAD},
+    {"lstm_scan packed sequence, gelu, hard_sigmoid, 13 x 4 x 10", SY_OP_LSTM_SCAN, b_lstm_seq_gelu, FWD},
+    {"lstm_scan inference, gelu, hard_sigmoid, 13 x 4 x 10", SY_OP_LSTM_SCAN, b_lstm_inference_gelu, FWD},
+    {"gru_scan swish candidate, softsign gates", SY_OP_GRU_SCAN, b_gru_swish, FWD | GRAD},
+    {"gru_scan softplus candidate, selu gates, mask, last step", SY_OP_GRU_SCAN, b_gru_softplus_mask_last, FWD | GRAD},
+    {"gru_scan general tanh, linear gates, 13 x 4 x 10, no bias", SY_OP_GRU_SCAN, b_gru_tanh_linear_big, FWD | GRAD},
+    {"gru_scan packed sequence, swish, softsign, 13 x 4 x 10", SY_OP_GRU_SCAN, b_gru_seq_swish, FWD},
+    {"lstm_scan_grad gelu, hard_sigmoid, 13 x 4 x 10", SY_OP_LSTM_SCAN_GRAD, b_lstm_grad_gelu, FWD},
+    {"gru_scan_grad swish, softsign, mask, last step", SY_OP_GRU_SCAN_GRAD, b_gru_grad_swish, FWD},
     {"lstm_scan_grad mask, last step, no dx", SY_OP_LSTM_SCAN_GRAD, b_lstm_grad_mask_last, FWD},
     {"lstm_scan_grad 13 x 4 x 10, 9 units, mask", SY_OP_LSTM_SCAN_GRAD, b_lstm_grad_big, FWD},
     {"lstm_scan_grad linear cell, last step, no bias", SY_OP_LSTM_SCAN_GRAD, b_lstm_grad_linear, FWD},

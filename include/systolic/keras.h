@@ -223,7 +223,8 @@ typedef struct sy_layer {
     sy_regularizer alpha_regularizer; /* PReLU: none */
     int32_t shared_axes[SY_MAX_RANK]; /* PReLU: axes (1 = the first after the batch) where alpha is one value */
     int32_t n_shared_axes;            /* 0: Keras's None */
-    int32_t axis;             /* Softmax, Concatenate: -1 (an axis of the input with the batch axis 0) */
+    int32_t axis;             /* Softmax, Concatenate: -1 (an axis of the input with the batch axis 0); Softmax
+                                 given a list of axes (Keras's axis=[1, 2]) has them in axes/n_axes instead */
     sy_numbers scale, offset; /* Rescaling: y = x * scale + offset, scalars or one value per last-axis channel */
     sy_shape noise_shape;     /* Dropout: the mask's shape with the batch axis, -1 for Keras's None (the input's
                                  dimension); the mask is shared along axes of 1. rank 0: None */

@@ -50,7 +50,10 @@ typedef enum sy_pad { SY_PAD_VALID = 0, SY_PAD_SAME } sy_pad;
  *   ABS           |x| (L1 penalties; its gradient is sign(x)) */
 typedef enum sy_act_fn {
     SY_AF_RELU = 0, SY_AF_ELU, SY_AF_SELU, SY_AF_GELU, SY_AF_SWISH, SY_AF_SOFTPLUS, SY_AF_SOFTSIGN,
-    SY_AF_HARD_SIGMOID, SY_AF_ABS, SY_AF_COUNT
+    SY_AF_HARD_SIGMOID, SY_AF_ABS, SY_AF_COUNT,
+    /* issue 15, recurrent activations: the scans' general cell (graph/ops_rnn.c) also takes the functions the
+     * graph has ops of its own for, which the activation op does not (it refuses fn >= SY_AF_COUNT) */
+    SY_AF_LINEAR = SY_AF_COUNT, SY_AF_TANH, SY_AF_SIGMOID, SY_AF_EXP, SY_AF_SCAN_COUNT
 } sy_act_fn;
 
 typedef struct sy_act_params {
@@ -99,7 +102,10 @@ typedef union sy_attrs {
     struct { int32_t perm[SY_MAX_RANK]; } transpose;
     struct { int64_t begin[SY_MAX_RANK]; } slice;                  /* SLICE, SLICE_GRAD */
     struct { float rate; uint64_t seed; } dropout;
-    struct { uint8_t act, rec_act, has_bias, has_mask, need_dx, inference; } rnn; /* LSTM_SCAN, GRU_SCAN, grads */
+    /* LSTM_SCAN, GRU_SCAN, grads. act, rec_act: sy_act codes (the fast cells); with `general` they are
+     * SY_ACT_NONE and fn[0] (activation), fn[1] (recurrent_activation) give any Keras activation, and the
+     * scans keep the gates' pre-activations in their rows (sy_lstm_layout) */
+    struct { uint8_t act, rec_act, has_bias, has_mask, need_dx, inference, general; sy_act_params fn[2]; } rnn;
     struct { uint32_t axes; uint8_t keepdims; } reduce;            /* bit i: reduce axis i */
     struct { double value; } fill;
     struct { int32_t size[2]; uint8_t bilinear; } upsample;      /* UPSAMPLE2D and its grad */
@@ -199,7 +205,7 @@ static inline int64_t sy_dilated(int64_t k, int64_t d) { return (k - 1) * d + 1;
 
 /* The rows of the LSTM scan ops, per (batch, step), in elements:
  *
- *   lstm_scan       i f g o (activated gates) | c | h | x | h(t-1) | 1
+ *   lstm_scan       i f g o (activated gates; pre-activations with rnn.general) | c | h | x | h(t-1) | 1
  *   lstm_scan_grad  d gates (pre-activation) | dx (only with need_dx)
  *
  * each padded with zeros to a multiple of 16 elements, so that rows start

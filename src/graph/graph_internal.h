@@ -93,12 +93,14 @@ sy_status normalize_axis(sy_graph *g, sy_node_rec *n, int rank);
 
 /* The recurrent scans (ops_rnn.c): x (B, T, D) through kernel, recurrent
  * kernel, bias (SY_NONE: none) and recurrent dropout mask (SY_NONE: none);
- * act and rec_act are sy_act values. An LSTM scan for inference returns h
- * only and has no gradient. */
+ * act and rec_act are sy_act values, or fn (NULL: none) gives both as
+ * sy_act_params {activation, recurrent_activation} of any function
+ * (SY_AF_*, up to SY_AF_SCAN_COUNT) for the general cell. An LSTM scan for
+ * inference returns h only and has no gradient. */
 sy_node graph_lstm_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask, int act,
-                        int rec_act, bool inference);
+                        int rec_act, const sy_act_params *fn, bool inference);
 sy_node graph_gru_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask, int act,
-                       int rec_act);
+                       int rec_act, const sy_act_params *fn);
 /* The column where a scan's rows hold h (U columns from there). */
 int64_t graph_scan_h_column(const sy_graph *g, sy_node scan);
 

@@ -15,6 +15,15 @@
  *                               the recurrent candidate input h.U_h + b_h
  *                               that r multiplies, the output)
  *
+ * Activations: tanh, sigmoid, relu and none (sy_act codes) have the fast
+ * cells, whose backward passes take the derivatives from the activated
+ * gates. Any other Keras activation (issue 15: elu, gelu, hard_sigmoid,
+ * ...) makes a `general` scan: attr.rnn.fn holds the activation's and the
+ * recurrent activation's sy_act_params, and the gate columns (i f g o; z r
+ * hh) hold the pre-activations instead, from which the backward pass
+ * computes both the gates and their derivatives (gelu's or swish's
+ * derivative cannot be had from its output).
+ *
  * The layer reads h with a slice; only h is differentiable (the other
  * columns are the op's working state), and the gradient rule takes dh
  * straight from that slice's gradient, so no gradient of the whole rows is
@@ -39,12 +48,17 @@
 #include <string.h>
 
 static sy_node scan(sy_graph *g, sy_op op, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask,
-                    int act, int rec_act, bool inference) {
+                    int act, int rec_act, const sy_act_params *fn, bool inference) {
     sy_attrs at;
     memset(&at, 0, sizeof at);
     at.rnn.inference = inference;
-    at.rnn.act = (uint8_t)act;
-    at.rnn.rec_act = (uint8_t)rec_act;
+    at.rnn.act = (uint8_t)(fn ? SY_ACT_NONE : act);
+    at.rnn.rec_act = (uint8_t)(fn ? SY_ACT_NONE : rec_act);
+    if (fn) { /* issue 15, recurrent activations: the general cell */
+        at.rnn.general = 1;
+        at.rnn.fn[0] = fn[0];
+        at.rnn.fn[1] = fn[1];
+    }
     at.rnn.has_bias = bias != SY_NONE;
     at.rnn.has_mask = mask != SY_NONE;
     sy_node in[5] = {x, kernel, recurrent};
@@ -55,13 +69,13 @@ static sy_node scan(sy_graph *g, sy_op op, sy_node x, sy_node kernel, sy_node re
 }
 
 sy_node graph_lstm_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask, int act,
-                        int rec_act, bool inference) {
-    return scan(g, SY_OP_LSTM_SCAN, x, kernel, recurrent, bias, mask, act, rec_act, inference);
+                        int rec_act, const sy_act_params *fn, bool inference) {
+    return scan(g, SY_OP_LSTM_SCAN, x, kernel, recurrent, bias, mask, act, rec_act, fn, inference);
 }
 
 sy_node graph_gru_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask, int act,
-                       int rec_act) {
-    return scan(g, SY_OP_GRU_SCAN, x, kernel, recurrent, bias, mask, act, rec_act, false);
+                       int rec_act, const sy_act_params *fn) {
+    return scan(g, SY_OP_GRU_SCAN, x, kernel, recurrent, bias, mask, act, rec_act, fn, false);
 }
 
 /* The optional inputs' positions. */
@@ -104,6 +118,9 @@ static sy_status infer_scan(sy_graph *g, sy_node_rec *n, int gates, int bias_row
     }
     if (n->attr.rnn.act > SY_ACT_TANH || n->attr.rnn.rec_act > SY_ACT_TANH)
         return graph_fail(g, n, SY_ERR_INVALID_ARGUMENT, "unknown activation %d or %d", n->attr.rnn.act, n->attr.rnn.rec_act);
+    for (int i = 0; n->attr.rnn.general && i < 2; i++)
+        if ((unsigned)n->attr.rnn.fn[i].fn >= SY_AF_SCAN_COUNT)
+            return graph_fail(g, n, SY_ERR_INVALID_ARGUMENT, "unknown activation function %d", n->attr.rnn.fn[i].fn);
     n->shape = sy_shape_of(3, x->dims[0], x->dims[1], row(n, x->dims[2], u));
     return SY_OK;
 }

@@ -108,6 +108,10 @@ extern const layer_impl keras_model_layer;
 /* The sy_act of a Keras activation that can run inside another op: relu,
  * sigmoid, tanh (SY_ACT_NONE for the others, linear included). */
 int keras_act_code(sy_activation a);
+/* issue 15, recurrent activations: the function of a Keras activation as
+ * sy_act_params (SY_AF_*, up to SY_AF_SCAN_COUNT), for the recurrent
+ * scans' general cell; false for softmax, which is no elementwise function. */
+bool keras_act_params(sy_activation a, sy_act_params *p);
 
 /* Apply a Keras activation (softmax over the last axis). */
 sy_node keras_activate(sy_graph *g, sy_activation act, sy_node x);

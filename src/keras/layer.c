@@ -171,16 +171,32 @@ sy_node keras_activate(sy_graph *g, sy_activation act, sy_node x) {
     case SY_ACTIVATION_TANH: return sy_graph_tanh(g, x);
     case SY_ACTIVATION_SOFTMAX: return sy_graph_softmax(g, x, -1);
     /* issue 15, activations */
-    case SY_ACTIVATION_ELU: return graph_activation(g, x, SY_AF_ELU, 1.0f, 0, 0);
-    case SY_ACTIVATION_SELU: return graph_activation(g, x, SY_AF_SELU, 0, 0, 0);
-    case SY_ACTIVATION_GELU: return graph_activation(g, x, SY_AF_GELU, 0, 0, 0);
-    case SY_ACTIVATION_SWISH: return graph_activation(g, x, SY_AF_SWISH, 0, 0, 0);
-    case SY_ACTIVATION_SOFTPLUS: return graph_activation(g, x, SY_AF_SOFTPLUS, 0, 0, 0);
-    case SY_ACTIVATION_SOFTSIGN: return graph_activation(g, x, SY_AF_SOFTSIGN, 0, 0, 0);
-    case SY_ACTIVATION_HARD_SIGMOID: return graph_activation(g, x, SY_AF_HARD_SIGMOID, 0, 0, 0);
     case SY_ACTIVATION_EXPONENTIAL: return sy_graph_exp(g, x);
-    case SY_ACTIVATION_RELU6: return graph_activation(g, x, SY_AF_RELU, 0, 6.0f, 0);
-    default: return x;
+    default: {
+        sy_act_params p;
+        if (keras_act_params(act, &p) && p.fn < SY_AF_COUNT) return graph_activation(g, x, p.fn, p.a, p.b, p.c);
+        return x;
+    }
+    }
+}
+
+bool keras_act_params(sy_activation a, sy_act_params *p) {
+    *p = (sy_act_params){.fn = SY_AF_LINEAR};
+    switch (a) {
+    case SY_ACTIVATION_LINEAR: return true;
+    case SY_ACTIVATION_RELU: *p = (sy_act_params){.fn = SY_AF_RELU, .b = INFINITY}; return true;
+    case SY_ACTIVATION_SIGMOID: p->fn = SY_AF_SIGMOID; return true;
+    case SY_ACTIVATION_TANH: p->fn = SY_AF_TANH; return true;
+    case SY_ACTIVATION_ELU: *p = (sy_act_params){.fn = SY_AF_ELU, .a = 1.0f}; return true;
+    case SY_ACTIVATION_SELU: p->fn = SY_AF_SELU; return true;
+    case SY_ACTIVATION_GELU: p->fn = SY_AF_GELU; return true;
+    case SY_ACTIVATION_SWISH: p->fn = SY_AF_SWISH; return true;
+    case SY_ACTIVATION_SOFTPLUS: p->fn = SY_AF_SOFTPLUS; return true;
+    case SY_ACTIVATION_SOFTSIGN: p->fn = SY_AF_SOFTSIGN; return true;
+    case SY_ACTIVATION_HARD_SIGMOID: p->fn = SY_AF_HARD_SIGMOID; return true;
+    case SY_ACTIVATION_EXPONENTIAL: p->fn = SY_AF_EXP; return true;
+    case SY_ACTIVATION_RELU6: *p = (sy_act_params){.fn = SY_AF_RELU, .b = 6.0f}; return true;
+    default: return false; /* softmax */
     }
 }
 

@@ -68,6 +68,10 @@ LAYER_CASES = [
     ("elu_alpha", lambda: L.ELU(alpha=0.5), (4, 5), (-3, 3)),
     ("softmax", lambda: L.Softmax(), (2, 3, 4), (-3, 3)),
     ("softmax_axis1", lambda: L.Softmax(axis=1), (2, 3, 4), (-3, 3)),
+    # issue 15: axis as a list, exp(x - reduce_logsumexp(x, axis)) over several axes
+    ("softmax_axes_1_2", lambda: L.Softmax(axis=[1, 2]), (2, 3, 4, 2), (-3, 3)),
+    ("softmax_axes_neg1_1", lambda: L.Softmax(axis=[-1, 1]), (2, 3, 4), (-3, 3)),
+    ("softmax_axes_list_of_one", lambda: L.Softmax(axis=[1]), (2, 3, 4), (-3, 3)),
     ("rescaling", lambda: L.Rescaling(1.0 / 255), (3, 4, 4, 1), (0, 255)),
     ("rescaling_lists", lambda: L.Rescaling([0.5, 2.0, -1.0], offset=[0.1, 0.2, 0.3]), (2, 4, 3), (-1, 1)),
 ]

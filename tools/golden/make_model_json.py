@@ -242,9 +242,34 @@ def conv_family_defaults():
     ])
 
 
+def recurrent_activations():
+    """Issue 15, recurrent activations: LSTM and GRU with every other activation name as activation and
+    recurrent_activation (silu is written as swish)."""
+    return keras.Sequential([
+        L.LSTM(4, input_shape=(5, 3), return_sequences=True, activation="gelu", recurrent_activation="hard_sigmoid"),
+        L.GRU(4, return_sequences=True, activation="swish", recurrent_activation="softsign"),
+        L.LSTM(3, return_sequences=True, activation="elu", recurrent_activation="selu"),
+        L.GRU(3, return_sequences=True, activation="softplus", recurrent_activation="exponential"),
+        L.LSTM(3, return_sequences=True, activation="relu6", recurrent_activation="linear"),
+        L.GRU(2, return_sequences=True, activation="silu", recurrent_activation="relu6"),
+        L.LSTM(2, activation="exponential", recurrent_activation="gelu"),
+    ])
+
+
+def softmax_axes():
+    """Issue 15: Softmax's axis as a list, written back as given."""
+    return keras.Sequential([
+        L.Softmax(axis=[1, 2], input_shape=(3, 4, 2)),
+        L.Softmax(axis=[-1, 1]),
+        L.Softmax(axis=[3]),
+        L.Softmax(axis=2),
+    ])
+
+
 CASES = [fashion_mnist_cnn, imdb_lstm, cifar10_vgg16, conv_options, recurrent_options, embedding_options, embedding_no_length,
          initializers, activations, input_layer, built, functional_chain, unbuilt, unsupported_layer,
-         unsupported_argument, conv_family, conv_family_defaults, activation_layers, regularizers]
+         unsupported_argument, conv_family, conv_family_defaults, activation_layers, regularizers, recurrent_activations,
+         softmax_axes]
 
 
 def expectations(model):

@@ -200,7 +200,10 @@ double sy_act_fn_ref(const sy_act_params *p, double x) {
     case SY_AF_SOFTSIGN: return x / (1 + fabs(x));
     case SY_AF_HARD_SIGMOID: y = x * 0.2 + 0.5; return y < 0 ? 0 : y > 1 ? 1 : y;
     case SY_AF_ABS: return fabs(x);
-    default: return x;
+    case SY_AF_TANH: return tanh(x);
+    case SY_AF_SIGMOID: return 1 / (1 + exp(-x));
+    case SY_AF_EXP: return exp(x);
+    default: return x; /* SY_AF_LINEAR */
     }
 }
 
@@ -223,7 +226,10 @@ double sy_act_fn_grad_ref(const sy_act_params *p, double x) {
     case SY_AF_SOFTSIGN: d = 1 + fabs(x); return 1 / (d * d);
     case SY_AF_HARD_SIGMOID: s = x * 0.2 + 0.5; return s >= 0 && s <= 1 ? 0.2 : 0;
     case SY_AF_ABS: return x > 0 ? 1 : x < 0 ? -1 : 0;
-    default: return 1;
+    case SY_AF_TANH: d = tanh(x); return 1 - d * d;
+    case SY_AF_SIGMOID: s = 1 / (1 + exp(-x)); return s * (1 - s);
+    case SY_AF_EXP: return exp(x);
+    default: return 1; /* SY_AF_LINEAR */
     }
 }
 

@@ -25,7 +25,10 @@
  * weights packed once per call. With AVX2 the gates' activations are one
  * sigmoid pass (g's weights are packed doubled, exactly, and tanh(z) = 2
  * sigmoid(2z) - 1) and the cell uses cpu_internal.h's eight-lane exp,
- * sigmoid and tanh; other activations take the generic loops.
+ * sigmoid and tanh; other activations take the generic loops, and those
+ * outside tanh, sigmoid, relu and none (issue 15: elu, gelu, ...) the
+ * general cell: scalar loops through sy_act_fn_ref on the pre-activations,
+ * which the rows then keep (graph/ops_rnn.c).
  *
  * GRU. A step is one GEMM plus elementwise work on (B, U) rows: the input
  * half x . kernel + bias for all B * T rows is one GEMM written straight
@@ -69,6 +72,11 @@ static void slope(float *restrict d, const float *restrict y, int64_t n, int act
         break;
     }
 }
+
+/* The general cell's activation p (attr.rnn.fn[]) at the pre-activation v,
+ * and its derivative there. */
+static inline float gen_act(const sy_act_params *p, float v) { return (float)sy_act_fn_ref(p, v); }
+static inline float gen_slope(const sy_act_params *p, float v) { return (float)sy_act_fn_grad_ref(p, v); }
 
 static int64_t floats_aligned_rnn(int64_t n) { return sy_align_up(n, SY_ALIGN / (int64_t)sizeof(float)); }
 
@@ -228,6 +236,32 @@ static void lstm_cell_any(float *s, const sy_lstm_cols *l, int64_t u, int act, i
     for (int64_t j = 0; j < u; j++) h[j] *= s[3 * u + j];
 }
 
+/* The general cell (fn: activation, recurrent activation): the gate
+ * columns of row s keep their pre-activations z; c holds c(t-1). */
+static void lstm_cell_general(float *s, const sy_lstm_cols *l, int64_t u, const sy_act_params *fn) {
+    float *c = s + l->c, *h = s + l->h;
+    for (int64_t j = 0; j < u; j++) {
+        float i = gen_act(&fn[1], s[j]), f = gen_act(&fn[1], s[u + j]), g = gen_act(&fn[0], s[2 * u + j]);
+        c[j] = f * c[j] + i * g;
+        h[j] = gen_act(&fn[1], s[3 * u + j]) * gen_act(&fn[0], c[j]);
+    }
+}
+
+/* The general cell's gate gradients from the pre-activations in row s. */
+static void lstm_cell_grad_general(float *dz, float *dc, const float *dh, const float *s, const sy_lstm_cols *l,
+                                   const float *cp, int64_t u, const sy_act_params *fn) {
+    for (int64_t j = 0; j < u; j++) {
+        const float zi = s[j], zf = s[u + j], zg = s[2 * u + j], zo = s[3 * u + j], c = s[l->c + j];
+        float i = gen_act(&fn[1], zi), f = gen_act(&fn[1], zf), g = gen_act(&fn[0], zg), o = gen_act(&fn[1], zo);
+        float ac = gen_act(&fn[0], c), c_grad = dc[j] + dh[j] * o * gen_slope(&fn[0], c);
+        dz[j] = c_grad * g * gen_slope(&fn[1], zi);
+        dz[u + j] = cp ? c_grad * cp[j] * gen_slope(&fn[1], zf) : 0.0f;
+        dz[2 * u + j] = c_grad * i * gen_slope(&fn[0], zg);
+        dz[3 * u + j] = dh[j] * ac * gen_slope(&fn[1], zo);
+        dc[j] = c_grad * f;
+    }
+}
+
 /* The gate gradients from dh and dc (the later step's, becoming this
  * step's) and act(c); has_cp a constant where inlined (the test outside the
  * loop, so that GCC vectorises both cases). */
@@ -305,7 +339,8 @@ typedef struct lstm_job {
     int act, rec_act;
     bool need_dx, inference;
     const float *bp, *mask;
-    float *scratch; /* per row block: block_floats() */
+    float *scratch;             /* per row block: block_floats() */
+    const sy_act_params *fn;    /* the general cell's activations, or NULL */
 } lstm_job;
 
 #define MR SY_SMALLGEMM_MR
@@ -365,6 +400,8 @@ static void lstm_fwd_rows(void *ctx, int64_t part) {
             float *s = img + r * w;
             if (fast)
                 lstm_cell_default(s, s + l->c, s + l->h, u);
+            else if (j->fn)
+                lstm_cell_general(s, l, u, j->fn);
             else
                 lstm_cell_any(s, l, u, j->act, j->rec_act);
             if (j->inference)
@@ -410,7 +447,8 @@ static void lstm_scan_fwd_f32_fast(const sy_kargs *k) {
     sy_pack_b_rows(bp, rows, false, kk, 4 * u);
     if (LSTM_G_DOUBLED && sd.act == SY_ACT_TANH && sd.rec_act == SY_ACT_SIGMOID)
         sy_packed_b_scale_columns(bp, kk, 4 * u, 2 * u, 3 * u, 2.0f); /* lstm_cell_default's doubled g */
-    lstm_job j = {k, l, sd.b, sd.t, d, u, sd.act, sd.rec_act, false, k->attr->rnn.inference, bp, scan_mask(k), scratch};
+    lstm_job j = {k, l, sd.b, sd.t, d, u, sd.act, sd.rec_act, false, k->attr->rnn.inference, bp, scan_mask(k), scratch,
+                  k->attr->rnn.general ? k->attr->rnn.fn : NULL};
     sy_parallel_parts(k->ex, blocks, lstm_fwd_rows, &j);
 }
 
@@ -449,6 +487,8 @@ static void lstm_bwd_rows(void *ctx, int64_t part) {
             if (fast)
                 lstm_cell_grad_default(dz, dz + u, dz + 2 * u, dz + 3 * u, dcr, dhr, s, s + u, s + 2 * u, s + 3 * u,
                                        s + l->c, cp, sl, u);
+            else if (j->fn)
+                lstm_cell_grad_general(dz, dcr, dhr, s, l, cp, u, j->fn);
             else
                 lstm_cell_grad_any(dz, dcr, dhr, s, l, cp, sl, u, j->act, j->rec_act);
         }
@@ -485,7 +525,7 @@ static void lstm_scan_bwd_f32_fast(const sy_kargs *k) {
     lstm_weight_rows(rows, k->in[2], k->in[3], d, u, need_dx);
     sy_pack_b_rows(bp, rows, true, 4 * u, n);
     lstm_job j = {k, l, sd.b, sd.t, d, u, sd.act, sd.rec_act, need_dx, false, bp,
-                  k->attr->rnn.has_mask ? k->in[4] : NULL, scratch};
+                  k->attr->rnn.has_mask ? k->in[4] : NULL, scratch, k->attr->rnn.general ? k->attr->rnn.fn : NULL};
     sy_parallel_parts(k->ex, blocks, lstm_bwd_rows, &j);
 }
 
@@ -521,6 +561,7 @@ static void gru_scan_fwd_f32_fast(const sy_kargs *k) {
     const float *rk = k->in[2], *bias = scan_bias(k), *mask = scan_mask(k);
     int64_t u = d.u, ld = d.t * 5 * u;
     float *seq = k->out, *bp = k->ws, *inner = bp + packed_floats(u, 3 * u, false), *hpm = inner + 3 * d.b * u;
+    const sy_act_params *fn = k->attr->rnn.general ? k->attr->rnn.fn : NULL;
     sy_pack_b(bp, rk, 3 * u, false, u, 3 * u);
     input_gates(k, seq, 5 * u, 3 * u, bias);
     for (int64_t t = 0; t < d.t; t++) {
@@ -536,6 +577,18 @@ static void gru_scan_fwd_f32_fast(const sy_kargs *k) {
         }
         for (int64_t b = 0; b < d.b; b++) {
             float *s = seq + b * ld + t * 5 * u, *in = inner + b * 3 * u;
+            if (fn) { /* the general cell: z, r, hh keep their pre-activations */
+                const float *h_prev = hp ? hp + b * lda : NULL;
+                for (int64_t j = 0; j < u; j++) {
+                    s[j] += in[j];
+                    s[u + j] += in[u + j];
+                    s[3 * u + j] = in[2 * u + j];
+                    s[2 * u + j] += gen_act(&fn[1], s[u + j]) * in[2 * u + j];
+                    float z = gen_act(&fn[1], s[j]), hh = gen_act(&fn[0], s[2 * u + j]);
+                    s[4 * u + j] = (h_prev ? z * h_prev[j] : 0.0f) + (1 - z) * hh;
+                }
+                continue;
+            }
             for (int64_t j = 0; j < 2 * u; j++) s[j] += in[j];
             apply(s, 2 * u, d.rec_act); /* z, r */
             for (int64_t j = 0; j < u; j++) {
@@ -553,11 +606,12 @@ static void gru_scan_fwd_f32_fast(const sy_kargs *k) {
     }
 }
 
-/* workspace: dh (B, U), dh * z (B, U), masked h(t-1) (B, U), slopes 3 x U */
+/* workspace: dh (B, U), dh * z (B, U), masked h(t-1) (B, U), slopes 3 x U,
+ * the general cell's gates 3 x U */
 static size_t gru_bwd_ws(const sy_kargs *k, int threads) {
     (void)threads;
     int64_t b = k->in_shape[1].dims[0], u = k->in_shape[2].dims[0];
-    return (size_t)(packed_floats(u, 3 * u, true) + 3 * b * u + 3 * u) * sizeof(float);
+    return (size_t)(packed_floats(u, 3 * u, true) + 3 * b * u + 6 * u) * sizeof(float);
 }
 
 /* (dh, seq, recurrent [, mask]) -> (B,T,6U): d input gates then d inner */
@@ -567,7 +621,8 @@ static void gru_scan_bwd_f32_fast(const sy_kargs *k) {
     float *out = k->out;
     int64_t u = d.u, ld = d.t * 5 * u, ldo = d.t * 6 * u;
     float *bp = k->ws, *dh = bp + packed_floats(u, 3 * u, true), *dhz = dh + d.b * u, *hpm = dhz + d.b * u,
-          *sl_z = hpm + d.b * u, *sl_r = sl_z + u, *sl_h = sl_r + u;
+          *sl_z = hpm + d.b * u, *sl_r = sl_z + u, *sl_h = sl_r + u, *gates = sl_h + u;
+    const sy_act_params *fn = k->attr->rnn.general ? k->attr->rnn.fn : NULL;
     sy_pack_b(bp, rk, 3 * u, true, 3 * u, u);
     memset(dh, 0, (size_t)(d.b * u) * sizeof(float));
     for (int64_t t = d.t - 1; t >= 0; t--) {
@@ -579,9 +634,18 @@ static void gru_scan_bwd_f32_fast(const sy_kargs *k) {
             const float *z = s, *r = s + u, *hh = s + 2 * u, *rh = s + 3 * u;
             float *dx = out + b * ldo + t * 6 * u, *din = dx + 3 * u, *dhb = dh + b * u, *dhzb = dhz + b * u;
             add_dh(dhb, k, b, t, &d);
-            slope(sl_z, z, u, d.rec_act);
-            slope(sl_r, r, u, d.rec_act);
-            slope(sl_h, hh, u, d.act);
+            if (fn) { /* the general cell: the gates and slopes from the pre-activations */
+                for (int64_t j = 0; j < 3 * u; j++) {
+                    const sy_act_params *p = &fn[j < 2 * u];
+                    gates[j] = gen_act(p, s[j]);
+                    sl_z[j] = gen_slope(p, s[j]); /* sl_z, sl_r, sl_h are adjacent */
+                }
+                z = gates, r = gates + u, hh = gates + 2 * u;
+            } else {
+                slope(sl_z, z, u, d.rec_act);
+                slope(sl_r, r, u, d.rec_act);
+                slope(sl_h, hh, u, d.act);
+            }
             if (hp) {
                 const float *h_prev = hp + b * lda;
                 for (int64_t j = 0; j < u; j++) dx[j] = dhb[j] * (h_prev[j] - hh[j]) * sl_z[j];

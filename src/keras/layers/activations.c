@@ -7,7 +7,11 @@
  * when they reduce to it, so the compiler can fold it into a matmul or
  * conv. PReLU is Keras's own formula, relu(x) - alpha * relu(-x), with a
  * trainable alpha of the input's shape (one value along shared_axes),
- * broadcast over the batch. Softmax normalises along its axis.
+ * broadcast over the batch. Softmax normalises along its axis, or, given
+ * a list of axes (Keras's Softmax(axis=[1, 2]), issue 15), over all of them
+ * at once as Keras 2.15 does: exp(x - reduce_logsumexp(x, axes)), the
+ * logsumexp as TensorFlow's, max + log(sum(exp(x - max))); a list of one
+ * axis is that axis's softmax.
  *
  * Keras keeps the float arguments as float32 (cast_to_floatx) and writes
  * float(that) to its JSON ("alpha": 0.30000001192092896); the layers here
@@ -93,11 +97,20 @@ static sy_status same_shape(const sy_layer *l, const char *name, const sy_shape 
                                 name, l->shared_axes[i], keras_shape_str(in, s, sizeof s), in->rank);
         break;
     case SY_LAYER_SOFTMAX:
-        if (l->axis == 0 || l->axis < -(in->rank + 1) || l->axis > in->rank || l->axis == -(in->rank + 1))
-            return sy_error(SY_ERR_INVALID_ARGUMENT,
-                            "layer '%s' (Softmax): axis %d is not an axis of the input %s besides the batch's (1 to %d, or "
-                            "-1 to -%d)",
-                            name, l->axis, keras_shape_str(in, s, sizeof s), in->rank, in->rank);
+        if (l->n_axes < 0 || l->n_axes > in->rank)
+            return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (Softmax): %d axes for the input %s", name, l->n_axes,
+                            keras_shape_str(in, s, sizeof s));
+        for (int i = 0; i < (l->n_axes ? l->n_axes : 1); i++) {
+            int32_t a = l->n_axes ? l->axes[i] : l->axis;
+            if (a == 0 || a < -(in->rank + 1) || a > in->rank || a == -(in->rank + 1))
+                return sy_error(SY_ERR_INVALID_ARGUMENT,
+                                "layer '%s' (Softmax): axis %d is not an axis of the input %s besides the batch's (1 to %d, "
+                                "or -1 to -%d)",
+                                name, a, keras_shape_str(in, s, sizeof s), in->rank, in->rank);
+            for (int j = 0; j < i; j++)
+                if ((l->axes[j] + in->rank + 1) % (in->rank + 1) == (a + in->rank + 1) % (in->rank + 1))
+                    return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (Softmax): axis %d is listed twice", name, a);
+        }
         break;
     default: break;
     }
@@ -116,6 +129,18 @@ static int prelu_weights(const sy_layer *l, const sy_shape *in, layer_weight *w)
     return 1;
 }
 
+/* Softmax over several axes, as Keras 2.15's Softmax.call: exp(x -
+ * reduce_logsumexp(x, axes, keepdims)). The max's gradient paths cancel
+ * (TensorFlow stops them), so the gradient is the softmax's. */
+static sy_node softmax_axes(sy_graph *g, sy_node x, const sy_layer *l) {
+    int rank = sy_graph_shape(g, x).rank;
+    int32_t axes[SY_MAX_RANK];
+    for (int i = 0; i < l->n_axes; i++) axes[i] = l->axes[i] < 0 ? l->axes[i] + rank : l->axes[i];
+    sy_node m = sy_graph_reduce_max(g, x, axes, l->n_axes, true);
+    sy_node sum = sy_graph_reduce_sum(g, sy_graph_exp(g, sy_graph_sub(g, x, m)), axes, l->n_axes, true);
+    return sy_graph_exp(g, sy_graph_sub(g, x, sy_graph_add(g, sy_graph_log(g, sum), m)));
+}
+
 static sy_node act_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w, const layer_ctx *ctx) {
     sy_node x = in[0];
     (void)n_in, (void)ctx;
@@ -129,7 +154,9 @@ static sy_node act_build(sy_graph *g, const sy_layer *l, const sy_node *in, int 
     case SY_LAYER_ELU: return graph_activation(g, x, SY_AF_ELU, l->alpha, 0, 0);
     case SY_LAYER_PRELU: /* pos + neg, neg = -alpha * relu(-x) */
         return sy_graph_add(g, sy_graph_relu(g, x), sy_graph_mul(g, sy_graph_neg(g, w[0]), sy_graph_relu(g, sy_graph_neg(g, x))));
-    case SY_LAYER_SOFTMAX: return sy_graph_softmax(g, x, l->axis);
+    case SY_LAYER_SOFTMAX:
+        if (l->n_axes > 1) return softmax_axes(g, x, l);
+        return sy_graph_softmax(g, x, l->n_axes ? l->axes[0] : l->axis);
     default: return x;
     }
 }
@@ -217,15 +244,31 @@ static void prelu_write(jw *w, const sy_layer *l, const char **bad) {
 
 static const char *const softmax_keys[] = {"axis", NULL};
 static sy_status softmax_read(const rd *r, sy_layer *l) {
-    json_t *v = rd_get(r, "axis");
-    if (v && json_is_array(v))
-        return rd_err(r, SY_ERR_UNSUPPORTED, "axis %s is not supported (supported: one axis, an integer)", keras_json_show(v).s);
-    return rd_i32(r, "axis", false, -1, -SY_MAX_RANK, &l->axis);
+    json_t *v = rd_get(r, "axis"), *e;
+    size_t i;
+    if (!v || !json_is_array(v)) return rd_i32(r, "axis", false, -1, -SY_MAX_RANK, &l->axis);
+    l->n_axes = 0; /* a list of axes (issue 15), kept as a list: Keras writes it back as given */
+    json_array_foreach(v, i, e) {
+        if (i >= SY_MAX_RANK || !json_is_integer(e) || json_integer_value(e) <= -SY_MAX_RANK ||
+            json_integer_value(e) >= SY_MAX_RANK)
+            break;
+        l->axes[l->n_axes++] = (int32_t)json_integer_value(e);
+    }
+    if (l->n_axes == 0 || (size_t)l->n_axes != json_array_size(v))
+        return rd_err(r, SY_ERR_INVALID_ARGUMENT, "axis must be an integer or a list of integers (axes of the input), got %s",
+                      keras_json_show(v).s);
+    return SY_OK;
 }
 static void softmax_write(jw *w, const sy_layer *l, const char **bad) {
     (void)bad;
     jw_key(w, "axis");
-    jw_int(w, l->axis);
+    if (!l->n_axes) {
+        jw_int(w, l->axis);
+        return;
+    }
+    jw_open(w, true);
+    for (int i = 0; i < l->n_axes; i++) jw_int(w, l->axes[i]);
+    jw_close(w);
 }
 
 #define ACT_IMPL(var, KIND, cls, pfx, wfn, keys, rdfn, wrfn, dflt)                                                     \

@@ -39,12 +39,14 @@ static sy_status rnn_output_shape(const sy_layer *l, const char *name, const sy_
     if (!(l->dropout >= 0 && l->dropout < 1) || !(l->recurrent_dropout >= 0 && l->recurrent_dropout < 1))
         return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (%s): dropout %g and recurrent_dropout %g must be in [0, 1)",
                         name, cls, (double)l->dropout, (double)l->recurrent_dropout);
-    /* the scans apply their activations inside the cell (sy_act): tanh, sigmoid, relu or none */
+    /* the scans apply their activations inside the cell, elementwise: softmax cannot be one */
     for (int i = 0; i < 2; i++) {
         sy_activation a = i ? l->recurrent_activation : l->activation;
-        if (a != SY_ACTIVATION_LINEAR && keras_act_code(a) == SY_ACT_NONE)
+        sy_act_params p;
+        if (!keras_act_params(a, &p))
             return sy_error(SY_ERR_UNSUPPORTED, "layer '%s' (%s): %s '%s' is not supported in a recurrent layer; use "
-                            "tanh, sigmoid, relu or linear", name, cls, i ? "recurrent_activation" : "activation",
+                            "one of linear, relu, sigmoid, tanh, elu, selu, gelu, swish (silu), softplus, softsign, "
+                            "hard_sigmoid, exponential, relu6", name, cls, i ? "recurrent_activation" : "activation",
                             sy_activation_name(a));
     }
     if (l->kind == SY_LAYER_GRU && !l->reset_after)
@@ -97,8 +99,15 @@ static sy_node rnn_build(sy_graph *g, const sy_layer *l, const sy_node *in, int 
         rec_mask = mask(g, sy_shape_of(2, b, u), l->recurrent_dropout, sy_mix64(ctx->seed + 0x2EC));
     sy_node bias = l->use_bias ? w[2] : SY_NONE;
     int act = keras_act_code(l->activation), rec_act = keras_act_code(l->recurrent_activation);
-    sy_node seq = lstm ? graph_lstm_scan(g, x, w[0], w[1], bias, rec_mask, act, rec_act, !ctx->gradients)
-                       : graph_gru_scan(g, x, w[0], w[1], bias, rec_mask, act, rec_act);
+    /* tanh, sigmoid, relu and linear have the scans' fast cells; any other activation the general one */
+    sy_act_params fn[2], *general = NULL;
+    keras_act_params(l->activation, &fn[0]);
+    keras_act_params(l->recurrent_activation, &fn[1]);
+    for (int i = 0; i < 2; i++)
+        if (fn[i].fn != SY_AF_LINEAR && keras_act_code(i ? l->recurrent_activation : l->activation) == SY_ACT_NONE)
+            general = fn;
+    sy_node seq = lstm ? graph_lstm_scan(g, x, w[0], w[1], bias, rec_mask, act, rec_act, general, !ctx->gradients)
+                       : graph_gru_scan(g, x, w[0], w[1], bias, rec_mask, act, rec_act, general);
     int64_t h_at = graph_scan_h_column(g, seq);
     if (l->return_sequences) {
         int64_t begin[3] = {0, 0, h_at}, size[3] = {b, t, u};
