@@ -29,42 +29,20 @@ Usage (from the repository root):
 
 import os
 
-os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import sys
 
-import argparse
-import math
-import zlib
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_fixtures as mf  # noqa: E402  (sets TF's determinism before importing it)
 
-import numpy as np
-import tensorflow as tf
+import argparse  # noqa: E402
+import math  # noqa: E402
 
-tf.config.threading.set_intra_op_parallelism_threads(1)
-tf.config.threading.set_inter_op_parallelism_threads(1)
-tf.config.experimental.enable_op_determinism()
-tf.get_logger().setLevel("ERROR")
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 L = tf.keras.layers
+rng_for, uniform, save = mf.rng_for, mf.uniform, mf.save
 F32 = np.float32
-
-
-def rng_for(case):
-    return np.random.default_rng(zlib.crc32(case.encode("ascii")))
-
-
-def uniform(rng, lo, hi, shape):
-    return rng.uniform(lo, hi, shape).astype(F32)
-
-
-def save(out_dir, fname, arrays):
-    path = os.path.join(out_dir, fname)
-    checked = {k: np.asarray(v, order="C") for k, v in arrays.items()}
-    for k, a in checked.items():
-        assert a.dtype == np.dtype("<f4"), (fname, k, a.dtype)
-    with open(path + ".tmp", "wb") as f:
-        np.savez_compressed(f, **checked)
-    os.replace(path + ".tmp", path)
-    print(f"  {fname}: {len(arrays)} arrays, {os.path.getsize(path)} bytes")
 
 
 # (case, layer class, units, activation, recurrent_activation, return_sequences, go_backwards, x shape)
