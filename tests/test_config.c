@@ -328,7 +328,7 @@ static void test_c_models(void) {
     /* no input shape: no InputLayer, no build_config */
     CHECK_OK(sy_model_new(NULL, &m));
     add(m, sy_layer_dense(3));
-    add(m, sy_layer_dropout(0.1f));
+    add(m, sy_layer_dropout(0.1));
     add(m, sy_layer_dense(1));
     check_written("unbuilt from C", m, "unbuilt.json");
     sy_model_free(m);
@@ -379,13 +379,13 @@ static void test_formatting(void) {
         sy_free(json);
         sy_model_free(m);
     }
-    /* float32 arguments: the shortest decimal that reads back as the float */
+    /* the rate, a double as Keras keeps it: written as Python's repr writes it */
     sy_model *m = NULL;
     CHECK_OK(sy_model_new("caf\xc3\xa9 \"\\\t\xf0\x9f\x98\x80", &m));
-    sy_layer l = sy_layer_dropout(0.1f);
+    sy_layer l = sy_layer_dropout(0.1);
     l.input_shape = sy_shape_of(1, (int64_t)4);
     add(m, l);
-    l = sy_layer_dropout(1e-5f);
+    l = sy_layer_dropout(1e-5);
     add(m, l);
     char *json = NULL;
     CHECK_OK(sy_model_to_json(m, &json));

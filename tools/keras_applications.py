@@ -12,11 +12,21 @@ OUT (a scratch directory; the files are large -- ResNet152's .h5 is about
                       sparse_categorical_crossentropy (so training_config
                       is there), weights from Keras's initializers after
                       tf.keras.utils.set_random_seed(SEED)
-  NAME_SIZE_x.npy     a fixed batch of BATCH images (uniform 0..255, which
-                      the models' own preprocessing layers take)
+  NAME_SIZE_x.npy     a fixed batch of BATCH images, uniform in [-1, 1)
+                      (the range most of the models' preprocess_input
+                      gives; raw 0..255 pixels through the random
+                      initializers overflow float32 in inference after a
+                      training step, in Keras too)
   NAME_SIZE_y.npy     Keras's model.predict on it
-  NAME_SIZE_y1.npy    labels for one training step (int32 class indices)
+  NAME_SIZE_xt.npy    TRAIN_BATCH[size] images (as _x) and their labels
+  NAME_SIZE_yt.npy    (int32 class indices) for one training step: 8 at
+                      the smallest sizes, where the last stages are 1x1
+                      and BatchNormalization over 2 values (variance ~0)
+                      makes gradients of 1e7 that overflow the next
+                      inference (in Keras too), 2 at the default sizes
   NAME_SIZE.params    "total trainable non_trainable", as summary() counts
+  NAME_SIZE.loss      Keras's loss of that training step (fit, one batch,
+                      no shuffling), run after the .h5 was saved
 
 Commands:
   make OUT [NAME_SIZE ...]   write the files (all configurations by default)
@@ -110,19 +120,25 @@ def make(out, wanted):
                 raise SystemExit(f"{name}: {size - 1} is accepted, so {size} is not the smallest size")
         model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="sparse_categorical_crossentropy")
         rng = np.random.default_rng(SEED)
-        x = rng.uniform(0, 255, (BATCH, size, size, 3)).astype(np.float32)
+        x = rng.uniform(-1, 1, (BATCH, size, size, 3)).astype(np.float32)
         y = model.predict(x, batch_size=BATCH, verbose=0)
-        labels = rng.integers(0, 1000, (BATCH,)).astype(np.int32)
+        n = BATCH if size == MODELS[name][1] else 8
+        xt = rng.uniform(-1, 1, (n, size, size, 3)).astype(np.float32)
+        labels = rng.integers(0, 1000, (n,)).astype(np.int32)
         base = os.path.join(out, key)
         with open(base + ".json", "w") as f:
             f.write(model.to_json())
         model.save(base + ".h5")
         np.save(base + "_x.npy", x)
         np.save(base + "_y.npy", y)
-        np.save(base + "_y1.npy", labels)
+        np.save(base + "_xt.npy", xt)
+        np.save(base + "_yt.npy", labels)
         with open(base + ".params", "w") as f:
             f.write("%d %d %d\n" % counts(model))
-        print(key, "%d %d %d" % counts(model), flush=True)
+        loss = model.fit(xt, labels, batch_size=n, epochs=1, shuffle=False, verbose=0).history["loss"][0]
+        with open(base + ".loss", "w") as f:
+            f.write("%r\n" % loss)
+        print(key, "%d %d %d" % counts(model), loss, flush=True)
         tf.keras.backend.clear_session()
 
 

@@ -55,6 +55,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
+#include <math.h> /* llrintf */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -620,6 +621,30 @@ sy_status h5_dataset_write_f32(h5_file *f, h5_id parent, const char *name, const
     return st;
 }
 
+sy_status h5_dataset_write_f32_as_i64(h5_file *f, h5_id parent, const char *name, const sy_shape *shape,
+                                      const float *data) {
+    int64_t n = sy_shape_count(shape);
+    int64_t *v = sy_malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    if (!v) return sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory for dataset '%s'", f->path, name);
+    for (int64_t i = 0; i < n; i++) v[i] = (int64_t)llrintf(data[i]);
+    hid_t p = (hid_t)parent;
+    hsize_t dims[SY_MAX_RANK];
+    for (int i = 0; i < shape->rank; i++) dims[i] = (hsize_t)shape->dims[i];
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    if (lcpl >= 0) H5Pset_create_intermediate_group(lcpl, 1);
+    hid_t space = shape->rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(shape->rank, dims, NULL);
+    hid_t d = lcpl >= 0 && space >= 0 ? H5Dcreate2(p, name, H5T_STD_I64LE, space, lcpl, H5P_DEFAULT, H5P_DEFAULT) : -1;
+    sy_status st = SY_OK;
+    if (d < 0) st = h5_fail(f, p, SY_ERR_IO, "cannot create dataset '%s'", name);
+    else if (H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
+        st = h5_fail(f, p, SY_ERR_IO, "cannot write dataset '%s'", name);
+    if (d >= 0) H5Dclose(d);
+    if (space >= 0) H5Sclose(space);
+    if (lcpl >= 0) H5Pclose(lcpl);
+    sy_free(v);
+    return st;
+}
+
 /* Open dataset `name` and give its shape; checks as h5_dataset_shape. */
 static sy_status open_dataset(h5_file *f, hid_t parent, const char *name, hid_t *out, sy_shape *shape) {
     char where[256];
@@ -635,7 +660,7 @@ static sy_status open_dataset(h5_file *f, hid_t parent, const char *name, hid_t 
     H5T_class_t cls = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
     if (type < 0 || space < 0 || rank < 0 || cls == H5T_NO_CLASS) {
         st = h5_fail(f, parent, SY_ERR_CORRUPT, "cannot read the type and shape of dataset '%s'", name);
-    } else if (cls != H5T_FLOAT) {
+    } else if (cls != H5T_FLOAT && cls != H5T_INTEGER) { /* integers: Keras's int64 variables (issue 15) */
         st = sy_error(SY_ERR_DTYPE, "%s: dataset '%s' in '%s' holds %s; expected float32 weights", f->path, name,
                       h5_name(f, parent, where, sizeof where),
                       cls == H5T_INTEGER ? "integers" : cls == H5T_STRING ? "strings" : "values that are not numbers");

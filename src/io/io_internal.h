@@ -270,9 +270,14 @@ bool h5_attr_exists(h5_file *f, h5_id obj, const char *name);
  * float32 numpy array). `name` may be a path; intermediate groups are
  * created. A shape of rank 0 is a scalar. */
 sy_status h5_dataset_write_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, const float *data);
+/* The same values as an int64 dataset (rounded to the nearest integer):
+ * a variable Keras keeps as int64, such as Normalization's count (issue 15). */
+sy_status h5_dataset_write_f32_as_i64(h5_file *f, h5_id parent, const char *name, const sy_shape *shape,
+                                      const float *data);
 /* The shape of dataset `name`: SY_ERR_NOT_FOUND if absent (or not a
- * dataset), SY_ERR_DTYPE unless its elements are floating point (float16,
- * 32 or 64; converted to float32 when read), SY_ERR_CORRUPT past
+ * dataset), SY_ERR_DTYPE unless its elements are numbers (floating point
+ * of 16, 32 or 64 bits, or integers, as Keras's int64 count of
+ * Normalization; converted to float32 when read), SY_ERR_CORRUPT past
  * SY_MAX_RANK dimensions. */
 sy_status h5_dataset_shape(h5_file *f, h5_id parent, const char *name, sy_shape *shape);
 /* Read dataset `name`, which must have `shape` (checked again), into out. */

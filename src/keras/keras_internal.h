@@ -27,6 +27,8 @@ typedef struct layer_weight {
     sy_init init;
     bool non_trainable; /* state the optimizer leaves alone (BatchNormalization's moving_mean) */
     sy_regularizer regularizer; /* its penalty in the loss (kernel_regularizer, ...); kind NONE: none */
+    bool int64; /* issue 15: an int64 variable in Keras (Normalization's count): held as float32, written to
+                   .h5 files as int64 (docs/design/keras-semantics.md) */
 } layer_weight;
 
 typedef struct layer_ctx {
@@ -95,6 +97,8 @@ extern const layer_impl keras_depthwise_conv2d, keras_separable_conv2d, keras_co
 extern const layer_impl keras_relu, keras_leaky_relu, keras_prelu, keras_elu, keras_softmax, keras_rescaling;
 /* normalization layers (layers/normalization.c) */
 extern const layer_impl keras_batch_normalization, keras_layer_normalization;
+/* issue 15, keras.applications (layers/preprocessing_normalization.c) */
+extern const layer_impl keras_normalization;
 
 /* Every activation name systolic reads, for messages. */
 #define KERAS_ACTIVATION_NAMES                                                                                         \
@@ -190,6 +194,7 @@ typedef struct model_layer {
     int64_t params;
     uint32_t non_trainable;       /* bit j: weight j is not trainable (layer_weight.non_trainable) */
     int64_t non_trainable_params;
+    uint32_t int64_weights;       /* bit j: weight j is int64 in Keras's files (layer_weight.int64) */
 } model_layer;
 
 /* One node of the model's graph: a model input, or one call of a layer

@@ -91,7 +91,9 @@ static sy_status write_weights(h5_file *f, h5_id g, const sy_model *m) {
         st = h5_attr_write_strings(f, lg, "weight_names", wp, L->n_weights);
         for (int j = 0; j < L->n_weights && !st; j++) {
             sy_shape s = sy_vars_shape(m->vars, L->weight_var[j]);
-            st = h5_dataset_write_f32(f, lg, wnames[j], &s, sy_vars_data(m->vars, L->weight_var[j]));
+            const float *v = sy_vars_data(m->vars, L->weight_var[j]);
+            st = L->int64_weights & (1u << j) ? h5_dataset_write_f32_as_i64(f, lg, wnames[j], &s, v) /* issue 15 */
+                                              : h5_dataset_write_f32(f, lg, wnames[j], &s, v);
         }
         h5_group_close(f, lg);
     }
