@@ -117,6 +117,46 @@ static bool check_variant(const variant *v, const char *dir) {
     return true;
 }
 
+/* Keras's Normalization layers (tools/golden/make_preprocessing_fixtures.py):
+ * read and written back byte for byte. */
+static void test_normalization_json(void) {
+    char *keras = slurp(SY_KERAS_JSON_DIR "/preprocessing.json");
+    CHECK(keras != NULL, "cannot read preprocessing.json");
+    sy_model *m = NULL;
+    if (keras) CHECK_OK(sy_model_from_json(keras, &m));
+    char *json = NULL;
+    if (m) CHECK_OK(sy_model_to_json(m, &json));
+    if (json) check_same_json("preprocessing.json", json, keras);
+    if (m) {
+        /* weights only where mean and variance are not given: 3 + 3 + 1 (count), ... */
+        CHECK(sy_model_param_count(m, -1) == 7 + 25 + 3, "Normalization weights: %lld",
+              (long long)sy_model_param_count(m, -1));
+        sy_layer bad = sy_layer_normalization();
+        bad.mean = sy_numbers_scalar(1.0);
+        sy_model *b = NULL;
+        CHECK_OK(sy_model_new(NULL, &b));
+        bad.input_shape = sy_shape_of(2, (int64_t)4, (int64_t)3);
+        CHECK_ERR(sy_model_add(b, &bad), SY_ERR_INVALID_ARGUMENT, "both `mean` and `variance` must be set");
+        bad.variance = sy_numbers_scalar(1.0);
+        bad.n_axes = 1;
+        bad.axes[0] = 3;
+        CHECK_ERR(sy_model_add(b, &bad), SY_ERR_SHAPE, "All `axis` values must be in the range [-ndim, ndim)");
+        bad.axes[0] = 0;
+        CHECK_ERR(sy_model_add(b, &bad), SY_ERR_SHAPE, "the batch axis");
+        bad.axes[0] = -1;
+        CHECK_OK(sy_model_add(b, &bad));
+        sy_tensor *t = NULL;
+        CHECK_OK(sy_tensor_new(SY_F32, sy_shape_of(3, (int64_t)2, (int64_t)4, (int64_t)3), &t));
+        CHECK_ERR(sy_model_adapt_normalization(b, sy_model_layer(b, 0)->name, t, 0), SY_ERR_INVALID_ARGUMENT,
+                  "Cannot `adapt`");
+        sy_tensor_free(t);
+        sy_model_free(b);
+    }
+    sy_free(json);
+    sy_model_free(m);
+    free(keras);
+}
+
 static void test_errors(void) {
     sy_applications_options o = sy_applications_options_default();
     sy_model *m = NULL;
@@ -278,6 +318,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) found += check_variant(&variants[i], dir);
     CHECK(found >= 2, "only %d committed fixtures found in %s", found, dir);
     test_errors();
+    test_normalization_json();
     test_defaults();
     return check_report("test_applications");
 }

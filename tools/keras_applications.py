@@ -31,18 +31,20 @@ OUT (a scratch directory; the files are large -- ResNet152's .h5 is about
 Commands:
   make OUT [NAME_SIZE ...]   write the files (all configurations by default)
   list                       the configurations, one per line
-  check OUT NAME_SIZE FILE   load FILE (a .h5 systolic wrote) with
-                             keras.models.load_model, predict on NAME_SIZE_x
-                             and compare with systolic's NAME_SIZE_sy.npy (to
-                             1e-4 of the largest output); prints the maximum
-                             difference
+  check OUT NAME_SIZE ...     for each: systolic's predictions of Keras's
+                             .h5 (NAME_SIZE_pred.npy) against Keras's
+                             (NAME_SIZE_y.npy); then NAME_SIZE_sy.h5 (the
+                             .h5 systolic saved after its training step)
+                             through keras.models.load_model and predict,
+                             against systolic's predictions of it
+                             (NAME_SIZE_sy.npy); both to 1e-4 of the
+                             largest output
   lambda OUT                 OUT/lambda.json: a Functional model with a
                              Lambda layer, which systolic must refuse by name
-  json_vgg16 OUT / json_resnet50 OUT
-                             Keras's to_json of VGG16 / ResNet50 with
-                             non-default arguments (include_top False,
-                             pooling, classes), against which the C
-                             constructors are checked byte for byte
+  variants OUT               OUT/NAME.json and NAME.params: Keras's VGG16
+                             and ResNet50 with the arguments of VARIANTS,
+                             against which the C constructors are checked
+                             byte for byte (tests/test_applications.c)
 
 Smallest input sizes: Keras's obtain_input_shape refuses below 32 for VGG,
 ResNet, MobileNet, DenseNet and EfficientNet, 75 for InceptionV3 and 71
@@ -142,16 +144,23 @@ def make(out, wanted):
         tf.keras.backend.clear_session()
 
 
-def check(out, key, path):
-    model = tf.keras.models.load_model(path)
-    x = np.load(os.path.join(out, key + "_x.npy"))
-    y = model.predict(x, batch_size=BATCH, verbose=0)
-    mine = np.load(os.path.join(out, key + "_sy.npy"))
-    scale = float(np.max(np.abs(mine)))
-    diff = float(np.max(np.abs(y - mine)))
-    print(f"{key}: tf.keras predicts systolic's .h5 within {diff:.3g} of systolic (largest output {scale:.3g})")
+def compare(key, what, theirs, mine):
+    scale = float(np.max(np.abs(theirs)))
+    diff = float(np.max(np.abs(theirs - mine))) if theirs.shape == mine.shape else float("inf")
+    print(f"{key}: {what}: within {diff:.3g} (largest output {scale:.3g})")
     if not diff <= 1e-4 * scale:
-        raise SystemExit(f"{key}: differs by {diff} > 1e-4 * {scale}")
+        raise SystemExit(f"{key}: {what}: differs by {diff} > 1e-4 * {scale}")
+
+
+def check(out, key):
+    base = os.path.join(out, key)
+    x = np.load(base + "_x.npy")
+    compare(key, "systolic's predictions of Keras's .h5 vs Keras's", np.load(base + "_y.npy"),
+            np.load(base + "_pred.npy"))
+    model = tf.keras.models.load_model(base + "_sy.h5")
+    y = model.predict(x, batch_size=BATCH, verbose=0)
+    compare(key, "tf.keras's predictions of systolic's trained .h5 vs systolic's", y, np.load(base + "_sy.npy"))
+    tf.keras.backend.clear_session()
 
 
 def lambda_model(out):
@@ -197,8 +206,9 @@ def main(argv):
             print(key)
     elif len(argv) >= 3 and argv[1] == "make":
         make(argv[2], set(argv[3:]))
-    elif len(argv) == 5 and argv[1] == "check":
-        check(argv[2], argv[3], argv[4])
+    elif len(argv) >= 3 and argv[1] == "check":
+        for key in argv[3:]:
+            check(argv[2], key)
     elif len(argv) == 3 and argv[1] == "lambda":
         lambda_model(argv[2])
     elif len(argv) == 3 and argv[1] == "variants":

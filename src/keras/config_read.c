@@ -798,6 +798,12 @@ static sy_status read_layer(json_t *entry, size_t index, parsed *p) {
     json_t *cfg;
     sy_status st = entry_parts(entry, index, &cls, &cfg, &name);
     if (st) return st;
+    /* issue 15, keras.applications: a Lambda's function is Python code (marshalled bytecode in the JSON) */
+    if (!strcmp(cls, "Lambda"))
+        return sy_error(SY_ERR_UNSUPPORTED,
+                        "model JSON: layer '%s': Lambda is not supported: its function is Python code, which "
+                        "systolic cannot run; write the computation with Keras layers",
+                        name ? name : "?");
     const layer_kind_info *k = kind_of(cls);
     const layer_impl *impl = k ? layer_impl_of(k->kind) : layer_impl_by_class(cls);
     if (!impl) {

@@ -28,7 +28,7 @@ typedef struct layer_weight {
     bool non_trainable; /* state the optimizer leaves alone (BatchNormalization's moving_mean) */
     sy_regularizer regularizer; /* its penalty in the loss (kernel_regularizer, ...); kind NONE: none */
     bool int64; /* issue 15: an int64 variable in Keras (Normalization's count): held as float32, written to
-                   .h5 files as int64 (docs/design/keras-semantics.md) */
+                   .h5 files as int64 (docs/design/keras-applications.md) */
 } layer_weight;
 
 typedef struct layer_ctx {

@@ -19,7 +19,7 @@
  * held as float32 -- exact up to 2^24 values, rounded beyond, which only
  * adapt() uses, and Keras itself takes count / (count + n) in float32 --
  * and .h5 files get it as int64 (layer_weight.int64), as Keras writes it
- * (docs/design/keras-semantics.md).
+ * (docs/design/keras-applications.md).
  */
 #include "../keras_config.h"
 
