@@ -580,8 +580,8 @@ static const refusal refusals[] = {
     {"fashion_mnist_cnn.json", 1, "kernel_initializer", "{\"class_name\": \"Identity\", \"config\": {\"gain\": 1.0}}",
      SY_ERR_UNSUPPORTED, {"kernel_initializer \"Identity\" is not supported (supported: Zeros, Ones, Constant"}},
     {"fashion_mnist_cnn.json", 1, "kernel_initializer",
-     "{\"class_name\": \"VarianceScaling\", \"config\": {\"scale\": 3.0, \"mode\": \"fan_out\"}}", SY_ERR_UNSUPPORTED,
-     {"VarianceScaling(scale=3", "is not supported"}},
+     "{\"class_name\": \"VarianceScaling\", \"config\": {\"scale\": 3.0, \"mode\": \"fan_sideways\"}}",
+     SY_ERR_INVALID_ARGUMENT, {"VarianceScaling(scale=3", "mode one of fan_in, fan_out, fan_avg"}},
     {"fashion_mnist_cnn.json", 1, "dtype", "\"float16\"", SY_ERR_UNSUPPORTED,
      {"dtype \"float16\" is not supported (supported: \"float32\")"}},
     {"fashion_mnist_cnn.json", 1, "dtype",
@@ -678,7 +678,7 @@ static void test_refusals(void) {
                   "Activation, Add, Average, AveragePooling2D, BatchNormalization, Concatenate, Conv2D, "
                   "Conv2DTranspose, Cropping2D, Dense, DepthwiseConv2D, Dropout, ELU, Embedding, Flatten, GRU, "
                   "GlobalAveragePooling2D, GlobalMaxPooling2D, InputLayer, LSTM, LayerNormalization, LeakyReLU, "
-                  "MaxPooling2D, Maximum, Minimum, Multiply, PReLU, ReLU, Rescaling, Reshape, SeparableConv2D, "
+                  "MaxPooling2D, Maximum, Minimum, Multiply, Normalization, PReLU, ReLU, Rescaling, Reshape, SeparableConv2D, "
                   "Softmax, Subtract, UpSampling2D, ZeroPadding2D");
     free(text);
     text = read_text("unsupported_argument.json");

@@ -45,6 +45,11 @@ Commands:
                              and ResNet50 with the arguments of VARIANTS,
                              against which the C constructors are checked
                              byte for byte (tests/test_applications.c)
+  builtins OUT               OUT/vgg16.json and OUT/resnet50.json: Keras's
+                             models of the command's built-in vgg16 and
+                             resnet50 (input_shape (32, 32, 3), classes 10),
+                             which test_config.c compares byte for byte
+                             (committed in tests/data/keras/)
 
 Smallest input sizes: Keras's obtain_input_shape refuses below 32 for VGG,
 ResNet, MobileNet, DenseNet and EfficientNet, 75 for InceptionV3 and 71
@@ -200,6 +205,14 @@ def variants(out):
         tf.keras.backend.clear_session()
 
 
+def builtins(out):
+    for name, ctor in (("vgg16", A.VGG16), ("resnet50", A.ResNet50)):
+        model = ctor(weights=None, input_shape=(32, 32, 3), classes=10)
+        with open(os.path.join(out, name + ".json"), "w") as f:
+            f.write(model.to_json())
+        tf.keras.backend.clear_session()
+
+
 def main(argv):
     if len(argv) >= 2 and argv[1] == "list":
         for key, _, _ in configs():
@@ -213,6 +226,8 @@ def main(argv):
         lambda_model(argv[2])
     elif len(argv) == 3 and argv[1] == "variants":
         variants(argv[2])
+    elif len(argv) == 3 and argv[1] == "builtins":
+        builtins(argv[2])
     else:
         raise SystemExit(__doc__)
 

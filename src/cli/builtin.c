@@ -18,6 +18,13 @@
  * Keras resolves it for one output unit); batch 64, 20 epochs of one pass
  * over the 25,000 training reviews, validated on the 25,000 test reviews
  * after every epoch.
+ *
+ * vgg16 and resnet50 (issue 15) are keras.applications' VGG16 and ResNet50
+ * (weights=None) built by the C constructors (systolic/applications.h) for
+ * CIFAR-10-shaped data: input_shape (32, 32, 3), classes 10, the softmax
+ * top; CIFAR-10 scaled to [0, 1] (x / 255, float32); SGD(0.01),
+ * sparse_categorical_crossentropy, sparse_categorical_accuracy; batch 64,
+ * 10 epochs of one pass, validated on the test images after each.
  */
 #include "cli_internal.h"
 
@@ -107,6 +114,41 @@ static sy_status build_imdb_lstm(uint64_t seed, sy_model **out) {
     return build_sequential(seed, layers, 3, out);
 }
 
+/* ---- issue 15, keras.applications ---------------------------------------------------- */
+
+/* CIFAR-10 with the pixels as float32 / 255. */
+static sy_status load_cifar10_scaled(sy_data_split *d) {
+    sy_status st = sy_cifar10_load_data(d);
+    if (st) return st;
+    sy_tensor **xs[2] = {&d->x_train, &d->x_test};
+    for (int i = 0; i < 2 && !st; i++) {
+        sy_tensor *f;
+        if ((st = sy_tensor_new(SY_F32, sy_tensor_shape(*xs[i]), &f))) break;
+        const uint8_t *u = sy_tensor_data(*xs[i]);
+        float *v = sy_tensor_data(f);
+        for (size_t k = 0, n = sy_tensor_bytes(*xs[i]); k < n; k++) v[k] = (float)u[k] / 255.0f;
+        sy_tensor_free(*xs[i]);
+        *xs[i] = f;
+    }
+    if (st) sy_data_split_free(d);
+    return st;
+}
+
+/* keras.applications' model for 32x32x3 images of 10 classes. */
+static sy_status build_application(sy_status (*make)(const sy_applications_options *, sy_model **), uint64_t seed,
+                                   sy_model **out) {
+    sy_applications_options o = sy_applications_options_default();
+    o.input_shape = sy_shape_of(3, (int64_t)32, (int64_t)32, (int64_t)3);
+    o.classes = 10;
+    o.seed = seed;
+    return make(&o, out);
+}
+
+static sy_status build_vgg16(uint64_t seed, sy_model **out) { return build_application(sy_applications_vgg16, seed, out); }
+static sy_status build_resnet50(uint64_t seed, sy_model **out) {
+    return build_application(sy_applications_resnet50, seed, out);
+}
+
 static const builtin_model models[] = {
     {"fashion_mnist_cnn", "the Cloud TPU Keras tutorial: a CNN on Fashion-MNIST (raw pixels, Adam)", build_mnist_cnn,
      load_fashion_mnist, "adam", 1e-3f, "sparse_categorical_crossentropy", {"sparse_categorical_accuracy"}, 1, 1000, 5,
@@ -115,6 +157,13 @@ static const builtin_model models[] = {
      "sparse_categorical_crossentropy", {"sparse_categorical_accuracy"}, 1, 1000, 5, 60, 5, {3, {28, 28, 1}}, 0, 0},
     {"imdb_lstm", "the Keras IMDB tutorial: an LSTM over word embeddings classifies movie reviews", build_imdb_lstm,
      load_imdb, "adam", 1e-3f, "binary_crossentropy", {"accuracy"}, 1, 64, 20, 0, 1, {1, {IMDB_LEN}}, IMDB_WORDS, IMDB_LEN},
+    /* issue 15, keras.applications */
+    {"vgg16", "keras.applications' VGG16 (weights=None) for 32x32 images, 10 classes, on CIFAR-10 / 255 (SGD)",
+     build_vgg16, load_cifar10_scaled, "sgd", 0.01f, "sparse_categorical_crossentropy",
+     {"sparse_categorical_accuracy"}, 1, 64, 10, 0, 1, {3, {32, 32, 3}}, 0, 0},
+    {"resnet50", "keras.applications' ResNet50 (weights=None) for 32x32 images, 10 classes, on CIFAR-10 / 255 (SGD)",
+     build_resnet50, load_cifar10_scaled, "sgd", 0.01f, "sparse_categorical_crossentropy",
+     {"sparse_categorical_accuracy"}, 1, 64, 10, 0, 1, {3, {32, 32, 3}}, 0, 0},
 };
 
 int builtin_count(void) { return (int)(sizeof models / sizeof models[0]); }

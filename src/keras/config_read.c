@@ -225,7 +225,7 @@ static const init_class init_classes[] = {
 
 static const char SUPPORTED_INITS[] =
     "Zeros, Ones, Constant, RandomUniform, RandomNormal, TruncatedNormal, GlorotUniform, GlorotNormal, HeUniform, "
-    "HeNormal, LecunUniform, LecunNormal, Orthogonal, and VarianceScaling as one of the Glorot, He or Lecun ones";
+    "HeNormal, LecunUniform, LecunNormal, Orthogonal, VarianceScaling";
 
 static sy_status init_number(const rd *r, const char *key, const char *cls, json_t *cfg, const char *arg, double def,
                              double *out) {
