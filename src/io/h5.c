@@ -603,22 +603,28 @@ sy_status h5_attr_read_string(h5_file *f, h5_id obj, const char *name, char **ou
 
 /* ---- float32 datasets -------------------------------------------------------------------- */
 
-sy_status h5_dataset_write_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, const float *data) {
+/* A contiguous dataset of file type `type` from `data` in memory type `mem`. */
+static sy_status write_dataset(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, hid_t type,
+                               hid_t mem, const void *data) {
     hid_t p = (hid_t)parent;
     hsize_t dims[SY_MAX_RANK];
     for (int i = 0; i < shape->rank; i++) dims[i] = (hsize_t)shape->dims[i];
     hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
     if (lcpl >= 0) H5Pset_create_intermediate_group(lcpl, 1);
     hid_t space = shape->rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(shape->rank, dims, NULL);
-    hid_t d = lcpl >= 0 && space >= 0 ? H5Dcreate2(p, name, H5T_IEEE_F32LE, space, lcpl, H5P_DEFAULT, H5P_DEFAULT) : -1;
+    hid_t d = lcpl >= 0 && space >= 0 ? H5Dcreate2(p, name, type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT) : -1;
     sy_status st = SY_OK;
     if (d < 0) st = h5_fail(f, p, SY_ERR_IO, "cannot create dataset '%s'", name);
-    else if (H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+    else if (H5Dwrite(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
         st = h5_fail(f, p, SY_ERR_IO, "cannot write dataset '%s'", name);
     if (d >= 0) H5Dclose(d);
     if (space >= 0) H5Sclose(space);
     if (lcpl >= 0) H5Pclose(lcpl);
     return st;
+}
+
+sy_status h5_dataset_write_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, const float *data) {
+    return write_dataset(f, parent, name, shape, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, data);
 }
 
 sy_status h5_dataset_write_f32_as_i64(h5_file *f, h5_id parent, const char *name, const sy_shape *shape,
@@ -627,20 +633,7 @@ sy_status h5_dataset_write_f32_as_i64(h5_file *f, h5_id parent, const char *name
     int64_t *v = sy_malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
     if (!v) return sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory for dataset '%s'", f->path, name);
     for (int64_t i = 0; i < n; i++) v[i] = (int64_t)llrintf(data[i]);
-    hid_t p = (hid_t)parent;
-    hsize_t dims[SY_MAX_RANK];
-    for (int i = 0; i < shape->rank; i++) dims[i] = (hsize_t)shape->dims[i];
-    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
-    if (lcpl >= 0) H5Pset_create_intermediate_group(lcpl, 1);
-    hid_t space = shape->rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(shape->rank, dims, NULL);
-    hid_t d = lcpl >= 0 && space >= 0 ? H5Dcreate2(p, name, H5T_STD_I64LE, space, lcpl, H5P_DEFAULT, H5P_DEFAULT) : -1;
-    sy_status st = SY_OK;
-    if (d < 0) st = h5_fail(f, p, SY_ERR_IO, "cannot create dataset '%s'", name);
-    else if (H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
-        st = h5_fail(f, p, SY_ERR_IO, "cannot write dataset '%s'", name);
-    if (d >= 0) H5Dclose(d);
-    if (space >= 0) H5Sclose(space);
-    if (lcpl >= 0) H5Pclose(lcpl);
+    sy_status st = write_dataset(f, parent, name, shape, H5T_STD_I64LE, H5T_NATIVE_INT64, v);
     sy_free(v);
     return st;
 }
