@@ -12,7 +12,7 @@
 #     total, trainable and non-trainable parameter counts;
 #   - test_applications run: the JSON is read and written back byte for
 #     byte; the .h5 is loaded and its predictions go to KEY_pred.npy; one
-#     training step (SGD(0.01), sparse_categorical_crossentropy, from the
+#     training step (SGD(0.001), sparse_categorical_crossentropy, from the
 #     .h5's training_config) gives a finite loss equal to Keras's own step
 #     on the same weights and batch (1e-3; 10% with dropout masks), and
 #     changes the first and last kernels; the model is saved as .h5 and

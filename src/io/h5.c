@@ -76,7 +76,10 @@ struct h5_file {
     char *path;        /* the target: every message names it */
     bool writing;      /* made by h5_create: in memory until h5_commit */
     h5_reader *reader; /* opened for reading: libhdf5 runs there */
+    bool integers;     /* issue 15: the dataset being read may hold integers (Keras's int64 variables) */
 };
+
+void h5_allow_integers(h5_file *f, bool on) { f->integers = on; }
 
 static pthread_once_t h5_once = PTHREAD_ONCE_INIT;
 
@@ -638,6 +641,8 @@ sy_status h5_dataset_write_f32_as_i64(h5_file *f, h5_id parent, const char *name
     return st;
 }
 
+static sy_status read_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, float *out);
+
 /* Open dataset `name` and give its shape; checks as h5_dataset_shape. */
 static sy_status open_dataset(h5_file *f, hid_t parent, const char *name, hid_t *out, sy_shape *shape) {
     char where[256];
@@ -653,7 +658,7 @@ static sy_status open_dataset(h5_file *f, hid_t parent, const char *name, hid_t 
     H5T_class_t cls = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
     if (type < 0 || space < 0 || rank < 0 || cls == H5T_NO_CLASS) {
         st = h5_fail(f, parent, SY_ERR_CORRUPT, "cannot read the type and shape of dataset '%s'", name);
-    } else if (cls != H5T_FLOAT && cls != H5T_INTEGER) { /* integers: Keras's int64 variables (issue 15) */
+    } else if (cls != H5T_FLOAT && !(cls == H5T_INTEGER && f->integers)) { /* integers: Keras's int64 variables */
         st = sy_error(SY_ERR_DTYPE, "%s: dataset '%s' in '%s' holds %s; expected float32 weights", f->path, name,
                       h5_name(f, parent, where, sizeof where),
                       cls == H5T_INTEGER ? "integers" : cls == H5T_STRING ? "strings" : "values that are not numbers");
@@ -677,16 +682,36 @@ static sy_status open_dataset(h5_file *f, hid_t parent, const char *name, hid_t 
 }
 
 sy_status h5_dataset_shape(h5_file *f, h5_id parent, const char *name, sy_shape *shape) {
-    if (f->reader) return h5_reader_dataset_shape(f->reader, parent, name, shape);
+    return h5_dataset_shape_ex(f, parent, name, false, shape);
+}
+
+sy_status h5_dataset_read_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, float *out) {
+    return h5_dataset_read_f32_ex(f, parent, name, false, shape, out);
+}
+
+sy_status h5_dataset_shape_ex(h5_file *f, h5_id parent, const char *name, bool integers, sy_shape *shape) {
+    if (f->reader) return h5_reader_dataset_shape(f->reader, parent, name, integers, shape);
     hid_t d;
     memset(shape, 0, sizeof *shape);
+    bool was = f->integers;
+    f->integers |= integers;
     sy_status st = open_dataset(f, (hid_t)parent, name, &d, shape);
+    f->integers = was;
     if (!st) H5Dclose(d);
     return st;
 }
 
-sy_status h5_dataset_read_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, float *out) {
-    if (f->reader) return h5_reader_dataset_read_f32(f->reader, parent, name, shape, out);
+sy_status h5_dataset_read_f32_ex(h5_file *f, h5_id parent, const char *name, bool integers, const sy_shape *shape,
+                                 float *out) {
+    if (f->reader) return h5_reader_dataset_read_f32(f->reader, parent, name, integers, shape, out);
+    bool was = f->integers;
+    f->integers |= integers;
+    sy_status st = read_f32(f, parent, name, shape, out);
+    f->integers = was;
+    return st;
+}
+
+static sy_status read_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, float *out) {
     hid_t d, p = (hid_t)parent;
     sy_shape s = {0};
     sy_status st = open_dataset(f, p, name, &d, &s);

@@ -240,7 +240,7 @@ static sy_status load_weights_group(sy_model *m, h5_file *f, h5_id g) {
         }
         for (int j = 0; j < L->n_weights && !st; j++) {
             sy_shape want = sy_vars_shape(m->vars, L->weight_var[j]), got;
-            st = h5_dataset_shape(f, s->group, s->weights.v[j], &got);
+            st = h5_dataset_shape_ex(f, s->group, s->weights.v[j], L->int64_weights & (1u << j), &got); /* issue 15 */
             if (st) {
                 char msg[1024];
                 snprintf(msg, sizeof msg, "%s", sy_last_error());
@@ -289,7 +289,7 @@ static sy_status load_weights_group(sy_model *m, h5_file *f, h5_id g) {
                 break;
             }
             staged[n_staged++] = buf;
-            st = h5_dataset_read_f32(f, saved[k].group, saved[k].weights.v[j], &s, buf);
+            st = h5_dataset_read_f32_ex(f, saved[k].group, saved[k].weights.v[j], L->int64_weights & (1u << j), &s, buf);
         }
     }
     if (st) goto done;
