@@ -1533,6 +1533,83 @@ static void test_rnn_activations(void) {
     check_layers(cases, sizeof cases / sizeof cases[0], TOL_RNN);
 }
 
+/* ---- issue 15, keras.applications: the Normalization preprocessing layer ---------------- */
+
+/* layer_<name>.npz: the layer with the fixture's weights (w_mean,
+ * w_variance, w_count; none for constants): y and dx. */
+static void check_preprocessing(const char *name, sy_layer cfg, tol t) {
+    char file[128], what[192];
+    int before = check_failures;
+    snprintf(file, sizeof file, "layer_%s.npz", name);
+    sy_npz *z = open_fixture(file);
+    sy_tensor *x = get(z, "x"), *y = get(z, "y"), *r = get(z, "r");
+    cfg.name = "layer";
+    sy_model *m = x && y && r ? model_of(x, &cfg, 1) : NULL;
+    if (m) {
+        load_weights(z, m, "w", false);
+        sy_tensor *out = predict(m, x);
+        snprintf(what, sizeof what, "%s: y", file);
+        if (out) compare(what, sy_tensor_data(out), y, t.rtol, t.atol);
+        sy_tensor_free(out);
+        grad_run g = grad_plan(m, x, r, dot_loss);
+        if (g.p) compare_dx(file, z, &g, t);
+        grad_run_free(&g);
+        sy_model_free(m);
+    }
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+    sy_tensor_free(r);
+    sy_npz_close(z);
+    fprintf(stderr, "layer %-28s %s\n", name, check_failures == before ? "ok" : "FAILED");
+}
+
+static sy_layer normalization_axes(int n, int32_t a0, int32_t a1, bool invert) {
+    sy_layer l = sy_layer_normalization();
+    l.n_axes = n;
+    l.axes[0] = a0;
+    l.axes[1] = a1;
+    l.invert = invert;
+    return l;
+}
+
+static void test_preprocessing_normalization(void) {
+    const tol t = {2e-6, 1e-6};
+    check_preprocessing("preprocessing_normalization", sy_layer_normalization(), t);
+    check_preprocessing("preprocessing_normalization_axes12", normalization_axes(2, 1, 2, false), t);
+    check_preprocessing("preprocessing_normalization_invert", normalization_axes(1, -1, 0, true), t);
+    check_preprocessing("preprocessing_normalization_none", normalization_axes(0, 0, 0, false), t);
+    sy_layer c = sy_layer_normalization();
+    c.mean.list = c.variance.list = true;
+    c.mean.n = c.variance.n = 3;
+    double mean[3] = {0.5, -1.0, 2.0}, var[3] = {4.0, 0.25, 0.0};
+    for (int i = 0; i < 3; i++) c.mean.v[i] = mean[i], c.variance.v[i] = var[i];
+    check_preprocessing("preprocessing_normalization_constants", c, t);
+    /* adapt(x_adapt, batch_size=4): Keras's mean, variance and count, then y */
+    sy_npz *z = open_fixture("layer_preprocessing_normalization_adapt.npz");
+    sy_tensor *data = get(z, "x_adapt"), *x = get(z, "x"), *y = get(z, "y");
+    sy_layer l = sy_layer_normalization();
+    l.name = "norm";
+    sy_model *m = data && x && y ? model_of(x, &l, 1) : NULL;
+    if (m) {
+        CHECK_OK(sy_model_adapt_normalization(m, "norm", data, 4));
+        const char *keys[3] = {"adapt_mean", "adapt_variance", "adapt_count"};
+        for (int i = 0; i < 3; i++) {
+            sy_tensor *want = get(z, keys[i]);
+            if (want) compare(keys[i], sy_model_weight_data(m, i), want, 1e-6, 1e-6);
+            sy_tensor_free(want);
+        }
+        sy_tensor *out = predict(m, x);
+        if (out) compare("adapt: y", sy_tensor_data(out), y, t.rtol, t.atol);
+        sy_tensor_free(out);
+        CHECK(sy_model_adapt_normalization(m, "nope", data, 4) == SY_ERR_NOT_FOUND, "an unknown layer");
+        sy_model_free(m);
+    }
+    sy_tensor_free(data);
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+    sy_npz_close(z);
+}
+
 int main(void) {
     test_activation_family(); /* issue 15 */
     test_rnn_activations();   /* issue 15, recurrent activations */
@@ -1548,5 +1625,6 @@ int main(void) {
     test_imdb_trajectory();
     test_normalization();
     test_merge_layers(); /* issue 15, merge layers */
+    test_preprocessing_normalization(); /* issue 15, keras.applications */
     return check_report("test_golden");
 }

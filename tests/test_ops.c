@@ -119,6 +119,18 @@ static sy_node b_add_scalar(ctx *c) { return sy_graph_add(c->g, var(c, R(2, 4L, 
 static sy_node b_sub(ctx *c) { return sy_graph_sub(c->g, var(c, R(2, 4L, 3L), -1, 1), var(c, R(2, 4L, 1L), -1, 1)); }
 static sy_node b_mul(ctx *c) { return sy_graph_mul(c->g, var(c, R(3, 2L, 1L, 3L), -1, 1), var(c, R(3, 1L, 4L, 3L), -1, 1)); }
 static sy_node b_div(ctx *c) { return sy_graph_div(c->g, var(c, R(2, 4L, 3L), -1, 1), var(c, R(1, 3L), 0.5, 2)); }
+/* issue 15, keras.applications: the cpu backend's broadcasting kernels (broadcast.c): squeeze-and-excitation's
+ * (N, 1, 1, C) * (N, H, W, C), over more than one part of rows; an operand broadcast on its last axis; and
+ * reduce_mean's gradient broadcast back */
+static sy_node b_mul_se(ctx *c) {
+    return sy_graph_mul(c->g, var(c, R(4, 2L, 1L, 1L, 5L), -1, 1), var(c, R(4, 2L, 9L, 10L, 5L), -1, 1));
+}
+static sy_node b_sub_lastaxis(ctx *c) {
+    return sy_graph_sub(c->g, var(c, R(3, 3L, 4L, 1L), -1, 1), var(c, R(3, 1L, 4L, 6L), -1, 1));
+}
+static sy_node b_broadcast_to_se(ctx *c) {
+    return sy_graph_broadcast_to(c->g, var(c, R(4, 2L, 1L, 1L, 5L), -1, 1), R(4, 2L, 9L, 10L, 5L));
+}
 static sy_node b_neg(ctx *c) { return sy_graph_neg(c->g, var(c, R(2, 4L, 3L), -1, 1)); }
 static sy_node b_relu(ctx *c) { return sy_graph_relu(c->g, var_nz(c, R(2, 6L, 7L))); }
 static sy_node b_sigmoid(ctx *c) { return sy_graph_sigmoid(c->g, var(c, R(2, 6L, 7L), -4, 4)); }
@@ -668,6 +680,10 @@ static const row rows[] = {
     {"sub", SY_OP_SUB, b_sub, FWD | GRAD},
     {"mul broadcast", SY_OP_MUL, b_mul, FWD | GRAD},
     {"div", SY_OP_DIV, b_div, FWD | GRAD},
+    /* issue 15, keras.applications */
+    {"mul squeeze-excite broadcast", SY_OP_MUL, b_mul_se, FWD | GRAD},
+    {"sub broadcast on the last axis", SY_OP_SUB, b_sub_lastaxis, FWD | GRAD},
+    {"broadcast_to squeeze-excite", SY_OP_BROADCAST_TO, b_broadcast_to_se, FWD | GRAD},
     {"neg", SY_OP_NEG, b_neg, FWD | GRAD},
     {"relu", SY_OP_RELU, b_relu, FWD | GRAD},
     {"sigmoid", SY_OP_SIGMOID, b_sigmoid, FWD | GRAD},

@@ -70,7 +70,11 @@ typedef enum sy_init_kind {
     SY_INIT_LECUN_UNIFORM,
     SY_INIT_LECUN_NORMAL,
     SY_INIT_ORTHOGONAL,       /* gain a: Keras's Orthogonal (orthonormal rows or columns) */
-    SY_INIT_UNIT_FORGET_BIAS  /* zeros, but ones in the second quarter (an LSTM's forget gate) */
+    SY_INIT_UNIT_FORGET_BIAS, /* zeros, but ones in the second quarter (an LSTM's forget gate) */
+    /* issue 15, keras.applications: VarianceScaling(scale a, mode, distribution) that is none of the
+     * named ones above (EfficientNet's scale 2 with fan_out): b = mode + 3 * distribution, mode 0
+     * fan_in, 1 fan_out, 2 fan_avg; distribution 0 truncated_normal, 1 untruncated_normal, 2 uniform */
+    SY_INIT_VARIANCE_SCALING
 } sy_init_kind;
 
 typedef struct sy_init {

@@ -122,6 +122,8 @@ typedef enum sy_layer_kind {
     /* normalization layers */
     SY_LAYER_BATCH_NORMALIZATION,
     SY_LAYER_LAYER_NORMALIZATION,
+    /* issue 15, keras.applications: the Normalization preprocessing layer */
+    SY_LAYER_NORMALIZATION,
     /* issue 15, nested models: a model used as a layer (sy_layer_model) */
     SY_LAYER_MODEL = 200
 } sy_layer_kind;
@@ -178,7 +180,7 @@ typedef struct sy_layer {
     int32_t strides[2];       /* Conv2D: (1, 1); pooling: the pool size */
     int32_t pool_size[2];     /* pooling: (2, 2) */
     sy_padding padding;       /* Conv2D, pooling: valid */
-    float rate;               /* Dropout */
+    double rate;              /* Dropout; double as Keras keeps it (0.07500000000000001 is written back so) */
     uint64_t seed;            /* Dropout's mask stream; 0: derived from the model's seed */
     sy_shape target_shape;    /* Reshape, without the batch axis; one dimension may be -1 */
     sy_init kernel_initializer; /* Dense, Conv2D, LSTM, GRU: glorot_uniform (seed 0: from the model's seed) */
@@ -241,6 +243,16 @@ typedef struct sy_layer {
     bool use_scale;   /* true: multiply by gamma (Keras's scale) */
     sy_init beta_initializer, gamma_initializer;                      /* zeros, ones */
     sy_init moving_mean_initializer, moving_variance_initializer;     /* BatchNormalization: zeros, ones */
+    /* issue 15, keras.applications: Normalization(axis=-1, mean=None,
+     * variance=None, invert=False). axes/n_axes above are its axis, the
+     * axes kept (a mean and variance each), as given: (-1), n_axes 0 for
+     * Keras's None (one mean and variance of everything). mean and
+     * variance: n 0 for None, when they are the layer's weights (mean,
+     * variance and count, not trainable, set by
+     * sy_model_adapt_normalization or loaded); else constants, a number
+     * or a list broadcast against the kept axes' shape. */
+    sy_numbers mean, variance;
+    bool invert;      /* y = mean + x * sqrt(variance) instead of (x - mean) / sqrt(variance) */
     /* issue 15, nested models: the model this layer is (SY_LAYER_MODEL) */
     const struct sy_model *model;
 } sy_layer;
@@ -252,7 +264,7 @@ sy_layer sy_layer_average_pooling2d(int32_t pool_h, int32_t pool_w);
 sy_layer sy_layer_activation(sy_activation activation);
 sy_layer sy_layer_flatten(void);
 sy_layer sy_layer_reshape(sy_shape target_shape);
-sy_layer sy_layer_dropout(float rate);
+sy_layer sy_layer_dropout(double rate);
 sy_layer sy_layer_embedding(int32_t input_dim, int32_t output_dim);
 sy_layer sy_layer_lstm(int32_t units);
 sy_layer sy_layer_gru(int32_t units);
@@ -289,6 +301,11 @@ sy_layer sy_layer_batch_normalization(void);
 /* Keras's LayerNormalization(): axis -1, epsilon 0.001, center, scale;
  * weights gamma, beta of the normalised axes' shape. */
 sy_layer sy_layer_layer_normalization(void);
+/* issue 15, keras.applications: Keras's Normalization(): axis -1, mean
+ * and variance None (weights: mean zeros, variance ones, count 0, none
+ * trainable; Keras's adapt() sets them), invert false. y = (x - mean) /
+ * max(sqrt(variance), 1e-7). */
+sy_layer sy_layer_normalization(void);
 
 /* issue 15, nested models: a built model (Sequential or Functional, one
  * input and one output) used as a layer of another, as Keras calls a model
@@ -348,6 +365,14 @@ sy_shape sy_model_weight_shape(const sy_model *m, int32_t index);
 float *sy_model_weight_data(sy_model *m, int32_t index);
 /* The index of the weight named `name` (with or without ":0"), or -1. */
 int32_t sy_model_find_weight(const sy_model *m, const char *name);
+
+/* issue 15, keras.applications: Keras's Normalization.adapt(data,
+ * batch_size) on the model's Normalization layer named `layer`: data
+ * float32 (samples, the layer's input shape...), taken batch_size samples
+ * at a time (0: 32) into the mean, variance and count weights as Keras's
+ * update_state merges each batch's moments. Refused for a layer given
+ * constant mean and variance, as Keras refuses it. */
+sy_status sy_model_adapt_normalization(sy_model *m, const char *layer, const sy_tensor *data, int64_t batch_size);
 
 /* ---- Functional models ------------------------------------------------------- */
 

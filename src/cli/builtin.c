@@ -29,10 +29,18 @@
  * with its 1,000-way softmax top; SGD(0.001);
  * SparseCategoricalCrossentropy(from_logits=True) on that softmax output,
  * which tf.keras 2.15 answers with a warning and the softmax's own logits
- * (docs/vgg16-tutorial.md); 10 epochs. Validation: the test images through pro without the
- * flip, after the last epoch. fashion_mnist_vgg16 is the same on the
- * images that are here when CIFAR-10 is not: Fashion-MNIST padded to
- * 32x32 with zeros and repeated over 3 channels.
+ * (docs/design/vgg16-tutorial.md); 10 epochs. Validation: the test
+ * images through pro without the flip, after the last epoch.
+ * fashion_mnist_vgg16 is the same on the images that are here when
+ * CIFAR-10 is not: Fashion-MNIST padded to 32x32 with zeros and repeated
+ * over 3 channels.
+ *
+ * vgg16 and resnet50 (issue 15) are keras.applications' VGG16 and ResNet50
+ * (weights=None) built by the C constructors (systolic/applications.h) for
+ * CIFAR-10-shaped data: input_shape (32, 32, 3), classes 10, the softmax
+ * top; CIFAR-10 scaled to [0, 1] (x / 255, float32); SGD(0.01),
+ * sparse_categorical_crossentropy, sparse_categorical_accuracy; batch 64,
+ * 10 epochs of one pass, validated on the test images after each.
  */
 #include "cli_internal.h"
 
@@ -124,15 +132,47 @@ static sy_status build_imdb_lstm(uint64_t seed, sy_model **out) {
     return build_sequential(seed, layers, 3, out);
 }
 
+/* ---- issue 15, keras.applications ---------------------------------------------------- */
+
+/* CIFAR-10 with the pixels as float32 / 255. */
+static sy_status load_cifar10_scaled(sy_data_split *d) {
+    sy_status st = sy_cifar10_load_data(d);
+    if (st) return st;
+    sy_tensor **xs[2] = {&d->x_train, &d->x_test};
+    for (int i = 0; i < 2 && !st; i++) {
+        sy_tensor *f;
+        if ((st = sy_tensor_new(SY_F32, sy_tensor_shape(*xs[i]), &f))) break;
+        const uint8_t *u = sy_tensor_data(*xs[i]);
+        float *v = sy_tensor_data(f);
+        for (size_t k = 0, n = sy_tensor_bytes(*xs[i]); k < n; k++) v[k] = (float)u[k] / 255.0f;
+        sy_tensor_free(*xs[i]);
+        *xs[i] = f;
+    }
+    if (st) sy_data_split_free(d);
+    return st;
+}
+
+/* keras.applications' model for 32x32x3 images of `classes` classes. */
+static sy_status build_application(sy_status (*make)(const sy_applications_options *, sy_model **), int32_t classes,
+                                   uint64_t seed, sy_model **out) {
+    sy_applications_options o = sy_applications_options_default();
+    o.input_shape = sy_shape_of(3, (int64_t)32, (int64_t)32, (int64_t)3);
+    o.classes = classes;
+    o.seed = seed;
+    return make(&o, out);
+}
+
+static sy_status build_vgg16(uint64_t seed, sy_model **out) { return build_application(sy_applications_vgg16, 10, seed, out); }
+static sy_status build_resnet50(uint64_t seed, sy_model **out) {
+    return build_application(sy_applications_resnet50, 10, seed, out);
+}
+
 /* ---- the VGG16 tutorial (cifar10_vgg16, fashion_mnist_vgg16) ---- */
 
 /* VGG16(weights=None, input_shape=(32, 32, 3)): Keras's default top, a
  * 1,000-way softmax. */
-static sy_status build_vgg16(uint64_t seed, sy_model **out) {
-    sy_applications_options o = sy_applications_options_default();
-    o.input_shape = sy_shape_of(3, (int64_t)32, (int64_t)32, (int64_t)3);
-    o.seed = seed;
-    return sy_applications_vgg16(&o, out);
+static sy_status build_vgg16_tutorial(uint64_t seed, sy_model **out) {
+    return build_application(sy_applications_vgg16, 1000, seed, out);
 }
 
 static const float vgg_mean[3] = {0.4914f, 0.4822f, 0.4465f}, vgg_std[3] = {0.2023f, 0.1994f, 0.2010f};
@@ -266,11 +306,18 @@ static const builtin_model models[] = {
      load_imdb, "adam", 1e-3f, "binary_crossentropy", {"accuracy"}, 1, 64, 20, 0, 1, {1, {IMDB_LEN}}, IMDB_WORDS, IMDB_LEN,
      false, NULL},
     {"cifar10_vgg16", "the Cloud TPU guides' third tutorial: VGG16 on CIFAR-10 through tf.data (SGD, from_logits)",
-     build_vgg16, load_cifar10_vgg, "sgd", 1e-3f, "sparse_categorical_crossentropy", {"sparse_categorical_accuracy"}, 1,
+     build_vgg16_tutorial, load_cifar10_vgg, "sgd", 1e-3f, "sparse_categorical_crossentropy", {"sparse_categorical_accuracy"}, 1,
      200, 10, 0, 10, {3, {32, 32, 3}}, 0, 0, true, vgg_pipeline},
     {"fashion_mnist_vgg16", "the same VGG16 tutorial on Fashion-MNIST padded to 32x32x3 (CIFAR-10 is not here)",
-     build_vgg16, load_fashion_mnist_vgg, "sgd", 1e-3f, "sparse_categorical_crossentropy",
+     build_vgg16_tutorial, load_fashion_mnist_vgg, "sgd", 1e-3f, "sparse_categorical_crossentropy",
      {"sparse_categorical_accuracy"}, 1, 200, 10, 0, 10, {3, {32, 32, 3}}, 0, 0, true, vgg_pipeline},
+    /* issue 15, keras.applications */
+    {"vgg16", "keras.applications' VGG16 (weights=None) for 32x32 images, 10 classes, on CIFAR-10 / 255 (SGD)",
+     build_vgg16, load_cifar10_scaled, "sgd", 0.01f, "sparse_categorical_crossentropy",
+     {"sparse_categorical_accuracy"}, 1, 64, 10, 0, 1, {3, {32, 32, 3}}, 0, 0, false, NULL},
+    {"resnet50", "keras.applications' ResNet50 (weights=None) for 32x32 images, 10 classes, on CIFAR-10 / 255 (SGD)",
+     build_resnet50, load_cifar10_scaled, "sgd", 0.01f, "sparse_categorical_crossentropy",
+     {"sparse_categorical_accuracy"}, 1, 64, 10, 0, 1, {3, {32, 32, 3}}, 0, 0, false, NULL},
 };
 
 int builtin_count(void) { return (int)(sizeof models / sizeof models[0]); }

@@ -30,6 +30,8 @@ struct sy_vars {
     int64_t n_vars, cap_vars;
     char *block[2]; /* [SY_VAR_PARAM], [SY_VAR_SLOT] */
     int64_t block_bytes[2];
+    int64_t block_cap[2]; /* bytes allocated: grown geometrically, so adding variables one by one (a model's
+                             layers as they are built) copies each value O(1) times, not once per later variable */
     uint64_t generation; /* bumped when a block moves */
     int64_t iterations;
 };

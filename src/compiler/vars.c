@@ -121,25 +121,33 @@ sy_status vars_resolve(sy_vars *v, sy_var_request *req, int64_t n) {
         grow[r->kind] += sy_align_up(x->bytes, SY_ALIGN);
         r->index = (int32_t)v->n_vars++;
     }
+    /* A block that must grow moves to one of at least 1.5 times its size
+     * (ResNet152's 930 variables, 240 MB, added one layer at a time, were
+     * quadratic: 100 GB of copying). */
     char *blocks[2] = {NULL, NULL};
+    int64_t cap[2] = {v->block_cap[0], v->block_cap[1]};
     for (int k = 0; k < 2; k++) {
-        if (!grow[k]) continue;
-        blocks[k] = sy_malloc_aligned((size_t)(v->block_bytes[k] + grow[k]), SY_ALIGN);
+        if (!grow[k] || v->block_bytes[k] + grow[k] <= v->block_cap[k]) continue;
+        int64_t want = v->block_bytes[k] + grow[k], more = v->block_cap[k] + v->block_cap[k] / 2;
+        cap[k] = sy_align_up(want > more ? want : more, SY_ALIGN);
+        blocks[k] = sy_malloc_aligned((size_t)cap[k], SY_ALIGN);
         if (!blocks[k]) {
             sy_free(blocks[0]);
             forget_from(v, first_new);
-            return sy_error(SY_ERR_OUT_OF_MEMORY, "variable store: out of memory for %lld bytes",
-                            (long long)(v->block_bytes[k] + grow[k]));
+            return sy_error(SY_ERR_OUT_OF_MEMORY, "variable store: out of memory for %lld bytes", (long long)cap[k]);
         }
     }
     for (int k = 0; k < 2; k++) {
-        if (!blocks[k]) continue;
-        if (v->block[k]) memcpy(blocks[k], v->block[k], (size_t)v->block_bytes[k]);
-        memset(blocks[k] + v->block_bytes[k], 0, (size_t)grow[k]);
-        sy_free(v->block[k]);
-        v->block[k] = blocks[k];
+        if (!grow[k]) continue;
+        if (blocks[k]) {
+            if (v->block[k]) memcpy(blocks[k], v->block[k], (size_t)v->block_bytes[k]);
+            sy_free(v->block[k]);
+            v->block[k] = blocks[k];
+            v->block_cap[k] = cap[k];
+        }
+        memset(v->block[k] + v->block_bytes[k], 0, (size_t)grow[k]);
         v->block_bytes[k] += grow[k];
-        v->generation++;
+        v->generation++; /* plans re-bind: the block may have moved */
     }
     for (int64_t i = 0; i < n; i++) {
         if (req[i].index < first_new) continue;

@@ -66,7 +66,17 @@ uint32_t sy_rng_u32(sy_rng *rng) {
 float sy_rng_uniform(sy_rng *rng) { return (float)(sy_rng_u32(rng) >> 8) * (1.0f / 16777216.0f); }
 
 double sy_rng_uniform64(sy_rng *rng) {
-    uint64_t hi = sy_rng_u32(rng) >> 5, lo = sy_rng_u32(rng) >> 6;
+    uint64_t hi, lo;
+    if ((rng->counter & 3) <= 2) { /* both words from one Philox block: the same values, half the work */
+        uint32_t out[4];
+        sy_philox(rng->key, 0, rng->counter >> 2, out);
+        hi = out[rng->counter & 3] >> 5;
+        lo = out[(rng->counter & 3) + 1] >> 6;
+        rng->counter += 2;
+    } else {
+        hi = sy_rng_u32(rng) >> 5;
+        lo = sy_rng_u32(rng) >> 6;
+    }
     return (double)(hi * 67108864.0 + (double)lo) * (1.0 / 9007199254740992.0);
 }
 

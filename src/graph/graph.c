@@ -316,6 +316,17 @@ sy_status sy_init_fill(const sy_init *init, const sy_shape *shape, double *data)
     case SY_INIT_LECUN_UNIFORM: scale = 1.0 / fan_in; uniform = true; break;
     case SY_INIT_LECUN_NORMAL: scale = 1.0 / fan_in; normal = true; break;
     case SY_INIT_ORTHOGONAL: return orthogonal(init, shape, data, &r);
+    case SY_INIT_VARIANCE_SCALING: { /* issue 15 */
+        int mode = (int)init->b % 3, dist = (int)init->b / 3;
+        scale = init->a / (mode == 0 ? fan_in : mode == 1 ? fan_out : (fan_in + fan_out) / 2);
+        if (dist == 1) { /* untruncated_normal */
+            for (int64_t i = 0; i < n; i++) data[i] = sqrt(scale) * sy_rng_normal(&r);
+            return SY_OK;
+        }
+        uniform = dist == 2;
+        normal = dist == 0;
+        break;
+    }
     case SY_INIT_UNIT_FORGET_BIAS: {
         int64_t last = shape->rank ? shape->dims[shape->rank - 1] : 1, u = last / 4;
         for (int64_t i = 0; i < n; i++) data[i] = (i % last) >= u && (i % last) < 2 * u ? 1.0 : 0.0;

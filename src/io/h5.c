@@ -55,6 +55,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
+#include <math.h> /* llrintf */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -75,7 +76,10 @@ struct h5_file {
     char *path;        /* the target: every message names it */
     bool writing;      /* made by h5_create: in memory until h5_commit */
     h5_reader *reader; /* opened for reading: libhdf5 runs there */
+    bool integers;     /* issue 15: the dataset being read may hold integers (Keras's int64 variables) */
 };
+
+void h5_allow_integers(h5_file *f, bool on) { f->integers = on; }
 
 static pthread_once_t h5_once = PTHREAD_ONCE_INIT;
 
@@ -602,23 +606,42 @@ sy_status h5_attr_read_string(h5_file *f, h5_id obj, const char *name, char **ou
 
 /* ---- float32 datasets -------------------------------------------------------------------- */
 
-sy_status h5_dataset_write_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, const float *data) {
+/* A contiguous dataset of file type `type` from `data` in memory type `mem`. */
+static sy_status write_dataset(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, hid_t type,
+                               hid_t mem, const void *data) {
     hid_t p = (hid_t)parent;
     hsize_t dims[SY_MAX_RANK];
     for (int i = 0; i < shape->rank; i++) dims[i] = (hsize_t)shape->dims[i];
     hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
     if (lcpl >= 0) H5Pset_create_intermediate_group(lcpl, 1);
     hid_t space = shape->rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(shape->rank, dims, NULL);
-    hid_t d = lcpl >= 0 && space >= 0 ? H5Dcreate2(p, name, H5T_IEEE_F32LE, space, lcpl, H5P_DEFAULT, H5P_DEFAULT) : -1;
+    hid_t d = lcpl >= 0 && space >= 0 ? H5Dcreate2(p, name, type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT) : -1;
     sy_status st = SY_OK;
     if (d < 0) st = h5_fail(f, p, SY_ERR_IO, "cannot create dataset '%s'", name);
-    else if (H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+    else if (H5Dwrite(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
         st = h5_fail(f, p, SY_ERR_IO, "cannot write dataset '%s'", name);
     if (d >= 0) H5Dclose(d);
     if (space >= 0) H5Sclose(space);
     if (lcpl >= 0) H5Pclose(lcpl);
     return st;
 }
+
+sy_status h5_dataset_write_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, const float *data) {
+    return write_dataset(f, parent, name, shape, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, data);
+}
+
+sy_status h5_dataset_write_f32_as_i64(h5_file *f, h5_id parent, const char *name, const sy_shape *shape,
+                                      const float *data) {
+    int64_t n = sy_shape_count(shape);
+    int64_t *v = sy_malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    if (!v) return sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory for dataset '%s'", f->path, name);
+    for (int64_t i = 0; i < n; i++) v[i] = (int64_t)llrintf(data[i]);
+    sy_status st = write_dataset(f, parent, name, shape, H5T_STD_I64LE, H5T_NATIVE_INT64, v);
+    sy_free(v);
+    return st;
+}
+
+static sy_status read_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, float *out);
 
 /* Open dataset `name` and give its shape; checks as h5_dataset_shape. */
 static sy_status open_dataset(h5_file *f, hid_t parent, const char *name, hid_t *out, sy_shape *shape) {
@@ -635,7 +658,7 @@ static sy_status open_dataset(h5_file *f, hid_t parent, const char *name, hid_t 
     H5T_class_t cls = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
     if (type < 0 || space < 0 || rank < 0 || cls == H5T_NO_CLASS) {
         st = h5_fail(f, parent, SY_ERR_CORRUPT, "cannot read the type and shape of dataset '%s'", name);
-    } else if (cls != H5T_FLOAT) {
+    } else if (cls != H5T_FLOAT && !(cls == H5T_INTEGER && f->integers)) { /* integers: Keras's int64 variables */
         st = sy_error(SY_ERR_DTYPE, "%s: dataset '%s' in '%s' holds %s; expected float32 weights", f->path, name,
                       h5_name(f, parent, where, sizeof where),
                       cls == H5T_INTEGER ? "integers" : cls == H5T_STRING ? "strings" : "values that are not numbers");
@@ -659,16 +682,36 @@ static sy_status open_dataset(h5_file *f, hid_t parent, const char *name, hid_t 
 }
 
 sy_status h5_dataset_shape(h5_file *f, h5_id parent, const char *name, sy_shape *shape) {
-    if (f->reader) return h5_reader_dataset_shape(f->reader, parent, name, shape);
+    return h5_dataset_shape_ex(f, parent, name, false, shape);
+}
+
+sy_status h5_dataset_read_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, float *out) {
+    return h5_dataset_read_f32_ex(f, parent, name, false, shape, out);
+}
+
+sy_status h5_dataset_shape_ex(h5_file *f, h5_id parent, const char *name, bool integers, sy_shape *shape) {
+    if (f->reader) return h5_reader_dataset_shape(f->reader, parent, name, integers, shape);
     hid_t d;
     memset(shape, 0, sizeof *shape);
+    bool was = f->integers;
+    f->integers |= integers;
     sy_status st = open_dataset(f, (hid_t)parent, name, &d, shape);
+    f->integers = was;
     if (!st) H5Dclose(d);
     return st;
 }
 
-sy_status h5_dataset_read_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, float *out) {
-    if (f->reader) return h5_reader_dataset_read_f32(f->reader, parent, name, shape, out);
+sy_status h5_dataset_read_f32_ex(h5_file *f, h5_id parent, const char *name, bool integers, const sy_shape *shape,
+                                 float *out) {
+    if (f->reader) return h5_reader_dataset_read_f32(f->reader, parent, name, integers, shape, out);
+    bool was = f->integers;
+    f->integers |= integers;
+    sy_status st = read_f32(f, parent, name, shape, out);
+    f->integers = was;
+    return st;
+}
+
+static sy_status read_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, float *out) {
     hid_t d, p = (hid_t)parent;
     sy_shape s = {0};
     sy_status st = open_dataset(f, p, name, &d, &s);

@@ -86,6 +86,9 @@ typedef enum reader_op {
     OP_DATASET_READ,
 } reader_op;
 
+/* or'ed into a dataset request: the dataset may hold integers (issue 15, h5_dataset_shape_ex) */
+#define OP_INTEGERS 0x100
+
 struct h5_reader {
     pid_t pid;
     int fd;         /* the parent's end of the socketpair; -1 once the child is gone */
@@ -194,6 +197,8 @@ static bool serve(int fd, h5_file *f) {
     if (!recv_all(fd, &op, sizeof op) || !recv_all(fd, &id, sizeof id) ||
         !recv_str(fd, name, sizeof name))
         return false;
+    h5_allow_integers(f, (op & OP_INTEGERS) != 0);
+    op &= ~OP_INTEGERS;
     sy_shape shape = {0};
     if (op == OP_DATASET_READ) {
         if (!recv_all(fd, &shape.rank, sizeof shape.rank) || shape.rank < 0 ||
@@ -626,18 +631,18 @@ sy_status h5_reader_attr_read_strings(h5_reader *r, h5_id obj, const char *name,
     return st;
 }
 
-sy_status h5_reader_dataset_shape(h5_reader *r, h5_id parent, const char *name, sy_shape *shape) {
+sy_status h5_reader_dataset_shape(h5_reader *r, h5_id parent, const char *name, bool integers, sy_shape *shape) {
     memset(shape, 0, sizeof *shape);
     int32_t rank;
-    sy_status st = request(r, OP_DATASET_SHAPE, parent, name, NULL);
+    sy_status st = request(r, OP_DATASET_SHAPE | (integers ? OP_INTEGERS : 0), parent, name, NULL);
     if (st || (st = rd(r, &rank, sizeof rank))) return st;
     if (rank < 0 || rank > SY_MAX_RANK) return reader_lost(r, false);
     shape->rank = rank;
     return rd(r, shape->dims, sizeof shape->dims[0] * (size_t)rank);
 }
 
-sy_status h5_reader_dataset_read_f32(h5_reader *r, h5_id parent, const char *name,
+sy_status h5_reader_dataset_read_f32(h5_reader *r, h5_id parent, const char *name, bool integers,
                                      const sy_shape *shape, float *out) {
-    sy_status st = request(r, OP_DATASET_READ, parent, name, shape);
+    sy_status st = request(r, OP_DATASET_READ | (integers ? OP_INTEGERS : 0), parent, name, shape);
     return st ? st : rd(r, out, (size_t)sy_shape_count(shape) * sizeof(float));
 }

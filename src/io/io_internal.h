@@ -270,6 +270,10 @@ bool h5_attr_exists(h5_file *f, h5_id obj, const char *name);
  * float32 numpy array). `name` may be a path; intermediate groups are
  * created. A shape of rank 0 is a scalar. */
 sy_status h5_dataset_write_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, const float *data);
+/* The same values as an int64 dataset (rounded to the nearest integer):
+ * a variable Keras keeps as int64, such as Normalization's count (issue 15). */
+sy_status h5_dataset_write_f32_as_i64(h5_file *f, h5_id parent, const char *name, const sy_shape *shape,
+                                      const float *data);
 /* The shape of dataset `name`: SY_ERR_NOT_FOUND if absent (or not a
  * dataset), SY_ERR_DTYPE unless its elements are floating point (float16,
  * 32 or 64; converted to float32 when read), SY_ERR_CORRUPT past
@@ -277,6 +281,14 @@ sy_status h5_dataset_write_f32(h5_file *f, h5_id parent, const char *name, const
 sy_status h5_dataset_shape(h5_file *f, h5_id parent, const char *name, sy_shape *shape);
 /* Read dataset `name`, which must have `shape` (checked again), into out. */
 sy_status h5_dataset_read_f32(h5_file *f, h5_id parent, const char *name, const sy_shape *shape, float *out);
+/* issue 15: the same, where `integers` also takes a dataset of integers
+ * (read as float32): a variable Keras keeps as int64 (Normalization's
+ * count). Elsewhere integers are refused, SY_ERR_DTYPE. */
+sy_status h5_dataset_shape_ex(h5_file *f, h5_id parent, const char *name, bool integers, sy_shape *shape);
+sy_status h5_dataset_read_f32_ex(h5_file *f, h5_id parent, const char *name, bool integers, const sy_shape *shape,
+                                 float *out);
+/* The reader child's side of the flag. */
+void h5_allow_integers(h5_file *f, bool on);
 
 /* h5.c and h5_reader.c only. h5_open_here opens in this process: the
  * reader's child calls it, and h5.c's functions on the file it gives run
@@ -294,8 +306,8 @@ bool h5_reader_exists(h5_reader *r, h5_id parent, const char *path);
 bool h5_reader_attr_exists(h5_reader *r, h5_id obj, const char *name);
 void h5_reader_name(h5_reader *r, h5_id obj, char *buf, size_t size);
 sy_status h5_reader_attr_read_strings(h5_reader *r, h5_id obj, const char *name, h5_strings *out, bool *found);
-sy_status h5_reader_dataset_shape(h5_reader *r, h5_id parent, const char *name, sy_shape *shape);
-sy_status h5_reader_dataset_read_f32(h5_reader *r, h5_id parent, const char *name, const sy_shape *shape,
-                                     float *out);
+sy_status h5_reader_dataset_shape(h5_reader *r, h5_id parent, const char *name, bool integers, sy_shape *shape);
+sy_status h5_reader_dataset_read_f32(h5_reader *r, h5_id parent, const char *name, bool integers,
+                                     const sy_shape *shape, float *out);
 
 #endif

@@ -272,7 +272,7 @@ bool jw_init(jw *w, const sy_init *in) {
         [SY_INIT_GLOROT_UNIFORM] = "GlorotUniform", [SY_INIT_GLOROT_NORMAL] = "GlorotNormal",
         [SY_INIT_HE_UNIFORM] = "HeUniform",  [SY_INIT_HE_NORMAL] = "HeNormal",
         [SY_INIT_LECUN_UNIFORM] = "LecunUniform", [SY_INIT_LECUN_NORMAL] = "LecunNormal",
-        [SY_INIT_ORTHOGONAL] = "Orthogonal",
+        [SY_INIT_ORTHOGONAL] = "Orthogonal", [SY_INIT_VARIANCE_SCALING] = "VarianceScaling",
     };
     if ((unsigned)in->kind >= sizeof names / sizeof names[0] || !names[in->kind]) return false;
     jw_open(w, false);
@@ -309,6 +309,19 @@ bool jw_init(jw *w, const sy_init *in) {
         jw_real(w, in->a, false);
         jw_seed(w, in->seed);
         break;
+    case SY_INIT_VARIANCE_SCALING: { /* issue 15 */
+        static const char *const modes[] = {"fan_in", "fan_out", "fan_avg"},
+                                 *const dists[] = {"truncated_normal", "untruncated_normal", "uniform"};
+        int b = (int)in->b;
+        jw_key(w, "scale");
+        jw_real(w, in->a, false);
+        jw_key(w, "mode");
+        jw_str(w, modes[b % 3]);
+        jw_key(w, "distribution");
+        jw_str(w, dists[(b / 3) % 3]);
+        jw_seed(w, in->seed);
+        break;
+    }
     default: jw_seed(w, in->seed); break;
     }
     jw_close(w);
@@ -449,7 +462,7 @@ static const char *write_layer_config(jw *w, const model_layer *L) {
         break;
     case SY_LAYER_DROPOUT:
         jw_key(w, "rate");
-        jw_real(w, l->rate, true);
+        jw_real(w, l->rate, false);
         jw_key(w, "noise_shape"); /* issue 15: a list with null for the input's dimensions */
         if (l->noise_shape.rank == 0) jw_null(w);
         else {

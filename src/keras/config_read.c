@@ -225,7 +225,7 @@ static const init_class init_classes[] = {
 
 static const char SUPPORTED_INITS[] =
     "Zeros, Ones, Constant, RandomUniform, RandomNormal, TruncatedNormal, GlorotUniform, GlorotNormal, HeUniform, "
-    "HeNormal, LecunUniform, LecunNormal, Orthogonal, and VarianceScaling as one of the Glorot, He or Lecun ones";
+    "HeNormal, LecunUniform, LecunNormal, Orthogonal, VarianceScaling";
 
 static sy_status init_number(const rd *r, const char *key, const char *cls, json_t *cfg, const char *arg, double def,
                              double *out) {
@@ -255,12 +255,20 @@ static sy_status variance_scaling(const rd *r, const char *key, json_t *cfg, sy_
                 : !strcmp(mode, "fan_in") && scale == 2.0 ? 1
                 : !strcmp(mode, "fan_in") && scale == 1.0 ? 2
                                                           : -1;
-    if (which < 0 || (!uniform && !normal))
-        return rd_err(r, SY_ERR_UNSUPPORTED,
-                      "%s VarianceScaling(scale=%g, mode=%s, distribution=%s) is not supported (supported: scale 1 "
-                      "with fan_avg (Glorot), 2 with fan_in (He), 1 with fan_in (Lecun); distribution uniform or "
-                      "truncated_normal)",
+    /* issue 15: any other VarianceScaling (EfficientNet's scale 2 with fan_out), kept as written */
+    int m = !strcmp(mode, "fan_in") ? 0 : !strcmp(mode, "fan_out") ? 1 : !strcmp(mode, "fan_avg") ? 2 : -1;
+    int d = normal ? 0 : !strcmp(dist, "untruncated_normal") ? 1 : uniform ? 2 : -1;
+    if (m < 0 || d < 0 || !(scale > 0))
+        return rd_err(r, SY_ERR_INVALID_ARGUMENT,
+                      "%s VarianceScaling(scale=%g, mode=%s, distribution=%s): scale must be positive, mode one of "
+                      "fan_in, fan_out, fan_avg, distribution one of truncated_normal, untruncated_normal, uniform",
                       key, scale, keras_json_show(mv).s, keras_json_show(dv).s);
+    if (which < 0 || d == 1) {
+        out->kind = SY_INIT_VARIANCE_SCALING;
+        out->a = scale;
+        out->b = m + 3 * d;
+        return SY_OK;
+    }
     static const sy_init_kind kinds[3][2] = {{SY_INIT_GLOROT_UNIFORM, SY_INIT_GLOROT_NORMAL},
                                              {SY_INIT_HE_UNIFORM, SY_INIT_HE_NORMAL},
                                              {SY_INIT_LECUN_UNIFORM, SY_INIT_LECUN_NORMAL}};
@@ -595,7 +603,9 @@ sy_status rd_numbers(const rd *r, const char *key, sy_numbers def, sy_numbers *o
 
 static sy_status rd_dropout(const rd *r, sy_layer *l) {
     sy_status st;
-    if ((st = rd_float(r, "rate", true, 0, &l->rate)) || (st = rd_seed(r, &l->seed))) return st;
+    float rate32;
+    if ((st = rd_float(r, "rate", true, 0, &rate32)) || (st = rd_seed(r, &l->seed))) return st;
+    l->rate = json_number_value(rd_get(r, "rate")); /* the double Keras wrote (EfficientNet's 0.07500000000000001) */
     json_t *v = rd_get(r, "noise_shape");
     if (!v || json_is_null(v)) return SY_OK;
     size_t n = json_is_array(v) ? json_array_size(v) : 0;
@@ -854,6 +864,12 @@ static sy_status read_layer(json_t *entry, size_t index, parsed *p) {
     json_t *cfg;
     sy_status st = entry_parts(entry, index, &cls, &cfg, &name);
     if (st) return st;
+    /* issue 15, keras.applications: a Lambda's function is Python code (marshalled bytecode in the JSON) */
+    if (!strcmp(cls, "Lambda"))
+        return sy_error(SY_ERR_UNSUPPORTED,
+                        "model JSON: layer '%s': Lambda is not supported: its function is Python code, which "
+                        "systolic cannot run; write the computation with Keras layers",
+                        name ? name : "?");
     const layer_kind_info *k = kind_of(cls);
     const layer_impl *impl = k ? layer_impl_of(k->kind) : layer_impl_by_class(cls);
     if (is_model_class(cls)) { /* issue 15: a nested model */

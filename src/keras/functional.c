@@ -113,8 +113,8 @@ sy_status sy_model_input(sy_model *m, sy_shape shape, const char *name, const ch
     model_input *in = &m->inputs[m->n_inputs];
     memset(in, 0, sizeof *in);
     if (name && *name) {
-        if (strlen(name) >= LAYER_NAME_MAX || strchr(name, '/'))
-            return sy_error(SY_ERR_INVALID_ARGUMENT, "Input: name '%s': names are at most %d characters, without '/'",
+        if (strlen(name) >= LAYER_NAME_MAX)
+            return sy_error(SY_ERR_INVALID_ARGUMENT, "Input: name '%s': names are at most %d characters",
                             name, LAYER_NAME_MAX - 1);
         snprintf(in->name, sizeof in->name, "%s", name);
     } else {

@@ -27,6 +27,8 @@ typedef struct layer_weight {
     sy_init init;
     bool non_trainable; /* state the optimizer leaves alone (BatchNormalization's moving_mean) */
     sy_regularizer regularizer; /* its penalty in the loss (kernel_regularizer, ...); kind NONE: none */
+    bool int64; /* issue 15: an int64 variable in Keras (Normalization's count): held as float32, written to
+                   .h5 files as int64 (docs/design/keras-applications.md) */
 } layer_weight;
 
 typedef struct layer_ctx {
@@ -98,6 +100,8 @@ extern const layer_impl keras_batch_normalization, keras_layer_normalization;
 /* issue 15, nested models (nested.c): not in layer.c's impls[] (read by class name there), found by
  * layer_impl_of(SY_LAYER_MODEL) */
 extern const layer_impl keras_model_layer;
+/* issue 15, keras.applications (layers/preprocessing_normalization.c) */
+extern const layer_impl keras_normalization;
 
 /* Every activation name systolic reads, for messages. */
 #define KERAS_ACTIVATION_NAMES                                                                                         \
@@ -223,6 +227,7 @@ typedef struct model_layer {
      * SY_LAYER_MODEL), the outer model's own copy (nested.c); its layers'
      * weight_var index the outer model's store. NULL: not a model. */
     sy_model *sub;
+    uint32_t int64_weights;       /* bit j: weight j is int64 in Keras's files (layer_weight.int64) */
 } model_layer;
 
 /* One node of the model's graph: a model input, or one call of a layer

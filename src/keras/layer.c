@@ -65,7 +65,7 @@ sy_layer sy_layer_reshape(sy_shape target_shape) {
     return l;
 }
 
-sy_layer sy_layer_dropout(float rate) {
+sy_layer sy_layer_dropout(double rate) {
     sy_layer l = base(SY_LAYER_DROPOUT);
     l.rate = rate;
     return l;
@@ -106,6 +106,7 @@ static const layer_impl *const impls[] = {
     &keras_relu, &keras_leaky_relu, &keras_prelu, &keras_elu, &keras_softmax, &keras_rescaling,
     /* normalization layers */
     &keras_batch_normalization, &keras_layer_normalization,
+    &keras_normalization, /* issue 15, keras.applications */
 };
 
 const layer_impl *layer_impl_of(sy_layer_kind kind) {

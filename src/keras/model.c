@@ -111,12 +111,14 @@ static sy_status build_layer(sy_model *m, int64_t i, const sy_shape *in, int n_i
     L->params = 0;
     L->non_trainable = 0;
     L->non_trainable_params = 0;
+    L->int64_weights = 0;
     for (int j = 0; j < L->n_weights; j++) {
         char name[2 * LAYER_NAME_MAX];
         snprintf(name, sizeof name, "%s/%s", L->name, w[j].name);
         if ((st = sy_vars_add(m->vars, name, SY_F32, w[j].shape, weight_init(m, i, j, w[j].init), &L->weight_var[j])))
             return st;
         L->params += sy_shape_count(&w[j].shape);
+        if (w[j].int64) L->int64_weights |= 1u << j;
         if (w[j].non_trainable) { /* state such as moving statistics: no optimizer, no gradient */
             L->non_trainable |= 1u << j;
             L->non_trainable_params += sy_shape_count(&w[j].shape);
@@ -195,8 +197,10 @@ sy_status model_new_layer(sy_model *m, const sy_layer *layer, int32_t *index) {
     L->cfg = *layer;
     L->born = (int32_t)i;
     if (layer->name && *layer->name) {
-        if (strlen(layer->name) >= LAYER_NAME_MAX || strchr(layer->name, '/'))
-            return sy_error(SY_ERR_INVALID_ARGUMENT, "layer name '%s': names are at most %d characters, without '/'",
+        /* '/' is allowed, as Keras allows it (DenseNet's "conv1/conv"): the
+         * layer's .h5 group is then a path of nested groups, as h5py makes it */
+        if (strlen(layer->name) >= LAYER_NAME_MAX)
+            return sy_error(SY_ERR_INVALID_ARGUMENT, "layer name '%s': names are at most %d characters",
                             layer->name, LAYER_NAME_MAX - 1);
         bool input_named = false;
         for (int k = 0; m->functional && k < m->n_inputs; k++) input_named |= strcmp(m->inputs[k].name, layer->name) == 0;

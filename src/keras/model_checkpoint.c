@@ -154,10 +154,17 @@ sy_status checkpoint_save(sy_model *m, const sy_fit_options *o, const fit_positi
 
 static const char *str_or(const char *s) { return s ? s : "?"; }
 
-/* "conv2d/kernel/m" -> "conv2d" in buf. */
-static const char *layer_of(const char *var, char *buf, size_t size) {
+/* "conv2d/kernel/m" -> "conv2d" in buf: the longest of m's layer names
+ * that var starts with before a '/' (a name may hold '/' itself, as
+ * DenseNet's "conv1/conv"), else what precedes the first '/'. */
+static const char *layer_of(const sy_model *m, const char *var, char *buf, size_t size) {
     const char *slash = strchr(var, '/');
-    snprintf(buf, size, "%.*s", (int)(slash ? slash - var : (ptrdiff_t)strlen(var)), var);
+    size_t best = slash ? (size_t)(slash - var) : strlen(var);
+    for (int64_t i = 0; i < m->n_layers; i++) {
+        size_t n = strlen(m->layers[i].name);
+        if (n > best && strncmp(var, m->layers[i].name, n) == 0 && var[n] == '/') best = n;
+    }
+    snprintf(buf, size, "%.*s", (int)best, var);
     return buf;
 }
 
@@ -262,7 +269,7 @@ static sy_status restore(sy_model *m, const char *path, const json_t *man, const
             const char *n = json_string_value(json_object_get(json_array_get(vars, k), "name"));
             if (n && strcmp(n, name) == 0) v = json_array_get(vars, k);
         }
-        layer_of(name, layer, sizeof layer);
+        layer_of(m, name, layer, sizeof layer);
         bool slot = m->vars->vars[i].kind == SY_VAR_SLOT;
         if (!v) {
             if (slot)

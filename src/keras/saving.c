@@ -85,6 +85,19 @@ static int32_t *layer_vars(const sy_model *m, int64_t i, int32_t *n) {
     return v;
 }
 
+/* Whether variable v is one Keras writes as int64 (Normalization's count,
+ * issue 15): its layer's int64_weights bit, nested models' layers too
+ * (their weight_var index the outer model's store). */
+static bool var_is_int64(const sy_model *m, int32_t v) {
+    for (int64_t i = 0; i < m->n_layers; i++) {
+        const model_layer *L = &m->layers[i];
+        if (L->sub && var_is_int64(L->sub, v)) return true;
+        for (int j = 0; j < L->n_weights; j++)
+            if (L->weight_var[j] == v) return (L->int64_weights >> j) & 1u;
+    }
+    return false;
+}
+
 /* Keras's save_weights_to_hdf5_group into group g: layer_names is
  * model.layers -- a Functional model's InputLayers included (issue 15) --
  * and a nested model's group holds all its weights under the names the
@@ -122,7 +135,9 @@ static sy_status write_weights(h5_file *f, h5_id g, const sy_model *m) {
             st = h5_attr_write_strings(f, lg, "weight_names", wp, nv);
             for (int32_t j = 0; j < nv && !st; j++) {
                 sy_shape s = sy_vars_shape(m->vars, vars[j]);
-                st = h5_dataset_write_f32(f, lg, wnames[j], &s, sy_vars_data(m->vars, vars[j]));
+                const float *v = sy_vars_data(m->vars, vars[j]);
+                st = var_is_int64(m, vars[j]) ? h5_dataset_write_f32_as_i64(f, lg, wnames[j], &s, v) /* issue 15 */
+                                              : h5_dataset_write_f32(f, lg, wnames[j], &s, v);
             }
             h5_group_close(f, lg);
         }
@@ -280,7 +295,7 @@ static sy_status load_weights_group(sy_model *m, h5_file *f, h5_id g) {
         }
         for (int j = 0; j < F->n && !st; j++) {
             sy_shape want = sy_vars_shape(m->vars, F->vars[j]), got;
-            st = h5_dataset_shape(f, s->group, s->weights.v[j], &got);
+            st = h5_dataset_shape_ex(f, s->group, s->weights.v[j], var_is_int64(m, F->vars[j]), &got); /* issue 15 */
             if (st) {
                 char msg[1024];
                 snprintf(msg, sizeof msg, "%s", sy_last_error());
@@ -321,7 +336,6 @@ static sy_status load_weights_group(sy_model *m, h5_file *f, h5_id g) {
     }
     for (int64_t k = 0; k < n_saved && !st; k++) {
         const loaded_layer *F = &filtered[k];
-
         for (int j = 0; j < F->n && !st; j++) {
             sy_shape s = sy_vars_shape(m->vars, F->vars[j]);
             float *buf = sy_malloc((size_t)sy_shape_count(&s) * sizeof(float));
@@ -330,7 +344,7 @@ static sy_status load_weights_group(sy_model *m, h5_file *f, h5_id g) {
                 break;
             }
             staged[n_staged++] = buf;
-            st = h5_dataset_read_f32(f, saved[k].group, saved[k].weights.v[j], &s, buf);
+            st = h5_dataset_read_f32_ex(f, saved[k].group, saved[k].weights.v[j], var_is_int64(m, F->vars[j]), &s, buf);
         }
     }
     if (st) goto done;

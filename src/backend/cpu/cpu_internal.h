@@ -147,6 +147,10 @@ extern const sy_kernel sy_cpu_matmul;
 extern const sy_kernel sy_cpu_conv2d, sy_cpu_conv2d_backprop_input, sy_cpu_conv2d_backprop_filter;
 extern const sy_kernel sy_cpu_max_pool2d, sy_cpu_avg_pool2d, sy_cpu_max_pool2d_grad, sy_cpu_avg_pool2d_grad;
 extern const sy_kernel sy_cpu_fused_eltwise, sy_cpu_unary, sy_cpu_binary, sy_cpu_bias_add, sy_cpu_eltwise_grad;
+/* issue 15, keras.applications (broadcast.c): add/sub/mul/div of operands broadcast in any numpy way, and
+ * broadcast_to, float32 */
+void sy_cpu_bcast_binary(const sy_kargs *k);
+extern const sy_kernel sy_cpu_broadcast_to;
 extern const sy_kernel sy_cpu_reduce_sum, sy_cpu_reduce_mean;
 extern const sy_kernel sy_cpu_softmax, sy_cpu_log_softmax;
 extern const sy_kernel sy_cpu_sparse_softmax_ce, sy_cpu_sparse_softmax_ce_grad;

@@ -258,7 +258,10 @@ static void single_op_f32_fast(const sy_kargs *k) {
     for (int i = 0; i < k->n_in; i++) {
         int kind = operand_kind(k, i);
         if (kind < 0) { /* a broadcast the interpreter does not read */
-            sy_ref_kernel(k->op, SY_F32)->run(k);
+            if (k->n_in == 2 && (k->op == SY_OP_ADD || k->op == SY_OP_SUB || k->op == SY_OP_MUL || k->op == SY_OP_DIV))
+                sy_cpu_bcast_binary(k); /* broadcast.c (issue 15) */
+            else
+                sy_ref_kernel(k->op, SY_F32)->run(k);
             return;
         }
         p.insn[p.n++] = (sy_einsn){(uint8_t)kind, (uint8_t)i, (uint8_t)i, 0};
