@@ -60,7 +60,7 @@ test-long: all
 asan:
 	@test -f build-asan/CMakeCache.txt || cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSY_WERROR=ON -DSY_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build build-asan -j $(JOBS)
-	@ASAN_OPTIONS=detect_leaks=1:exitcode=86 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=86 $(CTEST) --test-dir build-asan -LE 'long|ci_learning'; \
+	@ASAN_OPTIONS=detect_leaks=1:exitcode=86 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=86 $(CTEST) --test-dir build-asan -LE 'long|ci_learning|heavy'; \
 	  rc=$$?; $(SKIPPED) build-asan || rc=1; exit $$rc
 
 # The unit tests under ThreadSanitizer (build-tsan/): the replicas, the
@@ -68,7 +68,7 @@ asan:
 tsan:
 	@test -f build-tsan/CMakeCache.txt || cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSY_WERROR=ON -DSY_TSAN=ON $(CMAKE_FLAGS)
 	cmake --build build-tsan -j $(JOBS)
-	@TSAN_OPTIONS=halt_on_error=1 $(CTEST) --test-dir build-tsan -LE 'long|ci_learning'; \
+	@TSAN_OPTIONS=halt_on_error=1 $(CTEST) --test-dir build-tsan -LE 'long|ci_learning|heavy'; \
 	  rc=$$?; $(SKIPPED) build-tsan || rc=1; exit $$rc
 
 # The parsers under libFuzzer with ASan+UBSan. New inputs go to
