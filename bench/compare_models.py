@@ -3,12 +3,15 @@
 the same data in one run and print samples/s side by side, with systolic's
 ratio to each and its fraction of this machine's GEMM peak.
 
-    python3 bench/compare_models.py [--build build] [--models fashion_mnist_cnn,imdb_lstm]
-                                    [--threads N] [--steps N] [--no-epoch]
+    python3 bench/compare_models.py [--build build] [--models fashion_mnist_cnn,imdb_lstm,vgg16,resnet50]
+                                    [--threads N] [--steps N] [--no-epoch] [--tf-python PATH]
 
 Configurations: the Fashion-MNIST CNN trained at batch 1,000 on all cores;
 the IMDB LSTM trained at batch 64 and 256 and predicting at batch 1,000, on
-1 thread and on all cores. systolic runs build/bench/bench_models on one
+1 thread and on all cores; keras.applications' VGG16 at 32x32 trained at
+batch 64, and ResNet50 at 224x224 trained at batch 32 and predicting at
+batch 64, on all cores, on synthetic data (bench_models.c), each the best
+of fewer runs (a ResNet-50 run takes minutes). systolic runs build/bench/bench_models on one
 core with --threads 1, on more as the systolic command does, one replica
 per core (--tpu cpu:N); the peers run bench/train_peers.py with that many
 threads. Every framework trains on the data in order, unshuffled
@@ -20,7 +23,11 @@ epoch of `systolic train imdb_lstm --batch-size 256 --epochs 1`, as is and
 without its validation pass.
 
 The data is systolic's own, written once to <build>/bench/data by
-`bench_models --dump-data` and read by the peers. TensorFlow runs under
+`bench_models --dump-data` and read by the peers (for the synthetic-data
+models, once per configuration, as many samples as it takes). VGG16 and
+ResNet50 are the models tf.keras writes: train_peers.py --write-json puts
+their JSON in the data directory once, for systolic to read; the default
+models list leaves them out (they need TensorFlow and take minutes). TensorFlow runs under
 --tf-python (default: .gl/bin/python, the venv that `make bench-deps`
 makes), PyTorch under /usr/bin/python3 (Debian's python3-torch); a
 framework that is not installed is skipped with a note. PyTorch's speed
@@ -37,11 +44,14 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# (mode, batch, steps) per model, and whether it runs on 1 thread too.
+# (mode, batch, steps) per model, whether it runs on 1 thread too, and the best of how many runs.
 CONFIGS = {
-    "fashion_mnist_cnn": ([("train", 1000, 20)], False),
-    "imdb_lstm": ([("train", 64, 20), ("train", 256, 10), ("predict", 1000, 5)], True),
+    "fashion_mnist_cnn": ([("train", 1000, 20)], False, 3),
+    "imdb_lstm": ([("train", 64, 20), ("train", 256, 10), ("predict", 1000, 5)], True, 3),
+    "vgg16": ([("train", 64, 10)], False, 2),
+    "resnet50": ([("train", 32, 3), ("predict", 64, 3)], False, 1),
 }
+SYNTHETIC = ("vgg16", "resnet50")
 
 
 def run(cmd, env=None):
@@ -95,11 +105,19 @@ def main():
         note = "" if g is None or g > 10 else " -- a reference BLAS: make bench-deps installs OpenBLAS"
         print(f"PyTorch's sgemm (1024^3, 1 thread): {g:.1f} GFLOP/s{note}" if g else "PyTorch: not importable")
 
-    for model in a.models.split(","):
-        configs, one_thread = CONFIGS[model]
-        line, err = run([bench, "--model", model, "--dump-data", data])
+    models = a.models.split(",")
+    if any(m in SYNTHETIC for m in models) and not all(os.path.exists(os.path.join(data, f"{m}.json"))
+                                                        for m in SYNTHETIC):
+        line, err = run([a.tf_python, os.path.join(HERE, "train_peers.py"), "--write-json", data])
         if not line:
-            sys.exit(f"bench_models --dump-data failed: {err}")
+            sys.exit(f"train_peers.py --write-json (tf.keras writes the models' JSON) failed: {err}")
+    for model in models:
+        configs, one_thread, runs = CONFIGS[model]
+        synthetic = ["--data", data, "--runs", str(runs)] if model in SYNTHETIC else []
+        if not synthetic:
+            line, err = run([bench, "--model", model, "--dump-data", data])
+            if not line:
+                sys.exit(f"bench_models --dump-data failed: {err}")
         names = {}
         rows = []
         for mode, batch, steps in configs:
@@ -108,7 +126,12 @@ def main():
                 where = ["--threads", "1"] if threads == 1 else ["--tpu", f"cpu:{threads}"]
                 common = ["--model", model, "--batch", str(batch), "--steps", str(steps)]
                 common += ["--predict"] if mode == "predict" else []
-                ours, err = run([bench] + common + where)
+                if synthetic:
+                    line, err = run([bench, "--dump-data", data] + common)
+                    if not line:
+                        sys.exit(f"bench_models --dump-data failed: {err}")
+                    common += ["--runs", str(runs)]
+                ours, err = run([bench] + common + where + synthetic[:2])
                 if not ours:
                     sys.exit(f"bench_models failed: {err}")
                 row = [mode, batch, threads, number(r"([\d.]+) samples/s", ours), number(r"([\d.]+) GFLOP/s =", ours),
