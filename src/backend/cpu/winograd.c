@@ -1,0 +1,367 @@
+/*
+ * winograd.c - Winograd F(4x4, 3x3) convolution for 3x3, stride-1 convs:
+ * the forward pass, the input gradient (a 3x3 conv of dy with the kernel
+ * flipped and its channels swapped) and the kernel gradient.
+ *
+ * The output is cut into 4x4 tiles; each reads a 6x6 input tile. With the
+ * interpolation points 0, +-1, +-2 and infinity (Lavin & Gray, "Fast
+ * Algorithms for Convolutional Neural Networks", 2016):
+ *
+ *   y (4x4) = A^T [ sum_c (G g_c G^T) . (B^T d_c B) ] A
+ *
+ * where . is the elementwise product of 6x6 matrices. Fixing one of the 36
+ * positions xi of the 6x6 matrices, the sum over input channels for every
+ * tile and output channel is a matrix product:
+ *
+ *   M[xi] (T, O) = V[xi] (T, C) x U[xi] (C, O)
+ *
+ * with V the transformed input tiles and U the transformed kernel. So a
+ * conv is four phases, each over ex's threads:
+ *
+ *   0. kernel transform  U[xi] (C, O) = G g G^T            (parts: rows c)
+ *   1. input transform   V[xi] (T, C) = B^T d B            (parts: tiles)
+ *   2. 36 GEMMs          M[xi] = V[xi] x U[xi]             (parts: xi)
+ *   3. output transform  y = A^T M A, + bias, activation   (parts: tiles)
+ *
+ * 36 multiplications per tile and channel pair against 144 for the direct
+ * conv: 4x fewer, less the transforms (O(C + O) per tile, not O(C x O)).
+ * The kernel gradient is the adjoint of the same: dM = A dy A^T per output
+ * tile, dU[xi] (C, O) = V[xi]^T x dM[xi] (one GEMM per xi over all tiles),
+ * dw = G^T dU G.
+ *
+ * Every part is fixed by the shapes and each GEMM is one single-threaded
+ * sgemm, so results are bitwise the same on any number of threads.
+ *
+ * Numerics: the transforms' coefficients (1/4, 1/6, 1/24, 8, ...) grow the
+ * rounding error of float32 over the direct conv's by a few bits; tests/
+ * test_ops.c measures it against a float64 reference (docs/design/
+ * winograd.md). $SYSTOLIC_WINOGRAD=0 turns the path off (conv.c then runs
+ * im2col + GEMM), for comparison.
+ */
+#include "cpu_internal.h"
+
+#include <stdlib.h>
+
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+#define WL 16 /* floats per vector: one AVX-512 register, two AVX2 ones */
+typedef float wv __attribute__((vector_size(WL * sizeof(float))));
+typedef int32_t wvi __attribute__((vector_size(WL * sizeof(int32_t))));
+
+#define TILES_PER_PART 32 /* tiles per part of the transforms */
+
+/* n floats (n <= WL) as a vector, zeros beyond. */
+static inline wv wload(const float *p, int64_t n) {
+    wv v = {0};
+    if (n == WL) memcpy(&v, p, sizeof v); /* one vector load */
+    else memcpy(&v, p, (size_t)n * sizeof(float));
+    return v;
+}
+static inline void wstore(float *p, wv v, int64_t n) {
+    if (n == WL) memcpy(p, &v, sizeof v);
+    else memcpy(p, &v, (size_t)n * sizeof(float));
+}
+
+bool sy_winograd_enabled(void) {
+    static int enabled = -1;
+    if (enabled < 0) {
+        const char *e = getenv("SYSTOLIC_WINOGRAD");
+        enabled = !(e && e[0] == '0');
+    }
+    return enabled;
+}
+
+/* A conv is worth it when the GEMMs are big enough to run near peak and
+ * the 4x4 tiles are mostly used: at 2x2 outputs a tile computes 16 outputs
+ * for 4 and does as many multiplications as the direct conv. */
+bool sy_winograd_fits(const sy_wino_shape *s) {
+    return sy_winograd_enabled() && s->c >= 16 && s->o >= 16 && s->oh >= 4 && s->ow >= 4 && s->n > 0;
+}
+
+static int64_t tiles_h(const sy_wino_shape *s) { return (s->oh + 3) / 4; }
+static int64_t tiles_w(const sy_wino_shape *s) { return (s->ow + 3) / 4; }
+static int64_t tiles(const sy_wino_shape *s) { return s->n * tiles_h(s) * tiles_w(s); }
+static int64_t aligned(int64_t n) { return sy_align_up(n, SY_ALIGN / (int64_t)sizeof(float)); }
+
+/* ---- the 1-D transforms, applied to columns then rows ---------------------- */
+
+/* B^T a: 6 -> 6 */
+#define BT6(a, r)                                                                                                     \
+    do {                                                                                                              \
+        r[0] = 4 * a[0] - 5 * a[2] + a[4];                                                                            \
+        r[1] = -4 * a[1] - 4 * a[2] + a[3] + a[4];                                                                    \
+        r[2] = 4 * a[1] - 4 * a[2] - a[3] + a[4];                                                                     \
+        r[3] = -2 * a[1] - a[2] + 2 * a[3] + a[4];                                                                    \
+        r[4] = 2 * a[1] - a[2] - 2 * a[3] + a[4];                                                                     \
+        r[5] = 4 * a[1] - 5 * a[3] + a[5];                                                                            \
+    } while (0)
+
+/* A^T m: 6 -> 4 */
+#define AT4(m, r)                                                                                                     \
+    do {                                                                                                              \
+        wv p12 = m[1] + m[2], n12 = m[1] - m[2], p34 = m[3] + m[4], n34 = m[3] - m[4];                                \
+        r[0] = m[0] + p12 + p34;                                                                                      \
+        r[1] = n12 + 2 * n34;                                                                                         \
+        r[2] = p12 + 4 * p34;                                                                                         \
+        r[3] = n12 + 8 * n34 + m[5];                                                                                  \
+    } while (0)
+
+/* G g: 3 -> 6 */
+#define G6(g, r)                                                                                                      \
+    do {                                                                                                              \
+        r[0] = g[0] * (1.0f / 4);                                                                                     \
+        r[1] = (g[0] + g[1] + g[2]) * (-1.0f / 6);                                                                    \
+        r[2] = (g[0] - g[1] + g[2]) * (-1.0f / 6);                                                                    \
+        r[3] = g[0] * (1.0f / 24) + g[1] * (1.0f / 12) + g[2] * (1.0f / 6);                                           \
+        r[4] = g[0] * (1.0f / 24) - g[1] * (1.0f / 12) + g[2] * (1.0f / 6);                                           \
+        r[5] = g[2];                                                                                                  \
+    } while (0)
+
+/* A y: 4 -> 6 (the adjoint of AT4) */
+#define A6(y, r)                                                                                                      \
+    do {                                                                                                              \
+        r[0] = y[0];                                                                                                  \
+        r[1] = y[0] + y[1] + y[2] + y[3];                                                                             \
+        r[2] = y[0] - y[1] + y[2] - y[3];                                                                             \
+        r[3] = y[0] + 2 * y[1] + 4 * y[2] + 8 * y[3];                                                                 \
+        r[4] = y[0] - 2 * y[1] + 4 * y[2] - 8 * y[3];                                                                 \
+        r[5] = y[3];                                                                                                  \
+    } while (0)
+
+/* G^T u: 6 -> 3 (the adjoint of G6) */
+#define GT3(u, r)                                                                                                     \
+    do {                                                                                                              \
+        r[0] = u[0] * (1.0f / 4) - (u[1] + u[2]) * (1.0f / 6) + (u[3] + u[4]) * (1.0f / 24);                          \
+        r[1] = (u[2] - u[1]) * (1.0f / 6) + (u[3] - u[4]) * (1.0f / 12);                                              \
+        r[2] = (u[3] + u[4] - u[1] - u[2]) * (1.0f / 6) + u[5];                                                       \
+    } while (0)
+
+/* out (R x Q, row-major) from in (P x P'): columns by F (P -> R) then rows by F2 (P' -> Q). */
+#define TRANSFORM_2D(F, F2, in, P, P2, R, Q, out)                                                                     \
+    do {                                                                                                              \
+        wv t_[R][P2];                                                                                                 \
+        for (int j_ = 0; j_ < P2; j_++) {                                                                             \
+            wv a_[P], r_[R];                                                                                          \
+            for (int i_ = 0; i_ < P; i_++) a_[i_] = in[i_ * P2 + j_];                                                 \
+            F(a_, r_);                                                                                                \
+            for (int i_ = 0; i_ < R; i_++) t_[i_][j_] = r_[i_];                                                       \
+        }                                                                                                             \
+        for (int i_ = 0; i_ < R; i_++) {                                                                              \
+            wv r_[Q];                                                                                                 \
+            F2(t_[i_], r_);                                                                                           \
+            for (int j_ = 0; j_ < Q; j_++) out[i_ * Q + j_] = r_[j_];                                                 \
+        }                                                                                                             \
+    } while (0)
+
+/* ---- phase 0: the kernel ------------------------------------------------------ */
+
+typedef struct kernel_job {
+    const float *w; /* (3, 3, CI, CO) */
+    float *u;       /* (36, CI, CO) */
+    int64_t ci, co;
+} kernel_job;
+
+static void kernel_part(void *ctx, int64_t c) {
+    const kernel_job *j = ctx;
+    for (int64_t o0 = 0; o0 < j->co; o0 += WL) {
+        int64_t n = sy_min64(WL, j->co - o0);
+        wv g[9], u[36];
+        for (int k = 0; k < 9; k++) g[k] = wload(j->w + (k * j->ci + c) * j->co + o0, n);
+        TRANSFORM_2D(G6, G6, g, 3, 3, 6, 6, u);
+        for (int xi = 0; xi < 36; xi++) wstore(j->u + (xi * j->ci + c) * j->co + o0, u[xi], n);
+    }
+}
+
+typedef struct flip_job {
+    const float *w; /* (3, 3, C, O) */
+    float *wt;      /* (3, 3, O, C): w flipped in space, channels swapped */
+    int64_t c, o;
+} flip_job;
+
+static void flip_part(void *ctx, int64_t k) {
+    const flip_job *j = ctx;
+    const float *src = j->w + (8 - k) * j->c * j->o;
+    float *dst = j->wt + k * j->o * j->c;
+    for (int64_t c = 0; c < j->c; c++)
+        for (int64_t o = 0; o < j->o; o++) dst[o * j->c + c] = src[c * j->o + o];
+}
+
+/* ---- phase 1: input tiles -------------------------------------------------- */
+
+typedef struct input_job {
+    const sy_wino_shape *s;
+    const float *x; /* (N, H, W, C) */
+    float *v;       /* (36, T, C) */
+    int64_t T;
+} input_job;
+
+static void input_part(void *ctx, int64_t part) {
+    const input_job *j = ctx;
+    const sy_wino_shape *s = j->s;
+    int64_t th = tiles_h(s), tw = tiles_w(s), C = s->c;
+    int64_t t1 = sy_min64(j->T, (part + 1) * TILES_PER_PART);
+    for (int64_t t = part * TILES_PER_PART; t < t1; t++) {
+        int64_t n = t / (th * tw), r = t % (th * tw), ih0 = (r / tw) * 4 - s->pt, iw0 = (r % tw) * 4 - s->pl;
+        const float *rows[6][6];
+        for (int i = 0; i < 6; i++)
+            for (int k = 0; k < 6; k++) {
+                int64_t ih = ih0 + i, iw = iw0 + k;
+                rows[i][k] = ih >= 0 && ih < s->h && iw >= 0 && iw < s->w ? j->x + ((n * s->h + ih) * s->w + iw) * C : NULL;
+            }
+        for (int64_t c0 = 0; c0 < C; c0 += WL) {
+            int64_t nc = sy_min64(WL, C - c0);
+            wv d[36], v[36];
+            for (int i = 0; i < 36; i++) d[i] = rows[i / 6][i % 6] ? wload(rows[i / 6][i % 6] + c0, nc) : (wv){0};
+            TRANSFORM_2D(BT6, BT6, d, 6, 6, 6, 6, v);
+            for (int xi = 0; xi < 36; xi++) wstore(j->v + (xi * j->T + t) * C + c0, v[xi], nc);
+        }
+    }
+}
+
+/* ---- phase 2: the 36 products ------------------------------------------------ */
+
+typedef struct gemm_job {
+    const float *a, *b;
+    float *c;
+    int64_t m, n, k;
+    bool ta;
+} gemm_job;
+
+/* c[xi] (m, n) = a[xi] (m, k) x b[xi] (k, n), or a[xi]^T (a stored (k, m)) when ta */
+static void gemm_part(void *ctx, int64_t xi) {
+    const gemm_job *j = ctx;
+    sy_sgemm(j->ta, false, j->m, j->n, j->k, 1.0f, j->a + xi * j->m * j->k, j->ta ? j->m : j->k, j->b + xi * j->k * j->n,
+             j->n, 0.0f, j->c + xi * j->m * j->n, j->n);
+}
+
+/* ---- phase 3: output tiles ------------------------------------------------- */
+
+typedef struct output_job {
+    const sy_wino_shape *s;
+    const float *m, *bias; /* (36, T, O); (O) or NULL */
+    float *y;              /* (N, OH, OW, O) */
+    int64_t T;
+    int act;
+} output_job;
+
+static void output_part(void *ctx, int64_t part) {
+    const output_job *j = ctx;
+    const sy_wino_shape *s = j->s;
+    int64_t th = tiles_h(s), tw = tiles_w(s), O = s->o;
+    int64_t t1 = sy_min64(j->T, (part + 1) * TILES_PER_PART);
+    for (int64_t t = part * TILES_PER_PART; t < t1; t++) {
+        int64_t n = t / (th * tw), r = t % (th * tw), oh0 = (r / tw) * 4, ow0 = (r % tw) * 4;
+        int64_t nh = sy_min64(4, s->oh - oh0), nw = sy_min64(4, s->ow - ow0);
+        for (int64_t o0 = 0; o0 < O; o0 += WL) {
+            int64_t no = sy_min64(WL, O - o0);
+            wv m[36], y[16], b = j->bias ? wload(j->bias + o0, no) : (wv){0};
+            for (int xi = 0; xi < 36; xi++) m[xi] = wload(j->m + (xi * j->T + t) * O + o0, no);
+            TRANSFORM_2D(AT4, AT4, m, 6, 6, 4, 4, y);
+            for (int i = 0; i < nh; i++)
+                for (int k = 0; k < nw; k++) {
+                    wv v = y[i * 4 + k] + b;
+                    if (j->act == SY_ACT_RELU) v = (wv)((wvi)v & (wvi)(v > 0)); /* NaN gives 0, as sy_act_f32 */
+                    float *dst = j->y + ((n * s->oh + oh0 + i) * s->ow + ow0 + k) * O + o0;
+                    wstore(dst, v, no);
+                    if (j->act != SY_ACT_NONE && j->act != SY_ACT_RELU)
+                        for (int64_t q = 0; q < no; q++) dst[q] = sy_act_f32(dst[q], j->act);
+                }
+        }
+    }
+}
+
+/* ---- the forward conv ------------------------------------------------------ */
+
+/* Workspace: U (36, C, O), V (36, T, C), M (36, T, O), and the flipped kernel (9, O, C) when flip. */
+size_t sy_winograd_fwd_ws(const sy_wino_shape *s, bool flip) {
+    int64_t T = tiles(s);
+    return (size_t)(aligned(36 * s->c * s->o) + aligned(36 * T * s->c) + aligned(36 * T * s->o) +
+                    (flip ? aligned(9 * s->c * s->o) : 0)) *
+           sizeof(float);
+}
+
+void sy_winograd_fwd(const sy_exec *ex, const sy_wino_shape *s, const float *x, const float *w, bool flip,
+                     const float *bias, int act, float *y, float *ws) {
+    int64_t T = tiles(s), C = s->c, O = s->o;
+    float *u = ws, *v = u + aligned(36 * C * O), *m = v + aligned(36 * T * C);
+    if (flip) { /* w is the forward conv's (3, 3, O, C): this conv's input channels are its outputs */
+        float *wt = m + aligned(36 * T * O);
+        flip_job f = {w, wt, O, C};
+        sy_parallel_parts(ex, 9, flip_part, &f);
+        w = wt;
+    }
+    kernel_job kj = {w, u, C, O};
+    sy_parallel_parts(ex, C, kernel_part, &kj);
+    int64_t parts = (T + TILES_PER_PART - 1) / TILES_PER_PART;
+    input_job ij = {s, x, v, T};
+    sy_parallel_parts(ex, parts, input_part, &ij);
+    gemm_job gj = {v, u, m, T, O, C, false};
+    sy_parallel_parts(ex, 36, gemm_part, &gj);
+    output_job oj = {s, m, bias, y, T, act};
+    sy_parallel_parts(ex, parts, output_part, &oj);
+}
+
+/* ---- the kernel gradient --------------------------------------------------- */
+
+typedef struct dy_job {
+    const sy_wino_shape *s;
+    const float *dy; /* (N, OH, OW, O) */
+    float *dm;       /* (36, T, O) */
+    int64_t T;
+} dy_job;
+
+static void dy_part(void *ctx, int64_t part) {
+    const dy_job *j = ctx;
+    const sy_wino_shape *s = j->s;
+    int64_t th = tiles_h(s), tw = tiles_w(s), O = s->o;
+    int64_t t1 = sy_min64(j->T, (part + 1) * TILES_PER_PART);
+    for (int64_t t = part * TILES_PER_PART; t < t1; t++) {
+        int64_t n = t / (th * tw), r = t % (th * tw), oh0 = (r / tw) * 4, ow0 = (r % tw) * 4;
+        int64_t nh = sy_min64(4, s->oh - oh0), nw = sy_min64(4, s->ow - ow0);
+        for (int64_t o0 = 0; o0 < O; o0 += WL) {
+            int64_t no = sy_min64(WL, O - o0);
+            wv d[16], m[36];
+            for (int i = 0; i < 4; i++)
+                for (int k = 0; k < 4; k++)
+                    d[i * 4 + k] = i < nh && k < nw ? wload(j->dy + ((n * s->oh + oh0 + i) * s->ow + ow0 + k) * O + o0, no)
+                                                    : (wv){0};
+            TRANSFORM_2D(A6, A6, d, 4, 4, 6, 6, m);
+            for (int xi = 0; xi < 36; xi++) wstore(j->dm + (xi * j->T + t) * O + o0, m[xi], no);
+        }
+    }
+}
+
+typedef struct dw_job {
+    const float *du; /* (36, C, O) */
+    float *dw;       /* (3, 3, C, O) */
+    int64_t c, o;
+} dw_job;
+
+static void dw_part(void *ctx, int64_t c) {
+    const dw_job *j = ctx;
+    for (int64_t o0 = 0; o0 < j->o; o0 += WL) {
+        int64_t n = sy_min64(WL, j->o - o0);
+        wv u[36], g[9];
+        for (int xi = 0; xi < 36; xi++) u[xi] = wload(j->du + (xi * j->c + c) * j->o + o0, n);
+        TRANSFORM_2D(GT3, GT3, u, 6, 6, 3, 3, g);
+        for (int k = 0; k < 9; k++) wstore(j->dw + (k * j->c + c) * j->o + o0, g[k], n);
+    }
+}
+
+/* Workspace: dU (36, C, O), V (36, T, C), dM (36, T, O). */
+size_t sy_winograd_bwd_filter_ws(const sy_wino_shape *s) { return sy_winograd_fwd_ws(s, false); }
+
+void sy_winograd_bwd_filter(const sy_exec *ex, const sy_wino_shape *s, const float *x, const float *dy, float *dw,
+                            float *ws) {
+    int64_t T = tiles(s), C = s->c, O = s->o;
+    float *du = ws, *v = du + aligned(36 * C * O), *dm = v + aligned(36 * T * C);
+    int64_t parts = (T + TILES_PER_PART - 1) / TILES_PER_PART;
+    input_job ij = {s, x, v, T};
+    sy_parallel_parts(ex, parts, input_part, &ij);
+    dy_job dj = {s, dy, dm, T};
+    sy_parallel_parts(ex, parts, dy_part, &dj);
+    gemm_job gj = {v, dm, du, C, O, T, true};
+    sy_parallel_parts(ex, 36, gemm_part, &gj);
+    dw_job wj = {du, dw, C, O};
+    sy_parallel_parts(ex, C, dw_part, &wj);
+}
