@@ -159,6 +159,7 @@ typedef struct kernel_job {
     const float *w; /* (3, 3, CI, CO) */
     float *u;       /* (36, CI, CO) */
     int64_t ci, co;
+    bool flip;      /* transform the kernel flipped in space */
 } kernel_job;
 
 static void kernel_part(void *ctx, int64_t c) {
@@ -166,24 +167,10 @@ static void kernel_part(void *ctx, int64_t c) {
     for (int64_t o0 = 0; o0 < j->co; o0 += WL) {
         int64_t n = sy_min64(WL, j->co - o0);
         wv g[9], u[36];
-        for (int k = 0; k < 9; k++) g[k] = wload(j->w + (k * j->ci + c) * j->co + o0, n);
+        for (int k = 0; k < 9; k++) g[k] = wload(j->w + ((j->flip ? 8 - k : k) * j->ci + c) * j->co + o0, n);
         TRANSFORM_2D(G6, G6, g, 3, 3, 6, 6, u);
         for (int xi = 0; xi < 36; xi++) wstore(j->u + (xi * j->ci + c) * j->co + o0, u[xi], n);
     }
-}
-
-typedef struct flip_job {
-    const float *w; /* (3, 3, C, O) */
-    float *wt;      /* (3, 3, O, C): w flipped in space, channels swapped */
-    int64_t c, o;
-} flip_job;
-
-static void flip_part(void *ctx, int64_t k) {
-    const flip_job *j = ctx;
-    const float *src = j->w + (8 - k) * j->c * j->o;
-    float *dst = j->wt + k * j->o * j->c;
-    for (int64_t c = 0; c < j->c; c++)
-        for (int64_t o = 0; o < j->o; o++) dst[o * j->c + c] = src[c * j->o + o];
 }
 
 /* ---- phase 1: input tiles -------------------------------------------------- */
@@ -224,14 +211,14 @@ typedef struct gemm_job {
     const float *a, *b;
     float *c;
     int64_t m, n, k;
-    bool ta;
+    bool ta, tb;
 } gemm_job;
 
-/* c[xi] (m, n) = a[xi] (m, k) x b[xi] (k, n), or a[xi]^T (a stored (k, m)) when ta */
+/* c[xi] (m, n) = op(a[xi]) (m, k) x op(b[xi]) (k, n); a stored (k, m) when ta, b stored (n, k) when tb */
 static void gemm_part(void *ctx, int64_t xi) {
     const gemm_job *j = ctx;
-    sy_sgemm(j->ta, false, j->m, j->n, j->k, 1.0f, j->a + xi * j->m * j->k, j->ta ? j->m : j->k, j->b + xi * j->k * j->n,
-             j->n, 0.0f, j->c + xi * j->m * j->n, j->n);
+    sy_sgemm(j->ta, j->tb, j->m, j->n, j->k, 1.0f, j->a + xi * j->m * j->k, j->ta ? j->m : j->k, j->b + xi * j->k * j->n,
+             j->tb ? j->k : j->n, 0.0f, j->c + xi * j->m * j->n, j->n);
 }
 
 /* ---- phase 3: output tiles ------------------------------------------------- */
@@ -272,30 +259,25 @@ static void output_part(void *ctx, int64_t part) {
 
 /* ---- the forward conv ------------------------------------------------------ */
 
-/* Workspace: U (36, C, O), V (36, T, C), M (36, T, O), and the flipped kernel (9, O, C) when flip. */
-size_t sy_winograd_fwd_ws(const sy_wino_shape *s, bool flip) {
+/* Workspace: U (36, C, O), V (36, T, C), M (36, T, O). */
+size_t sy_winograd_fwd_ws(const sy_wino_shape *s) {
     int64_t T = tiles(s);
-    return (size_t)(aligned(36 * s->c * s->o) + aligned(36 * T * s->c) + aligned(36 * T * s->o) +
-                    (flip ? aligned(9 * s->c * s->o) : 0)) *
-           sizeof(float);
+    return (size_t)(aligned(36 * s->c * s->o) + aligned(36 * T * s->c) + aligned(36 * T * s->o)) * sizeof(float);
 }
 
 void sy_winograd_fwd(const sy_exec *ex, const sy_wino_shape *s, const float *x, const float *w, bool flip,
                      const float *bias, int act, float *y, float *ws) {
     int64_t T = tiles(s), C = s->c, O = s->o;
     float *u = ws, *v = u + aligned(36 * C * O), *m = v + aligned(36 * T * C);
-    if (flip) { /* w is the forward conv's (3, 3, O, C): this conv's input channels are its outputs */
-        float *wt = m + aligned(36 * T * O);
-        flip_job f = {w, wt, O, C};
-        sy_parallel_parts(ex, 9, flip_part, &f);
-        w = wt;
-    }
-    kernel_job kj = {w, u, C, O};
-    sy_parallel_parts(ex, C, kernel_part, &kj);
+    /* flip: w is the forward conv's (3, 3, O, C), this conv's input channels
+     * its outputs; U is transformed in w's layout, (36, O, C), and the GEMMs
+     * take it transposed */
+    kernel_job kj = {w, u, flip ? O : C, flip ? C : O, flip};
+    sy_parallel_parts(ex, kj.ci, kernel_part, &kj);
     int64_t parts = (T + TILES_PER_PART - 1) / TILES_PER_PART;
     input_job ij = {s, x, v, T};
     sy_parallel_parts(ex, parts, input_part, &ij);
-    gemm_job gj = {v, u, m, T, O, C, false};
+    gemm_job gj = {v, u, m, T, O, C, false, flip};
     sy_parallel_parts(ex, 36, gemm_part, &gj);
     output_job oj = {s, m, bias, y, T, act};
     sy_parallel_parts(ex, parts, output_part, &oj);
@@ -349,7 +331,7 @@ static void dw_part(void *ctx, int64_t c) {
 }
 
 /* Workspace: dU (36, C, O), V (36, T, C), dM (36, T, O). */
-size_t sy_winograd_bwd_filter_ws(const sy_wino_shape *s) { return sy_winograd_fwd_ws(s, false); }
+size_t sy_winograd_bwd_filter_ws(const sy_wino_shape *s) { return sy_winograd_fwd_ws(s); }
 
 void sy_winograd_bwd_filter(const sy_exec *ex, const sy_wino_shape *s, const float *x, const float *dy, float *dw,
                             float *ws) {
@@ -360,7 +342,7 @@ void sy_winograd_bwd_filter(const sy_exec *ex, const sy_wino_shape *s, const flo
     sy_parallel_parts(ex, parts, input_part, &ij);
     dy_job dj = {s, dy, dm, T};
     sy_parallel_parts(ex, parts, dy_part, &dj);
-    gemm_job gj = {v, dm, du, C, O, T, true};
+    gemm_job gj = {v, dm, du, C, O, T, true, false};
     sy_parallel_parts(ex, 36, gemm_part, &gj);
     dw_job wj = {du, dw, C, O};
     sy_parallel_parts(ex, C, dw_part, &wj);
