@@ -152,8 +152,10 @@ int main(void) {
         {2, 13, 8, 40, 16, SY_PAD_SAME, SY_ACT_RELU},   /* bias and ReLU in the output transform */
         {1, 9, 9, 21, 23, SY_PAD_VALID, SY_ACT_RELU},   /* 'valid', odd: 7x7 outputs in 2x2 tiles */
         {2, 16, 16, 64, 48, SY_PAD_SAME, SY_ACT_NONE},  /* a VGG-like layer: K = 576 terms per output */
+        {5, 30, 29, 16, 24, SY_PAD_SAME, SY_ACT_RELU},  /* 320 tiles: the blocked form, its last block partial */
         {1, 8, 8, 256, 130, SY_PAD_SAME, SY_ACT_NONE},  /* deep: K = 2304 terms */
         {2, 4, 4, 512, 512, SY_PAD_SAME, SY_ACT_NONE},  /* VGG16's deepest: K = 4608, one tile per image */
+        {3, 16, 15, 200, 160, SY_PAD_VALID, SY_ACT_NONE}, /* U over 4 MB: the phased form, 48 tiles in 2 parts */
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shape(&shapes[i]);
     return check_report("test_winograd");

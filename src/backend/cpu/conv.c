@@ -543,7 +543,7 @@ static size_t conv2d_fwd_ws(const sy_kargs *k, int threads) {
     if (!plain(k->attr)) return 0;
     geom g = geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
     sy_wino_shape ws;
-    if (wino_shape(&g, false, &ws)) return sy_winograd_fwd_ws(&ws);
+    if (wino_shape(&g, false, &ws)) return sy_winograd_fwd_ws(&ws, threads);
     return fwd_ws(&g, threads);
 }
 
@@ -592,7 +592,7 @@ static size_t conv2d_bwd_data_ws(const sy_kargs *k, int threads) {
     geom g = geom_make(k->out_shape, &k->in_shape[1], k->attr);
     if (pointwise(&g) || g.P == 0) return 0;
     sy_wino_shape ws;
-    if (wino_shape(&g, true, &ws)) return sy_winograd_fwd_ws(&ws);
+    if (wino_shape(&g, true, &ws)) return sy_winograd_fwd_ws(&ws, threads);
     int64_t pb = block_rows(g.P, g.K, TARGET_BLOCKS);
     return (size_t)(buffers_for(threads, bwd_data_groups(&g, pb)) * floats_aligned(pb * g.K)) * sizeof(float);
 }

@@ -161,7 +161,7 @@ typedef struct sy_wino_shape {
 } sy_wino_shape;
 bool sy_winograd_enabled(void); /* $SYSTOLIC_WINOGRAD is not 0 */
 bool sy_winograd_fits(const sy_wino_shape *s);
-size_t sy_winograd_fwd_ws(const sy_wino_shape *s);
+size_t sy_winograd_fwd_ws(const sy_wino_shape *s, int threads);
 void sy_winograd_fwd(const sy_exec *ex, const sy_wino_shape *s, const float *x, const float *w, bool flip,
                      const float *bias, int act, float *y, float *ws);
 /* dw (3, 3, C, O) from x and dy (N, OH, OW, O). */

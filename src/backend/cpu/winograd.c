@@ -182,27 +182,31 @@ typedef struct input_job {
     int64_t T;
 } input_job;
 
-static void input_part(void *ctx, int64_t part) {
-    const input_job *j = ctx;
-    const sy_wino_shape *s = j->s;
+/* Tiles [t0, t1) of x transformed into v (36, ldt, C), tile t at row t - t0. */
+static void input_tiles(const sy_wino_shape *s, const float *x, float *v, int64_t ldt, int64_t t0, int64_t t1) {
     int64_t th = tiles_h(s), tw = tiles_w(s), C = s->c;
-    int64_t t1 = sy_min64(j->T, (part + 1) * TILES_PER_PART);
-    for (int64_t t = part * TILES_PER_PART; t < t1; t++) {
+    for (int64_t t = t0; t < t1; t++) {
         int64_t n = t / (th * tw), r = t % (th * tw), ih0 = (r / tw) * 4 - s->pt, iw0 = (r % tw) * 4 - s->pl;
         const float *rows[6][6];
         for (int i = 0; i < 6; i++)
             for (int k = 0; k < 6; k++) {
                 int64_t ih = ih0 + i, iw = iw0 + k;
-                rows[i][k] = ih >= 0 && ih < s->h && iw >= 0 && iw < s->w ? j->x + ((n * s->h + ih) * s->w + iw) * C : NULL;
+                rows[i][k] = ih >= 0 && ih < s->h && iw >= 0 && iw < s->w ? x + ((n * s->h + ih) * s->w + iw) * C : NULL;
             }
         for (int64_t c0 = 0; c0 < C; c0 += WL) {
             int64_t nc = sy_min64(WL, C - c0);
-            wv d[36], v[36];
+            wv d[36], d36[36];
             for (int i = 0; i < 36; i++) d[i] = rows[i / 6][i % 6] ? wload(rows[i / 6][i % 6] + c0, nc) : (wv){0};
-            TRANSFORM_2D(BT6, BT6, d, 6, 6, 6, 6, v);
-            for (int xi = 0; xi < 36; xi++) wstore(j->v + (xi * j->T + t) * C + c0, v[xi], nc);
+            TRANSFORM_2D(BT6, BT6, d, 6, 6, 6, 6, d36);
+            for (int xi = 0; xi < 36; xi++) wstore(v + (xi * ldt + t - t0) * C + c0, d36[xi], nc);
         }
     }
+}
+
+static void input_part(void *ctx, int64_t part) {
+    const input_job *j = ctx;
+    int64_t t0 = part * TILES_PER_PART;
+    input_tiles(j->s, j->x, j->v + t0 * j->s->c, j->T, t0, sy_min64(j->T, t0 + TILES_PER_PART));
 }
 
 /* ---- phase 2: the 36 products ------------------------------------------------ */
@@ -231,38 +235,89 @@ typedef struct output_job {
     int act;
 } output_job;
 
-static void output_part(void *ctx, int64_t part) {
-    const output_job *j = ctx;
-    const sy_wino_shape *s = j->s;
+/* y for tiles [t0, t1) from m (36, ldt, O), tile t at row t - t0: + bias, act. */
+static void output_tiles(const sy_wino_shape *s, const float *mm, int64_t ldt, int64_t t0, int64_t t1,
+                         const float *bias, int act, float *yy) {
     int64_t th = tiles_h(s), tw = tiles_w(s), O = s->o;
-    int64_t t1 = sy_min64(j->T, (part + 1) * TILES_PER_PART);
-    for (int64_t t = part * TILES_PER_PART; t < t1; t++) {
+    for (int64_t t = t0; t < t1; t++) {
         int64_t n = t / (th * tw), r = t % (th * tw), oh0 = (r / tw) * 4, ow0 = (r % tw) * 4;
         int64_t nh = sy_min64(4, s->oh - oh0), nw = sy_min64(4, s->ow - ow0);
         for (int64_t o0 = 0; o0 < O; o0 += WL) {
             int64_t no = sy_min64(WL, O - o0);
-            wv m[36], y[16], b = j->bias ? wload(j->bias + o0, no) : (wv){0};
-            for (int xi = 0; xi < 36; xi++) m[xi] = wload(j->m + (xi * j->T + t) * O + o0, no);
+            wv m[36], y[16], b = bias ? wload(bias + o0, no) : (wv){0};
+            for (int xi = 0; xi < 36; xi++) m[xi] = wload(mm + (xi * ldt + t - t0) * O + o0, no);
             TRANSFORM_2D(AT4, AT4, m, 6, 6, 4, 4, y);
             for (int i = 0; i < nh; i++)
                 for (int k = 0; k < nw; k++) {
                     wv v = y[i * 4 + k] + b;
-                    if (j->act == SY_ACT_RELU) v = (wv)((wvi)v & (wvi)(v > 0)); /* NaN gives 0, as sy_act_f32 */
-                    float *dst = j->y + ((n * s->oh + oh0 + i) * s->ow + ow0 + k) * O + o0;
+                    if (act == SY_ACT_RELU) v = (wv)((wvi)v & (wvi)(v > 0)); /* NaN gives 0, as sy_act_f32 */
+                    float *dst = yy + ((n * s->oh + oh0 + i) * s->ow + ow0 + k) * O + o0;
                     wstore(dst, v, no);
-                    if (j->act != SY_ACT_NONE && j->act != SY_ACT_RELU)
-                        for (int64_t q = 0; q < no; q++) dst[q] = sy_act_f32(dst[q], j->act);
+                    if (act != SY_ACT_NONE && act != SY_ACT_RELU)
+                        for (int64_t q = 0; q < no; q++) dst[q] = sy_act_f32(dst[q], act);
                 }
         }
     }
 }
 
+static void output_part(void *ctx, int64_t part) {
+    const output_job *j = ctx;
+    int64_t t0 = part * TILES_PER_PART;
+    output_tiles(j->s, j->m + t0 * j->s->o, j->T, t0, sy_min64(j->T, t0 + TILES_PER_PART), j->bias, j->act, j->y);
+}
+
 /* ---- the forward conv ------------------------------------------------------ */
 
-/* Workspace: U (36, C, O), V (36, T, C), M (36, T, O). */
-size_t sy_winograd_fwd_ws(const sy_wino_shape *s) {
-    int64_t T = tiles(s);
-    return (size_t)(aligned(36 * s->c * s->o) + aligned(36 * T * s->c) + aligned(36 * T * s->o)) * sizeof(float);
+/* Blocked: when U is small enough to stay in cache (C x O up to 128 x 128),
+ * each part takes a block of tiles through all three phases in a
+ * per-thread buffer that stays in L2, so V and M never go to memory (VGG16's
+ * first block at batch 64 would otherwise write and read 150 MB of them
+ * per conv). Larger kernels take the phases over the whole batch: each
+ * position's U (up to 1 MB) is read once, by one GEMM over all tiles. */
+#define BLOCK_BYTES (1 << 20)   /* a block's V and M */
+#define BLOCKED_MAX_U (4 << 20) /* U's bytes, at most, for the blocked form */
+
+static int64_t block_tiles(const sy_wino_shape *s) {
+    return sy_max64(16, sy_min64(128, BLOCK_BYTES / (36 * (int64_t)sizeof(float) * (s->c + s->o))));
+}
+
+static bool blocked(const sy_wino_shape *s) {
+    return 36 * s->c * s->o * (int64_t)sizeof(float) <= BLOCKED_MAX_U && tiles(s) >= 2 * block_tiles(s);
+}
+
+static int64_t block_count(const sy_wino_shape *s) { return (tiles(s) + block_tiles(s) - 1) / block_tiles(s); }
+
+/* Workspace: U (36, C, O), then V (36, T, C) and M (36, T, O), or one block's per thread. */
+size_t sy_winograd_fwd_ws(const sy_wino_shape *s, int threads) {
+    int64_t T = tiles(s), n = aligned(36 * s->c * s->o);
+    if (blocked(s)) n += sy_min64(threads, block_count(s)) * aligned(36 * block_tiles(s) * (s->c + s->o));
+    else n += aligned(36 * T * s->c) + aligned(36 * T * s->o);
+    return (size_t)n * sizeof(float);
+}
+
+typedef struct block_job {
+    const sy_wino_shape *s;
+    const float *x, *u, *bias;
+    float *y, *buf;
+    int64_t tb, blocks, buf_floats;
+    int act;
+    bool flip;
+} block_job;
+
+static void block_thread(void *arg, int index, int count) {
+    const block_job *j = arg;
+    const sy_wino_shape *s = j->s;
+    int64_t b0, b1, T = tiles(s), C = s->c, O = s->o, tb = j->tb;
+    sy_split_range(j->blocks, index, count, &b0, &b1);
+    float *v = j->buf + index * j->buf_floats, *m = v + 36 * tb * C;
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t t0 = b * tb, t1 = sy_min64(T, t0 + tb);
+        input_tiles(s, j->x, v, tb, t0, t1);
+        for (int xi = 0; xi < 36; xi++)
+            sy_sgemm(false, j->flip, t1 - t0, O, C, 1.0f, v + xi * tb * C, C, j->u + xi * C * O, j->flip ? C : O, 0.0f,
+                     m + xi * tb * O, O);
+        output_tiles(s, m, tb, t0, t1, j->bias, j->act, j->y);
+    }
 }
 
 void sy_winograd_fwd(const sy_exec *ex, const sy_wino_shape *s, const float *x, const float *w, bool flip,
@@ -274,6 +329,12 @@ void sy_winograd_fwd(const sy_exec *ex, const sy_wino_shape *s, const float *x, 
      * take it transposed */
     kernel_job kj = {w, u, flip ? O : C, flip ? C : O, flip};
     sy_parallel_parts(ex, kj.ci, kernel_part, &kj);
+    if (blocked(s)) {
+        int64_t tb = block_tiles(s), blocks = block_count(s);
+        block_job bj = {s, x, u, bias, y, v, tb, blocks, aligned(36 * tb * (C + O)), act, flip};
+        sy_exec_parallel(ex, (int)sy_min64(ex->threads, blocks), block_thread, &bj);
+        return;
+    }
     int64_t parts = (T + TILES_PER_PART - 1) / TILES_PER_PART;
     input_job ij = {s, x, v, T};
     sy_parallel_parts(ex, parts, input_part, &ij);
@@ -331,7 +392,10 @@ static void dw_part(void *ctx, int64_t c) {
 }
 
 /* Workspace: dU (36, C, O), V (36, T, C), dM (36, T, O). */
-size_t sy_winograd_bwd_filter_ws(const sy_wino_shape *s) { return sy_winograd_fwd_ws(s); }
+size_t sy_winograd_bwd_filter_ws(const sy_wino_shape *s) {
+    int64_t T = tiles(s);
+    return (size_t)(aligned(36 * s->c * s->o) + aligned(36 * T * s->c) + aligned(36 * T * s->o)) * sizeof(float);
+}
 
 void sy_winograd_bwd_filter(const sy_exec *ex, const sy_wino_shape *s, const float *x, const float *dy, float *dw,
                             float *ws) {
