@@ -707,7 +707,7 @@ static size_t conv2d_bwd_filter_ws(const sy_kargs *k, int threads) {
     geom g = geom_make(&k->in_shape[0], k->out_shape, k->attr);
     if (g.P == 0) return 0;
     sy_wino_shape ws;
-    if (wino_shape(&g, false, &ws)) return sy_winograd_bwd_filter_ws(&ws);
+    if (wino_shape(&g, false, &ws)) return sy_winograd_bwd_filter_ws(&ws, threads);
     bwd_filter_plan p = bwd_filter_plan_make(&g);
     int64_t n = 2 * floats_aligned(2 * g.K) + floats_aligned((p.R - 1) * g.K * g.o) +
                 buffers_for(threads, p.R * p.S) * bwd_filter_scratch(&g, &p);

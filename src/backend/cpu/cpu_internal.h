@@ -165,7 +165,7 @@ size_t sy_winograd_fwd_ws(const sy_wino_shape *s, int threads);
 void sy_winograd_fwd(const sy_exec *ex, const sy_wino_shape *s, const float *x, const float *w, bool flip,
                      const float *bias, int act, float *y, float *ws);
 /* dw (3, 3, C, O) from x and dy (N, OH, OW, O). */
-size_t sy_winograd_bwd_filter_ws(const sy_wino_shape *s);
+size_t sy_winograd_bwd_filter_ws(const sy_wino_shape *s, int threads);
 void sy_winograd_bwd_filter(const sy_exec *ex, const sy_wino_shape *s, const float *x, const float *dy, float *dw,
                             float *ws);
 

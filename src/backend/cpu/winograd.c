@@ -353,12 +353,10 @@ typedef struct dy_job {
     int64_t T;
 } dy_job;
 
-static void dy_part(void *ctx, int64_t part) {
-    const dy_job *j = ctx;
-    const sy_wino_shape *s = j->s;
+/* dM = A dy A^T for tiles [t0, t1) into dm (36, ldt, O), tile t at row t - t0; zeros past the output's edge. */
+static void dy_tiles(const sy_wino_shape *s, const float *dy, float *dm, int64_t ldt, int64_t t0, int64_t t1) {
     int64_t th = tiles_h(s), tw = tiles_w(s), O = s->o;
-    int64_t t1 = sy_min64(j->T, (part + 1) * TILES_PER_PART);
-    for (int64_t t = part * TILES_PER_PART; t < t1; t++) {
+    for (int64_t t = t0; t < t1; t++) {
         int64_t n = t / (th * tw), r = t % (th * tw), oh0 = (r / tw) * 4, ow0 = (r % tw) * 4;
         int64_t nh = sy_min64(4, s->oh - oh0), nw = sy_min64(4, s->ow - ow0);
         for (int64_t o0 = 0; o0 < O; o0 += WL) {
@@ -366,12 +364,18 @@ static void dy_part(void *ctx, int64_t part) {
             wv d[16], m[36];
             for (int i = 0; i < 4; i++)
                 for (int k = 0; k < 4; k++)
-                    d[i * 4 + k] = i < nh && k < nw ? wload(j->dy + ((n * s->oh + oh0 + i) * s->ow + ow0 + k) * O + o0, no)
+                    d[i * 4 + k] = i < nh && k < nw ? wload(dy + ((n * s->oh + oh0 + i) * s->ow + ow0 + k) * O + o0, no)
                                                     : (wv){0};
             TRANSFORM_2D(A6, A6, d, 4, 4, 6, 6, m);
-            for (int xi = 0; xi < 36; xi++) wstore(j->dm + (xi * j->T + t) * O + o0, m[xi], no);
+            for (int xi = 0; xi < 36; xi++) wstore(dm + (xi * ldt + t - t0) * O + o0, m[xi], no);
         }
     }
+}
+
+static void dy_part(void *ctx, int64_t part) {
+    const dy_job *j = ctx;
+    int64_t t0 = part * TILES_PER_PART;
+    dy_tiles(j->s, j->dy, j->dm + t0 * j->s->o, j->T, t0, sy_min64(j->T, t0 + TILES_PER_PART));
 }
 
 typedef struct dw_job {
@@ -391,23 +395,87 @@ static void dw_part(void *ctx, int64_t c) {
     }
 }
 
-/* Workspace: dU (36, C, O), V (36, T, C), dM (36, T, O). */
-size_t sy_winograd_bwd_filter_ws(const sy_wino_shape *s) {
-    int64_t T = tiles(s);
-    return (size_t)(aligned(36 * s->c * s->o) + aligned(36 * T * s->c) + aligned(36 * T * s->o)) * sizeof(float);
+/* Blocked as the forward: G groups of blocks (fixed by the shape), each
+ * summing its blocks' products into its own dU, added in group order. */
+#define BF_GROUPS 4
+
+static int64_t bf_groups(const sy_wino_shape *s) { return sy_min64(BF_GROUPS, block_count(s)); }
+
+/* Workspace: blocked, G partial dU (36, C, O) and one block's V and dM per
+ * thread; phased, dU, V (36, T, C) and dM (36, T, O). */
+size_t sy_winograd_bwd_filter_ws(const sy_wino_shape *s, int threads) {
+    int64_t T = tiles(s), n;
+    if (blocked(s))
+        n = bf_groups(s) * aligned(36 * s->c * s->o) +
+            sy_min64(threads, bf_groups(s)) * aligned(36 * block_tiles(s) * (s->c + s->o));
+    else n = aligned(36 * s->c * s->o) + aligned(36 * T * s->c) + aligned(36 * T * s->o);
+    return (size_t)n * sizeof(float);
+}
+
+typedef struct bf_job {
+    const sy_wino_shape *s;
+    const float *x, *dy;
+    float *du, *buf; /* G x (36, C, O); per-thread blocks */
+    int64_t tb, blocks, groups, buf_floats;
+} bf_job;
+
+static void bf_thread(void *arg, int index, int count) {
+    const bf_job *j = arg;
+    const sy_wino_shape *s = j->s;
+    int64_t g0, g1, T = tiles(s), C = s->c, O = s->o, tb = j->tb;
+    sy_split_range(j->groups, index, count, &g0, &g1);
+    float *v = j->buf + index * j->buf_floats, *dm = v + 36 * tb * C;
+    for (int64_t g = g0; g < g1; g++) {
+        int64_t b0, b1;
+        sy_split_range(j->blocks, (int)g, (int)j->groups, &b0, &b1);
+        float *du = j->du + g * aligned(36 * C * O);
+        for (int64_t b = b0; b < b1; b++) {
+            int64_t t0 = b * tb, t1 = sy_min64(T, t0 + tb);
+            input_tiles(s, j->x, v, tb, t0, t1);
+            dy_tiles(s, j->dy, dm, tb, t0, t1);
+            for (int xi = 0; xi < 36; xi++)
+                sy_sgemm(true, false, C, O, t1 - t0, 1.0f, v + xi * tb * C, C, dm + xi * tb * O, O, b == b0 ? 0.0f : 1.0f,
+                         du + xi * C * O, O);
+        }
+    }
+}
+
+typedef struct sum_job {
+    float *du;
+    int64_t n, stride, groups;
+} sum_job;
+
+/* du[0] += du[1] + ... + du[G-1], position xi */
+static void sum_part(void *ctx, int64_t xi) {
+    const sum_job *j = ctx;
+    float *d = j->du + xi * j->n;
+    for (int64_t g = 1; g < j->groups; g++) {
+        const float *p = d + g * j->stride;
+        for (int64_t i = 0; i < j->n; i++) d[i] += p[i];
+    }
 }
 
 void sy_winograd_bwd_filter(const sy_exec *ex, const sy_wino_shape *s, const float *x, const float *dy, float *dw,
                             float *ws) {
     int64_t T = tiles(s), C = s->c, O = s->o;
-    float *du = ws, *v = du + aligned(36 * C * O), *dm = v + aligned(36 * T * C);
-    int64_t parts = (T + TILES_PER_PART - 1) / TILES_PER_PART;
-    input_job ij = {s, x, v, T};
-    sy_parallel_parts(ex, parts, input_part, &ij);
-    dy_job dj = {s, dy, dm, T};
-    sy_parallel_parts(ex, parts, dy_part, &dj);
-    gemm_job gj = {v, dm, du, C, O, T, true, false};
-    sy_parallel_parts(ex, 36, gemm_part, &gj);
+    float *du = ws;
+    if (blocked(s)) {
+        int64_t tb = block_tiles(s), groups = bf_groups(s);
+        bf_job bj = {s, x, dy, du, du + groups * aligned(36 * C * O), tb, block_count(s), groups,
+                     aligned(36 * tb * (C + O))};
+        sy_exec_parallel(ex, (int)sy_min64(ex->threads, groups), bf_thread, &bj);
+        sum_job sj = {du, C * O, aligned(36 * C * O), groups};
+        sy_parallel_parts(ex, 36, sum_part, &sj);
+    } else {
+        float *v = du + aligned(36 * C * O), *dm = v + aligned(36 * T * C);
+        int64_t parts = (T + TILES_PER_PART - 1) / TILES_PER_PART;
+        input_job ij = {s, x, v, T};
+        sy_parallel_parts(ex, parts, input_part, &ij);
+        dy_job dj = {s, dy, dm, T};
+        sy_parallel_parts(ex, parts, dy_part, &dj);
+        gemm_job gj = {v, dm, du, C, O, T, true, false};
+        sy_parallel_parts(ex, 36, gemm_part, &gj);
+    }
     dw_job wj = {du, dw, C, O};
     sy_parallel_parts(ex, C, dw_part, &wj);
 }
