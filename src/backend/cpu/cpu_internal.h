@@ -152,6 +152,7 @@ extern const sy_kernel sy_cpu_softmax, sy_cpu_log_softmax;
 extern const sy_kernel sy_cpu_sparse_softmax_ce, sy_cpu_sparse_softmax_ce_grad;
 extern const sy_kernel sy_cpu_sgd_update, sy_cpu_adam_update, sy_cpu_rmsprop_update;
 extern const sy_kernel sy_cpu_slice, sy_cpu_slice_grad;
+extern const sy_kernel sy_cpu_broadcast_to; /* layout.c (issue 15 speed) */
 /* Winograd F(4x4, 3x3) (winograd.c): a 3x3, stride-1, undilated, ungrouped
  * conv of x (N, H, W, C) with leading padding (pt, pl) to y (N, OH, OW, O).
  * The forward takes w (3, 3, C, O), or with flip the kernel of the conv

@@ -48,6 +48,8 @@ static const sy_kernel *const fast[SY_OP_COUNT] = {
     [SY_OP_GRU_SCAN_GRAD] = &sy_cpu_gru_scan_grad,
     /* the convolution family (issue 15) */
     [SY_OP_PAD] = &sy_cpu_slice_grad,
+    /* issue 15 speed: BatchNormalization's gradients broadcast per-channel rows */
+    [SY_OP_BROADCAST_TO] = &sy_cpu_broadcast_to,
 };
 
 const sy_kernel *sy_cpu_kernel(sy_op op, sy_dtype dtype) {
