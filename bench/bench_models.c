@@ -322,9 +322,9 @@ int main(int argc, char **argv) {
         sy_model_free(m);
     }
     double peak = gemm_peak(threads), per_sample = predict ? flops->predict : flops->train;
-    printf("systolic %s %s: batch %lld, %d replica%s, %d threads, %d steps/execution: %.0f samples/s (%.1f ms/step); %.1f "
+    printf("systolic %s %s: batch %lld, %d replica%s, %d threads, %d steps/execution: %.*f samples/s (%.1f ms/step); %.1f "
            "GFLOP/s = %.0f%% of the %.1f GFLOP/s GEMM peak\n",
-           model, predict ? "predict" : "train", (long long)batch, replicas, replicas == 1 ? "" : "s", threads, spe, best,
+           model, predict ? "predict" : "train", (long long)batch, replicas, replicas == 1 ? "" : "s", threads, spe, best < 100 ? 1 : 0, best,
            1e3 * (double)batch / best, best * per_sample * 1e-9, 100 * best * per_sample * 1e-9 / peak, peak);
     sy_data_split_free(&d);
     sy_strategy_free(strategy);

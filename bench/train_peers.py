@@ -269,7 +269,7 @@ def main():
     fn = bench_tensorflow if a.framework == "tensorflow" else bench_torch
     name, rate = fn(d, a.model, a.batch, a.steps, a.threads, a.predict, a.runs)
     print(f"{name} {a.model} {'predict' if a.predict else 'train'}: batch {a.batch}, {a.threads} threads: "
-          f"{rate:.0f} samples/s ({1e3 * a.batch / rate:.1f} ms/step)")
+          f"{rate:.{1 if rate < 100 else 0}f} samples/s ({1e3 * a.batch / rate:.1f} ms/step)")
 
 
 if __name__ == "__main__":
