@@ -8,6 +8,15 @@
  *   build/bench/bench_models [--model fashion_mnist_cnn|imdb_lstm] [--batch N] [--steps N]
  *                            [--threads N | --tpu SPEC] [--steps-per-execution N] [--predict]
  *   build/bench/bench_models --model imdb_lstm --dump-data DIR
+ *   build/bench/bench_models --model vgg16|resnet50 --data DIR [--batch N] [--steps N] [--predict] [--runs N]
+ *
+ * vgg16 and resnet50 are keras.applications' VGG16 at 32x32x3 and
+ * ResNet50 at 224x224x3 (weights=None, their 1,000-class softmax tops),
+ * read from the model JSON tf.keras wrote (DIR/<model>.json, written by
+ * `bench/train_peers.py --write-json DIR`), trained with SGD(0.001) on
+ * sparse categorical crossentropy, on synthetic data: x uniform in [0, 1),
+ * y uniform in 0..999, from a fixed-seed generator, as many samples as the
+ * run takes (batch x (steps + 2) to train, batch x steps to predict).
  *
  * --threads N: one replica whose kernels use N threads (default: all
  * cores); --tpu SPEC: one replica per device of the spec (cpu:N, local),
@@ -24,7 +33,10 @@
  * --dump-data DIR writes the model's data as NumPy files,
  * DIR/<model>_x_train.npy, _y_train.npy and _x_test.npy, so that
  * bench/train_peers.py trains TensorFlow and PyTorch on exactly the same
- * arrays (bench/compare_models.py does both and prints the ratios).
+ * arrays (bench/compare_models.py does both and prints the ratios). For
+ * the synthetic models it writes the arrays of the given --batch/--steps.
+ *
+ * --runs N: best of N runs instead of 3 (a ResNet-50 run is minutes).
  */
 #include "cli/cli_internal.h"
 
@@ -57,8 +69,74 @@ static const model_flops flops_table[] = {
     /* 250 steps of the LSTM's input (32) and recurrent (100) products to
      * its 4 x 100 gates, then the dense; backward twice forward (both
      * gradients of each product: the embeddings are trained too) */
-    {"imdb_lstm", 3 * (250 * 2.0 * (32 + 100) * 400 + 2.0 * 100), 250 * 2.0 * (32 + 100) * 400 + 2.0 * 100},
+    {"imdb_lstm", 3 * (250 * 2.0 * (32 + 100) * 400 + 2.0 * 100), 250 * 2.0 * (32 + 100) * 400 + 2.0 * 100},    /* every Conv2D and Dense of the Keras model, 2 x output size x window
+     * (bench/train_peers.py --flops prints them); training is three times
+     * the forward less the first conv's input gradient */
+    {"vgg16", 2013462528.0, 672333824.0},
+    {"resnet50", 22911811584.0, 7715946496.0},
 };
+
+/* The synthetic-data models: input (h, w, c), classes. */
+typedef struct synth_model {
+    const char *name;
+    int64_t h, w, c, classes;
+} synth_model;
+
+static const synth_model synth_table[] = {{"vgg16", 32, 32, 3, 1000}, {"resnet50", 224, 224, 3, 1000}};
+
+static const synth_model *synth_find(const char *name) {
+    for (size_t i = 0; i < sizeof synth_table / sizeof synth_table[0]; i++)
+        if (!strcmp(synth_table[i].name, name)) return &synth_table[i];
+    return NULL;
+}
+
+/* splitmix64: the same stream on every machine. */
+static uint64_t next_u64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* x (n, h, w, c) float32 uniform in [0, 1); y (n,) int32 uniform over the classes. */
+static void synth_data(const synth_model *sm, int64_t n_train, int64_t n_test, sy_data_split *d) {
+    uint64_t seed = 2015;
+    sy_tensor **xs[2] = {&d->x_train, &d->x_test}, **ys[2] = {&d->y_train, &d->y_test};
+    int64_t ns[2] = {n_train, n_test};
+    for (int k = 0; k < 2; k++) {
+        if (sy_tensor_new(SY_F32, sy_shape_of(4, ns[k], sm->h, sm->w, sm->c), xs[k]) ||
+            sy_tensor_new(SY_I32, sy_shape_of(1, ns[k]), ys[k]))
+            die("synthetic data");
+        float *x = sy_tensor_data(*xs[k]);
+        int32_t *y = sy_tensor_data(*ys[k]);
+        for (int64_t i = 0; i < ns[k] * sm->h * sm->w * sm->c; i++) x[i] = (float)(next_u64(&seed) >> 40) * 0x1p-24f;
+        for (int64_t i = 0; i < ns[k]; i++) y[i] = (int32_t)(next_u64(&seed) % (uint64_t)sm->classes);
+    }
+}
+
+/* The model tf.keras wrote, DIR/<model>.json, built and uncompiled. */
+static sy_status synth_build(const char *dir, const char *model, sy_model **out) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.json", dir, model);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "bench_models: %s not found; write it with bench/train_peers.py --write-json %s\n", path, dir);
+        exit(1);
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *json = malloc((size_t)n + 1);
+    if (!json || fread(json, 1, (size_t)n, f) != (size_t)n) {
+        fprintf(stderr, "bench_models: cannot read %s\n", path);
+        exit(1);
+    }
+    json[n] = 0;
+    fclose(f);
+    sy_status st = sy_model_from_json(json, out);
+    free(json);
+    return st;
+}
 
 /* GFLOP/s of a 2048^3 matmul plan on `threads` threads. */
 static double gemm_peak(int threads) {
@@ -170,9 +248,9 @@ static double predict_rate(sy_model *m, const sy_data_split *d, int64_t batch, i
 }
 
 int main(int argc, char **argv) {
-    const char *model = "fashion_mnist_cnn", *tpu = NULL, *dump = NULL;
+    const char *model = "fashion_mnist_cnn", *tpu = NULL, *dump = NULL, *data = NULL;
     int64_t batch = 1000, steps = 20;
-    int threads = sy_cpu_count(), spe = 1;
+    int threads = sy_cpu_count(), spe = 1, runs = 3;
     bool predict = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
@@ -182,24 +260,30 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--tpu") && i + 1 < argc) tpu = argv[++i];
         else if (!strcmp(argv[i], "--steps-per-execution") && i + 1 < argc) spe = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--dump-data") && i + 1 < argc) dump = argv[++i];
+        else if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
+        else if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--predict")) predict = true;
         else {
-            fprintf(stderr, "usage: bench_models [--model fashion_mnist_cnn|imdb_lstm] [--batch N] [--steps N] [--threads N | "
-                            "--tpu SPEC] [--steps-per-execution N] [--predict] [--dump-data DIR]\n");
+            fprintf(stderr, "usage: bench_models [--model fashion_mnist_cnn|imdb_lstm|vgg16|resnet50] [--batch N] [--steps N] "
+                            "[--threads N | --tpu SPEC] [--steps-per-execution N] [--predict] [--dump-data DIR] "
+                            "[--data DIR] [--runs N]\n");
             return 2;
         }
     }
     const builtin_model *b = builtin_find(model);
+    const synth_model *sm = synth_find(model);
     const model_flops *flops = NULL;
     for (size_t i = 0; i < sizeof flops_table / sizeof flops_table[0]; i++)
         if (!strcmp(flops_table[i].name, model)) flops = &flops_table[i];
-    if (!b || !flops || batch <= 0 || steps <= 0) {
-        fprintf(stderr, "bench_models: unknown model '%s' (fashion_mnist_cnn, imdb_lstm), or --batch or --steps not positive\n",
+    if ((!b && !sm) || !flops || batch <= 0 || steps <= 0 || runs <= 0 || (sm && !data && !dump)) {
+        fprintf(stderr, "bench_models: unknown model '%s' (fashion_mnist_cnn, imdb_lstm, vgg16, resnet50), --batch, "
+                        "--steps or --runs not positive, or --data DIR missing for vgg16/resnet50\n",
                 model);
         return 2;
     }
-    sy_data_split d;
-    if (b->load(&d)) die(model);
+    sy_data_split d = {0};
+    if (sm) synth_data(sm, batch * (steps + 2 * spe), batch * steps, &d);
+    else if (b->load(&d)) die(model);
     if (dump) {
         dump_npy(dump, model, "x_train", d.x_train);
         dump_npy(dump, model, "y_train", d.y_train);
@@ -217,18 +301,19 @@ int main(int argc, char **argv) {
         sy_cluster_free(cluster);
     }
     double best = 0;
-    for (int run = 0; run < 3; run++) {
+    for (int run = 0; run < runs; run++) {
         sy_model *m;
         if (strategy) sy_strategy_scope_enter(strategy);
-        sy_status st = b->build(0, &m);
+        sy_status st = sm ? synth_build(data, model, &m) : b->build(0, &m);
         if (strategy) sy_strategy_scope_exit(strategy);
         if (st) die("model");
         sy_compile_options c = sy_compile_options_default();
-        if (sy_optimizer_from_name(b->optimizer, &c.optimizer)) die("optimizer");
-        c.optimizer.learning_rate = b->learning_rate;
-        c.loss = b->loss;
-        c.metrics = b->metrics;
-        c.n_metrics = b->n_metrics;
+        static const char *const synth_metrics[] = {"sparse_categorical_accuracy"};
+        if (sy_optimizer_from_name(sm ? "sgd" : b->optimizer, &c.optimizer)) die("optimizer");
+        c.optimizer.learning_rate = sm ? 0.001f : b->learning_rate;
+        c.loss = sm ? "sparse_categorical_crossentropy" : b->loss;
+        c.metrics = sm ? synth_metrics : b->metrics;
+        c.n_metrics = sm ? 1 : b->n_metrics;
         c.threads = threads;
         c.steps_per_execution = spe;
         if (sy_model_compile(m, &c)) die("compile");
@@ -237,9 +322,9 @@ int main(int argc, char **argv) {
         sy_model_free(m);
     }
     double peak = gemm_peak(threads), per_sample = predict ? flops->predict : flops->train;
-    printf("systolic %s %s: batch %lld, %d replica%s, %d threads, %d steps/execution: %.0f samples/s (%.1f ms/step); %.1f "
+    printf("systolic %s %s: batch %lld, %d replica%s, %d threads, %d steps/execution: %.*f samples/s (%.1f ms/step); %.1f "
            "GFLOP/s = %.0f%% of the %.1f GFLOP/s GEMM peak\n",
-           model, predict ? "predict" : "train", (long long)batch, replicas, replicas == 1 ? "" : "s", threads, spe, best,
+           model, predict ? "predict" : "train", (long long)batch, replicas, replicas == 1 ? "" : "s", threads, spe, best < 100 ? 1 : 0, best,
            1e3 * (double)batch / best, best * per_sample * 1e-9, 100 * best * per_sample * 1e-9 / peak, peak);
     sy_data_split_free(&d);
     sy_strategy_free(strategy);

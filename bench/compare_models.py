@@ -3,24 +3,35 @@
 the same data in one run and print samples/s side by side, with systolic's
 ratio to each and its fraction of this machine's GEMM peak.
 
-    python3 bench/compare_models.py [--build build] [--models fashion_mnist_cnn,imdb_lstm]
-                                    [--threads N] [--steps N] [--no-epoch]
+    python3 bench/compare_models.py [--build build] [--models fashion_mnist_cnn,imdb_lstm,vgg16,resnet50]
+                                    [--threads N] [--steps N] [--no-epoch] [--tf-python PATH]
 
 Configurations: the Fashion-MNIST CNN trained at batch 1,000 on all cores;
 the IMDB LSTM trained at batch 64 and 256 and predicting at batch 1,000, on
-1 thread and on all cores. systolic runs build/bench/bench_models on one
+1 thread and on all cores; keras.applications' VGG16 at 32x32 trained at
+batch 64, and ResNet50 at 224x224 trained at batch 32 and predicting at
+batch 64, on all cores, on synthetic data (bench_models.c), each the best
+of fewer runs (a ResNet-50 run takes minutes). systolic runs build/bench/bench_models on one
 core with --threads 1, on more as the systolic command does, one replica
 per core (--tpu cpu:N); the peers run bench/train_peers.py with that many
 threads. Every framework trains on the data in order, unshuffled
 (bench_models sets fit's shuffle off, train_peers.py passes shuffle=False to
 Keras and slices PyTorch's batches in order), so all three do the same
 work. --steps N replaces every configuration's step count (--steps 1:
-a quick check that everything runs). Then, unless --no-epoch, one whole
+a quick check that everything runs). The GFLOP/s count each model's
+products as direct convolutions and GEMMs (bench_models.c), so where
+systolic multiplies less (Winograd F(4x4,3x3) for 3x3 convs:
+docs/design/winograd.md) the fraction of the GEMM peak can pass 100%.
+Then, unless --no-epoch, one whole
 epoch of `systolic train imdb_lstm --batch-size 256 --epochs 1`, as is and
 without its validation pass.
 
 The data is systolic's own, written once to <build>/bench/data by
-`bench_models --dump-data` and read by the peers. TensorFlow runs under
+`bench_models --dump-data` and read by the peers (for the synthetic-data
+models, once per configuration, as many samples as it takes). VGG16 and
+ResNet50 are the models tf.keras writes: train_peers.py --write-json puts
+their JSON in the data directory once, for systolic to read; the default
+models list leaves them out (they need TensorFlow and take minutes). TensorFlow runs under
 --tf-python (default: .gl/bin/python, the venv that `make bench-deps`
 makes), PyTorch under /usr/bin/python3 (Debian's python3-torch); a
 framework that is not installed is skipped with a note. PyTorch's speed
@@ -37,11 +48,14 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# (mode, batch, steps) per model, and whether it runs on 1 thread too.
+# (mode, batch, steps) per model, whether it runs on 1 thread too, and the best of how many runs.
 CONFIGS = {
-    "fashion_mnist_cnn": ([("train", 1000, 20)], False),
-    "imdb_lstm": ([("train", 64, 20), ("train", 256, 10), ("predict", 1000, 5)], True),
+    "fashion_mnist_cnn": ([("train", 1000, 20)], False, 3),
+    "imdb_lstm": ([("train", 64, 20), ("train", 256, 10), ("predict", 1000, 5)], True, 3),
+    "vgg16": ([("train", 64, 10)], False, 2),
+    "resnet50": ([("train", 32, 3), ("predict", 64, 3)], False, 1),
 }
+SYNTHETIC = ("vgg16", "resnet50")
 
 
 def run(cmd, env=None):
@@ -95,11 +109,19 @@ def main():
         note = "" if g is None or g > 10 else " -- a reference BLAS: make bench-deps installs OpenBLAS"
         print(f"PyTorch's sgemm (1024^3, 1 thread): {g:.1f} GFLOP/s{note}" if g else "PyTorch: not importable")
 
-    for model in a.models.split(","):
-        configs, one_thread = CONFIGS[model]
-        line, err = run([bench, "--model", model, "--dump-data", data])
+    models = a.models.split(",")
+    if any(m in SYNTHETIC for m in models) and not all(os.path.exists(os.path.join(data, f"{m}.json"))
+                                                        for m in SYNTHETIC):
+        line, err = run([a.tf_python, os.path.join(HERE, "train_peers.py"), "--write-json", data])
         if not line:
-            sys.exit(f"bench_models --dump-data failed: {err}")
+            sys.exit(f"train_peers.py --write-json (tf.keras writes the models' JSON) failed: {err}")
+    for model in models:
+        configs, one_thread, runs = CONFIGS[model]
+        synthetic = ["--data", data, "--runs", str(runs)] if model in SYNTHETIC else []
+        if not synthetic:
+            line, err = run([bench, "--model", model, "--dump-data", data])
+            if not line:
+                sys.exit(f"bench_models --dump-data failed: {err}")
         names = {}
         rows = []
         for mode, batch, steps in configs:
@@ -108,7 +130,12 @@ def main():
                 where = ["--threads", "1"] if threads == 1 else ["--tpu", f"cpu:{threads}"]
                 common = ["--model", model, "--batch", str(batch), "--steps", str(steps)]
                 common += ["--predict"] if mode == "predict" else []
-                ours, err = run([bench] + common + where)
+                if synthetic:
+                    line, err = run([bench, "--dump-data", data] + common)
+                    if not line:
+                        sys.exit(f"bench_models --dump-data failed: {err}")
+                    common += ["--runs", str(runs)]
+                ours, err = run([bench] + common + where + synthetic[:2])
                 if not ours:
                     sys.exit(f"bench_models failed: {err}")
                 row = [mode, batch, threads, number(r"([\d.]+) samples/s", ours), number(r"([\d.]+) GFLOP/s =", ours),
@@ -129,9 +156,10 @@ def main():
             head += f" | {names.get(framework, framework):>18} {'ratio':>6}"
         print(head)
         for mode, batch, threads, rate, gflops, pct, peak, *theirs in rows:
-            line = f"{mode:8} {batch:5d} {threads:7d} | {rate:8.0f} {gflops:7.1f} {pct:4.0f}% of {peak:5.1f}"
+            digits = 1 if rate < 100 else 0  # ResNet-50 trains at a few samples/s on 2 cores
+            line = f"{mode:8} {batch:5d} {threads:7d} | {rate:8.{digits}f} {gflops:7.1f} {pct:4.0f}% of {peak:5.1f}"
             for t in theirs:
-                line += f" | {t:18.0f} {rate / t:5.2f}x"
+                line += f" | {t:18.{digits}f} {rate / t:5.2f}x"
             print(line)
 
     if "imdb_lstm" in a.models.split(",") and not a.no_epoch:

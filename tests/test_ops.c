@@ -210,6 +210,9 @@ static sy_node b_slice_1d(ctx *c) {
     return sy_graph_slice(c->g, var(c, R(1, 9L), -1, 1), begin, size);
 }
 static sy_node b_broadcast_to(ctx *c) { return sy_graph_broadcast_to(c->g, var(c, R(2, 1L, 3L), -1, 1), R(3, 2L, 4L, 3L)); }
+/* issue 15 speed: the fast kernel's other cases: one element filling the output, a broadcast inner axis */
+static sy_node b_broadcast_to_scalar(ctx *c) { return sy_graph_broadcast_to(c->g, var(c, R(1, 1L), -1, 1), R(3, 2L, 3L, 5L)); }
+static sy_node b_broadcast_to_inner(ctx *c) { return sy_graph_broadcast_to(c->g, var(c, R(3, 1L, 4L, 1L), -1, 1), R(3, 3L, 4L, 5L)); }
 
 static sy_node b_conv_valid(ctx *c) {
     return sy_graph_conv2d(c->g, var(c, R(4, 2L, 7L, 6L, 3L), -1, 1), var(c, R(4, 3L, 3L, 3L, 4L), -1, 1), 1, 1, SY_PADDING_VALID);
@@ -717,6 +720,8 @@ static const row rows[] = {
     {"slice middle axis", SY_OP_SLICE, b_slice_middle, FWD | GRAD},
     {"slice rank 1", SY_OP_SLICE, b_slice_1d, FWD | GRAD},
     {"broadcast_to", SY_OP_BROADCAST_TO, b_broadcast_to, FWD | GRAD},
+    {"broadcast_to_scalar", SY_OP_BROADCAST_TO, b_broadcast_to_scalar, FWD | GRAD}, /* issue 15 speed */
+    {"broadcast_to_inner", SY_OP_BROADCAST_TO, b_broadcast_to_inner, FWD | GRAD},
     {"conv2d valid", SY_OP_CONV2D, b_conv_valid, FWD | GRAD},
     {"conv2d same stride 2", SY_OP_CONV2D, b_conv_same_s2, FWD | GRAD},
     {"conv2d one input channel", SY_OP_CONV2D, b_conv_one_channel, FWD | GRAD},

@@ -130,7 +130,7 @@ static void bind(sy_plan *p) {
     p->bound_generation = p->vars->generation;
 }
 
-/* $SYSTOLIC_PROFILE: at plan_free, the steps that took the most time. */
+/* $SYSTOLIC_PROFILE: at plan_free, the steps that took the most time, then the time summed by op. */
 static void profile_report(const sy_plan *p) {
     double total = 0;
     for (int32_t s = 0; s < p->n_steps; s++) total += p->profile[s];
@@ -150,6 +150,24 @@ static void profile_report(const sy_plan *p) {
                 sy_shape_format(&r->shape, sh, sizeof sh));
     }
     sy_free(shown);
+    /* and summed by op, the most first: where a model's time goes */
+    double by_op[SY_OP_COUNT] = {0};
+    int32_t count[SY_OP_COUNT] = {0};
+    for (int32_t s = 0; s < p->n_steps; s++) {
+        sy_op op = p->g->nodes[p->steps[s].node].op;
+        by_op[op] += p->profile[s];
+        count[op]++;
+    }
+    fprintf(stderr, "  by op:\n");
+    for (;;) {
+        int best = -1;
+        for (int op = 0; op < SY_OP_COUNT; op++)
+            if (by_op[op] > 0 && (best < 0 || by_op[op] > by_op[best])) best = op;
+        if (best < 0 || by_op[best] < 0.005 * total) break;
+        fprintf(stderr, "  %5.1f%% %8.3f ms  %-24s %d steps\n", 100 * by_op[best] / total,
+                1e3 * by_op[best] / (double)(p->profile_runs ? p->profile_runs : 1), sy_op_name((sy_op)best), count[best]);
+        by_op[best] = 0;
+    }
 }
 
 void sy_plan_free(sy_plan *p) {

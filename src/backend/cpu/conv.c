@@ -36,6 +36,10 @@
  * Every split depends on the shapes only, never on the thread count, so the
  * result is bitwise the same on any number of threads.
  *
+ * 3x3 stride-1 convs with enough channels (VGG's, ResNet's) take Winograd
+ * F(4x4, 3x3) instead, in all three directions (winograd.c: 4x fewer
+ * multiplications; $SYSTOLIC_WINOGRAD=0 turns it off).
+ *
  * All of this is for plain convs. A depthwise conv (groups = C, one input
  * channel per group: DepthwiseConv2D, SeparableConv2D) goes to depthwise.c;
  * other grouped or dilated convs run the ref kernels (see conv_general).
@@ -506,6 +510,17 @@ static void fwd_run(const sy_exec *ex, const geom *g, const float *x, const floa
     run_blocks(ex, ceil_div(g->P, pb), fwd_block, &j, ws + 2 * floats_aligned(2 * g->K), fwd_scratch(g, pb));
 }
 
+/* ---- Winograd ------------------------------------------------------------
+ * The forward conv of g as winograd.c sees it, or (dx) the conv of dy whose
+ * output is dx: the same 3x3 window over dy with the padding that puts each
+ * dx pixel's window where the forward's windows came from (2 - pt). */
+static bool wino_shape(const geom *g, bool dx, sy_wino_shape *s) {
+    if (g->kh != 3 || g->kw != 3 || g->sh != 1 || g->sw != 1) return false;
+    if (dx) *s = (sy_wino_shape){g->n, g->oh, g->ow, g->o, g->c, 2 - g->pt, 2 - g->pl, g->h, g->w};
+    else *s = (sy_wino_shape){g->n, g->h, g->w, g->c, g->o, g->pt, g->pl, g->oh, g->ow};
+    return sy_winograd_fits(s);
+}
+
 /* ---- convs the fast paths above do not take ---------------------------------
  * Depthwise convs (groups = C) go to depthwise.c; other grouped or dilated
  * convs (rare: none of keras.applications' models has one) run the ref
@@ -527,6 +542,8 @@ static void conv_general(const sy_kargs *k, sy_op op, const sy_shape *w) {
 static size_t conv2d_fwd_ws(const sy_kargs *k, int threads) {
     if (!plain(k->attr)) return 0;
     geom g = geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
+    sy_wino_shape ws;
+    if (wino_shape(&g, false, &ws)) return sy_winograd_fwd_ws(&ws, threads);
     return fwd_ws(&g, threads);
 }
 
@@ -536,7 +553,13 @@ static void conv2d_fwd_f32_fast(const sy_kargs *k) {
         return;
     }
     geom g = geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
-    fwd_run(k->ex, &g, k->in[0], k->in[1], k->n_in > 2 ? k->in[2] : NULL, k->attr->conv.act, k->out, k->ws);
+    const float *bias = k->n_in > 2 ? k->in[2] : NULL;
+    sy_wino_shape ws;
+    if (wino_shape(&g, false, &ws)) {
+        sy_winograd_fwd(k->ex, &ws, k->in[0], k->in[1], false, bias, k->attr->conv.act, k->out, k->ws);
+        return;
+    }
+    fwd_run(k->ex, &g, k->in[0], k->in[1], bias, k->attr->conv.act, k->out, k->ws);
 }
 
 /* ---- backprop-input ------------------------------------------------------ */
@@ -568,6 +591,8 @@ static size_t conv2d_bwd_data_ws(const sy_kargs *k, int threads) {
     if (!plain(k->attr)) return 0;
     geom g = geom_make(k->out_shape, &k->in_shape[1], k->attr);
     if (pointwise(&g) || g.P == 0) return 0;
+    sy_wino_shape ws;
+    if (wino_shape(&g, true, &ws)) return sy_winograd_fwd_ws(&ws, threads);
     int64_t pb = block_rows(g.P, g.K, TARGET_BLOCKS);
     return (size_t)(buffers_for(threads, bwd_data_groups(&g, pb)) * floats_aligned(pb * g.K)) * sizeof(float);
 }
@@ -586,6 +611,11 @@ static void conv2d_bwd_data_f32_fast(const sy_kargs *k) {
     }
     if (pointwise(&g)) {
         sy_sgemm_parallel(k->ex, false, true, g.P, g.c, g.o, 1.0f, dy, g.o, w, g.o, 0.0f, dx, g.c, NULL, SY_ACT_NONE);
+        return;
+    }
+    sy_wino_shape ws;
+    if (wino_shape(&g, true, &ws)) {
+        sy_winograd_fwd(k->ex, &ws, dy, w, true, NULL, SY_ACT_NONE, dx, k->ws);
         return;
     }
     int64_t pb = block_rows(g.P, g.K, TARGET_BLOCKS);
@@ -676,6 +706,8 @@ static size_t conv2d_bwd_filter_ws(const sy_kargs *k, int threads) {
         return sy_cpu_conv_is_depthwise(k->attr, k->out_shape) ? sy_cpu_depthwise_bwd_filter_ws(k, threads) : 0;
     geom g = geom_make(&k->in_shape[0], k->out_shape, k->attr);
     if (g.P == 0) return 0;
+    sy_wino_shape ws;
+    if (wino_shape(&g, false, &ws)) return sy_winograd_bwd_filter_ws(&ws, threads);
     bwd_filter_plan p = bwd_filter_plan_make(&g);
     int64_t n = 2 * floats_aligned(2 * g.K) + floats_aligned((p.R - 1) * g.K * g.o) +
                 buffers_for(threads, p.R * p.S) * bwd_filter_scratch(&g, &p);
@@ -691,6 +723,11 @@ static void conv2d_bwd_filter_f32_fast(const sy_kargs *k) {
     float *dw = k->out, *ws = k->ws;
     if (g.P == 0) {
         memset(dw, 0, (size_t)sy_shape_count(k->out_shape) * sizeof(float));
+        return;
+    }
+    sy_wino_shape wsh;
+    if (wino_shape(&g, false, &wsh)) {
+        sy_winograd_bwd_filter(k->ex, &wsh, k->in[0], k->in[1], dw, ws);
         return;
     }
     bwd_filter_plan p = bwd_filter_plan_make(&g);

@@ -156,6 +156,23 @@ extern const sy_kernel sy_cpu_softmax, sy_cpu_log_softmax;
 extern const sy_kernel sy_cpu_sparse_softmax_ce, sy_cpu_sparse_softmax_ce_grad;
 extern const sy_kernel sy_cpu_sgd_update, sy_cpu_adam_update, sy_cpu_rmsprop_update;
 extern const sy_kernel sy_cpu_slice, sy_cpu_slice_grad;
+/* Winograd F(4x4, 3x3) (winograd.c): a 3x3, stride-1, undilated, ungrouped
+ * conv of x (N, H, W, C) with leading padding (pt, pl) to y (N, OH, OW, O).
+ * The forward takes w (3, 3, C, O), or with flip the kernel of the conv
+ * whose input gradient this is, (3, 3, O, C), flipped in space. */
+typedef struct sy_wino_shape {
+    int64_t n, h, w, c, o, pt, pl, oh, ow;
+} sy_wino_shape;
+bool sy_winograd_enabled(void); /* $SYSTOLIC_WINOGRAD is not 0 */
+bool sy_winograd_fits(const sy_wino_shape *s);
+size_t sy_winograd_fwd_ws(const sy_wino_shape *s, int threads);
+void sy_winograd_fwd(const sy_exec *ex, const sy_wino_shape *s, const float *x, const float *w, bool flip,
+                     const float *bias, int act, float *y, float *ws);
+/* dw (3, 3, C, O) from x and dy (N, OH, OW, O). */
+size_t sy_winograd_bwd_filter_ws(const sy_wino_shape *s, int threads);
+void sy_winograd_bwd_filter(const sy_exec *ex, const sy_wino_shape *s, const float *x, const float *dy, float *dw,
+                            float *ws);
+
 /* The depthwise conv (depthwise.c): conv2d with groups = C > 1, one input
  * channel per group; conv.c's kernels hand such convs over. */
 bool sy_cpu_conv_is_depthwise(const sy_attrs *a, const sy_shape *w);

@@ -48,7 +48,7 @@ static const sy_kernel *const fast[SY_OP_COUNT] = {
     [SY_OP_GRU_SCAN_GRAD] = &sy_cpu_gru_scan_grad,
     /* the convolution family (issue 15) */
     [SY_OP_PAD] = &sy_cpu_slice_grad,
-    /* issue 15, keras.applications (broadcast.c) */
+    /* issue 15 (broadcast.c): reduce_mean's gradients (BatchNormalization, global pooling) */
     [SY_OP_BROADCAST_TO] = &sy_cpu_broadcast_to,
 };
 

@@ -7,7 +7,8 @@
  * walked with an odometer over its outer axes and copied in runs: the run
  * is the innermost axis the box does not cover fully, times everything
  * inside it (which it does cover fully, so that stretch is contiguous in
- * both tensors).
+ * both tensors). (broadcast_to, which moves runs too, is broadcast.c's,
+ * with the broadcasting binary ops.)
  */
 #include "cpu_internal.h"
 
