@@ -27,37 +27,27 @@ Usage (from the repository root):
 
 import os
 
-os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_fixtures as mf  # noqa: E402  (sets TF's determinism before importing it)
 
 import argparse  # noqa: E402
-import zlib  # noqa: E402
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
-tf.config.threading.set_intra_op_parallelism_threads(1)
-tf.config.threading.set_inter_op_parallelism_threads(1)
-tf.config.experimental.enable_op_determinism()
-tf.get_logger().setLevel("ERROR")
 
 L = tf.keras.layers
 F32 = np.float32
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def rng_for(case):
-    return np.random.default_rng(zlib.crc32(case.encode("ascii")))
+rng_for = mf.rng_for
 
 
 def save(out_dir, fname, arrays):
-    path = os.path.join(out_dir, fname)
-    checked = {k: np.asarray(v, order="C").astype(F32) for k, v in arrays.items()}
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        np.savez_compressed(f, **checked)
-    os.replace(tmp, path)
-    print(f"  {fname}: {len(arrays)} arrays, {os.path.getsize(path)} bytes")
+    """make_fixtures.py's save, every array as float32 (the count too: test_golden reads them so)."""
+    mf.save(out_dir, fname, {k: np.asarray(v, order="C").astype(F32) for k, v in arrays.items()})
 
 
 # (case, layer factory, x shape)
