@@ -169,18 +169,18 @@ static void print_models(FILE *out, bool with_defaults) {
     fprintf(out, "\nmodels%s:\n", with_defaults ? " and the defaults they train with" : "");
     for (int i = 0; i < builtin_count(); i++) {
         const builtin_model *b = builtin_at(i);
-        fprintf(out, "  %-18s %s\n", b->name, b->description);
+        fprintf(out, "  %-19s %s\n", b->name, b->description);
         if (with_defaults)
-            fprintf(out, "  %-18s   --epochs %d --steps-per-epoch %lld --batch-size %lld --optimizer %s --learning-rate %g --validation-freq %d\n",
+            fprintf(out, "  %-19s   --epochs %d --steps-per-epoch %lld --batch-size %lld --optimizer %s --learning-rate %g --validation-freq %d\n",
                     "", b->epochs, (long long)b->steps_per_epoch, (long long)b->batch_size, b->optimizer,
                     (double)b->learning_rate, b->validation_freq);
     }
-    fprintf(out, "  %-18s a Keras model: its model.to_json() output; its data from --dataset NAME%s\n", "MODEL.json",
+    fprintf(out, "  %-19s a Keras model: its model.to_json() output; its data from --dataset NAME%s\n", "MODEL.json",
             with_defaults ? " or --data" : "");
-    fprintf(out, "  %-18s a full Keras model (model.save()): its weights, and its loss, metrics and optimizer when "
+    fprintf(out, "  %-19s a full Keras model (model.save()): its weights, and its loss, metrics and optimizer when "
                  "saved compiled\n", "MODEL.h5");
     if (with_defaults)
-        fprintf(out, "  %-18s   Keras's defaults: --epochs 1 --steps-per-epoch 0 --batch-size 32 --optimizer rmsprop "
+        fprintf(out, "  %-19s   Keras's defaults: --epochs 1 --steps-per-epoch 0 --batch-size 32 --optimizer rmsprop "
                      "--learning-rate 0.001 --validation-freq 1\n", "");
 }
 
