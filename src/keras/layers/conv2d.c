@@ -178,23 +178,7 @@ static sy_node conv2d_build(sy_graph *g, const sy_layer *l, const sy_node *in, i
     return keras_activate(g, l->activation, h);
 }
 
-static const char *const conv2d_keys[] = {"filters",
-                                          "kernel_size",
-                                          "strides",
-                                          "padding",
-                                          "data_format",
-                                          "dilation_rate",
-                                          "groups",
-                                          "activation",
-                                          "use_bias",
-                                          "kernel_initializer",
-                                          "bias_initializer",
-                                          "kernel_regularizer",
-                                          "bias_regularizer",
-                                          "kernel_constraint",
-                                          "bias_constraint",
-                                          "input_dim",
-                                          NULL};
+static const char *const conv2d_keys[] = {CONV_BASE_KEYS, "input_dim", NULL};
 
 static sy_status conv2d_json_read(const rd *r, sy_layer *l) {
     static const char *const nulls[] = {"kernel_constraint", NULL};

@@ -104,23 +104,7 @@ static sy_node convt_build(sy_graph *g, const sy_layer *l, const sy_node *in, in
     return keras_activate(g, l->activation, h);
 }
 
-static const char *const convt_keys[] = {"filters",
-                                         "kernel_size",
-                                         "strides",
-                                         "padding",
-                                         "data_format",
-                                         "dilation_rate",
-                                         "groups",
-                                         "activation",
-                                         "use_bias",
-                                         "kernel_initializer",
-                                         "bias_initializer",
-                                         "kernel_regularizer",
-                                         "bias_regularizer",
-                                         "kernel_constraint",
-                                         "bias_constraint",
-                                         "output_padding",
-                                         NULL};
+static const char *const convt_keys[] = {CONV_BASE_KEYS, "output_padding", NULL};
 
 static sy_status convt_json_read(const rd *r, sy_layer *l) {
     static const char *const nulls[] = {"kernel_regularizer", "kernel_constraint", NULL};

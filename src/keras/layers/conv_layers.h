@@ -9,6 +9,13 @@
 
 #include "../keras_config.h"
 
+/* The keys of get_config() that Keras's base Conv class writes, in its
+ * order: the head of every conv layer's json_keys. */
+#define CONV_BASE_KEYS                                                                                              \
+    "filters", "kernel_size", "strides", "padding", "data_format", "dilation_rate", "groups", "activation",         \
+        "use_bias", "kernel_initializer", "bias_initializer", "kernel_regularizer", "bias_regularizer",             \
+        "kernel_constraint", "bias_constraint"
+
 /* dilation_rate[i] and groups, 0 read as 1 (a sy_layer filled by hand). */
 static inline int32_t conv_dilation(const sy_layer *l, int i) {
     return l->dilation_rate[i] > 1 ? l->dilation_rate[i] : 1;

@@ -203,29 +203,9 @@ static sy_node sep_build(sy_graph *g, const sy_layer *l, const sy_node *in, int 
     return keras_activate(g, l->activation, h);
 }
 
-static const char *const sep_keys[] = {"filters",
-                                       "kernel_size",
-                                       "strides",
-                                       "padding",
-                                       "data_format",
-                                       "dilation_rate",
-                                       "groups",
-                                       "activation",
-                                       "use_bias",
-                                       "kernel_initializer",
-                                       "bias_initializer",
-                                       "kernel_regularizer",
-                                       "bias_regularizer",
-                                       "kernel_constraint",
-                                       "bias_constraint",
-                                       "depth_multiplier",
-                                       "depthwise_initializer",
-                                       "pointwise_initializer",
-                                       "depthwise_regularizer",
-                                       "pointwise_regularizer",
-                                       "depthwise_constraint",
-                                       "pointwise_constraint",
-                                       NULL};
+static const char *const sep_keys[] = {CONV_BASE_KEYS,          "depth_multiplier",      "depthwise_initializer",
+                                       "pointwise_initializer", "depthwise_regularizer", "pointwise_regularizer",
+                                       "depthwise_constraint",  "pointwise_constraint",  NULL};
 
 static sy_status sep_json_read(const rd *r, sy_layer *l) {
     static const char *const nulls[] = {"kernel_regularizer",
