@@ -1,0 +1,52 @@
+/*
+ * systolic/tpu.h - the Cloud TPU chips the emulated (sim) devices model.
+ *
+ * A chip is a table row of published figures (docs/design/tpu-chips.md
+ * cites each one): its TensorCores, their matrix units (MXUs) and vector
+ * units, its clock, its high-bandwidth memory, the links of its inter-chip
+ * interconnect (ICI), and what feeding it from the host costs. The resolver
+ * (`--tpu sim:v3-8`) makes replicas of a chip's cores; the sim backend runs
+ * the MXU's numerics; the cost model (`systolic profile`) turns a compiled
+ * plan into the chip's cycles with these figures.
+ *
+ * Figures are per TensorCore where the name says `core`, else per chip.
+ */
+#ifndef SYSTOLIC_TPU_H
+#define SYSTOLIC_TPU_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sy_tpu_chip {
+    const char *name;          /* "v2", "v3", "v4" */
+    int32_t cores;             /* TensorCores per chip */
+    int32_t replicas;          /* replicas TPUStrategy makes per chip (v4's megacore: 1) */
+    int32_t mxus_per_core;     /* matrix units per TensorCore */
+    int32_t mxu_rows, mxu_cols; /* the systolic array: 128 x 128 */
+    double clock_hz;           /* TensorCore clock */
+    double peak_bf16_flops;    /* per chip: cores * mxus * rows * cols * 2 * clock */
+    double vector_flops_core;  /* float32 FLOP/s of one core's vector unit */
+    double hbm_bytes;          /* per chip */
+    double hbm_bytes_per_s;    /* per chip */
+    int32_t ici_links;         /* inter-chip interconnect links per chip */
+    double ici_link_bytes_per_s; /* one link, one direction */
+    double ici_latency_s;      /* one hop */
+    double infeed_bytes_per_s; /* host to chip (PCIe), per chip */
+    double host_round_trip_s;  /* one host round trip, which steps_per_execution amortises */
+    int32_t max_chips;         /* the largest slice (a full pod) */
+} sy_tpu_chip;
+
+/* The chip of a name ("v2", "v3", "v4"; case-insensitive); NULL if unknown. */
+const sy_tpu_chip *sy_tpu_chip_find(const char *name);
+/* The known chips, for listings and errors: index 0 .. sy_tpu_chip_count()-1. */
+int sy_tpu_chip_count(void);
+const sy_tpu_chip *sy_tpu_chip_at(int index);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
