@@ -55,5 +55,6 @@
 #include "systolic/distribute.h"
 #include "systolic/keras.h"
 #include "systolic/applications.h" /* issue 15: keras.applications */
+#include "systolic/tpu.h"          /* issue 16: the emulated TPU chips */
 
 #endif
