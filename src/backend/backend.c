@@ -21,7 +21,7 @@ static const int op_arity[SY_OP_COUNT] = {
 const char *sy_op_name(sy_op op) { return (unsigned)op < SY_OP_COUNT ? op_names[op] : "invalid"; }
 int sy_op_arity(sy_op op) { return op_arity[op]; }
 
-static const sy_backend *const backends[] = {&sy_backend_cpu, &sy_backend_ref};
+static const sy_backend *const backends[] = {&sy_backend_cpu, &sy_backend_ref, &sy_backend_sim};
 
 int sy_backend_count(void) { return (int)(sizeof backends / sizeof backends[0]); }
 const sy_backend *sy_backend_at(int index) { return backends[index]; }
@@ -62,8 +62,17 @@ static const sy_kernel *cpu_lookup(sy_op op, sy_dtype dtype) {
     return k ? k : sy_ref_kernel(op, dtype);
 }
 
+/* The emulated TPU: the MXU's ops run with its numerics (sim_kernels.c); the
+ * rest run as on the chip's vector unit, in float32, which is the cpu
+ * backend's arithmetic. */
+static const sy_kernel *sim_lookup(sy_op op, sy_dtype dtype) {
+    const sy_kernel *k = sy_sim_kernel(op, dtype);
+    return k ? k : cpu_lookup(op, dtype);
+}
+
 const sy_backend sy_backend_ref = {"ref", "scalar reference kernels (float32, float64)", ref_lookup};
 const sy_backend sy_backend_cpu = {"cpu", "fast float32 CPU kernels (oneDNN GEMM, fused loops)", cpu_lookup};
+const sy_backend sy_backend_sim = {"sim", "the emulated TPU: the MXU's bfloat16 products on the CPU", sim_lookup};
 
 const char *sy_backend_name(int index) {
     return index >= 0 && index < sy_backend_count() ? backends[index]->name : NULL;

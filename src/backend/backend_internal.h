@@ -167,6 +167,7 @@ typedef struct sy_backend {
 
 extern const sy_backend sy_backend_ref;
 extern const sy_backend sy_backend_cpu;
+extern const sy_backend sy_backend_sim; /* issue 16: the emulated TPU (src/backend/sim/) */
 
 /* Look a backend up by name ("ref", "cpu"). NULL with an error if unknown. */
 const sy_backend *sy_backend_find(const char *name);
@@ -177,6 +178,9 @@ const sy_backend *sy_backend_at(int index);
 const sy_kernel *sy_ref_kernel(sy_op op, sy_dtype dtype);
 /* Fast CPU kernel lookup (cpu_kernels.c); NULL where ref is used. */
 const sy_kernel *sy_cpu_kernel(sy_op op, sy_dtype dtype);
+/* The sim backend's own kernels (src/backend/sim/sim_kernels.c): the MXU's
+ * ops with its numerics; NULL where the op runs as on the cpu backend. */
+const sy_kernel *sy_sim_kernel(sy_op op, sy_dtype dtype);
 
 /* ---- helpers shared by kernels ----------------------------------------- */
 
