@@ -32,12 +32,18 @@ extern "C" {
 
 /* ---- the cluster resolver ---------------------------------------------------------- */
 
-typedef enum sy_device_kind { SY_DEVICE_CPU = 0 } sy_device_kind;
+typedef enum sy_device_kind {
+    SY_DEVICE_CPU = 0,
+    SY_DEVICE_SIM /* a core of an emulated TPU chip (issue 16): the sim backend, its chip's figures */
+} sy_device_kind;
+
+typedef struct sy_tpu_chip sy_tpu_chip; /* systolic/tpu.h */
 
 typedef struct sy_device {
     char name[64];       /* "/job:localhost/replica:0/task:0/device:CPU:3" */
     sy_device_kind kind;
     int32_t replica;     /* its index among the replicas in sync */
+    const sy_tpu_chip *chip; /* SY_DEVICE_SIM: the chip it is a core of; NULL otherwise */
 } sy_device;
 
 typedef struct sy_cluster sy_cluster;
