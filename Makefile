@@ -2,7 +2,7 @@
 #
 #   make          build the library and build/systolic
 #   make test     build and run the tests (ctest), CI's learning tests among them; list the skipped ones
-#   make test-long  the learning tests: tutorials to their published accuracy
+#   make test-long  the long tests: tutorials to their published accuracy, all 24 keras.applications
 #   make asan     the tests under AddressSanitizer + UBSan (build-asan/), no learning tests
 #   make tsan     the tests under ThreadSanitizer (build-tsan/), no learning tests
 #   make bench    build and run the benchmarks
