@@ -102,6 +102,13 @@ typedef struct sy_plan_options {
     int threads;             /* how many of the pool's threads (0: all) */
     bool fuse;               /* fuse elementwise chains (default true) */
     uint64_t seed;           /* this plan's random stream (dropout) */
+    /* issue 16, sim devices: the memory of the device the plan stands for
+     * (a TPU core's share of its chip's HBM), bytes; 0: none. A plan whose
+     * weights, optimizer slots, gradients and activations need more is
+     * refused before anything is allocated (SY_ERR_OUT_OF_MEMORY, each
+     * size named, and device_memory_name: "a TPU v2 core's HBM"). */
+    int64_t device_memory;
+    const char *device_memory_name;
 } sy_plan_options;
 
 sy_plan_options sy_plan_options_default(void);
