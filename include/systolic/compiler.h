@@ -157,6 +157,7 @@ typedef struct sy_plan_info {
     int64_t arena_bytes;   /* activations and workspaces, after liveness planning */
     int64_t unplanned_bytes; /* what the arena would need with no reuse */
     int64_t param_bytes, grad_bytes, slot_bytes;
+    const char *backend;   /* issue 16, sim devices: the backend it runs ("sim" on an emulated TPU) */
 } sy_plan_info;
 
 void sy_plan_get_info(const sy_plan *plan, sy_plan_info *info);

@@ -910,7 +910,10 @@ const void *sy_plan_gradient(const sy_plan *p, sy_node param) {
 sy_vars *sy_plan_vars(sy_plan *p) { return p->vars; }
 void sy_plan_set_learning_rate(sy_plan *p, float lr) { p->ex.learning_rate = lr; }
 float sy_plan_learning_rate(const sy_plan *p) { return p->ex.learning_rate; }
-void sy_plan_get_info(const sy_plan *p, sy_plan_info *info) { *info = p->info; }
+void sy_plan_get_info(const sy_plan *p, sy_plan_info *info) {
+    *info = p->info;
+    info->backend = p->backend->name;
+}
 
 void sy_plan_dump(const sy_plan *p, FILE *out) {
     static const char *const blocks[] = {"-", "arena", "params", "slots", "grads", "const"};
