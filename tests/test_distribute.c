@@ -3,7 +3,8 @@
  * and their errors; bitwise determinism whatever the threads; 1 and 8
  * replicas on one global batch giving one trajectory; steps_per_execution
  * changing nothing but how often the host looks; the batch checks and the
- * small-batch warning; evaluate and predict covering every sample.
+ * small-batch warning; evaluate and predict covering every sample; the
+ * emulated TPU slices (sim:v3-8, ...) and their refusals (issue 16).
  */
 #include "check.h"
 #include "synthetic.h"
@@ -284,6 +285,120 @@ static void test_batch_normalization_replicas(void) {
     sy_tensor_free(y);
 }
 
+/* ---- issue 16, sim devices: emulated TPU slices ------------------------------------------ */
+
+static void test_sim_devices(void) {
+    static const struct {
+        const char *spec, *as;
+        int32_t replicas;
+        const char *chip, *last_name;
+    } good[] = {
+        {"sim:v2-8", "sim:v2-8", 8, "v2", "/job:worker/replica:0/task:0/device:TPU:7"},
+        {"SIM:V3-8", "sim:v3-8", 8, "v3", "/job:worker/replica:0/task:0/device:TPU:7"},
+        {"sim:v3-32", "sim:v3-32", 32, "v3", "/job:worker/replica:0/task:3/device:TPU:7"},
+        {"sim:v2-512", "sim:v2-512", 512, "v2", "/job:worker/replica:0/task:63/device:TPU:7"},
+        {"sim:v3-2048", "sim:v3-2048", 2048, "v3", "/job:worker/replica:0/task:255/device:TPU:7"},
+        /* v4's two cores are one device (megacore): a replica per chip, four chips a host */
+        {"sim:v4-8", "sim:v4-8", 4, "v4", "/job:worker/replica:0/task:0/device:TPU:3"},
+        {"sim:v4-32", "sim:v4-32", 16, "v4", "/job:worker/replica:0/task:3/device:TPU:3"},
+        {"sim:v4-96", "sim:v4-96", 48, "v4", "/job:worker/replica:0/task:11/device:TPU:3"},     /* 3x4x4 */
+        {"sim:v4-8192", "sim:v4-8192", 4096, "v4", "/job:worker/replica:0/task:1023/device:TPU:3"}, /* the pod */
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        sy_cluster *c = NULL;
+        CHECK_OK(sy_cluster_resolve(good[i].spec, &c));
+        if (!c) continue;
+        int32_t n = sy_cluster_device_count(c);
+        const sy_device *first = sy_cluster_device(c, 0), *last = sy_cluster_device(c, n - 1);
+        CHECK(n == good[i].replicas && !strcmp(sy_cluster_spec(c), good[i].as), "%s: %d replicas as '%s'", good[i].spec,
+              n, sy_cluster_spec(c));
+        CHECK(first->kind == SY_DEVICE_SIM && last->kind == SY_DEVICE_SIM && first->chip && first->chip == last->chip &&
+                  !strcmp(first->chip->name, good[i].chip) && last->replica == n - 1,
+              "%s: sim devices of chip %s", good[i].spec, good[i].chip);
+        CHECK(!strcmp(first->name, "/job:worker/replica:0/task:0/device:TPU:0") && !strcmp(last->name, good[i].last_name),
+              "%s: named '%s' .. '%s'", good[i].spec, first->name, last->name);
+        sy_cluster_free(c);
+    }
+    static const struct {
+        const char *spec, *says;
+    } bad[] = {
+        {"sim:v3-7", "a TPU v3 slice has no '7' TensorCores; the v3 slices have (cores): 8, 32, 64, 128, 256, 512, 1024, 2048"},
+        {"sim:v2-64", "the v2 slices have (cores): 8, 32, 128, 256, 512"},
+        {"sim:v3-4096", "a TPU v3 slice has no '4096'"},
+        {"sim:v4-6", "a TPU v4 slice has no '6'"},  /* 3 chips: less than a host's 2x2x1 */
+        {"sim:v4-10", "a TPU v4 slice has no '10'"}, /* 5 chips: no side of 5 */
+        {"sim:v4-9", "a TPU v4 slice has no '9'"},   /* half a chip */
+        {"sim:v4-16384", "2x2x1"},
+        {"sim:v3-0", "no '0'"},
+        {"sim:v3-8x", "no '8x'"},
+        {"sim:v3-", "no ''"},
+        {"sim:v3-99999999999", "no '99999999999'"},
+        {"sim:v5-8", "unknown TPU chip 'v5'; the emulated chips are: v2, v3, v4"},
+        {"sim:v3", "e.g. sim:v2-8 or sim:v3-32; chips: v2, v3, v4"},
+        {"sim:-8", "sim:CHIP-CORES"},
+        {"sim:", "sim:CHIP-CORES"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sy_cluster *c = NULL;
+        sy_status st = sy_cluster_resolve(bad[i].spec, &c);
+        CHECK(st == SY_ERR_INVALID_ARGUMENT && !c, "%s: %s", bad[i].spec, sy_status_name(st));
+        CHECK(contains(sy_last_error(), bad[i].spec) && contains(sy_last_error(), bad[i].says), "%s: '%s'", bad[i].spec,
+              sy_last_error());
+        sy_cluster_free(c);
+    }
+
+    /* a strategy over a slice: its chip, and plans for the sim backend */
+    sy_cluster *c = NULL;
+    sy_strategy *s = NULL;
+    CHECK_OK(sy_cluster_resolve("sim:v2-8", &c));
+    if (c) CHECK_OK(sy_strategy_new(c, &s));
+    sy_cluster_free(c);
+    if (!s) return;
+    CHECK(sy_strategy_num_replicas_in_sync(s) == 8 && sy_strategy_chip(s) && !strcmp(sy_strategy_chip(s)->name, "v2"),
+          "sim:v2-8: 8 replicas of a TPU v2 core");
+    /* (B, 256) @ (256, 256): per replica, B = 4096 fits a core's 8 GiB; B = 2^23 needs 8 GiB for x alone */
+    for (int big = 0; big < 2; big++) {
+        int64_t b = big ? (int64_t)1 << 23 : 4096;
+        sy_graph *g = NULL;
+        CHECK_OK(sy_graph_new(&g));
+        if (!g) break;
+        sy_node x = sy_graph_input(g, "x", SY_F32, sy_shape_of(2, b, (int64_t)256));
+        sy_node w = sy_graph_param(g, "w", SY_F32, sy_shape_of(2, (int64_t)256, (int64_t)256), sy_init_glorot_uniform(1));
+        sy_node loss = sy_graph_reduce_mean(g, sy_graph_matmul(g, x, w, false, false), NULL, 0, false);
+        CHECK_OK(sy_graph_status(g));
+        sy_plan_options o = sy_plan_options_default();
+        o.loss = loss;
+        o.optimizer = sy_optimizer_adam(1e-3f);
+        replica_set *r = NULL;
+        sy_status st = replicas_compile(s, g, &o, &r);
+        if (!big) {
+            CHECK(st == SY_OK && r, "a plan that fits a TPU v2 core: %s", st ? sy_last_error() : "");
+            if (r) {
+                sy_plan_info info;
+                sy_plan_get_info(r->plans[7], &info);
+                CHECK(!strcmp(info.backend, "sim"), "the replicas of a sim device run the sim backend, not '%s'", info.backend);
+            }
+        } else {
+            CHECK(st == SY_ERR_OUT_OF_MEMORY && !r && contains(sy_last_error(), "at batch size 8388608 (per replica)") &&
+                      contains(sy_last_error(), "does not fit in a TPU v2 core's HBM (8.0 GiB)") &&
+                      contains(sy_last_error(), "weights 256.0 KiB, optimizer slots 512.0 KiB, gradients 256.0 KiB, activations "),
+                  "a plan past a TPU v2 core's HBM is refused, naming the sizes: %s: %s", sy_status_name(st), sy_last_error());
+        }
+        replicas_free(r);
+        sy_graph_free(g);
+    }
+    sy_strategy_free(s);
+    /* on the CPU: no chip, the cpu backend, no HBM limit */
+    CHECK_OK(sy_cluster_resolve("cpu:2", &c));
+    if (c) {
+        CHECK_OK(sy_strategy_new(c, &s));
+        CHECK(s && !sy_strategy_chip(s) && sy_cluster_device(c, 0)->kind == SY_DEVICE_CPU && !sy_cluster_device(c, 0)->chip,
+              "cpu:2 has no chip");
+        sy_strategy_free(s);
+        sy_cluster_free(c);
+    }
+}
+
 int main(void) {
     test_resolver();
     test_determinism();
@@ -291,5 +406,6 @@ int main(void) {
     test_steps_per_execution();
     test_batches();
     test_batch_normalization_replicas();
+    test_sim_devices(); /* issue 16 */
     return check_report("test_distribute");
 }

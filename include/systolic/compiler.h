@@ -102,6 +102,13 @@ typedef struct sy_plan_options {
     int threads;             /* how many of the pool's threads (0: all) */
     bool fuse;               /* fuse elementwise chains (default true) */
     uint64_t seed;           /* this plan's random stream (dropout) */
+    /* issue 16, sim devices: the memory of the device the plan stands for
+     * (a TPU core's share of its chip's HBM), bytes; 0: none. A plan whose
+     * weights, optimizer slots, gradients and activations need more is
+     * refused before anything is allocated (SY_ERR_OUT_OF_MEMORY, each
+     * size named, and device_memory_name: "a TPU v2 core's HBM"). */
+    int64_t device_memory;
+    const char *device_memory_name;
 } sy_plan_options;
 
 sy_plan_options sy_plan_options_default(void);
@@ -150,6 +157,7 @@ typedef struct sy_plan_info {
     int64_t arena_bytes;   /* activations and workspaces, after liveness planning */
     int64_t unplanned_bytes; /* what the arena would need with no reuse */
     int64_t param_bytes, grad_bytes, slot_bytes;
+    const char *backend;   /* issue 16, sim devices: the backend it runs ("sim" on an emulated TPU) */
 } sy_plan_info;
 
 void sy_plan_get_info(const sy_plan *plan, sy_plan_info *info);

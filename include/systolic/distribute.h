@@ -52,7 +52,13 @@ typedef struct sy_cluster sy_cluster;
  *   local    every core of this machine, one replica each (and the GPUs,
  *            once a GPU backend is built in);
  *   cpu      the same on the CPU alone;
- *   cpu:N    N replicas on the CPU, 1 <= N <= 1024 (N may exceed the cores).
+ *   cpu:N    N replicas on the CPU, 1 <= N <= 1024 (N may exceed the cores);
+ *   sim:vX-N an emulated Cloud TPU slice (issue 16), named as Cloud TPU's
+ *            accelerator types are: chip vX (v2, v3, v4; systolic/tpu.h),
+ *            N TensorCores. A replica per core (v2, v3), per chip (v4's
+ *            megacore): sim:v3-8 has 8, sim:v3-32 32, sim:v4-8 4. Its
+ *            devices are SY_DEVICE_SIM with their chip; slices Cloud TPU
+ *            does not offer (sim:v3-7) are refused with those it does.
  * spec NULL or "" falls back to $SYSTOLIC_TPU, then to "local". Unknown or
  * malformed specs (SY_ERR_INVALID_ARGUMENT) and device kinds this build
  * lacks (gpu, tpu: SY_ERR_UNSUPPORTED) are refused with the known forms. */
@@ -75,6 +81,13 @@ void sy_strategy_free(sy_strategy *s);
 int32_t sy_strategy_num_replicas_in_sync(const sy_strategy *s);
 /* Threads the strategy runs its replicas on (at most the host's cores). */
 int32_t sy_strategy_threads(const sy_strategy *s);
+/* issue 16, sim devices: the emulated chip the replicas run on, NULL on
+ * the CPU. Its plans run the sim backend's kernels (the MXU's numerics;
+ * a "ref" backend asked for stays ref), and a plan whose weights,
+ * optimizer slots, gradients and activations exceed a replica's share of
+ * the chip's HBM is refused when compiled (SY_ERR_OUT_OF_MEMORY), naming
+ * each size. */
+const sy_tpu_chip *sy_strategy_chip(const sy_strategy *s);
 
 /* Keras's `with strategy.scope():` on this thread: models created between
  * enter and exit use the strategy. Scopes nest; NULL for none. */

@@ -14,6 +14,7 @@
 #ifndef SYSTOLIC_TPU_H
 #define SYSTOLIC_TPU_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -44,6 +45,15 @@ const sy_tpu_chip *sy_tpu_chip_find(const char *name);
 /* The known chips, for listings and errors: index 0 .. sy_tpu_chip_count()-1. */
 int sy_tpu_chip_count(void);
 const sy_tpu_chip *sy_tpu_chip_at(int index);
+
+/* issue 16, sim devices: the slices Cloud TPU offers of a chip, named as
+ * its accelerator types are, by TensorCores ("v3-32": 32 cores, 16 chips).
+ * v2 and v3: the listed types (v2-8, -32, -128, -256, -512; v3-8, -32,
+ * ..., -2048); v4: a topology AxBxC of chips, each side at most 4 or a
+ * multiple of 4 up to 16, of 4 chips or more (v4-8 is 2x2x1). */
+bool sy_tpu_chip_has_slice(const sy_tpu_chip *chip, int32_t cores);
+/* The slices, for an error: "8, 32, 128, 256, 512", or v4's rule in words. */
+const char *sy_tpu_chip_slices(const sy_tpu_chip *chip);
 
 #ifdef __cplusplus
 }

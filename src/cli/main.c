@@ -27,13 +27,38 @@ static int cmd_version(int argc, char **argv) {
     return 0;
 }
 
+/* issue 16, sim devices: the emulated chip's figures (systolic/tpu.h, whose
+ * sources docs/design/tpu-chips.md gives), per chip and for the slice. */
+static void print_chip(const sy_tpu_chip *t, int32_t replicas) {
+    const double gib = 1024.0 * 1024 * 1024;
+    int32_t chips = replicas / t->replicas, cores = chips * t->cores;
+    printf("chip: TPU %s (emulated), %d chip%s, %d TensorCores, %d host%s\n", t->name, chips, chips == 1 ? "" : "s",
+           cores, (chips + 3) / 4, (chips + 3) / 4 == 1 ? "" : "s");
+    printf("  %-15s %d per chip%s\n", "TensorCores", t->cores,
+           t->replicas == 1 ? ", joined as one (megacore): a replica per chip" : ", a replica each");
+    printf("  %-15s %d per core, each a %dx%d systolic array (bfloat16 x bfloat16 -> float32)\n", "MXUs",
+           t->mxus_per_core, t->mxu_rows, t->mxu_cols);
+    printf("  %-15s %.0f MHz\n", "clock", t->clock_hz / 1e6);
+    printf("  %-15s %.4g TFLOPS bf16 per chip (%.4g per core), %.4g the slice\n", "peak", t->peak_bf16_flops / 1e12,
+           t->peak_bf16_flops / t->cores / 1e12, t->peak_bf16_flops * chips / 1e12);
+    printf("  %-15s %.0f GiB per chip (%.0f GiB a replica), %.0f GB/s\n", "HBM", t->hbm_bytes / gib,
+           t->hbm_bytes / t->replicas / gib, t->hbm_bytes_per_s / 1e9);
+    printf("  %-15s %d links per chip, %.0f GB/s each way, %.0f us a hop\n", "interconnect", t->ici_links,
+           t->ici_link_bytes_per_s / 1e9, t->ici_latency_s * 1e6);
+    printf("  %-15s %.0f GB/s host to chip\n", "infeed", t->infeed_bytes_per_s / 1e9);
+}
+
 static int cmd_devices(int argc, char **argv) {
     const char *tpu = NULL;
-    flag f[1] = {{"--tpu", FLAG_STRING, &tpu, "SPEC", "devices to resolve: local, cpu, cpu:N (default $SYSTOLIC_TPU, else local)", .set = false}};
+    flag f[1] = {{"--tpu", FLAG_STRING, &tpu, "SPEC",
+                  "devices to resolve: local, cpu, cpu:N, or an emulated TPU slice sim:v2-8, sim:v3-8, sim:v4-8, "
+                  "sim:v3-32, ... (default $SYSTOLIC_TPU, else local)",
+                  .set = false}};
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: systolic devices [--tpu SPEC]\n\nList the devices a spec resolves to (one replica each), "
-                   "this host's cores and memory, and the compute backends.\n\nflags:\n");
+                   "an emulated TPU chip's figures, this host's cores and memory, and the compute backends.\n\n"
+                   "flags:\n");
             flags_help(stdout, f, 1);
             return 0;
         }
@@ -43,12 +68,18 @@ static int cmd_devices(int argc, char **argv) {
     sy_cluster *c;
     if (sy_cluster_resolve(tpu, &c)) return flag_refused("devices", tpu && *tpu ? "--tpu" : "--tpu (from $SYSTOLIC_TPU)");
     int32_t n = sy_cluster_device_count(c), cores = sy_cluster_host_cores(c);
+    const sy_tpu_chip *chip = sy_cluster_device(c, 0)->chip;
     printf("%s: %d replica%s in sync\n", sy_cluster_spec(c), n, n == 1 ? "" : "s");
-    printf("  %-7s %-5s %s\n", "replica", "kind", "name");
+    if (chip) printf("  %-7s %-4s %4s %4s %s\n", "replica", "kind", "chip", "core", "name");
+    else printf("  %-7s %-5s %s\n", "replica", "kind", "name");
     for (int32_t i = 0; i < n; i++) {
         const sy_device *d = sy_cluster_device(c, i);
-        printf("  %7d %-5s %s\n", d->replica, "CPU", d->name);
+        if (chip) /* v4's replica is a whole chip: its cores as one */
+            printf("  %7d %-4s %4d %4s %s\n", d->replica, "SIM", d->replica / chip->replicas,
+                   chip->replicas == 1 ? "0-1" : (d->replica % chip->replicas ? "1" : "0"), d->name);
+        else printf("  %7d %-5s %s\n", d->replica, "CPU", d->name);
     }
+    if (chip) print_chip(chip, n);
     printf("host: %d cores, %.1f GiB memory; the replicas run on %d thread%s", cores,
            (double)sy_cluster_host_memory(c) / (1024.0 * 1024 * 1024), n < cores ? n : cores,
            (n < cores ? n : cores) == 1 ? "" : "s");

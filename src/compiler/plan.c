@@ -476,6 +476,56 @@ static sy_status too_large(const sy_graph *g, const char *what, int64_t bytes) {
                     at, what, (double)bytes / 1e9, (long long)bytes, have);
 }
 
+/* Which nodes are optimizer slots: the third and later inputs of the
+ * update ops (the first two are the parameter and its gradient). */
+static void mark_slots(const compile_ctx *c, bool *is_slot /* per node */) {
+    for (int32_t u = 0; u < c->n_updates; u++)
+        for (int j = 2; j < c->g->nodes[c->updates[u]].n_in; j++) is_slot[graph_input(c->g, c->updates[u], j)] = true;
+}
+
+/* bytes in words: "512.0 KiB", "3.2 MiB", "16.0 GiB" */
+static const char *size_words(int64_t bytes, char *buf, size_t size) {
+    static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = (double)bytes;
+    int k = 0;
+    while (v >= 1024 && k < 6) v /= 1024, k++;
+    if (k) snprintf(buf, size, "%.1f %s", v, unit[k]);
+    else snprintf(buf, size, "%lld bytes", (long long)bytes);
+    return buf;
+}
+
+/* issue 16, sim devices: a plan the device cannot hold -- a TPU core's HBM
+ * holds its replica's copy of the weights and optimizer slots, its
+ * gradients and its activations -- is refused before anything is
+ * allocated, naming each part, so the user sees which to shrink. */
+static sy_status check_device_memory(const compile_ctx *c, int64_t grad_bytes, int64_t act_bytes) {
+    const sy_plan_options *o = c->o;
+    if (o->device_memory <= 0) return SY_OK;
+    const sy_graph *g = c->g;
+    bool *is_slot = sy_calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *is_slot);
+    if (!is_slot) return sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+    mark_slots(c, is_slot);
+    int64_t weights = 0, slots = 0, total = 0;
+    sy_status st = SY_OK;
+    for (int64_t i = 0; st == SY_OK && i < g->n_nodes; i++)
+        if (c->fs.live[i] && g->nodes[i].op == SY_OP_PARAM) st = value_bytes(g, i, is_slot[i] ? &slots : &weights);
+    sy_free(is_slot);
+    if (st) return st;
+    if (sy_add_overflow64(weights, slots, &total) || sy_add_overflow64(total, grad_bytes, &total) ||
+        sy_add_overflow64(total, act_bytes, &total))
+        total = INT64_MAX;
+    if (total <= o->device_memory) return SY_OK;
+    char at[64], w[32], sl[32], gr[32], ac[32], all[32], have[32];
+    batch_words(g, at, sizeof at);
+    return sy_error(SY_ERR_OUT_OF_MEMORY,
+                    "compile: the plan%s does not fit in %s (%s): it needs %s -- weights %s, optimizer slots %s, "
+                    "gradients %s, activations %s; use a smaller batch size, more replicas, or a chip with more HBM",
+                    at, o->device_memory_name ? o->device_memory_name : "the device's memory",
+                    size_words(o->device_memory, have, sizeof have), size_words(total, all, sizeof all),
+                    size_words(weights, w, sizeof w), size_words(slots, sl, sizeof sl), size_words(grad_bytes, gr, sizeof gr),
+                    size_words(act_bytes, ac, sizeof ac));
+}
+
 /* 6: places for every live value, arena offsets by liveness. */
 static sy_status plan_buffers(compile_ctx *c) {
     sy_plan *p = c->p;
@@ -591,6 +641,7 @@ static sy_status plan_buffers(compile_ctx *c) {
         st = too_large(g, "its activations and gradients need more than", INT64_MAX);
         goto done;
     }
+    if ((st = check_device_memory(c, grad_bytes, arena_bytes + const_bytes))) goto done;
     if (total > available_memory()) {
         st = too_large(g, "its activations and gradients need", total);
         goto done;
@@ -691,8 +742,7 @@ static sy_status bind_vars(compile_ctx *c) {
         st = sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
         goto done;
     }
-    for (int32_t u = 0; u < c->n_updates; u++)
-        for (int j = 2; j < g->nodes[c->updates[u]].n_in; j++) is_slot[graph_input(g, c->updates[u], j)] = true;
+    mark_slots(c, is_slot);
     for (int64_t i = 0; i < n; i++) {
         const sy_node_rec *r = &g->nodes[i];
         if (!c->fs.live[i] || r->op != SY_OP_PARAM) continue;
@@ -860,7 +910,10 @@ const void *sy_plan_gradient(const sy_plan *p, sy_node param) {
 sy_vars *sy_plan_vars(sy_plan *p) { return p->vars; }
 void sy_plan_set_learning_rate(sy_plan *p, float lr) { p->ex.learning_rate = lr; }
 float sy_plan_learning_rate(const sy_plan *p) { return p->ex.learning_rate; }
-void sy_plan_get_info(const sy_plan *p, sy_plan_info *info) { *info = p->info; }
+void sy_plan_get_info(const sy_plan *p, sy_plan_info *info) {
+    *info = p->info;
+    info->backend = p->backend->name;
+}
 
 void sy_plan_dump(const sy_plan *p, FILE *out) {
     static const char *const blocks[] = {"-", "arena", "params", "slots", "grads", "const"};

@@ -1,13 +1,28 @@
 /*
- * cluster.c - the cluster resolver: a device spec ("local", "cpu", "cpu:N")
- * to the list of devices replicas run on, named as TensorFlow names them.
+ * cluster.c - the cluster resolver: a device spec ("local", "cpu", "cpu:N",
+ * "sim:v3-8") to the list of devices replicas run on, named as TensorFlow
+ * names them.
  *
- * This build has CPU devices only. Specs naming a kind it lacks (a GPU, a
- * TPU) are refused with the reason and what this build can do instead, so
- * a script written for a TPU fails at the start, not halfway.
+ * CPU devices are the host's cores. Sim devices are the cores of an
+ * emulated Cloud TPU slice (issue 16): "sim:v3-32" is the accelerator type
+ * v3-32, 32 TensorCores on 16 chips; TPUStrategy makes one replica per
+ * core on v2 and v3, and one per chip on v4, whose two cores work as one
+ * (megacore), so sim:v4-8 has 4 replicas. Each device carries its chip's
+ * row of systolic/tpu.h, which the backend choice (the sim kernels), the
+ * HBM check and the cost model read. The names are a TPU worker's: four
+ * chips per host, one task per host, "/job:worker/replica:0/task:T/
+ * device:TPU:K". Slices Cloud TPU does not offer (sim:v3-7) are refused
+ * with the ones it does, so a run never models a machine that cannot exist.
+ *
+ * Specs naming a kind this build lacks (a GPU, a real TPU) are refused
+ * with the reason and what this build can do instead, so a script written
+ * for a TPU fails at the start, not halfway.
  */
 #include "distribute_internal.h"
+#include "systolic/tpu.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -23,9 +38,12 @@ struct sy_cluster {
     int64_t memory;
 };
 
-static const char *known_specs = "local, cpu, cpu:N (1 <= N <= 1024)";
+static const char *known_specs = "local, cpu, cpu:N (1 <= N <= 1024), sim:v2-8, sim:v3-8, sim:v4-8 (and larger slices: sim:v3-32, ...)";
 
-static sy_status make(const char *spec, int32_t n, sy_cluster **out) {
+#define CHIPS_PER_HOST 4 /* a Cloud TPU host (a TPU VM) drives four chips */
+
+/* n devices: CPU cores, or with a chip the replicas of a TPU slice. */
+static sy_status make(const char *spec, int32_t n, const sy_tpu_chip *chip, sy_cluster **out) {
     sy_cluster *c = sy_calloc(1, sizeof *c);
     if (c) c->devices = sy_calloc((size_t)n, sizeof *c->devices);
     if (!c || !c->devices) {
@@ -37,13 +55,51 @@ static sy_status make(const char *spec, int32_t n, sy_cluster **out) {
     c->cores = sy_cpu_count();
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     c->memory = pages > 0 && page > 0 ? (int64_t)pages * page : 0;
+    int32_t per_host = chip ? CHIPS_PER_HOST * chip->replicas : n;
     for (int32_t i = 0; i < n; i++) {
-        snprintf(c->devices[i].name, sizeof c->devices[i].name, "/job:localhost/replica:0/task:0/device:CPU:%d", i);
-        c->devices[i].kind = SY_DEVICE_CPU;
-        c->devices[i].replica = i;
+        sy_device *d = &c->devices[i];
+        if (chip)
+            snprintf(d->name, sizeof d->name, "/job:worker/replica:0/task:%d/device:TPU:%d", i / per_host, i % per_host);
+        else
+            snprintf(d->name, sizeof d->name, "/job:localhost/replica:0/task:0/device:CPU:%d", i);
+        d->kind = chip ? SY_DEVICE_SIM : SY_DEVICE_CPU;
+        d->replica = i;
+        d->chip = chip;
     }
     *out = c;
     return SY_OK;
+}
+
+/* "sim:vX-N": the chip vX, N of its TensorCores. */
+static sy_status resolve_sim(const char *spec, const char *from, sy_cluster **out) {
+    char known[64] = "";
+    for (int i = 0; i < sy_tpu_chip_count(); i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", sy_tpu_chip_at(i)->name);
+    const char *name = spec + 4, *dash = strchr(name, '-');
+    char chip_name[16];
+    size_t len = dash ? (size_t)(dash - name) : strlen(name);
+    if (!dash || len == 0 || len >= sizeof chip_name)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "device spec '%s'%s: sim:CHIP-CORES names an emulated TPU slice as Cloud TPU's accelerator "
+                        "types do, e.g. sim:v2-8 or sim:v3-32; chips: %s",
+                        spec, from, known);
+    memcpy(chip_name, name, len);
+    chip_name[len] = '\0';
+    const sy_tpu_chip *chip = sy_tpu_chip_find(chip_name);
+    if (!chip)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "device spec '%s'%s: unknown TPU chip '%s'; the emulated chips are: %s",
+                        spec, from, chip_name, known);
+    char *end;
+    errno = 0;
+    long cores = strtol(dash + 1, &end, 10);
+    if (!dash[1] || *end || errno || cores < 1 || cores > INT32_MAX || !sy_tpu_chip_has_slice(chip, (int32_t)cores))
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "device spec '%s'%s: a TPU %s slice has no '%s' TensorCores; the %s slices have (cores): %s",
+                        spec, from, chip->name, dash + 1, chip->name, sy_tpu_chip_slices(chip));
+    int32_t replicas = (int32_t)cores / chip->cores * chip->replicas;
+    char buf[32];
+    snprintf(buf, sizeof buf, "sim:%s-%ld", chip->name, cores);
+    return make(buf, replicas, chip, out);
 }
 
 sy_status sy_cluster_resolve(const char *spec, sy_cluster **out) {
@@ -57,7 +113,7 @@ sy_status sy_cluster_resolve(const char *spec, sy_cluster **out) {
     char buf[32];
     if (strcasecmp(spec, "local") == 0 || strcasecmp(spec, "cpu") == 0) {
         snprintf(buf, sizeof buf, "cpu:%d", sy_cpu_count());
-        return make(buf, sy_cpu_count(), out);
+        return make(buf, sy_cpu_count(), NULL, out);
     }
     if (strncasecmp(spec, "cpu:", 4) == 0) {
         const char *num = spec + 4;
@@ -68,8 +124,9 @@ sy_status sy_cluster_resolve(const char *spec, sy_cluster **out) {
                             "device spec '%s'%s: cpu:N needs a replica count N from 1 to %d; known specs: %s",
                             spec, from, MAX_REPLICAS, known_specs);
         snprintf(buf, sizeof buf, "cpu:%ld", n);
-        return make(buf, (int32_t)n, out);
+        return make(buf, (int32_t)n, NULL, out);
     }
+    if (strncasecmp(spec, "sim:", 4) == 0) return resolve_sim(spec, from, out);
     static const char *const gpu[] = {"gpu", "cuda", "nccl"}, *const tpu[] = {"tpu", "grpc://", "tpu_worker"};
     for (size_t i = 0; i < 3; i++) {
         if (strncasecmp(spec, gpu[i], strlen(gpu[i])) == 0)
@@ -80,7 +137,7 @@ sy_status sy_cluster_resolve(const char *spec, sy_cluster **out) {
         if (strncasecmp(spec, tpu[i], strlen(tpu[i])) == 0)
             return sy_error(SY_ERR_UNSUPPORTED,
                             "device spec '%s'%s: systolic runs TPU semantics on CPU cores and has no TPU "
-                            "device; use local or cpu:8 (eight replicas, as a TPU v2-8 has)",
+                            "device; use sim:v2-8 (an emulated TPU v2-8), or cpu:8 (eight replicas on the CPU)",
                             spec, from);
     }
     return sy_error(SY_ERR_INVALID_ARGUMENT, "unknown device spec '%s'%s; known specs: %s", spec, from,

@@ -15,6 +15,7 @@ struct sy_strategy {
     int32_t kernel_threads; /* per replica: cores / replicas when fewer replicas than cores, else 1 */
     sy_pool *region;       /* runs the replicas */
     sy_pool **kernel_pools; /* per replica when kernel_threads > 1, else NULL */
+    const sy_tpu_chip *chip; /* issue 16: sim devices' chip; NULL on the CPU */
 };
 
 /* A strategy of `replicas` replicas on `cores` cores (the default strategy

@@ -25,6 +25,7 @@
  * failure.
  */
 #include "distribute_internal.h"
+#include "systolic/tpu.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -79,6 +80,19 @@ sy_status replicas_compile(sy_strategy *s, const sy_graph *g, const sy_plan_opti
     r->strategy = s;
     r->n = s->replicas;
     sy_status st = SY_OK;
+    /* issue 16, sim devices: an emulated chip's replicas run the sim
+     * kernels (the reference kernels stay, for tests), and each must fit in
+     * its core's share of the chip's HBM -- checked on the first replica's
+     * plan, before the others are compiled. */
+    sy_plan_options so = *o;
+    char hbm_name[64];
+    if (s->chip) {
+        if (!so.backend || !strcmp(so.backend, "cpu")) so.backend = "sim";
+        so.device_memory = (int64_t)(s->chip->hbm_bytes / s->chip->replicas);
+        snprintf(hbm_name, sizeof hbm_name, "a TPU %s %s's HBM", s->chip->name, s->chip->replicas > 1 ? "core" : "chip");
+        so.device_memory_name = hbm_name;
+        o = &so;
+    }
     for (int32_t i = 0; i < r->n && st == SY_OK; i++) {
         sy_plan_options ro = *o;
         ro.pool = s->kernel_pools ? s->kernel_pools[i] : NULL;

@@ -45,11 +45,14 @@ sy_status strategy_new(int32_t replicas, int32_t cores, sy_strategy **out) {
 }
 
 sy_status sy_strategy_new(const sy_cluster *cluster, sy_strategy **out) {
-    return strategy_new(sy_cluster_device_count(cluster), sy_cluster_host_cores(cluster), out);
+    sy_status st = strategy_new(sy_cluster_device_count(cluster), sy_cluster_host_cores(cluster), out);
+    if (st == SY_OK) (*out)->chip = sy_cluster_device(cluster, 0)->chip; /* one kind per cluster */
+    return st;
 }
 
 int32_t sy_strategy_num_replicas_in_sync(const sy_strategy *s) { return s->replicas; }
 int32_t sy_strategy_threads(const sy_strategy *s) { return s->threads; }
+const sy_tpu_chip *sy_strategy_chip(const sy_strategy *s) { return s ? s->chip : NULL; }
 
 /* ---- scope ----------------------------------------------------------------------- */
 

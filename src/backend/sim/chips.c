@@ -12,6 +12,7 @@
 #include "../backend_internal.h"
 #include "systolic/tpu.h"
 
+#include <string.h>
 #include <strings.h>
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -41,4 +42,47 @@ const sy_tpu_chip *sy_tpu_chip_find(const char *name) {
     for (int i = 0; name && i < sy_tpu_chip_count(); i++)
         if (strcasecmp(chips[i].name, name) == 0) return &chips[i];
     return NULL;
+}
+
+/* ---- issue 16, sim devices: the slices of a chip --------------------------------------------- */
+
+/* Cloud TPU's accelerator types for v2 and v3 (docs/design/tpu-chips.md):
+ * a single board of 4 chips, then slices of the pod. */
+static const struct {
+    const char *chip;
+    int32_t cores[9];
+    const char *words;
+} listed[] = {
+    {"v2", {8, 32, 128, 256, 512}, "8, 32, 128, 256, 512"},
+    {"v3", {8, 32, 64, 128, 256, 512, 1024, 2048}, "8, 32, 64, 128, 256, 512, 1024, 2048"},
+};
+
+/* A side of a v4 topology: 1 to 4, or 8, 12 or 16 (the pod is 16x16x16). */
+static bool v4_side(int32_t n) { return (n >= 1 && n <= 4) || n == 8 || n == 12 || n == 16; }
+
+bool sy_tpu_chip_has_slice(const sy_tpu_chip *chip, int32_t cores) {
+    if (!chip || cores < 1) return false;
+    for (size_t i = 0; i < sizeof listed / sizeof listed[0]; i++)
+        if (!strcmp(listed[i].chip, chip->name)) {
+            for (int k = 0; k < 9 && listed[i].cores[k]; k++)
+                if (listed[i].cores[k] == cores) return true;
+            return false;
+        }
+    /* v4: AxBxC chips, A <= B <= C, each side allowed, 4 chips at least */
+    if (cores % chip->cores) return false;
+    int32_t n_chips = cores / chip->cores;
+    if (n_chips < 4 || n_chips > chip->max_chips) return false;
+    for (int32_t a = 1; a <= 16; a++)
+        for (int32_t b = a; b <= 16; b++)
+            if (v4_side(a) && v4_side(b) && n_chips % (a * b) == 0 && n_chips / (a * b) >= b &&
+                v4_side(n_chips / (a * b)))
+                return true;
+    return false;
+}
+
+const char *sy_tpu_chip_slices(const sy_tpu_chip *chip) {
+    for (size_t i = 0; chip && i < sizeof listed / sizeof listed[0]; i++)
+        if (!strcmp(listed[i].chip, chip->name)) return listed[i].words;
+    return "8 and up, twice the chips of a topology AxBxC whose sides are each 1 to 4, 8, 12 or 16 "
+           "(v4-8 is 2x2x1, v4-32 2x2x4, v4-8192 the pod, 16x16x16)";
 }

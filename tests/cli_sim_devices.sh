@@ -1,0 +1,53 @@
+#!/bin/sh
+# cli_sim_devices.sh SYSTOLIC SOURCE_DIR WORK_DIR - the emulated TPU slices
+# on the command line (issue 16, point 1): `systolic devices --tpu sim:...`
+# lists a replica per core (per chip on v4) and the chip's figures; unknown
+# chips and slices Cloud TPU does not offer are usage errors (2) naming what
+# there is; a model that does not fit in a core's HBM is refused (1) when
+# compiled, naming each size, before anything is allocated.
+set -u
+sy=$1 src=$2 work=$3
+mkdir -p "$work" || exit 1
+failed=0
+
+# expect STATUS REGEX ARGS...: exits with STATUS, and stdout + stderr match
+# REGEX, where "~" stands for a line's end (the output's lines joined by it)
+expect() {
+    want=$1 re=$2
+    shift 2
+    out=$("$sy" "$@" 2>&1)
+    rc=$?
+    if [ "$rc" != "$want" ] || ! printf '%s~' "$out" | tr '\n' '~' | grep -Eq -- "$re"; then
+        echo "FAIL: systolic $*"
+        echo "  exit status $rc (want $want); output: $out"
+        echo "  wanted: $re"
+        failed=1
+    fi
+}
+
+expect 0 "^sim:v3-8: 8 replicas in sync~  replica kind chip core name~        0 SIM     0    0 /job:worker/replica:0/task:0/device:TPU:0~.*        7 SIM     3    1 /job:worker/replica:0/task:0/device:TPU:7~chip: TPU v3 \\(emulated\\), 4 chips, 8 TensorCores, 1 host~  TensorCores     2 per chip, a replica each~  MXUs            2 per core, each a 128x128 systolic array \\(bfloat16 x bfloat16 -> float32\\)~  clock           940 MHz~  peak            123 TFLOPS bf16 per chip \\(61.5 per core\\), 492 the slice~  HBM             32 GiB per chip \\(16 GiB a replica\\), 900 GB/s~  interconnect    4 links per chip, 82 GB/s each way" devices --tpu sim:v3-8
+expect 0 "^sim:v2-8: 8 replicas in sync.*MXUs            1 per core, each a 128x128.*clock           700 MHz.*HBM             16 GiB per chip \\(8 GiB a replica\\), 700 GB/s" \
+    devices --tpu sim:v2-8
+# v4: the two cores of a chip are one device (megacore)
+expect 0 "^sim:v4-8: 4 replicas in sync.*        3 SIM     3  0-1 /job:worker/replica:0/task:0/device:TPU:3~chip: TPU v4 \\(emulated\\), 4 chips, 8 TensorCores, 1 host.*MXUs            4 per core.*peak            275 TFLOPS bf16 per chip" \
+    devices --tpu sim:v4-8
+expect 0 "^sim:v3-32: 32 replicas in sync.*       31 SIM    15    1 /job:worker/replica:0/task:3/device:TPU:7~chip: TPU v3 \\(emulated\\), 16 chips, 32 TensorCores, 4 hosts" devices --tpu sim:v3-32
+export SYSTOLIC_TPU=sim:v2-32 # the spec from the environment, as for cpu:N
+expect 0 "^sim:v2-32: 32 replicas in sync" devices
+unset SYSTOLIC_TPU
+
+expect 2 "^systolic devices: --tpu: device spec 'sim:v3-7': a TPU v3 slice has no '7' TensorCores; the v3 slices have \\(cores\\): 8, 32, 64, 128, 256, 512, 1024, 2048~\$" devices --tpu sim:v3-7
+expect 2 "^systolic devices: --tpu: device spec 'sim:v5-8': unknown TPU chip 'v5'; the emulated chips are: v2, v3, v4~\$" devices --tpu sim:v5-8
+expect 2 "^systolic train: --tpu: device spec 'sim:v4-6': a TPU v4 slice has no '6' TensorCores" train fashion_mnist_cnn --tpu sim:v4-6
+expect 2 "^systolic train: --tpu: device spec 'tpu:v3-8': systolic runs TPU semantics on CPU cores and has no TPU device; use sim:v2-8 \\(an emulated TPU v2-8\\)" \
+    train fashion_mnist_cnn --tpu tpu:v3-8
+
+# A batch of 30,000 per replica needs 12 GiB of activations: more than a
+# TPU v2 core's 8 GiB (16 per chip), refused before allocating anything.
+printf '\000\000\010\001\000\000\000\003\001\002\003' >"$work/labels.idx"
+"$sy" convert --images "$src/tests/fuzz/corpus/fuzz_idx/images.idx" --labels "$work/labels.idx" --overwrite \
+    "$work/records" >/dev/null || { echo "FAIL: convert"; failed=1; }
+expect 1 "systolic train: fashion_mnist_cnn: compile: the plan at batch size 30000 \\(per replica\\) does not fit in a TPU v2 core's HBM \\(8.0 GiB\\): it needs 12.2 GiB -- weights 425.1 KiB, optimizer slots 850.1 KiB, gradients 425.1 KiB, activations 12.2 GiB; use a smaller batch size" \
+    train fashion_mnist_cnn --data "tfrecord:$work/records/train-*.tfrecord" --batch-size 240000 --tpu sim:v2-8 \
+    --steps-per-epoch 1 --verbose 0
+exit $failed
