@@ -52,8 +52,16 @@ int64_t sy_mxu_folds(int64_t k, int64_t n, int64_t rows, int64_t cols);
  * With arrays = 1 this is SCALE-Sim's weight-stationary compute cycles
  * (scale-sim-v2 scalesim/compute/systolic_compute_ws.py): 11,199 for its
  * M=256, K=256, N=128 GEMM and 112,283 for AlexNet's conv1 on 32 x 32.
- * Arguments < 1 give 0. */
-int64_t sy_mxu_ws_cycles(int64_t m, int64_t k, int64_t n, int64_t rows, int64_t cols, int64_t arrays);
+ *
+ * double_buffered: the next fold's weights shift in while the rows stream
+ * through the current one, and folds follow each other without draining
+ * (a TPU's MXU; the cost pass uses this):
+ *
+ *   R + (folds_per_array - 1) * max(M_per_array, R) + M_per_array + R + C - 3
+ *
+ * the same as above for a single fold. Arguments < 1 give 0. */
+int64_t sy_mxu_ws_cycles(int64_t m, int64_t k, int64_t n, int64_t rows, int64_t cols, int64_t arrays,
+                         bool double_buffered);
 
 /* ---- a step on a chip -------------------------------------------------------- */
 

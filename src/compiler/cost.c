@@ -10,8 +10,8 @@
  * registry's cost (graph/ops_cost.c) gives the matrix products, the vector
  * FLOPs and the bytes, and the op takes the longest of
  *
- *   MXU     each product on the replica's weight-stationary arrays
- *           (sy_mxu_ws_cycles), in whichever orientation -- (M, K, N) or
+ *   MXU     each product on the replica's weight-stationary arrays, with
+ *           the weights double-buffered (sy_mxu_ws_cycles), in whichever orientation -- (M, K, N) or
  *           its transpose (N, K, M) -- costs fewer cycles, as a compiler
  *           picks the operand it keeps stationary;
  *   vector  vector_flops at the replica's vector-unit rate;
@@ -69,8 +69,8 @@ static double mxu_cycles(const sy_op_cost *c, const sy_tpu_chip *chip, int64_t a
     double cycles = 0;
     for (int i = 0; i < c->n_products; i++) {
         const sy_mxu_product *p = &c->product[i];
-        int64_t a = sy_mxu_ws_cycles(p->m, p->k, p->n, chip->mxu_rows, chip->mxu_cols, arrays);
-        int64_t b = sy_mxu_ws_cycles(p->n, p->k, p->m, chip->mxu_rows, chip->mxu_cols, arrays);
+        int64_t a = sy_mxu_ws_cycles(p->m, p->k, p->n, chip->mxu_rows, chip->mxu_cols, arrays, true);
+        int64_t b = sy_mxu_ws_cycles(p->n, p->k, p->m, chip->mxu_rows, chip->mxu_cols, arrays, true);
         cycles += (double)p->count * (double)(a < b ? a : b);
     }
     return cycles;

@@ -29,10 +29,21 @@
  * A TensorCore has several such arrays (TPU v3: 2 MXUs, v4: 4): the folds
  * are shared out among them, and when a product has fewer folds than there
  * are arrays, the arrays holding the same fold each take a share of the M
- * rows. The weights are not double-buffered here: loading a fold is not
- * overlapped with streaming the previous one, as in SCALE-Sim; for the M of
- * a training step (batch x pixels, thousands of rows) the R cycles are a
- * few percent of a fold.
+ * rows.
+ *
+ * A TPU's MXU double-buffers its weights: it holds one tile and shifts the
+ * next one in while the rows stream through the first (Jouppi et al., "In-
+ * Datacenter Performance Analysis of a Tensor Processing Unit", ISCA 2017,
+ * section 2: a second tile of weights "for double-buffering, to hide the
+ * 256 cycles it takes to shift a tile in"), and the rows of consecutive
+ * folds follow one another through the array without draining it between
+ * them. Then only the first fold's load and the last fold's fill and drain
+ * show, and a fold with fewer rows than the array has rows waits for its
+ * successor's weights:
+ *
+ *   R + (folds_per_array - 1) * max(M, R) + M + R + C - 2 - 1
+ *
+ * which for one fold is the formula above.
  */
 #include "../backend_internal.h"
 #include "systolic/profile.h"
@@ -44,11 +55,14 @@ int64_t sy_mxu_folds(int64_t k, int64_t n, int64_t rows, int64_t cols) {
     return ceil_div(k, rows) * ceil_div(n, cols);
 }
 
-int64_t sy_mxu_ws_cycles(int64_t m, int64_t k, int64_t n, int64_t rows, int64_t cols, int64_t arrays) {
+int64_t sy_mxu_ws_cycles(int64_t m, int64_t k, int64_t n, int64_t rows, int64_t cols, int64_t arrays,
+                         bool double_buffered) {
     if (m < 1 || arrays < 1) return 0;
     int64_t folds = sy_mxu_folds(k, n, rows, cols);
     if (folds == 0) return 0;
     int64_t per_array = ceil_div(folds, arrays), rows_streamed = m;
     if (folds < arrays) rows_streamed = ceil_div(m, arrays / folds); /* arrays / folds arrays share each fold's rows */
+    if (double_buffered)
+        return rows + (per_array - 1) * (rows_streamed > rows ? rows_streamed : rows) + rows_streamed + rows + cols - 3;
     return per_array * (2 * rows + cols + rows_streamed - 2) - 1;
 }
