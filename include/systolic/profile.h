@@ -60,8 +60,8 @@ int64_t sy_mxu_folds(int64_t k, int64_t n, int64_t rows, int64_t cols);
  *   R + (folds_per_array - 1) * max(M_per_array, R) + M_per_array + R + C - 3
  *
  * the same as above for a single fold. Arguments < 1 give 0. */
-int64_t sy_mxu_ws_cycles(int64_t m, int64_t k, int64_t n, int64_t rows, int64_t cols, int64_t arrays,
-                         bool double_buffered);
+int64_t sy_mxu_ws_cycles(int64_t m, int64_t k, int64_t n, int64_t rows, int64_t cols,
+                         int64_t arrays, bool double_buffered);
 
 /* ---- a step on a chip -------------------------------------------------------- */
 
@@ -78,7 +78,7 @@ typedef enum sy_bound {
 const char *sy_bound_name(sy_bound bound);
 
 typedef struct sy_profile_options {
-    int32_t replicas;            /* replicas sharing the step (default: the chip's replicas per chip) */
+    int32_t replicas; /* replicas sharing the step (default: the chip's replicas per chip) */
     int32_t steps_per_execution; /* steps per host round trip (default 1) */
 } sy_profile_options;
 
@@ -90,7 +90,8 @@ typedef struct sy_profile_op {
     const char *layer; /* its layer: the name up to its last '/' ("" if none) */
     double flops, mxu_flops, bytes;
     double mxu_cycles, vector_cycles, memory_cycles; /* at the chip's clock */
-    double mxu_utilization; /* mxu_flops / (what the replica's arrays could do in mxu_cycles); 0 without products */
+    double mxu_utilization; /* mxu_flops / (what the replica's arrays could do in mxu_cycles); 0
+                               without products */
     sy_bound bound;         /* the largest of the three */
     double seconds;         /* the largest of the three, in seconds */
     double share;           /* seconds / the step's seconds */
@@ -99,20 +100,21 @@ typedef struct sy_profile_op {
 typedef struct sy_profile {
     const sy_tpu_chip *chip;
     int32_t replicas, steps_per_execution;
-    int64_t batch;   /* per replica: the leading dimension of the plan's first input */
+    int64_t batch; /* per replica: the leading dimension of the plan's first input */
     int32_t n_ops;
-    sy_profile_op *ops; /* one per step of the plan, in schedule order */
-    double flops, bytes;  /* summed over the ops, one replica */
-    double compute_s;     /* the ops' seconds, summed */
-    double infeed_bytes;  /* the inputs the plan reads, one replica */
-    double infeed_s;      /* at the replica's share of the chip's infeed bandwidth */
-    double infeed_stall_s; /* what infeed adds: it overlaps the previous step's compute, so max(0, infeed - compute) */
+    sy_profile_op *ops;    /* one per step of the plan, in schedule order */
+    double flops, bytes;   /* summed over the ops, one replica */
+    double compute_s;      /* the ops' seconds, summed */
+    double infeed_bytes;   /* the inputs the plan reads, one replica */
+    double infeed_s;       /* at the replica's share of the chip's infeed bandwidth */
+    double infeed_stall_s; /* what infeed adds: it overlaps the previous step's compute, so max(0,
+                              infeed - compute) */
     double gradient_bytes; /* one replica's gradients */
-    double allreduce_s;   /* ring: 2 (R-1)/R bytes / link bandwidth + 2 latency */
-    double host_s;        /* host round trip / steps_per_execution */
-    double step_s;        /* compute + infeed stall + all-reduce + host */
-    double samples_per_s; /* batch * replicas / step_s */
-    sy_bound bound;       /* what the step spends most on */
+    double allreduce_s;    /* ring: 2 (R-1)/R bytes / link bandwidth + 2 latency */
+    double host_s;         /* host round trip / steps_per_execution */
+    double step_s;         /* compute + infeed stall + all-reduce + host */
+    double samples_per_s;  /* batch * replicas / step_s */
+    sy_bound bound;        /* what the step spends most on */
 } sy_profile;
 
 /* The cost of one step of `plan` (a training step or predict) on `chip`,
@@ -120,8 +122,8 @@ typedef struct sy_profile {
  * is the per-replica batch). SY_ERR_INVALID_ARGUMENT for a NULL plan or
  * chip, a replica count < 1 or steps_per_execution < 1. *out is freed with
  * sy_profile_free; its strings live as long as it. */
-sy_status sy_plan_profile(const sy_plan *plan, const sy_tpu_chip *chip, const sy_profile_options *options,
-                          sy_profile **out);
+sy_status sy_plan_profile(const sy_plan *plan, const sy_tpu_chip *chip,
+                          const sy_profile_options *options, sy_profile **out);
 void sy_profile_free(sy_profile *profile);
 
 #ifdef __cplusplus

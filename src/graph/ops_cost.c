@@ -41,9 +41,13 @@
 
 #include <string.h>
 
-static double elements(const sy_shape *s) { return (double)sy_shape_count(s); }
+static double elements(const sy_shape *s) {
+    return (double)sy_shape_count(s);
+}
 
-static double node_bytes(const sy_node_rec *r) { return elements(&r->shape) * (double)sy_dtype_size(r->dtype); }
+static double node_bytes(const sy_node_rec *r) {
+    return elements(&r->shape) * (double)sy_dtype_size(r->dtype);
+}
 
 static double input_bytes(const sy_graph *g, const sy_node_rec *n) {
     double b = 0;
@@ -81,9 +85,18 @@ void sy_op_cost_of(const sy_graph *g, sy_node node, sy_op_cost *c) {
 
 #define COST(id) void cost_##id(const sy_graph *g, const sy_node_rec *n, sy_op_cost *c)
 /* leaves and views: no kernel runs */
-#define COST_FREE(id) COST(id) { (void)g, (void)n, (void)c; }
-#define COST_STREAMED(id, per_out) COST(id) { streamed(g, n, c, per_out); }
-#define COST_REDUCING(id, per_in) COST(id) { reducing(g, n, c, per_in); }
+#define COST_FREE(id)                                                                              \
+    COST(id) {                                                                                     \
+        (void)g, (void)n, (void)c;                                                                 \
+    }
+#define COST_STREAMED(id, per_out)                                                                 \
+    COST(id) {                                                                                     \
+        streamed(g, n, c, per_out);                                                                \
+    }
+#define COST_REDUCING(id, per_in)                                                                  \
+    COST(id) {                                                                                     \
+        reducing(g, n, c, per_in);                                                                 \
+    }
 
 COST_FREE(INPUT)
 COST_FREE(PARAM)
@@ -105,13 +118,13 @@ COST_STREAMED(LOG, 1)
 COST_STREAMED(RSQRT, 1)
 COST_STREAMED(ACT, 1)
 COST_STREAMED(RELU_GRAD, 1)
-COST_STREAMED(SIGMOID_GRAD, 2)  /* dy * y * (1 - y) */
-COST_STREAMED(TANH_GRAD, 2)     /* dy * (1 - y^2) */
+COST_STREAMED(SIGMOID_GRAD, 2) /* dy * y * (1 - y) */
+COST_STREAMED(TANH_GRAD, 2)    /* dy * (1 - y^2) */
 COST_STREAMED(ACT_GRAD, 2)
-COST_STREAMED(DROPOUT, 2)       /* the mask's draw, the scaled multiply */
-COST_STREAMED(SOFTMAX, 5)       /* max, subtract, exp, sum, divide */
+COST_STREAMED(DROPOUT, 2) /* the mask's draw, the scaled multiply */
+COST_STREAMED(SOFTMAX, 5) /* max, subtract, exp, sum, divide */
 COST_STREAMED(LOG_SOFTMAX, 5)
-COST_STREAMED(SOFTMAX_GRAD, 4)  /* y * (dy - sum(dy y)) */
+COST_STREAMED(SOFTMAX_GRAD, 4) /* y * (dy - sum(dy y)) */
 COST_STREAMED(LOG_SOFTMAX_GRAD, 4)
 COST_STREAMED(UPSAMPLE2D, 1)
 COST_STREAMED(UPSAMPLE2D_GRAD, 1)
@@ -132,7 +145,8 @@ COST(SLICE) {
 
 COST(GATHER) {
     streamed(g, n, c, 0);
-    c->bytes_read = node_bytes(n) + node_bytes(graph_in_rec(g, n, 1)); /* the rows gathered and the indices */
+    c->bytes_read =
+        node_bytes(n) + node_bytes(graph_in_rec(g, n, 1)); /* the rows gathered and the indices */
 }
 
 /* reductions and losses: work per element of the first input */
@@ -157,15 +171,23 @@ COST_STREAMED(BINARY_CE_GRAD, 5)
 COST_STREAMED(MSE_GRAD, 3)
 
 /* The pools: a window of kh * kw inputs per output (forward) or per dy element (gradient). */
-static double window(const sy_node_rec *n) { return (double)n->attr.pool.ksize[0] * (double)n->attr.pool.ksize[1]; }
-COST(MAX_POOL2D) { streamed(g, n, c, window(n)); }
-COST(AVG_POOL2D) { streamed(g, n, c, window(n)); }
+static double window(const sy_node_rec *n) {
+    return (double)n->attr.pool.ksize[0] * (double)n->attr.pool.ksize[1];
+}
+COST(MAX_POOL2D) {
+    streamed(g, n, c, window(n));
+}
+COST(AVG_POOL2D) {
+    streamed(g, n, c, window(n));
+}
 COST(MAX_POOL2D_GRAD) { /* (x, y, dy) */
     streamed(g, n, c, 0);
     c->vector_flops = window(n) * elements(&graph_in_rec(g, n, 2)->shape);
     c->flops = c->vector_flops;
 }
-COST(AVG_POOL2D_GRAD) { reducing(g, n, c, window(n)); }
+COST(AVG_POOL2D_GRAD) {
+    reducing(g, n, c, window(n));
+}
 
 /* Optimizer and state updates: `per` operations per weight; the parameter
  * and its slots are read and rewritten in place, the gradient (input 1) only read. */
@@ -175,10 +197,18 @@ static void update(const sy_graph *g, const sy_node_rec *n, sy_op_cost *c, doubl
     c->vector_flops = per * elements(&graph_in_rec(g, n, 0)->shape);
     c->flops = c->vector_flops;
 }
-COST(SGD_UPDATE) { update(g, n, c, n->n_in > 2 ? 4 : 2); } /* p -= lr g; with momentum v = m v - lr g, p += v */
-COST(ADAM_UPDATE) { update(g, n, c, 12); }
-COST(RMSPROP_UPDATE) { update(g, n, c, 8); }
-COST(MOVING_AVERAGE) { update(g, n, c, 3); }
+COST(SGD_UPDATE) {
+    update(g, n, c, n->n_in > 2 ? 4 : 2);
+} /* p -= lr g; with momentum v = m v - lr g, p += v */
+COST(ADAM_UPDATE) {
+    update(g, n, c, 12);
+}
+COST(RMSPROP_UPDATE) {
+    update(g, n, c, 8);
+}
+COST(MOVING_AVERAGE) {
+    update(g, n, c, 3);
+}
 
 /* A fused elementwise chain: its instructions (not the loads) once per output element. */
 COST(FUSED_ELTWISE) {
@@ -199,7 +229,8 @@ static void epilogue(const sy_node_rec *n, sy_op_cost *c, bool bias, bool act) {
 
 COST(MATMUL) {
     const sy_shape *a = &graph_in_rec(g, n, 0)->shape, *b = &graph_in_rec(g, n, 1)->shape;
-    int64_t m = n->attr.matmul.ta ? a->dims[1] : a->dims[0], k = n->attr.matmul.ta ? a->dims[0] : a->dims[1];
+    int64_t m = n->attr.matmul.ta ? a->dims[1] : a->dims[0],
+            k = n->attr.matmul.ta ? a->dims[0] : a->dims[1];
     int64_t cols = n->attr.matmul.tb ? b->dims[0] : b->dims[1];
     add_product(c, m, k, cols, 1);
     c->bytes_read = input_bytes(g, n);
@@ -207,25 +238,28 @@ COST(MATMUL) {
     epilogue(n, c, n->n_in > 2, n->attr.matmul.act != 0);
 }
 
-static int64_t groups(const sy_node_rec *n) { return n->attr.conv.groups > 1 ? n->attr.conv.groups : 1; }
+static int64_t groups(const sy_node_rec *n) {
+    return n->attr.conv.groups > 1 ? n->attr.conv.groups : 1;
+}
 
 /* x (N, H, W, C) * w (KH, KW, C / groups, O) -> (N, OH, OW, O) */
 COST(CONV2D) {
     const sy_shape *w = &graph_in_rec(g, n, 1)->shape;
     int64_t gr = groups(n);
-    add_product(c, n->shape.dims[0] * n->shape.dims[1] * n->shape.dims[2], w->dims[0] * w->dims[1] * w->dims[2],
-                w->dims[3] / gr, gr);
+    add_product(c, n->shape.dims[0] * n->shape.dims[1] * n->shape.dims[2],
+                w->dims[0] * w->dims[1] * w->dims[2], w->dims[3] / gr, gr);
     c->bytes_read = input_bytes(g, n);
     c->bytes_written = node_bytes(n);
     epilogue(n, c, n->n_in > 2, n->attr.conv.act != 0);
 }
 
-/* (dy (N, OH, OW, O), w (KH, KW, C / groups, O)) -> dx (N, H, W, C): dy w^T, then col2im adds the patches */
+/* (dy (N, OH, OW, O), w (KH, KW, C / groups, O)) -> dx (N, H, W, C): dy w^T, then col2im adds the
+ * patches */
 COST(CONV2D_BACKPROP_INPUT) {
     const sy_shape *dy = &graph_in_rec(g, n, 0)->shape, *w = &graph_in_rec(g, n, 1)->shape;
     int64_t gr = groups(n);
-    add_product(c, dy->dims[0] * dy->dims[1] * dy->dims[2], w->dims[3] / gr, w->dims[0] * w->dims[1] * w->dims[2],
-                gr);
+    add_product(c, dy->dims[0] * dy->dims[1] * dy->dims[2], w->dims[3] / gr,
+                w->dims[0] * w->dims[1] * w->dims[2], gr);
     c->bytes_read = input_bytes(g, n);
     c->bytes_written = node_bytes(n);
 }
@@ -234,16 +268,16 @@ COST(CONV2D_BACKPROP_INPUT) {
 COST(CONV2D_BACKPROP_FILTER) {
     const sy_shape *dy = &graph_in_rec(g, n, 1)->shape;
     int64_t gr = groups(n);
-    add_product(c, n->shape.dims[0] * n->shape.dims[1] * n->shape.dims[2], dy->dims[0] * dy->dims[1] * dy->dims[2],
-                n->shape.dims[3] / gr, gr);
+    add_product(c, n->shape.dims[0] * n->shape.dims[1] * n->shape.dims[2],
+                dy->dims[0] * dy->dims[1] * dy->dims[2], n->shape.dims[3] / gr, gr);
     c->bytes_read = input_bytes(g, n);
     c->bytes_written = node_bytes(n);
 }
 
 /* ---- recurrent scans: x (B, T, D), kernel (D, gU), recurrent (U, gU) ---- */
 
-static void scan_sizes(const sy_graph *g, const sy_node_rec *n, int kernel, int recurrent, int64_t *b, int64_t *t,
-                       int64_t *d, int64_t *u) {
+static void scan_sizes(const sy_graph *g, const sy_node_rec *n, int kernel, int recurrent,
+                       int64_t *b, int64_t *t, int64_t *d, int64_t *u) {
     const sy_shape *seq = &graph_in_rec(g, n, 0)->shape;
     *b = seq->dims[0];
     *t = seq->dims[1];
@@ -251,8 +285,8 @@ static void scan_sizes(const sy_graph *g, const sy_node_rec *n, int kernel, int 
     *u = graph_in_rec(g, n, recurrent)->shape.dims[0];
 }
 
-static void scan_vector(const sy_graph *g, const sy_node_rec *n, sy_op_cost *c, double per_unit, int64_t rows,
-                        int64_t u) {
+static void scan_vector(const sy_graph *g, const sy_node_rec *n, sy_op_cost *c, double per_unit,
+                        int64_t rows, int64_t u) {
     c->bytes_read = input_bytes(g, n);
     c->bytes_written = node_bytes(n);
     c->vector_flops = per_unit * (double)rows * (double)u;
@@ -279,7 +313,8 @@ COST(LSTM_SCAN_GRAD) {
     scan_vector(g, n, c, 20, b * t, u);
 }
 
-/* (seq (B, T, W), grads (B, T, G), kernel (D, 4U)) -> (D + U + 1, 4U): [x, h(t-1), 1]^T d gates over all B T rows */
+/* (seq (B, T, W), grads (B, T, G), kernel (D, 4U)) -> (D + U + 1, 4U): [x, h(t-1), 1]^T d gates
+ * over all B T rows */
 COST(LSTM_SCAN_WGRAD) {
     const sy_shape *seq = &graph_in_rec(g, n, 0)->shape;
     add_product(c, n->shape.dims[0], seq->dims[0] * seq->dims[1], n->shape.dims[1], 1);
@@ -287,7 +322,8 @@ COST(LSTM_SCAN_WGRAD) {
     c->bytes_written = node_bytes(n);
 }
 
-/* A step (Keras's reset_after GRU): x kernel (B, D, 3U) and h recurrent (B, U, 3U), then about 12 operations per unit. */
+/* A step (Keras's reset_after GRU): x kernel (B, D, 3U) and h recurrent (B, U, 3U), then about 12
+ * operations per unit. */
 COST(GRU_SCAN) {
     int64_t b, t, d, u;
     scan_sizes(g, n, 1, 2, &b, &t, &d, &u);
@@ -296,7 +332,8 @@ COST(GRU_SCAN) {
     scan_vector(g, n, c, 12, b * t, u);
 }
 
-/* (dh, seq, recurrent [, mask]): per step the recurrent side's gate gradients (B, 3U) recurrent^T (3U, U). */
+/* (dh, seq, recurrent [, mask]): per step the recurrent side's gate gradients (B, 3U) recurrent^T
+ * (3U, U). */
 COST(GRU_SCAN_GRAD) {
     int64_t b, t, d, u;
     scan_sizes(g, n, -1, 2, &b, &t, &d, &u);

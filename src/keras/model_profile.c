@@ -11,9 +11,12 @@
 sy_status sy_model_profile(sy_model *m, const sy_tpu_chip *chip, int64_t batch, bool training,
                            const sy_profile_options *options, sy_profile **out) {
     if (out) *out = NULL;
-    if (!m || !chip || !out) return sy_error(SY_ERR_INVALID_ARGUMENT, "sy_model_profile: model, chip and out are required");
+    if (!m || !chip || !out)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "sy_model_profile: model, chip and out are required");
     if (batch < 1)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "sy_model_profile: the batch per replica must be at least 1, got %lld",
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "sy_model_profile: the batch per replica must be at least 1, got %lld",
                         (long long)batch);
     model_plan *p;
     sy_status st = model_plan_get(m, training ? MODE_TRAIN : MODE_PREDICT, batch, &p);

@@ -48,21 +48,26 @@
 #include "../backend_internal.h"
 #include "systolic/profile.h"
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t ceil_div(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
 
 int64_t sy_mxu_folds(int64_t k, int64_t n, int64_t rows, int64_t cols) {
     if (k < 1 || n < 1 || rows < 1 || cols < 1) return 0;
     return ceil_div(k, rows) * ceil_div(n, cols);
 }
 
-int64_t sy_mxu_ws_cycles(int64_t m, int64_t k, int64_t n, int64_t rows, int64_t cols, int64_t arrays,
-                         bool double_buffered) {
+int64_t sy_mxu_ws_cycles(int64_t m, int64_t k, int64_t n, int64_t rows, int64_t cols,
+                         int64_t arrays, bool double_buffered) {
     if (m < 1 || arrays < 1) return 0;
     int64_t folds = sy_mxu_folds(k, n, rows, cols);
     if (folds == 0) return 0;
     int64_t per_array = ceil_div(folds, arrays), rows_streamed = m;
-    if (folds < arrays) rows_streamed = ceil_div(m, arrays / folds); /* arrays / folds arrays share each fold's rows */
+    if (folds < arrays)
+        rows_streamed =
+            ceil_div(m, arrays / folds); /* arrays / folds arrays share each fold's rows */
     if (double_buffered)
-        return rows + (per_array - 1) * (rows_streamed > rows ? rows_streamed : rows) + rows_streamed + rows + cols - 3;
+        return rows + (per_array - 1) * (rows_streamed > rows ? rows_streamed : rows) +
+               rows_streamed + rows + cols - 3;
     return per_array * (2 * rows + cols + rows_streamed - 2) - 1;
 }
