@@ -56,5 +56,6 @@
 #include "systolic/keras.h"
 #include "systolic/applications.h" /* issue 15: keras.applications */
 #include "systolic/tpu.h"          /* issue 16: the emulated TPU chips */
+#include "systolic/profile.h"      /* issue 16, cost model: the emulated TPU's clock */
 
 #endif

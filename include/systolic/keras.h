@@ -768,6 +768,21 @@ sy_status sy_model_predict_dataset(sy_model *m, const sy_dataset *data, const sy
 sy_status sy_model_predict_dataset_multi(sy_model *m, const sy_dataset *data, const sy_evaluate_options *options,
                                          sy_tensor **out, int32_t n_out);
 
+/* ---- issue 16, cost model: a model's step on an emulated TPU ---------------------------------- */
+
+typedef struct sy_tpu_chip sy_tpu_chip;             /* systolic/tpu.h */
+typedef struct sy_profile sy_profile;               /* systolic/profile.h */
+typedef struct sy_profile_options sy_profile_options;
+
+/* The cost on `chip` of one step of m at `batch` rows per replica: a
+ * training step (m compiled) or, with training false, a predict step
+ * (sy_plan_profile says what is counted). The step is compiled as fit or
+ * predict compiles it, one plan per replica of m's strategy: build m under
+ * a one-replica strategy (or none) to compile one, and give the replicas
+ * the chip runs in options->replicas. *out is freed with sy_profile_free. */
+sy_status sy_model_profile(sy_model *m, const sy_tpu_chip *chip, int64_t batch, bool training,
+                           const sy_profile_options *options, sy_profile **out);
+
 #ifdef __cplusplus
 }
 #endif

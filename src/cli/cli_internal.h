@@ -174,5 +174,7 @@ int cmd_predict(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
 /* convert.c */
 int cmd_convert(int argc, char **argv);
+/* issue 16, cost model: profile.c */
+int cmd_profile(int argc, char **argv);
 
 #endif

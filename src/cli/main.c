@@ -105,6 +105,9 @@ static const command commands[] = {
     {"version", "print the version", cmd_version, "usage: systolic version\n"},
     {"devices", "list the devices (replicas) a --tpu spec resolves to, and the host", cmd_devices, NULL},
     {"ops", "list the ops in the registry", cmd_ops, "usage: systolic ops\n"},
+    /* issue 16, cost model */
+    {"profile", "what a training step costs on an emulated TPU, op by op (--tpu sim:v2-8, or --chip v3 --replicas 8)",
+     cmd_profile, NULL},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 

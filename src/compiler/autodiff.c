@@ -11,6 +11,7 @@
  */
 #include "compiler_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 typedef struct contrib {
@@ -83,7 +84,15 @@ sy_status autodiff(sy_graph *g, sy_node loss, const sy_node *params, int n_param
             need[j] = path[graph_input(g, (sy_node)i, j)];
             dx[j] = SY_NONE;
         }
-        if ((st = def->grad(g, (sy_node)i, dy, need, dx)) != SY_OK) goto done;
+        /* issue 16, cost model: a gradient's ops are named in its forward op's layer scope, so plan dumps and
+         * `systolic profile` charge the backward pass to the layers */
+        char outer[sizeof g->scope];
+        memcpy(outer, g->scope, sizeof outer);
+        const char *name = g->nodes[i].name, *slash = name ? strrchr(name, '/') : NULL;
+        snprintf(g->scope, sizeof g->scope, "%.*s", slash ? (int)(slash - name) : 0, slash ? name : "");
+        st = def->grad(g, (sy_node)i, dy, need, dx);
+        memcpy(g->scope, outer, sizeof outer);
+        if (st != SY_OK) goto done;
         for (int j = 0; j < n_in; j++) {
             if (!need[j]) continue;
             sy_node in = graph_input(g, (sy_node)i, j);

@@ -101,5 +101,8 @@ sy_status plan_run_steps(sy_plan *p, int32_t first, int32_t last);
 int32_t plan_step_count(const sy_plan *p);
 int32_t plan_first_update(const sy_plan *p);
 int64_t plan_step_elements(const sy_plan *p, int32_t step); /* of the step's first input */
+/* issue 16, cost model: the plan's rewritten graph, and the node step `step` computes */
+const sy_graph *plan_graph(const sy_plan *p);
+sy_node plan_step_node(const sy_plan *p, int32_t step);
 
 #endif

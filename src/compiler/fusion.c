@@ -69,6 +69,13 @@ static void replace(sy_graph *g, sy_fusion_state *s, sy_node old, sy_node fresh)
     s->remap[fresh] = fresh;
     s->remap[old] = fresh;
     s->live[old] = false;
+    /* issue 16, cost model: the fused node takes the name of the node it stands for, so the plan's dump and its
+     * profile say which layer it belongs to */
+    char *name = g->nodes[old].name ? sy_strdup(g->nodes[old].name) : NULL;
+    if (name) {
+        sy_free(g->nodes[fresh].name);
+        g->nodes[fresh].name = name;
+    }
     for (int64_t i = 0; i < g->n_nodes; i++) {
         if (!s->live[i] || i == fresh) continue;
         for (int j = 0; j < g->nodes[i].n_in; j++)

@@ -853,6 +853,9 @@ void plan_prepare(sy_plan *p) {
 int32_t plan_step_count(const sy_plan *p) { return p->n_steps; }
 int32_t plan_first_update(const sy_plan *p) { return p->first_update; }
 int64_t plan_step_elements(const sy_plan *p, int32_t s) { return sy_shape_count(&p->steps[s].args.in_shape[0]); }
+/* issue 16, cost model: the cost pass (cost.c) walks the schedule's nodes */
+const sy_graph *plan_graph(const sy_plan *p) { return p->g; }
+sy_node plan_step_node(const sy_plan *p, int32_t s) { return p->steps[s].node; }
 
 sy_status plan_run_steps(sy_plan *p, int32_t first, int32_t last) {
     if (p->profile && first == 0) p->profile_runs++;

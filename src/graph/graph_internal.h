@@ -54,12 +54,35 @@ enum {
     SY_OPF_GRAD_OP = 1 << 4,     /* made by autodiff; not differentiable */
 };
 
+/* issue 16, cost model: what an op costs (ops_cost.c says how each is
+ * counted). A matrix product streams m rows through a k x n operand, count
+ * times; flops = 2 m k n count over the products + vector_flops. */
+#define SY_COST_MAX_PRODUCTS 4
+typedef struct sy_mxu_product {
+    int64_t m, k, n, count;
+} sy_mxu_product;
+
+typedef struct sy_op_cost {
+    double flops;        /* all of it */
+    double vector_flops; /* the part that is not matrix products */
+    double bytes_read, bytes_written;
+    int32_t n_products;
+    sy_mxu_product product[SY_COST_MAX_PRODUCTS];
+} sy_op_cost;
+
+/* Fill c (zeroed by the caller) from n's shapes and attributes. */
+typedef void (*sy_cost_fn)(const sy_graph *g, const sy_node_rec *n, sy_op_cost *c);
+
 typedef struct sy_op_def {
     sy_infer_fn infer;
     sy_grad_fn grad; /* NULL: not differentiable (see flags) */
     uint32_t flags;
     sy_eop eop; /* for SY_OPF_ELTWISE: the fused instruction */
+    sy_cost_fn cost; /* issue 16, cost model */
 } sy_op_def;
+
+/* The cost of node `node` of g (after shape inference). */
+void sy_op_cost_of(const sy_graph *g, sy_node node, sy_op_cost *c);
 
 const sy_op_def *sy_op_def_of(sy_op op);
 
@@ -117,7 +140,8 @@ sy_status graph_own_prog(sy_graph *g, sy_eprog *p);
 /* Per-op rules, in ops_*.c. */
 #define SY_OP(id, name, arity)                                                                     \
     sy_status infer_##id(sy_graph *g, sy_node_rec *n);                                             \
-    sy_status grad_##id(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx);
+    sy_status grad_##id(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx);        \
+    void cost_##id(const sy_graph *g, const sy_node_rec *n, sy_op_cost *c);
 #include "../backend/ops.def"
 #undef SY_OP
 

@@ -1,11 +1,14 @@
 /*
  * registry.c - the op registry: for each op of ops.def, its shape inference,
  * its gradient rule and the flags the compiler plans by. One row per op; the
- * rules themselves live in ops_math.c, ops_layout.c and ops_nn.c.
+ * rules themselves live in ops_math.c, ops_layout.c and ops_nn.c, the costs
+ * (issue 16) in ops_cost.c.
  */
 #include "graph_internal.h"
 
-#define ROW(id, grad, flags, eop) [SY_OP_##id] = {infer_##id, grad, flags, eop}
+/* issue 16, cost model: each row also takes the op's cost function (ops_cost.c) */
+#define ROW(id, grad_fn, op_flags, e)                                                                                  \
+    [SY_OP_##id] = {.infer = infer_##id, .grad = grad_fn, .flags = op_flags, .eop = e, .cost = cost_##id}
 #define ELT(id, eop) ROW(id, grad_##id, SY_OPF_ELTWISE, eop)
 #define DIFF(id) ROW(id, grad_##id, 0, 0)
 #define GRADOP(id) ROW(id, NULL, SY_OPF_GRAD_OP, 0)

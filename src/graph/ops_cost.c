@@ -1,0 +1,343 @@
+/*
+ * ops_cost.c - what each op costs: its arithmetic, the bytes it reads and
+ * writes, and the matrix products it hands to a matrix unit.
+ *
+ * Every op of ops.def has a cost_<ID> here, and registry.c puts it in the
+ * op's row beside its shape inference and gradient rule, so the emulated
+ * TPU's clock (compiler/cost.c), `systolic profile` and the benchmarks all
+ * read one table: there is no second list of FLOPs anywhere.
+ *
+ * A cost is computed from the node's shapes and attributes alone (after
+ * shape inference), never from data:
+ *
+ *   products     the (M, K, N) matrix products the op is made of, each
+ *                `count` times: M rows streamed through a K x N operand.
+ *                matmul (M, K) x (K, N); conv2d M = batch * output pixels,
+ *                K = kh * kw * cin / groups, N = cout / groups, `groups`
+ *                times; its input backprop the same product transposed
+ *                (M = batch * output pixels, K = cout / groups,
+ *                N = kh * kw * cin / groups, then col2im); its filter
+ *                backprop M = kh * kw * cin / groups, K = batch * output
+ *                pixels, N = cout / groups. The recurrent scans are their
+ *                per-step products times T: an LSTM step multiplies
+ *                [x, h(t-1)] (B, D + U) by [kernel; recurrent] (D + U, 4U),
+ *                a GRU step x (B, D) by kernel (D, 3U) and h (B, U) by the
+ *                recurrent kernel (U, 3U); their gradient ops likewise.
+ *   vector_flops the arithmetic that is not a matrix product (elementwise
+ *                work, reductions, a product's bias and activation
+ *                epilogue, the gates of a recurrent cell): one per output
+ *                element per elementwise instruction by default.
+ *   flops        2 M K N count summed over the products, plus vector_flops.
+ *   bytes        every input read once and the output written once, at the
+ *                graph's dtypes (a slice reads only what it keeps; an
+ *                optimizer update rewrites its parameter and slots in
+ *                place; leaves and views cost nothing).
+ *
+ * The per-element factors of the composite ops (softmax 5, an LSTM cell's
+ * 13 per unit, Adam's 12 per weight, ...) count the operations of the
+ * formula the ref kernel computes; docs/design/tpu-cost-model.md lists them.
+ */
+#include "graph_internal.h"
+
+#include <string.h>
+
+static double elements(const sy_shape *s) {
+    return (double)sy_shape_count(s);
+}
+
+static double node_bytes(const sy_node_rec *r) {
+    return elements(&r->shape) * (double)sy_dtype_size(r->dtype);
+}
+
+static double input_bytes(const sy_graph *g, const sy_node_rec *n) {
+    double b = 0;
+    for (int i = 0; i < n->n_in; i++) b += node_bytes(graph_in_rec(g, n, i));
+    return b;
+}
+
+static void add_product(sy_op_cost *c, int64_t m, int64_t k, int64_t n, int64_t count) {
+    SY_ASSERT(c->n_products < SY_COST_MAX_PRODUCTS);
+    c->product[c->n_products++] = (sy_mxu_product){.m = m, .k = k, .n = n, .count = count};
+    c->flops += 2.0 * (double)m * (double)k * (double)n * (double)count;
+}
+
+/* Reads every input, writes the output, `per_out` vector operations per
+ * output element. */
+static void streamed(const sy_graph *g, const sy_node_rec *n, sy_op_cost *c, double per_out) {
+    c->bytes_read = input_bytes(g, n);
+    c->bytes_written = node_bytes(n);
+    c->vector_flops = per_out * elements(&n->shape);
+    c->flops += c->vector_flops;
+}
+
+/* As streamed, but the work is per element of input 0 (reductions, losses). */
+static void reducing(const sy_graph *g, const sy_node_rec *n, sy_op_cost *c, double per_in) {
+    streamed(g, n, c, 0);
+    c->vector_flops = per_in * elements(&graph_in_rec(g, n, 0)->shape);
+    c->flops += c->vector_flops;
+}
+
+void sy_op_cost_of(const sy_graph *g, sy_node node, sy_op_cost *c) {
+    const sy_node_rec *n = graph_node(g, node);
+    memset(c, 0, sizeof *c);
+    sy_op_def_of(n->op)->cost(g, n, c);
+}
+
+#define COST(id) void cost_##id(const sy_graph *g, const sy_node_rec *n, sy_op_cost *c)
+/* leaves and views: no kernel runs */
+#define COST_FREE(id)                                                                              \
+    COST(id) {                                                                                     \
+        (void)g, (void)n, (void)c;                                                                 \
+    }
+#define COST_STREAMED(id, per_out)                                                                 \
+    COST(id) {                                                                                     \
+        streamed(g, n, c, per_out);                                                                \
+    }
+#define COST_REDUCING(id, per_in)                                                                  \
+    COST(id) {                                                                                     \
+        reducing(g, n, c, per_in);                                                                 \
+    }
+
+COST_FREE(INPUT)
+COST_FREE(PARAM)
+COST_FREE(FILL)
+COST_FREE(RESHAPE)
+
+/* elementwise, one instruction per element */
+COST_STREAMED(BIAS_ADD, 1)
+COST_STREAMED(ADD, 1)
+COST_STREAMED(SUB, 1)
+COST_STREAMED(MUL, 1)
+COST_STREAMED(DIV, 1)
+COST_STREAMED(NEG, 1)
+COST_STREAMED(RELU, 1)
+COST_STREAMED(SIGMOID, 1)
+COST_STREAMED(TANH, 1)
+COST_STREAMED(EXP, 1)
+COST_STREAMED(LOG, 1)
+COST_STREAMED(RSQRT, 1)
+COST_STREAMED(ACT, 1)
+COST_STREAMED(RELU_GRAD, 1)
+COST_STREAMED(SIGMOID_GRAD, 2) /* dy * y * (1 - y) */
+COST_STREAMED(TANH_GRAD, 2)    /* dy * (1 - y^2) */
+COST_STREAMED(ACT_GRAD, 2)
+COST_STREAMED(DROPOUT, 2) /* the mask's draw, the scaled multiply */
+COST_STREAMED(SOFTMAX, 5) /* max, subtract, exp, sum, divide */
+COST_STREAMED(LOG_SOFTMAX, 5)
+COST_STREAMED(SOFTMAX_GRAD, 4) /* y * (dy - sum(dy y)) */
+COST_STREAMED(LOG_SOFTMAX_GRAD, 4)
+COST_STREAMED(UPSAMPLE2D, 1)
+COST_STREAMED(UPSAMPLE2D_GRAD, 1)
+/* data movement: no arithmetic */
+COST_STREAMED(COPY, 0)
+COST_STREAMED(TRANSPOSE, 0)
+COST_STREAMED(CONCAT, 0)
+COST_STREAMED(BROADCAST_TO, 0)
+COST_STREAMED(REVERSE, 0)
+COST_STREAMED(PAD, 0)
+COST_STREAMED(SLICE_GRAD, 0)
+COST_STREAMED(GATHER_GRAD, 1) /* a scatter-add of dy's rows */
+
+COST(SLICE) {
+    streamed(g, n, c, 0);
+    c->bytes_read = node_bytes(n); /* only the kept part is read */
+}
+
+COST(GATHER) {
+    streamed(g, n, c, 0);
+    c->bytes_read =
+        node_bytes(n) + node_bytes(graph_in_rec(g, n, 1)); /* the rows gathered and the indices */
+}
+
+/* reductions and losses: work per element of the first input */
+COST_REDUCING(REDUCE_SUM, 1)
+COST_REDUCING(REDUCE_MEAN, 1)
+COST_REDUCING(REDUCE_MAX, 1)
+COST_REDUCING(REDUCE_MAX_GRAD, 2)
+COST_REDUCING(SPARSE_SOFTMAX_CE, 5)
+COST_REDUCING(SOFTMAX_CE, 6)
+COST_REDUCING(SIGMOID_CE, 5)
+COST_REDUCING(SPARSE_CATEGORICAL_CE, 2)
+COST_REDUCING(CATEGORICAL_CE, 3)
+COST_REDUCING(BINARY_CE, 6)
+COST_REDUCING(MSE, 3)
+/* the losses' gradients read (dl, x, target) and write one value per element of x */
+COST_STREAMED(SPARSE_SOFTMAX_CE_GRAD, 6)
+COST_STREAMED(SOFTMAX_CE_GRAD, 6)
+COST_STREAMED(SIGMOID_CE_GRAD, 4)
+COST_STREAMED(SPARSE_CATEGORICAL_CE_GRAD, 2)
+COST_STREAMED(CATEGORICAL_CE_GRAD, 2)
+COST_STREAMED(BINARY_CE_GRAD, 5)
+COST_STREAMED(MSE_GRAD, 3)
+
+/* The pools: a window of kh * kw inputs per output (forward) or per dy element (gradient). */
+static double window(const sy_node_rec *n) {
+    return (double)n->attr.pool.ksize[0] * (double)n->attr.pool.ksize[1];
+}
+COST(MAX_POOL2D) {
+    streamed(g, n, c, window(n));
+}
+COST(AVG_POOL2D) {
+    streamed(g, n, c, window(n));
+}
+COST(MAX_POOL2D_GRAD) { /* (x, y, dy) */
+    streamed(g, n, c, 0);
+    c->vector_flops = window(n) * elements(&graph_in_rec(g, n, 2)->shape);
+    c->flops = c->vector_flops;
+}
+COST(AVG_POOL2D_GRAD) {
+    reducing(g, n, c, window(n));
+}
+
+/* Optimizer and state updates: `per` operations per weight; the parameter
+ * and its slots are read and rewritten in place, the gradient (input 1) only read. */
+static void update(const sy_graph *g, const sy_node_rec *n, sy_op_cost *c, double per) {
+    c->bytes_read = input_bytes(g, n);
+    c->bytes_written = c->bytes_read - node_bytes(graph_in_rec(g, n, 1));
+    c->vector_flops = per * elements(&graph_in_rec(g, n, 0)->shape);
+    c->flops = c->vector_flops;
+}
+COST(SGD_UPDATE) {
+    update(g, n, c, n->n_in > 2 ? 4 : 2);
+} /* p -= lr g; with momentum v = m v - lr g, p += v */
+COST(ADAM_UPDATE) {
+    update(g, n, c, 12);
+}
+COST(RMSPROP_UPDATE) {
+    update(g, n, c, 8);
+}
+COST(MOVING_AVERAGE) {
+    update(g, n, c, 3);
+}
+
+/* A fused elementwise chain: its instructions (not the loads) once per output element. */
+COST(FUSED_ELTWISE) {
+    const sy_eprog *p = n->attr.fused;
+    int ops = 0;
+    for (int i = 0; i < p->n; i++)
+        if (p->insn[i].op > SY_E_LD_SCALAR) ops++;
+    streamed(g, n, c, ops);
+}
+
+/* ---- matrix products ---------------------------------------------------- */
+
+/* A product's epilogue: the bias add and the activation the fusion pass folded in. */
+static void epilogue(const sy_node_rec *n, sy_op_cost *c, bool bias, bool act) {
+    c->vector_flops = ((bias ? 1 : 0) + (act ? 1 : 0)) * elements(&n->shape);
+    c->flops += c->vector_flops;
+}
+
+COST(MATMUL) {
+    const sy_shape *a = &graph_in_rec(g, n, 0)->shape, *b = &graph_in_rec(g, n, 1)->shape;
+    int64_t m = n->attr.matmul.ta ? a->dims[1] : a->dims[0],
+            k = n->attr.matmul.ta ? a->dims[0] : a->dims[1];
+    int64_t cols = n->attr.matmul.tb ? b->dims[0] : b->dims[1];
+    add_product(c, m, k, cols, 1);
+    c->bytes_read = input_bytes(g, n);
+    c->bytes_written = node_bytes(n);
+    epilogue(n, c, n->n_in > 2, n->attr.matmul.act != 0);
+}
+
+static int64_t groups(const sy_node_rec *n) {
+    return n->attr.conv.groups > 1 ? n->attr.conv.groups : 1;
+}
+
+/* x (N, H, W, C) * w (KH, KW, C / groups, O) -> (N, OH, OW, O) */
+COST(CONV2D) {
+    const sy_shape *w = &graph_in_rec(g, n, 1)->shape;
+    int64_t gr = groups(n);
+    add_product(c, n->shape.dims[0] * n->shape.dims[1] * n->shape.dims[2],
+                w->dims[0] * w->dims[1] * w->dims[2], w->dims[3] / gr, gr);
+    c->bytes_read = input_bytes(g, n);
+    c->bytes_written = node_bytes(n);
+    epilogue(n, c, n->n_in > 2, n->attr.conv.act != 0);
+}
+
+/* (dy (N, OH, OW, O), w (KH, KW, C / groups, O)) -> dx (N, H, W, C): dy w^T, then col2im adds the
+ * patches */
+COST(CONV2D_BACKPROP_INPUT) {
+    const sy_shape *dy = &graph_in_rec(g, n, 0)->shape, *w = &graph_in_rec(g, n, 1)->shape;
+    int64_t gr = groups(n);
+    add_product(c, dy->dims[0] * dy->dims[1] * dy->dims[2], w->dims[3] / gr,
+                w->dims[0] * w->dims[1] * w->dims[2], gr);
+    c->bytes_read = input_bytes(g, n);
+    c->bytes_written = node_bytes(n);
+}
+
+/* (x (N, H, W, C), dy (N, OH, OW, O)) -> dw (KH, KW, C / groups, O): patches^T dy */
+COST(CONV2D_BACKPROP_FILTER) {
+    const sy_shape *dy = &graph_in_rec(g, n, 1)->shape;
+    int64_t gr = groups(n);
+    add_product(c, n->shape.dims[0] * n->shape.dims[1] * n->shape.dims[2],
+                dy->dims[0] * dy->dims[1] * dy->dims[2], n->shape.dims[3] / gr, gr);
+    c->bytes_read = input_bytes(g, n);
+    c->bytes_written = node_bytes(n);
+}
+
+/* ---- recurrent scans: x (B, T, D), kernel (D, gU), recurrent (U, gU) ---- */
+
+static void scan_sizes(const sy_graph *g, const sy_node_rec *n, int kernel, int recurrent,
+                       int64_t *b, int64_t *t, int64_t *d, int64_t *u) {
+    const sy_shape *seq = &graph_in_rec(g, n, 0)->shape;
+    *b = seq->dims[0];
+    *t = seq->dims[1];
+    *d = kernel >= 0 ? graph_in_rec(g, n, kernel)->shape.dims[0] : 0;
+    *u = graph_in_rec(g, n, recurrent)->shape.dims[0];
+}
+
+static void scan_vector(const sy_graph *g, const sy_node_rec *n, sy_op_cost *c, double per_unit,
+                        int64_t rows, int64_t u) {
+    c->bytes_read = input_bytes(g, n);
+    c->bytes_written = node_bytes(n);
+    c->vector_flops = per_unit * (double)rows * (double)u;
+    c->flops += c->vector_flops;
+}
+
+/* A step: [x, h(t-1)] (B, D + U) [kernel; recurrent] (D + U, 4U), then the
+ * cell: 4U bias adds, 4U activations, c = f c + i g (3U), h = o tanh(c) (2U). */
+COST(LSTM_SCAN) {
+    int64_t b, t, d, u;
+    scan_sizes(g, n, 1, 2, &b, &t, &d, &u);
+    add_product(c, b, d + u, 4 * u, t);
+    scan_vector(g, n, c, 13, b * t, u);
+}
+
+/* A step backwards: the gates' gradients (about 20 operations per unit),
+ * then d gates (B, 4U) [kernel; recurrent]^T for dx and dh(t-1) (only the
+ * recurrent part without dx). Inputs (dh, seq, kernel, recurrent [, mask]). */
+COST(LSTM_SCAN_GRAD) {
+    int64_t b, t, d, u;
+    scan_sizes(g, n, 2, 3, &b, &t, &d, &u);
+    t = graph_in_rec(g, n, 1)->shape.dims[1]; /* dh may hold only the last step */
+    add_product(c, b, 4 * u, n->attr.rnn.need_dx ? d + u : u, t);
+    scan_vector(g, n, c, 20, b * t, u);
+}
+
+/* (seq (B, T, W), grads (B, T, G), kernel (D, 4U)) -> (D + U + 1, 4U): [x, h(t-1), 1]^T d gates
+ * over all B T rows */
+COST(LSTM_SCAN_WGRAD) {
+    const sy_shape *seq = &graph_in_rec(g, n, 0)->shape;
+    add_product(c, n->shape.dims[0], seq->dims[0] * seq->dims[1], n->shape.dims[1], 1);
+    c->bytes_read = input_bytes(g, n);
+    c->bytes_written = node_bytes(n);
+}
+
+/* A step (Keras's reset_after GRU): x kernel (B, D, 3U) and h recurrent (B, U, 3U), then about 12
+ * operations per unit. */
+COST(GRU_SCAN) {
+    int64_t b, t, d, u;
+    scan_sizes(g, n, 1, 2, &b, &t, &d, &u);
+    add_product(c, b, d, 3 * u, t);
+    add_product(c, b, u, 3 * u, t);
+    scan_vector(g, n, c, 12, b * t, u);
+}
+
+/* (dh, seq, recurrent [, mask]): per step the recurrent side's gate gradients (B, 3U) recurrent^T
+ * (3U, U). */
+COST(GRU_SCAN_GRAD) {
+    int64_t b, t, d, u;
+    scan_sizes(g, n, -1, 2, &b, &t, &d, &u);
+    t = graph_in_rec(g, n, 1)->shape.dims[1];
+    add_product(c, b, 3 * u, u, t);
+    scan_vector(g, n, c, 20, b * t, u);
+}

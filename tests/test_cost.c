@@ -1,0 +1,255 @@
+/*
+ * test_cost.c - the emulated TPU's clock (issue 16): every op has a cost,
+ * a few ops' costs worked by hand, the matrix unit's cycle formula against
+ * SCALE-Sim's golden reports and small cases counted by hand, and the pass
+ * over a plan on a made-up chip whose every figure is a round number.
+ */
+#include "check.h"
+#include "graph/graph_internal.h"
+#include "systolic.h"
+#include "systolic/profile.h"
+
+#include <string.h>
+
+static void check_cost(const sy_graph *g, sy_node n, const char *what, double flops,
+                       double vector_flops, double read, double written) {
+    sy_op_cost c;
+    sy_op_cost_of(g, n, &c);
+    CHECK_CLOSE(c.flops, flops, 0, 0, "%s flops", what);
+    CHECK_CLOSE(c.vector_flops, vector_flops, 0, 0, "%s vector flops", what);
+    CHECK_CLOSE(c.bytes_read, read, 0, 0, "%s bytes read", what);
+    CHECK_CLOSE(c.bytes_written, written, 0, 0, "%s bytes written", what);
+}
+
+static void check_product(const sy_graph *g, sy_node n, const char *what, int i, int64_t m,
+                          int64_t k, int64_t cols, int64_t count) {
+    sy_op_cost c;
+    sy_op_cost_of(g, n, &c);
+    CHECK(i < c.n_products, "%s: product %d of %d", what, i, c.n_products);
+    if (i >= c.n_products) return;
+    const sy_mxu_product *p = &c.product[i];
+    CHECK(p->m == m && p->k == k && p->n == cols && p->count == count,
+          "%s: product %d is (%lld, %lld, %lld) x %lld, expected (%lld, %lld, %lld) x %lld", what,
+          i, (long long)p->m, (long long)p->k, (long long)p->n, (long long)p->count, (long long)m,
+          (long long)k, (long long)cols, (long long)count);
+}
+
+static void test_every_op_has_a_cost(void) {
+    for (int op = 0; op < SY_OP_COUNT; op++)
+        CHECK(sy_op_def_of((sy_op)op)->cost != NULL, "op %s has no cost function",
+              sy_op_name((sy_op)op));
+}
+
+static void test_op_costs(void) {
+    sy_graph *g;
+    CHECK_OK(sy_graph_new(&g));
+    /* matmul (4, 6) x (6, 3): 2 * 4 * 6 * 3 = 144 FLOPs; reads 24 + 18 floats, writes 12 */
+    sy_node x = sy_graph_input(g, "x", SY_F32, sy_shape_of(2, 4, 6));
+    sy_node w = sy_graph_param(g, "w", SY_F32, sy_shape_of(2, 6, 3), sy_init_zeros());
+    sy_node y = sy_graph_matmul(g, x, w, false, false);
+    check_cost(g, y, "matmul", 144, 0, 4 * 42, 4 * 12);
+    check_product(g, y, "matmul", 0, 4, 6, 3, 1);
+    /* transposed: (6, 4)^T x (3, 6)^T is the same product */
+    sy_node xt = sy_graph_input(g, "xt", SY_F32, sy_shape_of(2, 6, 4));
+    sy_node wt = sy_graph_param(g, "wt", SY_F32, sy_shape_of(2, 3, 6), sy_init_zeros());
+    check_product(g, sy_graph_matmul(g, xt, wt, true, true), "matmul^T", 0, 4, 6, 3, 1);
+
+    /* relu of (4, 3): 12 FLOPs, 48 bytes in and out */
+    check_cost(g, sy_graph_relu(g, y), "relu", 12, 12, 48, 48);
+    /* sum over axis 1 of (4, 6): 24 additions, reads 96 bytes, writes 4 floats */
+    int32_t axis = 1;
+    check_cost(g, sy_graph_reduce_sum(g, x, &axis, 1, false), "reduce_sum", 24, 24, 96, 16);
+
+    /* conv2d: x (2, 5, 5, 3) * w (3, 3, 3, 4), stride 1, valid -> (2, 3, 3, 4):
+     * M = 2 * 3 * 3 = 18 output pixels, K = 3 * 3 * 3 = 27, N = 4 */
+    sy_node img = sy_graph_input(g, "img", SY_F32, sy_shape_of(4, 2, 5, 5, 3));
+    sy_node k = sy_graph_param(g, "k", SY_F32, sy_shape_of(4, 3, 3, 3, 4), sy_init_zeros());
+    sy_node conv = sy_graph_conv2d(g, img, k, 1, 1, SY_PADDING_VALID);
+    double conv_flops = 2.0 * 18 * 27 * 4;
+    check_cost(g, conv, "conv2d", conv_flops, 0, 4 * (150 + 108), 4 * 72);
+    check_product(g, conv, "conv2d", 0, 18, 27, 4, 1);
+    /* its backprops: dy (2, 3, 3, 4) w^T -> col2im (M 18, K 4, N 27); patches^T dy (M 27, K 18, N
+     * 4): the same FLOPs */
+    sy_node dy = sy_graph_input(g, "dy", SY_F32, sy_shape_of(4, 2, 3, 3, 4));
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.conv.stride[0] = at.conv.stride[1] = 1;
+    sy_node in_bi[2] = {dy, k}, in_bf[2] = {img, dy};
+    sy_shape xs = sy_shape_of(4, 2, 5, 5, 3), ws = sy_shape_of(4, 3, 3, 3, 4);
+    sy_node bi = graph_add(g, SY_OP_CONV2D_BACKPROP_INPUT, in_bi, 2, &at, &xs);
+    sy_node bf = graph_add(g, SY_OP_CONV2D_BACKPROP_FILTER, in_bf, 2, &at, &ws);
+    CHECK_OK(sy_graph_status(g));
+    check_cost(g, bi, "conv2d_backprop_input", conv_flops, 0, 4 * (72 + 108), 4 * 150);
+    check_product(g, bi, "conv2d_backprop_input", 0, 18, 4, 27, 1);
+    check_cost(g, bf, "conv2d_backprop_filter", conv_flops, 0, 4 * (150 + 72), 4 * 108);
+    check_product(g, bf, "conv2d_backprop_filter", 0, 27, 18, 4, 1);
+
+    /* LSTM scan: x (B 2, T 3, D 4), U = 5: per step [x, h] (2, 9) [kernel; recurrent] (9, 20), 3
+     * times; 2 * 2 * 9 * 20 * 3 = 2160 FLOPs of products and 13 per unit per row: 13 * 5 * 6 = 390
+     */
+    sy_node seq = sy_graph_input(g, "seq", SY_F32, sy_shape_of(3, 2, 3, 4));
+    sy_node kern = sy_graph_param(g, "kern", SY_F32, sy_shape_of(2, 4, 20), sy_init_zeros());
+    sy_node rec = sy_graph_param(g, "rec", SY_F32, sy_shape_of(2, 5, 20), sy_init_zeros());
+    sy_node lstm = graph_lstm_scan(g, seq, kern, rec, SY_NONE, SY_NONE, SY_ACT_TANH, SY_ACT_SIGMOID,
+                                   NULL, true);
+    CHECK_OK(sy_graph_status(g));
+    sy_op_cost c;
+    sy_op_cost_of(g, lstm, &c);
+    CHECK_CLOSE(c.flops, 2160 + 390, 0, 0, "lstm_scan flops");
+    check_product(g, lstm, "lstm_scan", 0, 2, 9, 20, 3);
+    sy_graph_free(g);
+}
+
+static void test_mxu_formula(void) {
+    /* SCALE-Sim's golden GEMM (scale-sim-v2 test/general/golden_trace_user_ws: 52,447 total -
+     * 41,248 stall cycles): M 256, K 256, N 128 on 32 x 32: 8 * 4 = 32 folds of 2 * 32 + 32 + 256 -
+     * 2 = 350 cycles, less one */
+    CHECK(sy_mxu_folds(256, 128, 32, 32) == 32, "folds %lld",
+          (long long)sy_mxu_folds(256, 128, 32, 32));
+    CHECK(sy_mxu_ws_cycles(256, 256, 128, 32, 32, 1, false) == 11199, "GEMM: %lld cycles",
+          (long long)sy_mxu_ws_cycles(256, 256, 128, 32, 32, 1, false));
+    /* SCALE-Sim's golden AlexNet conv1 (test/golden_trace/COMPUTE_REPORT.csv): 227 x 227 x 3, 11 x
+     * 11, stride 4, 96 filters: M = 55 * 55 = 3025, K = 363, N = 96: 12 * 3 = 36 folds of 64 + 32 +
+     * 3025 - 2 = 3119, less one */
+    CHECK(sy_mxu_ws_cycles(3025, 363, 96, 32, 32, 1, false) == 112283, "AlexNet conv1: %lld cycles",
+          (long long)sy_mxu_ws_cycles(3025, 363, 96, 32, 32, 1, false));
+    /* By hand, 4 x 4 array, M 5, K 6, N 3: 2 folds (K 4 + 2 rows, N 3 of 4 columns), each 4 cycles
+     * of weights, 5 rows, 4 + 4 - 2 = 6 of fill and drain: 2 * 15 - 1 = 29 */
+    CHECK(sy_mxu_ws_cycles(5, 6, 3, 4, 4, 1, false) == 29, "4x4: %lld",
+          (long long)sy_mxu_ws_cycles(5, 6, 3, 4, 4, 1, false));
+    /* two arrays take a fold each: 15 - 1 */
+    CHECK(sy_mxu_ws_cycles(5, 6, 3, 4, 4, 2, false) == 14, "4x4 x2: %lld",
+          (long long)sy_mxu_ws_cycles(5, 6, 3, 4, 4, 2, false));
+    /* four arrays: two per fold, each streaming ceil(5 / 2) = 3 rows: 8 + 4 + 3 - 2 - 1 = 12 */
+    CHECK(sy_mxu_ws_cycles(5, 6, 3, 4, 4, 4, false) == 12, "4x4 x4: %lld",
+          (long long)sy_mxu_ws_cycles(5, 6, 3, 4, 4, 4, false));
+    CHECK(sy_mxu_ws_cycles(0, 6, 3, 4, 4, 1, false) == 0, "an empty product takes no cycles");
+    /* Double-buffered weights (a TPU's MXU): the first fold's 4 cycles of weights, its 5 rows (the
+     * second fold's weights load meanwhile), the second fold's 5 rows, then 4 + 4 - 2 of drain: 4 +
+     * 5 + 5 + 6 - 1 = 19 */
+    CHECK(sy_mxu_ws_cycles(5, 6, 3, 4, 4, 1, true) == 19, "4x4 double-buffered: %lld",
+          (long long)sy_mxu_ws_cycles(5, 6, 3, 4, 4, 1, true));
+    /* with 2 rows per fold the stream waits for the next weights: 4 + max(2, 4) + 2 + 6 - 1 = 15 */
+    CHECK(sy_mxu_ws_cycles(2, 6, 3, 4, 4, 1, true) == 15,
+          "short folds wait for their weights: %lld",
+          (long long)sy_mxu_ws_cycles(2, 6, 3, 4, 4, 1, true));
+    /* one fold: the same as without double-buffering */
+    CHECK(sy_mxu_ws_cycles(8, 4, 2, 4, 4, 1, true) == sy_mxu_ws_cycles(8, 4, 2, 4, 4, 1, false),
+          "one fold");
+}
+
+/* A chip of round numbers: one core, one 4 x 4 array, 1 MHz, 1 vector FLOP and 1 HBM byte per
+ * cycle. */
+static const sy_tpu_chip toy = {.name = "toy",
+                                .cores = 1,
+                                .replicas = 1,
+                                .mxus_per_core = 1,
+                                .mxu_rows = 4,
+                                .mxu_cols = 4,
+                                .clock_hz = 1e6,
+                                .peak_bf16_flops = 32e6,
+                                .vector_flops_core = 1e6,
+                                .hbm_bytes = 1e9,
+                                .hbm_bytes_per_s = 1e6,
+                                .ici_links = 4,
+                                .ici_link_bytes_per_s = 1e6,
+                                .ici_latency_s = 1e-6,
+                                .infeed_bytes_per_s = 1e6,
+                                .host_round_trip_s = 1e-3,
+                                .max_chips = 4};
+
+static void test_plan_pass(void) {
+    /* Dense(2) on x (8, 4), predict: one matmul step with its bias epilogue. */
+    sy_graph *g;
+    CHECK_OK(sy_graph_new(&g));
+    sy_node x = sy_graph_input(g, "x", SY_F32, sy_shape_of(2, 8, 4));
+    sy_node labels = sy_graph_input(g, "labels", SY_F32, sy_shape_of(2, 8, 2));
+    sy_graph_push_scope(g, "dense");
+    sy_node w =
+        sy_graph_param(g, "kernel", SY_F32, sy_shape_of(2, 4, 2), sy_init_glorot_uniform(1));
+    sy_node b = sy_graph_param(g, "bias", SY_F32, sy_shape_of(1, 2), sy_init_zeros());
+    sy_node y = sy_graph_bias_add(g, sy_graph_matmul(g, x, w, false, false), b);
+    sy_graph_pop_scope(g);
+    sy_node loss = sy_graph_mean_squared_error(g, y, labels);
+    int32_t axis = 0;
+    loss = sy_graph_reduce_mean(g, loss, &axis, 1, false);
+    CHECK_OK(sy_graph_status(g));
+
+    sy_plan_options po = sy_plan_options_default();
+    po.outputs = &y;
+    po.n_outputs = 1;
+    sy_plan *predict = NULL;
+    CHECK_OK(sy_plan_compile(g, &po, &predict));
+    sy_profile_options o = sy_profile_options_default();
+    o.steps_per_execution = 4;
+    sy_profile *p = NULL;
+    CHECK_OK(sy_plan_profile(predict, &toy, &o, &p));
+    if (p) {
+        CHECK(p->n_ops == 1, "one fused step, got %d", p->n_ops);
+        if (p->n_ops != 1) sy_plan_dump(predict, stderr);
+        const sy_profile_op *op = &p->ops[0];
+        CHECK(strcmp(op->op, "matmul") == 0 && strcmp(op->layer, "dense") == 0,
+              "op %s in layer '%s'", op->op, op->layer);
+        /* (8, 4) x (4, 2): 1 fold, 4 + 8 + 4 + 4 - 2 - 1 = 17 cycles; its transpose (2, 4) x (4,
+         * 8): 2 folds of 2 rows, double-buffered, 4 + max(2, 4) + 2 + 4 + 4 - 2 - 1 = 15: the pass
+         * keeps the cheaper */
+        CHECK_CLOSE(op->mxu_cycles, 15, 0, 0, "MXU cycles");
+        CHECK_CLOSE(op->flops, 2 * 8 * 4 * 2 + 16, 0, 0, "FLOPs: the product and the bias");
+        CHECK_CLOSE(op->vector_cycles, 16, 0, 0, "vector cycles: 16 bias adds");
+        /* reads x 128, kernel 32, bias 8 bytes, writes 64 */
+        CHECK_CLOSE(op->memory_cycles, 232, 0, 0, "memory cycles");
+        CHECK(op->bound == SY_BOUND_MEMORY, "bound by %s", sy_bound_name(op->bound));
+        CHECK_CLOSE(op->mxu_utilization, 128.0 / (2 * 15 * 16), 1e-12, 0, "MXU utilisation");
+        CHECK_CLOSE(p->infeed_bytes, 128, 0, 0, "infeed: x only (the labels are not read)");
+        CHECK_CLOSE(p->infeed_stall_s, 0, 0, 0, "128 us of infeed hide behind 232 us of compute");
+        CHECK_CLOSE(p->host_s, 250e-6, 1e-12, 0, "the round trip over 4 steps");
+        CHECK_CLOSE(p->allreduce_s, 0, 0, 0, "predict reduces nothing");
+        CHECK_CLOSE(p->step_s, 482e-6, 1e-12, 0, "step");
+        CHECK_CLOSE(p->samples_per_s, 8 / 482e-6, 1e-9, 0, "samples/s");
+        CHECK(p->bound == SY_BOUND_HOST, "the step is bound by %s", sy_bound_name(p->bound));
+        CHECK_CLOSE(op->share, 232.0 / 482, 1e-12, 0, "share");
+    }
+    sy_profile_free(p);
+    sy_plan_free(predict);
+
+    /* Training on 4 replicas: the gradients (kernel 8 + bias 2 floats = 40 bytes) go round a ring:
+     * 2 * 3/4 * 40 = 60 bytes at 1 MB/s + 2 * 3 hops of 1 us = 66 us. */
+    po = sy_plan_options_default();
+    po.loss = loss;
+    po.optimizer = sy_optimizer_sgd(0.1f, 0, false);
+    sy_plan *train = NULL;
+    CHECK_OK(sy_plan_compile(g, &po, &train));
+    o = sy_profile_options_default();
+    o.replicas = 4;
+    CHECK_OK(sy_plan_profile(train, &toy, &o, &p));
+    if (p) {
+        CHECK_CLOSE(p->gradient_bytes, 40, 0, 0, "gradient bytes");
+        CHECK_CLOSE(p->allreduce_s, 66e-6, 1e-12, 0, "ring all-reduce");
+        CHECK_CLOSE(p->infeed_bytes, 128 + 64, 0, 0, "infeed: x and the labels");
+        double sum = 0;
+        for (int i = 0; i < p->n_ops; i++) sum += p->ops[i].seconds;
+        CHECK_CLOSE(sum, p->compute_s, 1e-12, 0, "the ops add up to the compute time");
+        CHECK_CLOSE(p->samples_per_s, 8 * 4 / p->step_s, 1e-12, 0,
+                    "samples/s counts every replica's batch");
+    }
+    sy_profile_free(p);
+
+    /* Errors name what is wrong. */
+    o.replicas = -1;
+    CHECK_ERR(sy_plan_profile(train, &toy, &o, &p), SY_ERR_INVALID_ARGUMENT, "replicas");
+    CHECK(p == NULL, "no profile on error");
+    o = sy_profile_options_default();
+    o.steps_per_execution = 0;
+    CHECK_ERR(sy_plan_profile(train, &toy, &o, &p), SY_ERR_INVALID_ARGUMENT, "steps_per_execution");
+    CHECK_ERR(sy_plan_profile(train, NULL, NULL, &p), SY_ERR_INVALID_ARGUMENT, "chip");
+    sy_plan_free(train);
+    sy_graph_free(g);
+}
+
+int main(void) {
+    test_every_op_has_a_cost();
+    test_op_costs();
+    test_mxu_formula();
+    test_plan_pass();
+    return check_report("test_cost");
+}
