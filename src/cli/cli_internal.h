@@ -177,4 +177,17 @@ int cmd_convert(int argc, char **argv);
 /* issue 16, cost model: profile.c */
 int cmd_profile(int argc, char **argv);
 
+/* issue 16, trace and roofline (profile_files.c): one step of a profile
+ * written, whole or not at all, as a Chrome trace-event file (FILE.json,
+ * for https://ui.perfetto.dev) or as a roofline plot (FILE.svg). model
+ * names the model in titles; training says which step the plan runs. */
+sy_status profile_write_trace(const char *path, const char *model, bool training, const sy_profile *p);
+sy_status profile_write_roofline(const char *path, const char *model, bool training, const sy_profile *p);
+/* SY_ERR_IO, naming path and why, unless a file can be written there (its
+ * directory exists and is writable; it is not a directory or a FIFO):
+ * checked before the profile is computed, so a bad path writes nothing. */
+sy_status profile_check_output(const char *path);
+/* s as a JSON string, quoted and escaped. */
+void cli_json_string(FILE *out, const char *s);
+
 #endif

@@ -12,7 +12,8 @@
  * MXU, the vector unit and HBM, the MXU's utilisation, what bounds it and
  * its share of the step; then the infeed, the all-reduce, the host round
  * trip, the step time and samples/s. --json prints the same as one JSON
- * object.
+ * object. --trace FILE.json writes the step as a Chrome trace-event file
+ * and --roofline FILE.svg a roofline plot of its ops (profile_files.c).
  */
 #include "cli_internal.h"
 
@@ -20,27 +21,16 @@
 
 typedef struct profile_opts {
     const char *tpu, *chip;
+    const char *trace, *roofline; /* issue 16, trace and roofline */
     int64_t replicas, batch_size, steps_per_execution, seed;
     bool json, predict;
 } profile_opts;
 
-enum { P_TPU, P_CHIP, P_REPLICAS, P_BATCH, P_SPE, P_SEED, P_PREDICT, P_JSON, P_N };
-
-static void json_string(FILE *out, const char *s) {
-    fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', out);
-        if ((unsigned char)*s < 0x20)
-            fprintf(out, "\\u%04x", (unsigned char)*s);
-        else
-            fputc(*s, out);
-    }
-    fputc('"', out);
-}
+enum { P_TPU, P_CHIP, P_REPLICAS, P_BATCH, P_SPE, P_SEED, P_PREDICT, P_JSON, P_TRACE, P_ROOFLINE, P_N };
 
 static void print_json(FILE *out, const char *model, const sy_profile *p) {
     fprintf(out, "{\"model\": ");
-    json_string(out, model);
+    cli_json_string(out, model);
     fprintf(out,
             ", \"chip\": \"%s\", \"replicas\": %d, \"batch_per_replica\": %lld, "
             "\"steps_per_execution\": %d,\n",
@@ -49,9 +39,9 @@ static void print_json(FILE *out, const char *model, const sy_profile *p) {
     for (int32_t i = 0; i < p->n_ops; i++) {
         const sy_profile_op *o = &p->ops[i];
         fprintf(out, "  {\"op\": \"%s\", \"name\": ", o->op);
-        json_string(out, o->name);
+        cli_json_string(out, o->name);
         fprintf(out, ", \"layer\": ");
-        json_string(out, o->layer);
+        cli_json_string(out, o->layer);
         fprintf(
             out,
             ", \"flops\": %.17g, \"mxu_flops\": %.17g, \"bytes\": %.17g, \"mxu_cycles\": %.17g, "
@@ -114,7 +104,9 @@ static void usage(FILE *out, const flag *f) {
                  "what bounds each op "
                  "and its share of the step; then infeed, the gradients' all-reduce, the host "
                  "round trip, the step "
-                 "time and samples/s (docs/design/tpu-cost-model.md).\n\nflags:\n");
+                 "time and samples/s (docs/design/tpu-cost-model.md). --trace writes the step as a "
+                 "timeline for https://ui.perfetto.dev, --roofline a roofline plot of its ops (SVG)."
+                 "\n\nflags:\n");
     flags_help(out, f, P_N);
     fprintf(out, "\nbuilt-in models:");
     for (int i = 0; i < builtin_count(); i++) fprintf(out, " %s", builtin_at(i)->name);
@@ -161,6 +153,49 @@ static int find_chip(const profile_opts *o, const flag *f, const sy_tpu_chip **c
     *replicas =
         f[P_REPLICAS].set ? (int32_t)o->replicas : (*chip)->replicas * 4; /* a -8 slice: 4 chips */
     return -1;
+}
+
+/* issue 16, trace and roofline: --trace FILE.json and --roofline FILE.svg,
+ * refused before anything is computed when they cannot be written. Returns
+ * -1 to go on. */
+static int check_outputs(const profile_opts *o) {
+    const char *flags[2] = {"--trace", "--roofline"}, *paths[2] = {o->trace, o->roofline};
+    const char *suffix[2] = {".json", ".svg"}, *what[2] = {"a Chrome trace-event file", "an SVG image"};
+    for (int i = 0; i < 2; i++) {
+        if (!paths[i]) continue;
+        size_t n = strlen(paths[i]), k = strlen(suffix[i]);
+        if (n <= k || strcmp(paths[i] + n - k, suffix[i])) {
+            fprintf(stderr, "systolic profile: %s FILE must end in %s (%s), got '%s'\n", flags[i], suffix[i],
+                    what[i], paths[i]);
+            return 2;
+        }
+        if (profile_check_output(paths[i])) {
+            fprintf(stderr, "systolic profile: %s: %s\n", flags[i], sy_last_error());
+            return 1;
+        }
+    }
+    return -1;
+}
+
+/* Write what --trace and --roofline ask for; the notes go where the table
+ * goes, or to stderr beside --json's output. */
+static int write_outputs(const profile_opts *o, const char *model, const sy_profile *p) {
+    FILE *note = o->json ? stderr : stdout;
+    if (o->trace) {
+        if (profile_write_trace(o->trace, model, !o->predict, p)) {
+            fprintf(stderr, "systolic profile: --trace: %s\n", sy_last_error());
+            return 1;
+        }
+        fprintf(note, "trace: %s (open it in https://ui.perfetto.dev)\n", o->trace);
+    }
+    if (o->roofline) {
+        if (profile_write_roofline(o->roofline, model, !o->predict, p)) {
+            fprintf(stderr, "systolic profile: --roofline: %s\n", sy_last_error());
+            return 1;
+        }
+        fprintf(note, "roofline: %s\n", o->roofline);
+    }
+    return 0;
 }
 
 /* Build MODEL under a one-replica strategy and compile it as `train` does. */
@@ -238,6 +273,13 @@ int cmd_profile(int argc, char **argv) {
         (flag){"--predict", FLAG_BOOL, &o.predict, "", "a predict step instead of a training step",
                .set = false};
     f[P_JSON] = (flag){"--json", FLAG_BOOL, &o.json, "", "print the profile as JSON", .set = false};
+    /* issue 16, trace and roofline */
+    f[P_TRACE] = (flag){"--trace", FLAG_STRING, &o.trace, "FILE.json",
+                        "also write the step as a Chrome trace-event file (ops per core on a timeline, then the "
+                        "all-reduce and the host round trip; open it in https://ui.perfetto.dev)",
+                        .set = false};
+    f[P_ROOFLINE] = (flag){"--roofline", FLAG_STRING, &o.roofline, "FILE.svg",
+                           "also write a roofline plot of the step's ops on the chip (SVG)", .set = false};
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout, f);
@@ -254,6 +296,7 @@ int cmd_profile(int argc, char **argv) {
     const sy_tpu_chip *chip = NULL;
     int32_t replicas = 1;
     if ((rc = find_chip(&o, f, &chip, &replicas)) >= 0) return rc;
+    if ((rc = check_outputs(&o)) >= 0) return rc;
 
     file_model fm;
     const builtin_model *b = builtin_find(pos[0]);
@@ -289,7 +332,7 @@ int cmd_profile(int argc, char **argv) {
                 print_json(stdout, pos[0], p);
             else
                 print_table(stdout, pos[0], p);
-            rc = 0;
+            rc = write_outputs(&o, pos[0], p);
         }
     }
     sy_profile_free(p);
