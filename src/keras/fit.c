@@ -1003,6 +1003,8 @@ static sy_status run_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
     fit_position resumed_at = *at;
     if (resumed && (st = resume_feed(f, &resumed_at))) return st;
     int64_t ckpt_every = o->model_dir ? o->save_checkpoints_steps : 0;
+    char tpu_name[32] = ""; /* issue 16, trace and roofline: the emulated chip's time per step, once */
+    double tpu_step = o->verbose ? progbar_tpu_step(m, p, tpu_name, sizeof tpu_name) : 0;
     CALLBACKS(o, on_train_begin);
     for (int32_t epoch = resumed ? resumed_at.epoch : o->initial_epoch; st == SY_OK && epoch < o->epochs && !m->stop_training;
          epoch++) {
@@ -1014,6 +1016,8 @@ static sy_status run_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
         if (o->verbose) {
             if (o->epochs > 1) fprintf(progress, "Epoch %d/%d\n", epoch + 1, o->epochs);
             progbar_init(&bar, progress, o->verbose, f->target);
+            bar.tpu_step_s = tpu_step;
+            memcpy(bar.tpu_name, tpu_name, sizeof bar.tpu_name);
         }
         sums sm;
         memset(&sm, 0, sizeof sm);

@@ -397,9 +397,18 @@ typedef struct progbar {
     double start, last_update, after_first_step;
     int64_t seen;
     int total_width;
+    /* issue 16, trace and roofline: on an emulated TPU, the chip's time per
+     * step (0: none) shown beside the host's, "(TPU v2-8: 1.70ms/step)" */
+    double tpu_step_s;
+    char tpu_name[32];
 } progbar;
 
 void progbar_init(progbar *p, FILE *out, int verbose, int64_t target);
+/* issue 16, trace and roofline: the emulated chip's seconds per step of
+ * fit's training plan p (the cost model's, sy_plan_profile, with the
+ * model's replicas and steps_per_execution) and the slice's name ("v2-8")
+ * into name; 0 when the model's strategy is not an emulated TPU's. */
+double progbar_tpu_step(const sy_model *m, const model_plan *p, char *name, size_t size);
 /* A log value as Keras's progress bar shows it: "%.4f", or "%.4e" at
  * magnitudes up to 1e-3; "nan" for every NaN, as Python writes it. */
 void keras_format_value(char *buf, size_t size, double v);
