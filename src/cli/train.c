@@ -76,7 +76,9 @@ static void make_flags(flag *f, run_opts *o) {
     f[F_COUNT] = (flag){"--count", FLAG_INT, &o->count, "N", "predictions to print (default 10)", .set = false, .min = 0, .max = INT64_MAX};
     f[F_TPU] = (flag){"--tpu", FLAG_STRING, &o->tpu, "SPEC",
                       "devices to run replicas on: local, cpu, cpu:N, or an emulated TPU slice sim:v2-8, sim:v3-8, sim:v4-8, sim:v3-32, ... "
-                      "(default $SYSTOLIC_TPU, else local: one per core)", .set = false};
+                      "(default $SYSTOLIC_TPU, else local: one per core); on a sim slice the progress bar shows the "
+                      "emulated chip's time per step beside the host's (systolic profile MODEL --tpu SPEC: op by op)",
+                      .set = false};
     f[F_DATA] = (flag){"--data", FLAG_STRING, &o->data, "tfrecord:GLOB",
                        "train from TFRecord files of tf.train.Examples (as `systolic convert` writes them) through the "
                        "input pipeline; validate on the files with \"test\" for the last \"train\" in their name",
