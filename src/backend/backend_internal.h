@@ -126,6 +126,10 @@ typedef struct sy_exec {
     int64_t iterations; /* optimizer steps applied before this one */
     uint64_t rng_key;   /* this replica's stream (dropout masks) */
     float learning_rate;
+    /* A plan with no backward pass (predict, evaluate): kernels take their most accurate algorithm, the direct
+     * convolution rather than Winograd, so that predictions agree with Keras's as closely as float32 allows
+     * (docs/design/winograd.md); training takes the fast one. */
+    bool inference;
     /* A kernel that meets bad data (an index out of range) records it here;
      * the first report wins and the plan's run returns it. */
     atomic_int failed;

@@ -777,6 +777,7 @@ sy_status sy_plan_compile(const sy_graph *graph, const sy_plan_options *o, sy_pl
     p->ex.threads = o->threads ? o->threads : sy_pool_size(o->pool);
     p->ex.rng_key = sy_mix64(o->seed ^ 0xD50F7A11ull);
     p->ex.learning_rate = o->optimizer.learning_rate;
+    p->ex.inference = o->loss == SY_NONE;
     atomic_init(&p->ex.failed, 0);
     if (o->vars) {
         p->vars = o->vars;

@@ -543,7 +543,7 @@ static size_t conv2d_fwd_ws(const sy_kargs *k, int threads) {
     if (!plain(k->attr)) return 0;
     geom g = geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
     sy_wino_shape ws;
-    if (wino_shape(&g, false, &ws)) return sy_winograd_fwd_ws(&ws, threads);
+    if (!k->ex->inference && wino_shape(&g, false, &ws)) return sy_winograd_fwd_ws(&ws, threads);
     return fwd_ws(&g, threads);
 }
 
@@ -555,7 +555,7 @@ static void conv2d_fwd_f32_fast(const sy_kargs *k) {
     geom g = geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
     const float *bias = k->n_in > 2 ? k->in[2] : NULL;
     sy_wino_shape ws;
-    if (wino_shape(&g, false, &ws)) {
+    if (!k->ex->inference && wino_shape(&g, false, &ws)) { /* sy_exec.inference: the direct conv at inference */
         sy_winograd_fwd(k->ex, &ws, k->in[0], k->in[1], false, bias, k->attr->conv.act, k->out, k->ws);
         return;
     }
