@@ -246,10 +246,125 @@ static void test_plan_pass(void) {
     sy_graph_free(g);
 }
 
+/* issue 16, cost validation: the fusion rules and bfloat16 activations, worked by hand on the toy
+ * chip (1 HBM byte and 1 vector FLOP a cycle). */
+
+/* The profile of a predict plan of g that reads `outputs`. */
+static sy_profile *profile_outputs(sy_graph *g, sy_node *outputs, int n, int32_t activation_bytes,
+                                   sy_plan **plan) {
+    sy_plan_options po = sy_plan_options_default();
+    po.outputs = outputs;
+    po.n_outputs = n;
+    *plan = NULL;
+    CHECK_OK(sy_plan_compile(g, &po, plan));
+    sy_profile_options o = sy_profile_options_default();
+    o.activation_bytes = activation_bytes;
+    sy_profile *p = NULL;
+    if (*plan) CHECK_OK(sy_plan_profile(*plan, &toy, &o, &p));
+    return p;
+}
+
+/* The profile's row of the (first) step running op `name`. */
+static const sy_profile_op *row(const sy_profile *p, const char *name) {
+    for (int i = 0; p && i < p->n_ops; i++)
+        if (!strcmp(p->ops[i].op, name)) return &p->ops[i];
+    CHECK(false, "no %s step in the profile", name);
+    return NULL;
+}
+
+static void test_fusion_rules(void) {
+    /* d = -x, read by a sum and a ReLU, x (2, 4): d is recomputed in both readers' loops (2 readers
+     * re-reading x's 32 bytes, 64, against storing d, 32 + 2 x 32 = 96), and the ReLU joins the
+     * sum's loop (multi-output fusion), so x is read once: the sum reads x (32) and writes its 4
+     * floats (16), the ReLU writes its 32; neg runs nowhere. Vector work: each loop redoes the
+     * negation, 8. */
+    sy_graph *g;
+    CHECK_OK(sy_graph_new(&g));
+    sy_node x = sy_graph_input(g, "x", SY_F32, sy_shape_of(2, 2, 4));
+    sy_node d = sy_graph_neg(g, x);
+    int32_t axis = 0;
+    sy_node outs[2] = {sy_graph_reduce_sum(g, d, &axis, 1, false), sy_graph_relu(g, d)};
+    CHECK_OK(sy_graph_status(g));
+    sy_plan *plan;
+    sy_profile *p = profile_outputs(g, outs, 2, 0, &plan);
+    const sy_profile_op *neg = row(p, "neg"), *sum = row(p, "reduce_sum"), *relu = row(p, "relu");
+    if (neg && sum && relu) {
+        CHECK_CLOSE(neg->memory_cycles + neg->vector_cycles, 0, 0, 0,
+                    "neg runs inside its readers");
+        CHECK_CLOSE(sum->memory_cycles + relu->memory_cycles, 32 + 16 + 32, 0, 0,
+                    "x read once by the sum and the ReLU's loop: %g + %g", sum->memory_cycles,
+                    relu->memory_cycles);
+        CHECK_CLOSE(sum->vector_cycles, 8 + 8, 0, 0, "the sum redoes the negation");
+        CHECK_CLOSE(relu->vector_cycles, 8 + 8, 0, 0, "the ReLU redoes the negation");
+        CHECK_CLOSE(p->bytes, 80, 0, 0, "bytes of the step");
+    }
+    if (!p && plan) sy_plan_dump(plan, stderr);
+    sy_profile_free(p);
+    sy_plan_free(plan);
+    sy_graph_free(g);
+
+    /* z = x + w, read by a sum and a ReLU: recomputing it would read 2 x 64 bytes, storing it costs
+     * 32 + 2 x 32 = 96, so it is stored; the sum and the ReLU join the add's loop and read z there:
+     * add 64 + 32, sum 16, ReLU 32. */
+    CHECK_OK(sy_graph_new(&g));
+    x = sy_graph_input(g, "x", SY_F32, sy_shape_of(2, 2, 4));
+    sy_node w = sy_graph_input(g, "w", SY_F32, sy_shape_of(2, 2, 4));
+    sy_node z = sy_graph_add(g, x, w);
+    outs[0] = sy_graph_reduce_sum(g, z, &axis, 1, false);
+    outs[1] = sy_graph_relu(g, z);
+    CHECK_OK(sy_graph_status(g));
+    p = profile_outputs(g, outs, 2, 0, &plan);
+    const sy_profile_op *add = row(p, "add");
+    sum = row(p, "reduce_sum"), relu = row(p, "relu");
+    if (add && sum && relu) {
+        CHECK_CLOSE(add->memory_cycles, 64 + 32, 0, 0, "the add reads x and w and stores z");
+        CHECK_CLOSE(sum->memory_cycles, 16, 0, 0, "the sum reads z in the add's loop");
+        CHECK_CLOSE(relu->memory_cycles, 32, 0, 0, "the ReLU too");
+    }
+    sy_profile_free(p);
+    sy_plan_free(plan);
+    sy_graph_free(g);
+
+    /* An elementwise operand of a product is computed as it streams into the MXU: relu(x) (8, 4)
+     * feeding x W (4, 2) is never stored; the matmul reads x (128) and W (32), writes 64 and does
+     * the ReLU's 32 operations. With bfloat16 activations, x (leading dimension the batch, 8) and
+     * the output are 2 bytes an element, W stays float32: 64 + 32 + 32. */
+    CHECK_OK(sy_graph_new(&g));
+    x = sy_graph_input(g, "x", SY_F32, sy_shape_of(2, 8, 4));
+    sy_node k = sy_graph_param(g, "kernel", SY_F32, sy_shape_of(2, 4, 2), sy_init_zeros());
+    outs[0] = sy_graph_matmul(g, sy_graph_relu(g, x), k, false, false);
+    CHECK_OK(sy_graph_status(g));
+    for (int32_t bytes = 0; bytes <= 2; bytes += 2) {
+        p = profile_outputs(g, outs, 1, bytes, &plan);
+        const sy_profile_op *mm = row(p, "matmul");
+        relu = row(p, "relu");
+        if (mm && relu) {
+            CHECK_CLOSE(relu->memory_cycles, 0, 0, 0, "the ReLU is fused into the product");
+            CHECK_CLOSE(mm->memory_cycles, bytes ? 64 + 32 + 32 : 128 + 32 + 64, 0, 0,
+                        "the product's bytes, activations of %d bytes", bytes ? bytes : 4);
+            CHECK_CLOSE(mm->vector_cycles, 32, 0, 0, "the product does the ReLU");
+            CHECK(p->activation_bytes == bytes, "the profile says its activations' bytes");
+        }
+        sy_profile_free(p);
+        sy_plan_free(plan);
+    }
+    sy_profile_options o = sy_profile_options_default();
+    o.activation_bytes = -2;
+    p = NULL;
+    sy_plan_options po = sy_plan_options_default();
+    po.outputs = outs;
+    po.n_outputs = 1;
+    CHECK_OK(sy_plan_compile(g, &po, &plan));
+    CHECK_ERR(sy_plan_profile(plan, &toy, &o, &p), SY_ERR_INVALID_ARGUMENT, "activation_bytes");
+    sy_plan_free(plan);
+    sy_graph_free(g);
+}
+
 int main(void) {
     test_every_op_has_a_cost();
     test_op_costs();
     test_mxu_formula();
     test_plan_pass();
+    test_fusion_rules(); /* issue 16, cost validation */
     return check_report("test_cost");
 }

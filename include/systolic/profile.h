@@ -80,6 +80,11 @@ const char *sy_bound_name(sy_bound bound);
 typedef struct sy_profile_options {
     int32_t replicas; /* replicas sharing the step (default: the chip's replicas per chip) */
     int32_t steps_per_execution; /* steps per host round trip (default 1) */
+    /* issue 16, cost validation: the bytes of an activation in HBM -- a per-example float tensor
+     * (leading dimension the batch; not a parameter, its gradient or an optimizer slot): 0 (the
+     * default) keeps the graph's dtype (float32, 4 bytes); 2 stores activations as bfloat16, as XLA
+     * on a TPU does under Keras's mixed_bfloat16 policy, which the published ResNet-50 runs used. */
+    int32_t activation_bytes;
 } sy_profile_options;
 
 sy_profile_options sy_profile_options_default(void);
@@ -115,6 +120,7 @@ typedef struct sy_profile {
     double step_s;         /* compute + infeed stall + all-reduce + host */
     double samples_per_s;  /* batch * replicas / step_s */
     sy_bound bound;        /* what the step spends most on */
+    int32_t activation_bytes; /* issue 16, cost validation: the option the profile was made with */
 } sy_profile;
 
 /* The cost of one step of `plan` (a training step or predict) on `chip`,

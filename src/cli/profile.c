@@ -20,21 +20,22 @@
 #include <string.h>
 
 typedef struct profile_opts {
-    const char *tpu, *chip;
+    const char *tpu, *chip, *activations;
     const char *trace, *roofline; /* issue 16, trace and roofline */
     int64_t replicas, batch_size, steps_per_execution, seed;
     bool json, predict;
 } profile_opts;
 
-enum { P_TPU, P_CHIP, P_REPLICAS, P_BATCH, P_SPE, P_SEED, P_PREDICT, P_JSON, P_TRACE, P_ROOFLINE, P_N };
+enum { P_TPU, P_CHIP, P_REPLICAS, P_BATCH, P_SPE, P_SEED, P_PREDICT, P_JSON, P_ACT, P_TRACE, P_ROOFLINE, P_N };
 
 static void print_json(FILE *out, const char *model, const sy_profile *p) {
     fprintf(out, "{\"model\": ");
     cli_json_string(out, model);
     fprintf(out,
             ", \"chip\": \"%s\", \"replicas\": %d, \"batch_per_replica\": %lld, "
-            "\"steps_per_execution\": %d,\n",
-            p->chip->name, p->replicas, (long long)p->batch, p->steps_per_execution);
+            "\"steps_per_execution\": %d, \"activation_bytes\": %d,\n",
+            p->chip->name, p->replicas, (long long)p->batch, p->steps_per_execution,
+            p->activation_bytes ? p->activation_bytes : 4);
     fprintf(out, " \"ops\": [\n");
     for (int32_t i = 0; i < p->n_ops; i++) {
         const sy_profile_op *o = &p->ops[i];
@@ -67,9 +68,10 @@ static void print_json(FILE *out, const char *model, const sy_profile *p) {
 static void print_table(FILE *out, const char *model, const sy_profile *p) {
     fprintf(out,
             "%s on TPU %s: %d replica%s, batch %lld per replica (%lld global), steps_per_execution "
-            "%d\n",
+            "%d, activations %s\n",
             model, p->chip->name, p->replicas, p->replicas == 1 ? "" : "s", (long long)p->batch,
-            (long long)p->batch * p->replicas, p->steps_per_execution);
+            (long long)p->batch * p->replicas, p->steps_per_execution,
+            p->activation_bytes == 2 ? "bf16" : "f32");
     fprintf(out, "%-24s %-22s %10s %10s %11s %11s %11s %6s %-7s %6s\n", "layer", "op", "MFLOP",
             "MB", "MXU cycles", "vec cycles", "mem cycles", "MXU %", "bound", "share");
     for (int32_t i = 0; i < p->n_ops; i++) {
@@ -280,6 +282,11 @@ int cmd_profile(int argc, char **argv) {
                         .set = false};
     f[P_ROOFLINE] = (flag){"--roofline", FLAG_STRING, &o.roofline, "FILE.svg",
                            "also write a roofline plot of the step's ops on the chip (SVG)", .set = false};
+    /* issue 16, cost validation: the activations' precision in HBM */
+    f[P_ACT] = (flag){"--activations", FLAG_STRING, &o.activations, "f32|bf16",
+                      "activations in HBM as the model's float32 (default) or as bfloat16, as under "
+                      "Keras's mixed_bfloat16 policy on a TPU",
+                      .set = false};
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout, f);
@@ -291,6 +298,10 @@ int cmd_profile(int argc, char **argv) {
     if (rc) return rc;
     if (n_pos == 0) {
         fprintf(stderr, "systolic profile: which model? (see systolic profile --help)\n");
+        return 2;
+    }
+    if (o.activations && strcmp(o.activations, "f32") && strcmp(o.activations, "bf16")) {
+        fprintf(stderr, "systolic profile: --activations: '%s' is not f32 or bf16\n", o.activations);
         return 2;
     }
     const sy_tpu_chip *chip = NULL;
@@ -324,6 +335,7 @@ int cmd_profile(int argc, char **argv) {
         sy_profile_options po = sy_profile_options_default();
         po.replicas = replicas;
         po.steps_per_execution = (int32_t)o.steps_per_execution;
+        po.activation_bytes = o.activations && !strcmp(o.activations, "bf16") ? 2 : 0;
         if (sy_model_profile(m, chip, global / replicas, !o.predict, &po, &p)) {
             fprintf(stderr, "systolic profile: %s: %s\n", pos[0], sy_last_error());
             rc = 1;

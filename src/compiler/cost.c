@@ -42,7 +42,7 @@ const char *sy_bound_name(sy_bound bound) {
 }
 
 sy_profile_options sy_profile_options_default(void) {
-    return (sy_profile_options){.replicas = 0, .steps_per_execution = 1};
+    return (sy_profile_options){.replicas = 0, .steps_per_execution = 1, .activation_bytes = 0};
 }
 
 void sy_profile_free(sy_profile *p) {
@@ -64,6 +64,146 @@ static double node_bytes(const sy_node_rec *r) {
 
 static bool elementwise(const sy_node_rec *r) {
     return r->op == SY_OP_FUSED_ELTWISE || (sy_op_def_of(r->op)->flags & SY_OPF_ELTWISE);
+}
+
+/* issue 16, cost validation: XLA's loop fusion and bfloat16 activations ------------------------ */
+
+/* How a step's value reaches its readers. */
+enum {
+    HBM = 0,   /* written to HBM, read from it by each reader */
+    INTO_NEXT, /* the producer-consumer rule: fused into the next step, which is elementwise */
+    DUPLICATED
+}; /* an elementwise value recomputed inside each of its readers' loops */
+
+/* A step XLA can emit as a loop over its output's elements, and duplicate into its readers. */
+static bool loop_producer(const sy_node_rec *r) {
+    return elementwise(r) || r->op == SY_OP_BROADCAST_TO || r->op == SY_OP_COPY;
+}
+
+/* Whether step r can take the computation of its input x (a value of x_elems elements) into its own
+ * loop: an elementwise step (or broadcast) over as many elements as x, a sum or mean over x, or a
+ * matrix product streaming x into the MXU (XLA on a TPU fuses an operand's elementwise producers --
+ * a BatchNormalization's scale and shift, a ReLU -- into the convolution that reads it). */
+static bool loop_consumer(const sy_node_rec *r, double x_elems) {
+    switch (r->op) {
+    case SY_OP_REDUCE_SUM:
+    case SY_OP_REDUCE_MEAN:
+    case SY_OP_MATMUL:
+    case SY_OP_CONV2D:
+    case SY_OP_CONV2D_BACKPROP_INPUT:
+    case SY_OP_CONV2D_BACKPROP_FILTER:
+        return true;
+    default:
+        return loop_producer(r) && (double)sy_shape_count(&r->shape) == x_elems;
+    }
+}
+
+/* The ops whose cost reads each input whole and writes the output whole, so that the pass may
+ * recount their bytes (slice and gather read parts; updates rewrite in place; leaves run nothing).
+ */
+static bool streams_whole(const sy_node_rec *r) {
+    uint32_t f = sy_op_def_of(r->op)->flags;
+    return !(f & (SY_OPF_LEAF | SY_OPF_ALIAS | SY_OPF_UPDATE)) && r->op != SY_OP_SLICE &&
+           r->op != SY_OP_GATHER;
+}
+
+/* Bytes of a value in HBM: a per-example float tensor (leading dimension the batch, not a
+ * parameter's gradient) at activation_bytes when that is set, every other at its dtype. */
+static double hbm_bytes(const sy_node_rec *r, const bool *param_grad, sy_node n, int64_t batch,
+                        int32_t activation_bytes) {
+    if (activation_bytes > 0 && r->dtype == SY_F32 && r->shape.rank >= 1 &&
+        r->shape.dims[0] == batch && !param_grad[n] && r->op != SY_OP_PARAM)
+        return (double)sy_shape_count(&r->shape) * activation_bytes;
+    return node_bytes(r);
+}
+
+/* What a loop computing `node` reads from HBM through its inputs: each stored value once, reached
+ * through the values recomputed in the loop (whose vector work it adds to *redo_flops). `seen`
+ * holds a stamp per value, unique to the call, so that the stack never holds a value twice. */
+typedef struct fusion_ctx {
+    const sy_graph *g;
+    const uint8_t *kind;
+    const bool *param_grad;
+    int32_t *seen, *seen_indirect;
+    sy_node *stack;
+    int32_t stamp;
+    int64_t batch;
+    int32_t activation_bytes;
+    /* the loop being filled: its id (0: none), first step and iteration space; per value, the loop
+     * that computes it and the last loop that read it from HBM; per node, its step (-1: none) */
+    int32_t group, group_start;
+    double group_space;
+    int32_t *group_of, *group_read, *step_of;
+} fusion_ctx;
+
+static bool reduction(const sy_node_rec *r) {
+    return r->op == SY_OP_REDUCE_SUM || r->op == SY_OP_REDUCE_MEAN;
+}
+
+/* The elements a loop step iterates over (a reduction: its input's), or -1 for a step that is
+ * not a loop. */
+static double loop_space(const sy_graph *g, const sy_node_rec *r) {
+    if (reduction(r))
+        return (double)sy_shape_count(&g->nodes[graph_input(g, (sy_node)(r - g->nodes), 0)].shape);
+    return loop_producer(r) ? (double)sy_shape_count(&r->shape) : -1;
+}
+
+/* XLA's multi-output fusion: whether `node` can join the loop being filled, computing its value in
+ * the same pass over the elements. It cannot if it needs the result of a reduction of that loop, or
+ * any value of it through a step that runs on its own after the loop (which needs the loop done).
+ */
+static bool can_join(fusion_ctx *f, sy_node node) {
+    const sy_graph *g = f->g;
+    int32_t stamp = ++f->stamp, top = 0;
+    /* stack entries: 2 * value + 1 when reached only through values recomputed in the loop */
+    for (int j = 0; j < g->nodes[node].n_in; j++)
+        f->stack[top++] = 2 * source_of(g, graph_input(g, node, j)) + 1;
+    while (top > 0) {
+        sy_node e = f->stack[--top], x = e / 2;
+        bool direct = e & 1;
+        if (f->step_of[x] < f->group_start) continue; /* computed before the loop began */
+        if (direct ? f->seen[x] == stamp : f->seen_indirect[x] == stamp) continue;
+        (direct ? f->seen : f->seen_indirect)[x] = stamp;
+        if (f->group_of[x] == f->group) {
+            if (!direct || reduction(&g->nodes[x])) return false;
+            continue;
+        }
+        bool through = direct && f->kind[x] == DUPLICATED;
+        for (int j = 0; j < g->nodes[x].n_in; j++) /* the stack holds each edge at most twice */
+            f->stack[top++] = 2 * source_of(g, graph_input(g, x, j)) + (through ? 1 : 0);
+    }
+    return true;
+}
+
+static double stored_reads(fusion_ctx *f, sy_node node, double *redo_flops) {
+    const sy_graph *g = f->g;
+    int32_t stamp = ++f->stamp, top = 0;
+    double bytes = 0;
+    for (sy_node n = node, first = 1; first || top > 0; first = 0) {
+        if (!first) {
+            n = f->stack[--top];
+            const sy_node_rec *nr = &g->nodes[n];
+            if (f->kind[n] != DUPLICATED) { /* a value fused into its one reader costs it nothing */
+                /* in a loop of several steps: a value one of them computes, or one read already */
+                bool in_loop =
+                    f->group && (f->group_of[n] == f->group || f->group_read[n] == f->group);
+                if (f->kind[n] == HBM && !in_loop)
+                    bytes += hbm_bytes(nr, f->param_grad, n, f->batch, f->activation_bytes);
+                if (f->group) f->group_read[n] = f->group;
+                continue;
+            }
+            if (redo_flops) {
+                sy_op_cost c;
+                sy_op_cost_of(g, n, &c);
+                *redo_flops += c.vector_flops;
+            }
+        }
+        for (int j = 0; j < g->nodes[n].n_in; j++) {
+            sy_node x = source_of(g, graph_input(g, n, j));
+            if (f->seen[x] != stamp) f->seen[x] = stamp, f->stack[top++] = x;
+        }
+    }
+    return bytes;
 }
 
 /* The cycles of one op's products on the replica's arrays. */
@@ -111,6 +251,11 @@ sy_status sy_plan_profile(const sy_plan *plan, const sy_tpu_chip *chip,
         return sy_error(SY_ERR_INVALID_ARGUMENT,
                         "sy_plan_profile: steps_per_execution must be at least 1, got %d",
                         o.steps_per_execution);
+    if (o.activation_bytes < 0 || o.activation_bytes > 8)
+        return sy_error(
+            SY_ERR_INVALID_ARGUMENT,
+            "sy_plan_profile: activation_bytes must be 0 (the graph's dtypes) or 1 to 8, got %d",
+            o.activation_bytes);
     if (chip->replicas < 1 || chip->cores < chip->replicas || chip->clock_hz <= 0 ||
         chip->mxu_rows < 1 || chip->mxu_cols < 1 || chip->hbm_bytes_per_s <= 0 ||
         chip->vector_flops_core <= 0)
@@ -126,26 +271,44 @@ sy_status sy_plan_profile(const sy_plan *plan, const sy_tpu_chip *chip,
 
     const sy_graph *g = plan_graph(plan);
     int32_t n_steps = plan_step_count(plan);
+    size_t nn = (size_t)g->n_nodes;
     sy_profile *p = sy_calloc(1, sizeof *p);
-    int32_t *uses = sy_calloc((size_t)g->n_nodes, sizeof *uses),
-            *reader = sy_calloc((size_t)g->n_nodes, sizeof *reader);
-    bool *fed = sy_calloc((size_t)g->n_nodes, sizeof *fed);
-    if (!p || !uses || !reader || !fed ||
-        !(p->ops = sy_calloc((size_t)(n_steps ? n_steps : 1), sizeof *p->ops))) {
-        sy_free(uses), sy_free(reader), sy_free(fed), sy_profile_free(p);
-        return sy_error(SY_ERR_OUT_OF_MEMORY, "profile: out of memory");
+    int32_t *uses = sy_calloc(nn, sizeof *uses), *reader = sy_calloc(nn, sizeof *reader),
+            *seen = sy_calloc(nn, sizeof *seen), *readers = sy_calloc(nn, sizeof *readers);
+    bool *fed = sy_calloc(nn, sizeof *fed), *all_loop = sy_calloc(nn, sizeof *all_loop),
+         *param_grad = sy_calloc(nn, sizeof *param_grad);
+    uint8_t *kind = sy_calloc(nn, sizeof *kind);
+    size_t edges = 0;
+    for (size_t i = 0; i < nn; i++) edges += (size_t)g->nodes[i].n_in;
+    sy_node *stack = sy_calloc(2 * (edges + nn) + 16, sizeof *stack);
+    int32_t *seen_indirect = sy_calloc(nn, sizeof *seen_indirect),
+            *group_of = sy_calloc(nn, sizeof *group_of),
+            *group_read = sy_calloc(nn, sizeof *group_read),
+            *step_of = sy_malloc(nn * sizeof *step_of + 1);
+    bool oom = !p || !uses || !reader || !seen || !readers || !fed || !all_loop || !param_grad ||
+               !kind || !stack || !seen_indirect || !group_of || !group_read || !step_of ||
+               !(p->ops = sy_calloc((size_t)(n_steps ? n_steps : 1), sizeof *p->ops));
+    if (!oom) {
+        p->chip = chip;
+        p->replicas = o.replicas;
+        p->steps_per_execution = o.steps_per_execution;
+        p->activation_bytes = o.activation_bytes;
     }
-    p->chip = chip;
-    p->replicas = o.replicas;
-    p->steps_per_execution = o.steps_per_execution;
 
-    /* Who reads each value, and which inputs the plan feeds. */
-    for (int32_t s = 0; s < n_steps; s++) {
+    /* Who reads each value, whether every reader could take it into its loop, which values are
+     * parameters' gradients, and which inputs the plan feeds. */
+    for (size_t i = 0; i < nn && !oom; i++) all_loop[i] = true, step_of[i] = -1;
+    for (int32_t s = 0; s < n_steps && !oom; s++) step_of[plan_step_node(plan, s)] = s;
+    for (int32_t s = 0; s < n_steps && !oom; s++) {
         const sy_node_rec *r = &g->nodes[plan_step_node(plan, s)];
+        bool update = sy_op_def_of(r->op)->flags & SY_OPF_UPDATE;
         for (int j = 0; j < r->n_in; j++) {
             sy_node src = source_of(g, graph_input(g, plan_step_node(plan, s), j));
-            uses[src]++;
+            if (!uses[src]++ || reader[src] != s) readers[src]++;
             reader[src] = s;
+            if (!loop_consumer(r, (double)sy_shape_count(&g->nodes[src].shape)))
+                all_loop[src] = false;
+            if (update && j == 1) param_grad[src] = true;
             if (g->nodes[src].op == SY_OP_INPUT && !fed[src]) {
                 fed[src] = true;
                 p->infeed_bytes += node_bytes(&g->nodes[src]);
@@ -153,6 +316,51 @@ sy_status sy_plan_profile(const sy_plan *plan, const sy_tpu_chip *chip,
                     p->batch = g->nodes[src].shape.dims[0];
             }
         }
+    }
+    if (oom) {
+        sy_free(uses), sy_free(reader), sy_free(seen), sy_free(readers), sy_free(fed),
+            sy_free(all_loop);
+        sy_free(param_grad), sy_free(kind), sy_free(stack), sy_profile_free(p);
+        sy_free(seen_indirect), sy_free(group_of), sy_free(group_read), sy_free(step_of);
+        return sy_error(SY_ERR_OUT_OF_MEMORY, "profile: out of memory");
+    }
+    /* The fusion rules (docs/design/tpu-cost-model.md section 3), in schedule order. An
+     * elementwise value every reader of which loops over as many elements (or sums them) is
+     * recomputed in each reader's loop and never stored, where that moves no more bytes than
+     * storing it: R readers re-reading its stored inputs, against writing it once and reading it R
+     * times. Then a value only the next step reads, an elementwise step that runs, stays on chip.
+     * A value no step reads is an output of the plan and is stored. */
+    fusion_ctx f = {.g = g,
+                    .kind = kind,
+                    .param_grad = param_grad,
+                    .seen = seen,
+                    .seen_indirect = seen_indirect,
+                    .stack = stack,
+                    .batch = p->batch,
+                    .activation_bytes = o.activation_bytes,
+                    .group_of = group_of,
+                    .group_read = group_read,
+                    .step_of = step_of};
+    enum { OPEN_LOOPS = 8 };
+    struct open_loop {
+        int32_t group, start;
+        double space;
+    } open[OPEN_LOOPS];
+    memset(open, 0, sizeof open);
+    int32_t groups = 0;
+    for (int32_t s = 0; s < n_steps; s++) {
+        sy_node node = plan_step_node(plan, s);
+        const sy_node_rec *r = &g->nodes[node];
+        if (readers[node] < 1 || !all_loop[node] || !loop_producer(r)) continue;
+        double size = hbm_bytes(r, param_grad, node, p->batch, o.activation_bytes);
+        if (readers[node] * stored_reads(&f, node, NULL) <= (1 + readers[node]) * size)
+            kind[node] = DUPLICATED;
+    }
+    for (int32_t s = 0; s + 1 < n_steps; s++) {
+        sy_node node = plan_step_node(plan, s), next = plan_step_node(plan, s + 1);
+        if (kind[node] == HBM && uses[node] == 1 && reader[node] == s + 1 &&
+            kind[next] != DUPLICATED && elementwise(&g->nodes[next]))
+            kind[node] = INTO_NEXT;
     }
 
     sy_status st = SY_OK;
@@ -164,23 +372,48 @@ sy_status sy_plan_profile(const sy_plan *plan, const sy_tpu_chip *chip,
         if ((st = fill_op(op, r))) break;
         sy_op_cost c;
         sy_op_cost_of(g, node, &c);
-        double bytes = c.bytes_read + c.bytes_written;
-        /* The fusion rule: a value only the next step reads, an elementwise one, stays on chip. */
-        if (uses[node] == 1 && reader[node] == s + 1 &&
-            elementwise(&g->nodes[plan_step_node(plan, s + 1)]))
-            bytes -= node_bytes(r);
-        for (int j = 0; j < r->n_in; j++) {
-            sy_node src = source_of(g, graph_input(g, node, j));
-            if (uses[src] == 1 && reader[src] == s && s > 0 && plan_step_node(plan, s - 1) == src &&
-                elementwise(r))
-                bytes -= node_bytes(&g->nodes[src]);
+        double vector_flops = c.vector_flops, bytes;
+        if (kind[node] == DUPLICATED) {
+            bytes = vector_flops = 0; /* it runs inside its readers' loops */
+        } else if (streams_whole(r)) {
+            /* A loop step joins the loop being filled (multi-output fusion) where it loops over as
+             * many elements and needs none of its results, else begins one; any other step reads
+             * on its own. */
+            double space = loop_space(g, r);
+            f.group = 0;
+            if (space >= 0) {
+                /* the loop last begun over as many elements (a few sizes at a time are open) */
+                int k = 0;
+                while (k < OPEN_LOOPS - 1 && open[k].group && open[k].space != space) k++;
+                if (open[k].space != space) k = (int)(groups % OPEN_LOOPS);
+                f.group = open[k].group, f.group_start = open[k].start, f.group_space = space;
+                if (!(f.group && open[k].space == space && can_join(&f, node))) {
+                    open[k] = (struct open_loop){.group = ++groups, .start = s, .space = space};
+                    f.group = open[k].group, f.group_start = s;
+                }
+                group_of[node] = f.group;
+            }
+            /* the stored values its loop reads, through those it recomputes, less those the loop
+             * computes or has read; its output unless fused away */
+            bytes =
+                stored_reads(&f, node, &vector_flops) +
+                (kind[node] == HBM ? hbm_bytes(r, param_grad, node, p->batch, o.activation_bytes)
+                                   : 0);
+        } else {
+            /* slices, gathers and updates keep their own count; a stored output at its precision */
+            bytes = c.bytes_read + (kind[node] == HBM ? c.bytes_written : 0);
+            if (kind[node] == HBM && c.bytes_written > 0 && node_bytes(r) > 0 &&
+                !(sy_op_def_of(r->op)->flags & SY_OPF_UPDATE))
+                bytes +=
+                    c.bytes_written *
+                    (hbm_bytes(r, param_grad, node, p->batch, o.activation_bytes) / node_bytes(r) -
+                     1);
         }
-        if (bytes < 0) bytes = 0;
         op->flops = c.flops;
         op->mxu_flops = c.flops - c.vector_flops;
         op->bytes = bytes;
         op->mxu_cycles = mxu_cycles(&c, chip, arrays);
-        op->vector_cycles = c.vector_flops / vector_rate * clock;
+        op->vector_cycles = vector_flops / vector_rate * clock;
         op->memory_cycles = bytes / hbm * clock;
         if (op->mxu_cycles > 0)
             op->mxu_utilization = op->mxu_flops / (2.0 * op->mxu_cycles * (double)arrays *
@@ -195,7 +428,10 @@ sy_status sy_plan_profile(const sy_plan *plan, const sy_tpu_chip *chip,
         p->bytes += op->bytes;
         p->compute_s += op->seconds;
     }
-    sy_free(uses), sy_free(reader), sy_free(fed);
+    sy_free(uses), sy_free(reader), sy_free(seen), sy_free(readers), sy_free(fed),
+        sy_free(all_loop);
+    sy_free(param_grad), sy_free(kind), sy_free(stack);
+    sy_free(seen_indirect), sy_free(group_of), sy_free(group_read), sy_free(step_of);
     if (st) {
         sy_profile_free(p);
         return st;

@@ -5,7 +5,9 @@
  * "A Domain-Specific Supercomputer for Training Deep Neural Networks"
  * (CACM 2020) for v2 and v3, "TPU v4: An Optically Reconfigurable
  * Supercomputer..." (ISCA 2023) for v4, and Google Cloud's system
- * architecture pages; docs/design/tpu-chips.md gives each figure its source.
+ * architecture pages; docs/design/tpu-chips.md gives each figure its source
+ * (issue 16, cost validation: and says which have none -- the ICI hop
+ * latency and the host round trip are estimates, not measurements).
  * Nothing else in systolic holds a chip figure: the resolver, the HBM check
  * and the cost model all read this table.
  */
@@ -29,7 +31,7 @@ static const sy_tpu_chip chips[] = {
     {.name = "v4", .cores = 2, .replicas = 1, .mxus_per_core = 4, .mxu_rows = 128, .mxu_cols = 128,
      .clock_hz = 1050e6, .peak_bf16_flops = 275e12, .vector_flops_core = 2 * 8 * 128 * 1050e6,
      .hbm_bytes = 32 * GIB, .hbm_bytes_per_s = 1200e9, .ici_links = 6, .ici_link_bytes_per_s = 50e9,
-     .ici_latency_s = 1e-6, .infeed_bytes_per_s = 32e9, .host_round_trip_s = 1e-3, .max_chips = 4096},
+     .ici_latency_s = 1e-6, .infeed_bytes_per_s = 16e9, .host_round_trip_s = 1e-3, .max_chips = 4096},
 };
 
 int sy_tpu_chip_count(void) { return (int)(sizeof chips / sizeof chips[0]); }
