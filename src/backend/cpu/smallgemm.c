@@ -43,7 +43,7 @@ int64_t sy_pack_b_floats(int64_t k, int64_t n) { return k * ((n + NR - 1) / NR) 
  * transposed when tb) or, when rows is given, from rows as sy_pack_b_rows
  * says. Columns past N are zeros. */
 static void pack(float *restrict packed, const float *b, int64_t ldb, const float *const *rows, bool tb, int64_t k,
-                 int64_t n) {
+                 int64_t n, bool bf16) {
     int64_t panels = (n + NR - 1) / NR;
     for (int64_t p = 0; p < panels; p++)
         for (int64_t kk = 0; kk < k; kk++) {
@@ -51,17 +51,21 @@ static void pack(float *restrict packed, const float *b, int64_t ldb, const floa
             for (int64_t j = 0; j < NR; j++) {
                 int64_t col = p * NR + j, r = tb ? col : kk, c = tb ? kk : col;
                 const float *row = col >= n ? NULL : rows ? rows[r] : b + r * ldb;
-                dst[j] = row ? row[c] : 0.0f;
+                dst[j] = row ? (bf16 ? sy_bf16_round(row[c]) : row[c]) : 0.0f;
             }
         }
 }
 
 void sy_pack_b(float *packed, const float *b, int64_t ldb, bool tb, int64_t k, int64_t n) {
-    pack(packed, b, ldb, NULL, tb, k, n);
+    pack(packed, b, ldb, NULL, tb, k, n, false);
+}
+
+void sy_pack_b_bf16(float *packed, const float *b, int64_t ldb, bool tb, int64_t k, int64_t n) {
+    pack(packed, b, ldb, NULL, tb, k, n, true);
 }
 
 void sy_pack_b_rows(float *packed, const float *const *rows, bool transposed, int64_t k, int64_t n) {
-    pack(packed, NULL, 0, rows, transposed, k, n);
+    pack(packed, NULL, 0, rows, transposed, k, n, false);
 }
 
 void sy_packed_b_scale_columns(float *packed, int64_t k, int64_t n, int64_t c0, int64_t c1, float scale) {
