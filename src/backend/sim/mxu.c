@@ -106,6 +106,16 @@ static void gemm_rows(const gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t
                 gemm_chunk(g, r0, sy_min64(MB, i1 - r0), j0, j1, k0, g->bp + k0 * npad(g->N) + pj * kn,
                            c + (r0 - i0) * g->ldc, a);
             }
+    } else if (!g->tb) { /* B's rows read and rounded in the product (mxu_stream.c) */
+        for (int64_t k0 = 0; k0 < g->K; k0 += SY_MXU_DEPTH) {
+            int64_t kn = sy_min64(SY_MXU_DEPTH, g->K - k0);
+            for (int64_t r0 = i0; r0 < i1; r0 += MB) {
+                int64_t rows = sy_min64(MB, i1 - r0);
+                g->pack_a(g->actx, r0, rows, k0, kn, a);
+                sy_mxu_stream_chunk(c + (r0 - i0) * g->ldc + j0, g->ldc, a, g->b + k0 * g->ldb + j0, g->ldb, rows, j1 - j0,
+                                    kn, k0 > 0);
+            }
+        }
     } else {
         for (int64_t k0 = 0; k0 < g->K; k0 += SY_MXU_DEPTH) {
             pack_b_block(bbuf, g->b, g->ldb, g->tb, k0, sy_min64(SY_MXU_DEPTH, g->K - k0), j0, j1 - j0);

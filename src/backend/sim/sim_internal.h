@@ -16,6 +16,12 @@
 
 #include "../cpu/cpu_internal.h"
 
+/* One chunk (kn <= SY_MXU_DEPTH terms) of the MXU product with B read unpacked (mxu_stream.c):
+ * C (rows, n) (+)= A (rows, kn) x bf16(B (kn, n)); A (row stride kn) already rounded; C row stride ldc, B's
+ * ldb. Each element sums its kn products from 0 in order, then is stored or (accumulate) added to C. */
+void sy_mxu_stream_chunk(float *c, int64_t ldc, const float *a, const float *b, int64_t ldb, int64_t rows, int64_t n,
+                         int64_t kn, bool accumulate);
+
 /* The fast kernels (mxu.c). */
 extern const sy_kernel sy_sim_matmul, sy_sim_conv2d, sy_sim_conv2d_backprop_input, sy_sim_conv2d_backprop_filter;
 
