@@ -59,6 +59,10 @@ typedef struct gemm {
     int64_t ldc;
     const float *bias;
     int act;
+    /* Streamed B built on the way (conv: im2col): B's rows [k0, k0 + kn), columns [j0, j1), rounded, into dst
+     * (kn, j1 - j0); NULL: B is the matrix b */
+    void (*b_rows)(const void *ctx, int64_t k0, int64_t kn, int64_t j0, int64_t j1, float *dst);
+    const void *bctx;
 } gemm;
 
 /* Per-thread scratch: A's chunk, and B's chunk when it is packed on the way. */
@@ -108,12 +112,13 @@ static void gemm_rows(const gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t
             }
     } else if (!g->tb) { /* B's rows read and rounded in the product (mxu_stream.c) */
         for (int64_t k0 = 0; k0 < g->K; k0 += SY_MXU_DEPTH) {
-            int64_t kn = sy_min64(SY_MXU_DEPTH, g->K - k0);
+            int64_t kn = sy_min64(SY_MXU_DEPTH, g->K - k0), ldb = g->b_rows ? j1 - j0 : g->ldb;
+            const float *b = g->b_rows ? bbuf : g->b + k0 * g->ldb + j0;
+            if (g->b_rows) g->b_rows(g->bctx, k0, kn, j0, j1, bbuf);
             for (int64_t r0 = i0; r0 < i1; r0 += MB) {
                 int64_t rows = sy_min64(MB, i1 - r0);
                 g->pack_a(g->actx, r0, rows, k0, kn, a);
-                sy_mxu_stream_chunk(c + (r0 - i0) * g->ldc + j0, g->ldc, a, g->b + k0 * g->ldb + j0, g->ldb, rows, j1 - j0,
-                                    kn, k0 > 0);
+                sy_mxu_stream_chunk(c + (r0 - i0) * g->ldc + j0, g->ldc, a, b, ldb, rows, j1 - j0, kn, k0 > 0);
             }
         }
     } else {
@@ -127,28 +132,30 @@ static void gemm_rows(const gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t
 }
 
 /* Parts: rows of C in runs of whole tiles, and when that leaves parts to spare, columns in runs of whole
- * panels -- at least two panels when B is streamed, which each column part reads on its own (a
- * backprop-filter's dy: 64 columns in 4 parts took longer on one thread than in one part, 2 parts on two
- * threads half the time); fixed by the shape. */
-static void gemm_split(int64_t M, int64_t N, bool whole, int64_t *pm, int64_t *pn) {
+ * panels -- two when B is streamed, which each column part reads on its own (a backprop-filter's dy: 64
+ * columns in 4 parts took longer on one thread than in one part) -- unless B is built on the way (b_rows),
+ * which each column part would do again, A too (VGG's transposed backprop-filter: 80 -> 43 ms with rows
+ * only); fixed by the shape. */
+static void gemm_split(int64_t M, int64_t N, bool whole, bool by_cols, int64_t *pm, int64_t *pn) {
     *pm = sy_max64(1, sy_min64(MAX_PARTS, ceil_div(M, SY_SMALLGEMM_MR) / MIN_TILES));
-    *pn = sy_max64(1, sy_min64(ceil_div(N, whole ? 16 : 32), MAX_PARTS / *pm));
+    *pn = by_cols ? sy_max64(1, sy_min64(ceil_div(N, whole ? 16 : 32), MAX_PARTS / *pm)) : 1;
 }
 
 static void gemm_part(void *ctx, int64_t part, float *scratch) {
     const gemm *g = ctx;
     int64_t pm, pn, t0, t1, q0, q1;
-    gemm_split(g->M, g->N, g->bp != NULL, &pm, &pn);
+    gemm_split(g->M, g->N, g->bp != NULL, !g->b_rows, &pm, &pn);
     sy_split_range(ceil_div(g->M, SY_SMALLGEMM_MR), (int)(part / pn), (int)pm, &t0, &t1);
-    sy_split_range(ceil_div(g->N, 16), (int)(part % pn), (int)pn, &q0, &q1);
+    int64_t unit = g->bp ? 16 : 32; /* a panel; a streamed tile's two vectors (AVX-512) */
+    sy_split_range(ceil_div(g->N, unit), (int)(part % pn), (int)pn, &q0, &q1);
     int64_t i0 = t0 * SY_SMALLGEMM_MR, i1 = sy_min64(g->M, t1 * SY_SMALLGEMM_MR);
-    gemm_rows(g, i0, i1, q0 * 16, sy_min64(g->N, q1 * 16), g->c + i0 * g->ldc, scratch);
+    gemm_rows(g, i0, i1, q0 * unit, sy_min64(g->N, q1 * unit), g->c + i0 * g->ldc, scratch);
 }
 
 /* Workspace: B packed whole (when `whole`), then the parts' scratch. */
 static int64_t gemm_ws_floats(int64_t M, int64_t N, int64_t K, bool whole, int threads) {
     int64_t pm, pn;
-    gemm_split(M, N, whole, &pm, &pn);
+    gemm_split(M, N, whole, true, &pm, &pn); /* the most parts: a bound on the buffers */
     return (whole ? packed_b_floats(K, N) : 0) + sy_blocks_buffers(threads, pm * pn) * scratch_floats(N);
 }
 
@@ -157,7 +164,7 @@ static void gemm_run(const sy_exec *ex, gemm *g, float *ws) {
     if (g->M <= 0 || g->N <= 0) return;
     if (g->bp) pack_b(ex, g);
     int64_t pm, pn;
-    gemm_split(g->M, g->N, g->bp != NULL, &pm, &pn);
+    gemm_split(g->M, g->N, g->bp != NULL, !g->b_rows, &pm, &pn);
     sy_run_blocks(ex, pm * pn, gemm_part, g, ws + (g->bp ? packed_b_floats(g->K, g->N) : 0), scratch_floats(g->N));
 }
 
@@ -280,7 +287,7 @@ static void matmul_fwd_f32_mxu(const sy_kargs *k) {
         matrix a = {k->in[1], ldb, !tb};
         float *ct = ws;
         ws += floats_aligned(M * N);
-        gemm g = {N, M, K, pack_a_matrix, &a, whole_b(K, M) ? ws : NULL, k->in[0], lda, false, ct, M, NULL, SY_ACT_NONE};
+        gemm g = {N, M, K, pack_a_matrix, &a, whole_b(K, M) ? ws : NULL, k->in[0], lda, false, ct, M, NULL, SY_ACT_NONE, NULL, NULL};
         gemm_run(k->ex, &g, ws);
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) c[i * N + j] = ct[j * M + i];
@@ -288,7 +295,7 @@ static void matmul_fwd_f32_mxu(const sy_kargs *k) {
         return;
     }
     matrix a = {k->in[0], lda, ta};
-    gemm g = {M, N, K, pack_a_matrix, &a, whole_b(K, N) ? ws : NULL, k->in[1], ldb, tb, c, N, bias, k->attr->matmul.act};
+    gemm g = {M, N, K, pack_a_matrix, &a, whole_b(K, N) ? ws : NULL, k->in[1], ldb, tb, c, N, bias, k->attr->matmul.act, NULL, NULL};
     gemm_run(k->ex, &g, ws);
 }
 
@@ -313,7 +320,7 @@ static void conv2d_fwd_f32_mxu(const sy_kargs *k) {
     sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
     conv_src s = {&g, k->in[0]};
     gemm m = {g.P, g.o, g.K, pack_a_im2col, &s, k->ws, k->in[1], g.o, false, k->out, g.o, k->n_in > 2 ? k->in[2] : NULL,
-              k->attr->conv.act};
+              k->attr->conv.act, NULL, NULL};
     gemm_run(k->ex, &m, k->ws);
 }
 
@@ -357,17 +364,33 @@ static void conv2d_bwd_data_f32_mxu(const sy_kargs *k) {
     }
     sy_conv_geom g = sy_conv_geom_make(k->out_shape, &k->in_shape[1], k->attr);
     matrix a = {k->in[0], g.o, false};
-    bwd_data_job j = {&g, {g.P, g.K, g.o, pack_a_matrix, &a, k->ws, k->in[1], g.o, true, NULL, g.K, NULL, SY_ACT_NONE},
+    bwd_data_job j = {&g, {g.P, g.K, g.o, pack_a_matrix, &a, k->ws, k->in[1], g.o, true, NULL, g.K, NULL, SY_ACT_NONE, NULL, NULL},
                       k->out, bwd_data_groups(&g)};
     pack_b(k->ex, &j.m);
     sy_run_blocks(k->ex, j.groups, bwd_data_group, &j, (float *)k->ws + packed_b_floats(g.o, g.K), bwd_data_scratch(&g));
 }
 
-/* B = dy is as large as the activations: streamed, not packed whole */
+/* B = dy is as large as the activations: streamed, never packed whole. With a short window (a first
+ * layer's 3 x 3 x 1) dw has few rows, A = cols^T is gathered tap by tap and dy read in the product. A long
+ * window (VGG's 3 x 3 x 64 = 576) would make that gather cost as much as the product -- each element of A
+ * serves only O columns -- so the product runs transposed, dw^T (O, K) = dy^T (O, P) x cols (P, K): dy^T
+ * is gathered (each element then serves K columns), cols comes from im2col in runs of KW x C floats
+ * (measured on VGG16's 32x32x64 layer, one thread, the machine shared: 50 -> 43 ms). Either way each element of dw sums
+ * the same products in the same order; dw^T is transposed into dw at the end. */
+static bool bwd_filter_transposed(const sy_conv_geom *g) { return g->K > SHORT_WINDOW; }
+
 static size_t conv2d_bwd_filter_ws(const sy_kargs *k, int threads) {
     if (!plain(k->attr)) return 0;
     sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], k->out_shape, k->attr);
+    if (bwd_filter_transposed(&g))
+        return (size_t)(floats_aligned(g.o * g.K) + gemm_ws_floats(g.o, g.K, g.P, false, threads)) * sizeof(float);
     return (size_t)gemm_ws_floats(g.K, g.o, g.P, false, threads) * sizeof(float);
+}
+
+/* cols's rows [k0, k0 + kn) (output pixels), columns [j0, j1) (window elements), rounded */
+static void b_rows_im2col(const void *ctx, int64_t k0, int64_t kn, int64_t j0, int64_t j1, float *dst) {
+    const conv_src *s = ctx;
+    sy_im2col(dst, s->x, s->g, k0, kn, j0, j1, true);
 }
 
 /* (x (N, H, W, C), dy (N, OH, OW, O)) -> dw (KH, KW, C, O) */
@@ -378,8 +401,17 @@ static void conv2d_bwd_filter_f32_mxu(const sy_kargs *k) {
     }
     sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], k->out_shape, k->attr);
     conv_src s = {&g, k->in[0]};
-    gemm m = {g.K, g.o, g.P, pack_a_taps, &s, NULL, k->in[1], g.o, false, k->out, g.o, NULL, SY_ACT_NONE};
-    gemm_run(k->ex, &m, k->ws);
+    if (!bwd_filter_transposed(&g)) {
+        gemm m = {g.K, g.o, g.P, pack_a_taps, &s, NULL, k->in[1], g.o, false, k->out, g.o, NULL, SY_ACT_NONE, NULL, NULL};
+        gemm_run(k->ex, &m, k->ws);
+        return;
+    }
+    float *dwt = k->ws, *dw = k->out;
+    matrix dyt = {k->in[1], g.o, true};
+    gemm m = {g.o, g.K, g.P, pack_a_matrix, &dyt, NULL, NULL, 0, false, dwt, g.K, NULL, SY_ACT_NONE, b_rows_im2col, &s};
+    gemm_run(k->ex, &m, dwt + floats_aligned(g.o * g.K));
+    for (int64_t t = 0; t < g.K; t++)
+        for (int64_t o = 0; o < g.o; o++) dw[t * g.o + o] = dwt[o * g.K + t];
 }
 
 const sy_kernel sy_sim_matmul = {matmul_fwd_f32_mxu, matmul_ws};
