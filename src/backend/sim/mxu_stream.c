@@ -55,6 +55,9 @@ static inline __attribute__((always_inline)) void tile(float *restrict c, int64_
     UNROLL for (int r = 0; r < rows; r++) UNROLL for (int v = 0; v < nv; v++) s[r][v] = (vf){0};
     for (int64_t kk = 0; kk < kn; kk++) {
         vf bv[2];
+        /* B's rows are far apart (a backprop-filter's dy: 256 bytes), and the loads waited on memory for half
+         * the tile's time with the hardware prefetchers alone */
+        UNROLL for (int v = 0; v < nv; v++) __builtin_prefetch(b + (kk + 16) * ldb + v * VL);
         UNROLL for (int v = 0; v < nv; v++) bv[v] = vround(vld(b + kk * ldb + v * VL));
         UNROLL for (int r = 0; r < rows; r++) {
             float ar = a[r * kn + kk];
