@@ -15,23 +15,31 @@
  * the reference's. Bias and activation follow in float32 (sy_epilogue_f32).
  *
  *   B   packed whole, chunk after chunk (sy_pack_b_bf16), into the
- *       workspace before the product, over the threads;
+ *       workspace before the product, over the threads; or, when it is as
+ *       large as the activations (a backprop-filter's dy), streamed: read
+ *       and rounded in registers by mxu_stream.c's tile, or built per chunk
+ *       (b_rows: im2col with rounding);
  *   A   packed per (sub-block of MB rows, chunk) by the op's pack_a: a
- *       rounded copy of matrix rows, or im2col with rounding (conv.c's,
- *       shared), or im2col transposed (backprop-filter's A = cols^T);
- *   C   rows split into parts fixed by the shape; each element is computed
- *       by one part, in the same order whatever the thread count.
+ *       rounded copy of matrix rows (or columns, transposed), im2col with
+ *       rounding (conv.c's, shared), or window taps gathered straight from
+ *       x (pack_a_taps);
+ *   C   split into parts by rows and columns, fixed by the shape; each
+ *       element is computed by one part, in the same order whatever the
+ *       thread count.
  *
  *   forward          y (P, O)  = cols (P, K) x w (K, O), bias, act
  *   backprop-input   cols (P, K) = dy (P, O) x w^T (O, K), then col2im
  *                    into dx, by groups of whole images
- *   backprop-filter  dw (K, O) = cols^T (K, P) x dy (P, O): K is never
- *                    split across threads (that would reorder its sum), so
- *                    parts are rows of dw
+ *   backprop-filter  dw (K, O) = cols^T (K, P) x dy (P, O), or for long
+ *                    windows dw^T = dy^T x cols: P is never split across
+ *                    threads (that would reorder its sum)
+ *   matmul           C = op(A) op(B), or C^T = op(B)^T op(A)^T for a
+ *                    weight gradient with few columns
  *
  * No Winograd (its transforms are not the MXU's arithmetic) and no direct
- * short-window kernels: every conv is im2col + the MXU GEMM. Grouped,
- * dilated and depthwise convs run mxu_ref.c's loops.
+ * short-window kernels (their sums are not in the chunked order): every conv
+ * is a product of windows. Grouped, dilated and depthwise convs run
+ * mxu_ref.c's loops.
  */
 #include "sim_internal.h"
 
