@@ -653,6 +653,25 @@ static sy_node b_fused_chain(ctx *c) {
     return sy_graph_div(g, sy_graph_exp(g, sy_graph_neg(g, u)), sy_graph_add(g, sy_graph_relu(g, y), sy_graph_fill(g, c->dt, S(0), 1.5)));
 }
 
+/* issue 16, MXU numerics: shapes whose sums span several of the MXU's 128-term chunks, with odd sizes and
+ * rows enough for the sim kernels to split them between two threads */
+static sy_node b_matmul_mxu_chunks(ctx *c) {
+    return sy_graph_matmul(c->g, var(c, R(2, 300L, 50L), -1, 1), var(c, R(2, 21L, 300L), -1, 1), true, true);
+}
+static sy_node b_conv_mxu_chunks(ctx *c) { /* window 3 x 3 x 16 = 144 */
+    return sy_graph_conv2d(c->g, var(c, R(4, 2L, 9L, 8L, 16L), -1, 1), var(c, R(4, 3L, 3L, 16L, 13L), -1, 1), 2, 2, SY_PADDING_SAME);
+}
+static sy_node b_conv_bp_input_mxu_chunks(ctx *c) { return conv_backprop_o(c, true, 2, SY_PAD_SAME, 20, 150); }
+static sy_node b_conv_bp_filter_mxu_chunks(ctx *c) { /* 270 pixels, window 54 */
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.conv.stride[0] = at.conv.stride[1] = 1;
+    at.conv.padding = SY_PAD_SAME;
+    sy_shape ws = R(4, 3L, 3L, 6L, 7L);
+    sy_node in[2] = {cin(c, R(4, 3L, 9L, 10L, 6L), -1, 1), cin(c, R(4, 3L, 9L, 10L, 7L), -1, 1)};
+    return add_op(c, SY_OP_CONV2D_BACKPROP_FILTER, in, 2, &at, &ws);
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 enum { FWD = 1, GRAD = 2, CHECK_FUSED = 4 };
@@ -760,6 +779,11 @@ static const row rows[] = {
     {"conv2d_backprop_filter direct 70 channels", SY_OP_CONV2D_BACKPROP_FILTER, b_conv_bp_filter_direct_wide, FWD},
     {"conv2d_backprop_filter", SY_OP_CONV2D_BACKPROP_FILTER, b_conv_bp_filter, FWD},
     {"conv2d_backprop_filter same stride 2", SY_OP_CONV2D_BACKPROP_FILTER, b_conv_bp_filter_same, FWD},
+    /* issue 16, MXU numerics */
+    {"matmul 50x300x21 MXU chunks", SY_OP_MATMUL, b_matmul_mxu_chunks, FWD},
+    {"conv2d window 144 MXU chunks", SY_OP_CONV2D, b_conv_mxu_chunks, FWD},
+    {"conv2d_backprop_input 150 channels MXU chunks", SY_OP_CONV2D_BACKPROP_INPUT, b_conv_bp_input_mxu_chunks, FWD},
+    {"conv2d_backprop_filter 270 pixels MXU chunks", SY_OP_CONV2D_BACKPROP_FILTER, b_conv_bp_filter_mxu_chunks, FWD},
     {"max_pool2d_grad", SY_OP_MAX_POOL2D_GRAD, b_maxpool_grad, FWD},
     {"max_pool2d_grad same", SY_OP_MAX_POOL2D_GRAD, b_maxpool_grad_same, FWD},
     {"avg_pool2d_grad", SY_OP_AVG_POOL2D_GRAD, b_avgpool_grad, FWD},
@@ -1237,6 +1261,103 @@ static void check_nan_propagates(sy_pool *pool2) {
     poison_first_leaf = false;
 }
 
+/* ---- issue 16, MXU numerics ------------------------------------------------------
+ * The sim backend's MXU ops equal their scalar reference (backend "sim-ref") bit for bit, on one thread and
+ * two, fused or not; and that reference is the float32 result to bfloat16's precision. */
+static uint32_t f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+static float f32_of(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static void check_mxu(const row *r, sy_pool *pool2) {
+    if (!sy_sim_ref_kernel(r->op, SY_F32)) return;
+    int64_t n_want, n_ref, n;
+    double *want = forward(r, "sim-ref", NULL, false, &n_want, NULL), *ref = forward(r, "ref", NULL, false, &n_ref, NULL);
+    if (!want || !ref) goto done;
+    double scale = 0;
+    for (int64_t i = 0; i < n_ref; i++) scale = fmax(scale, fabs(ref[i]));
+    int bad = 0;
+    for (int64_t i = 0; i < n_want && bad < 3; i++)
+        if (!(fabs(want[i] - ref[i]) <= 1e-2 * (1 + scale))) {
+            bad++;
+            CHECK(false, "%s: sim-ref [%lld] = %.8g, float32 ref %.8g: beyond bfloat16's precision", r->name, (long long)i,
+                  want[i], ref[i]);
+        }
+    for (int v = 0; v < 3; v++) {
+        sy_pool *pool = v == 2 ? pool2 : NULL;
+        double *y = forward(r, "sim", pool, v > 0, &n, NULL);
+        if (!y) continue;
+        bad = 0;
+        CHECK(n == n_want, "%s: sim gives %lld values, sim-ref %lld", r->name, (long long)n, (long long)n_want);
+        for (int64_t i = 0; i < n && i < n_want && bad < 3; i++) {
+            float a = (float)y[i], b = (float)want[i];
+            if (f32_bits(a) != f32_bits(b) && !(isnan(a) && isnan(b))) {
+                bad++;
+                CHECK(false, "%s: sim (%d thread%s, fusion %s) [%lld] = %.9g (0x%08x) but sim-ref gives %.9g (0x%08x)",
+                      r->name, sy_pool_size(pool), pool ? "s" : "", v > 0 ? "on" : "off", (long long)i, a, f32_bits(a), b,
+                      f32_bits(b));
+            }
+        }
+        free(y);
+    }
+done:
+    free(want);
+    free(ref);
+}
+
+/* bfloat16 rounding: to nearest, ties to even; infinities, NaN, overflow and subnormals */
+static void check_bf16_rounding(void) {
+    static const uint32_t cases[][2] = {
+        {0x3F800000u, 0x3F800000u}, /* 1 */
+        {0x3F808000u, 0x3F800000u}, /* 1 + 2^-8: a tie, to the even 1 */
+        {0x3F818000u, 0x3F820000u}, /* 1 + 3 2^-8: a tie, to the even 1 + 2^-6 */
+        {0x3F808001u, 0x3F810000u}, /* just past the tie: up */
+        {0x3F807FFFu, 0x3F800000u}, /* just short of it: down */
+        {0xBF808000u, 0xBF800000u}, /* negative tie */
+        {0xBF818000u, 0xBF820000u},
+        {0x80000000u, 0x80000000u}, /* -0 */
+        {0x7F800000u, 0x7F800000u}, /* inf */
+        {0xFF800000u, 0xFF800000u}, /* -inf */
+        {0x7F7FFFFFu, 0x7F800000u}, /* FLT_MAX overflows to inf */
+        {0x7F7F8000u, 0x7F800000u}, /* a tie at the top, to the even: inf */
+        {0x7F7F7FFFu, 0x7F7F0000u}, /* the largest bfloat16 */
+        {0x00008000u, 0x00000000u}, /* subnormal tie, to the even 0 */
+        {0x00018000u, 0x00020000u}, /* subnormal tie, to the even 2 */
+        {0x00000001u, 0x00000000u},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint32_t got = f32_bits(sy_bf16_round(f32_of(cases[i][0])));
+        CHECK(got == cases[i][1], "bf16(0x%08x) = 0x%08x, want 0x%08x", cases[i][0], got, cases[i][1]);
+    }
+    /* a NaN stays a NaN, signalling ones too (their payload may sit in the bits rounding drops) */
+    static const uint32_t nans[] = {0x7FC00000u, 0xFFC00001u, 0x7F800001u, 0xFF800001u, 0x7FFFFFFFu};
+    for (size_t i = 0; i < sizeof nans / sizeof nans[0]; i++) {
+        float got = sy_bf16_round(f32_of(nans[i]));
+        CHECK(isnan(got) && (f32_bits(got) & 0xFFFFu) == 0 && (f32_bits(got) >> 31) == nans[i] >> 31,
+              "bf16(0x%08x) = 0x%08x: a NaN with its sign, in bfloat16's bits", nans[i], f32_bits(got));
+    }
+    /* an independent rule over random patterns: the nearer of the two bfloat16 neighbours, the even one on a tie */
+    sy_rng rng = sy_rng_new(16, 2);
+    for (int i = 0; i < 100000; i++) {
+        uint32_t u = (uint32_t)(sy_rng_uniform64(&rng) * 4294967296.0);
+        float x = f32_of(u);
+        if (!isfinite(x)) continue;
+        uint32_t lo = u & 0xFFFF0000u, hi = lo + 0x10000u, rest = u & 0xFFFFu;
+        uint32_t want = rest < 0x8000u ? lo : rest > 0x8000u ? hi : (lo & 0x10000u) ? hi : lo;
+        uint32_t got = f32_bits(sy_bf16_round(x));
+        if (got != want) {
+            CHECK(false, "bf16(0x%08x) = 0x%08x, want 0x%08x", u, got, want);
+            break;
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL;
     check_inference_scan_has_no_gradient();
@@ -1250,8 +1371,10 @@ int main(int argc, char **argv) {
         int before = check_failures;
         if (r->checks & FWD) check_forward(r, pool2);
         if (r->checks & GRAD) check_gradient(r);
+        if (r->checks & FWD) check_mxu(r, pool2); /* issue 16, MXU numerics */
         fprintf(stderr, "%-40s %s\n", r->name, check_failures == before ? "ok" : "FAILED");
     }
+    check_bf16_rounding(); /* issue 16, MXU numerics */
     check_optimizers(covered);
     check_moving_average(covered);
     if (!only) check_nan_propagates(pool2);

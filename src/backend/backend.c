@@ -21,7 +21,8 @@ static const int op_arity[SY_OP_COUNT] = {
 const char *sy_op_name(sy_op op) { return (unsigned)op < SY_OP_COUNT ? op_names[op] : "invalid"; }
 int sy_op_arity(sy_op op) { return op_arity[op]; }
 
-static const sy_backend *const backends[] = {&sy_backend_cpu, &sy_backend_ref, &sy_backend_sim};
+static const sy_backend *const backends[] = {&sy_backend_cpu, &sy_backend_ref, &sy_backend_sim,
+                                             &sy_backend_sim_ref /* issue 16, MXU numerics */};
 
 int sy_backend_count(void) { return (int)(sizeof backends / sizeof backends[0]); }
 const sy_backend *sy_backend_at(int index) { return backends[index]; }
@@ -69,6 +70,15 @@ static const sy_kernel *sim_lookup(sy_op op, sy_dtype dtype) {
     const sy_kernel *k = sy_sim_kernel(op, dtype);
     return k ? k : cpu_lookup(op, dtype);
 }
+
+/* issue 16, MXU numerics: the oracle of the sim backend's MXU kernels, for the op harness -- the MXU's ops
+ * run their scalar reference kernels (sim/mxu_ref.c), every other op its ref kernel. */
+static const sy_kernel *sim_ref_lookup(sy_op op, sy_dtype dtype) {
+    const sy_kernel *k = sy_sim_ref_kernel(op, dtype);
+    return k ? k : sy_ref_kernel(op, dtype);
+}
+const sy_backend sy_backend_sim_ref = {"sim-ref", "the sim backend's MXU numerics as scalar reference loops (tests)",
+                                       sim_ref_lookup};
 
 const sy_backend sy_backend_ref = {"ref", "scalar reference kernels (float32, float64)", ref_lookup};
 const sy_backend sy_backend_cpu = {"cpu", "fast float32 CPU kernels (oneDNN GEMM, fused loops)", cpu_lookup};

@@ -22,6 +22,7 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <string.h>
 
 typedef enum sy_op {
 #define SY_OP(id, name, arity) SY_OP_##id,
@@ -185,6 +186,10 @@ const sy_kernel *sy_cpu_kernel(sy_op op, sy_dtype dtype);
 /* The sim backend's own kernels (src/backend/sim/sim_kernels.c): the MXU's
  * ops with its numerics; NULL where the op runs as on the cpu backend. */
 const sy_kernel *sy_sim_kernel(sy_op op, sy_dtype dtype);
+/* issue 16, MXU numerics: the scalar reference of the sim backend's MXU ops (sim/mxu_ref.c), run by the
+ * backend "sim-ref"; NULL for the other ops. */
+const sy_kernel *sy_sim_ref_kernel(sy_op op, sy_dtype dtype);
+extern const sy_backend sy_backend_sim_ref;
 
 /* ---- helpers shared by kernels ----------------------------------------- */
 
@@ -271,6 +276,23 @@ static inline float sy_adam_alpha(float lr, float beta_1, float beta_2, int64_t 
  * kernels; ref_kernels.c). */
 double sy_act_fn_ref(const sy_act_params *p, double x);
 double sy_act_fn_grad_ref(const sy_act_params *p, double x);
+
+/* issue 16, MXU numerics (docs/design/mxu-numerics.md): x rounded to bfloat16 -- 8 significant bits, round
+ * to nearest, ties to even -- and returned as the float32 of the same value. Infinities stay infinite, a
+ * NaN stays a NaN (quieted, sign kept), a finite value past bfloat16's largest rounds to infinity, as
+ * round-to-nearest does; subnormals round like any other value (bfloat16 has float32's exponent range).
+ * Branch-free, so that packing loops vectorise. */
+static inline float sy_bf16_round(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    uint32_t nan = (u | 0x00400000u) & 0xffff0000u;
+    u = (u & 0x7fffffffu) > 0x7f800000u ? nan : rounded;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+/* The depth of the MXU's systolic array: its products sum in chunks of this many terms. */
+#define SY_MXU_DEPTH 128
 
 /* Keras's fuzz factor: probabilities are clipped to [eps, 1 - eps]. */
 #define SY_KERAS_EPSILON 1e-7

@@ -58,15 +58,9 @@
 #define MAX_PARTS 16            /* backprop-filter: ranges x slabs, at most */
 #define S_MIN_ROWS 64           /* backprop-filter: window columns per slab, at least */
 
-typedef struct geom {
-    int64_t n, h, w, c;     /* input (N, H, W, C) */
-    int64_t kh, kw, o;      /* filter (KH, KW, C, O) */
-    int64_t sh, sw, pt, pl; /* strides, leading padding */
-    int64_t oh, ow;         /* output (N, OH, OW, O) */
-    int64_t P, K;           /* output pixels N*OH*OW; window length KH*KW*C */
-} geom;
+typedef sy_conv_geom geom; /* cpu_internal.h: shared with the sim backend's MXU convs */
 
-static geom geom_make(const sy_shape *x, const sy_shape *w, const sy_attrs *a) {
+sy_conv_geom sy_conv_geom_make(const sy_shape *x, const sy_shape *w, const sy_attrs *a) {
     geom g;
     g.n = x->dims[0];
     g.h = x->dims[1];
@@ -109,15 +103,18 @@ static int64_t block_rows(int64_t P, int64_t width, int64_t target_blocks) {
  * run. */
 
 static inline void seg_put(float *restrict d, const float *restrict x, int64_t base, int64_t a, int64_t b,
-                           int64_t vlo, int64_t vhi) {
+                           int64_t vlo, int64_t vhi, bool bf16) {
     int64_t z = sy_min64(b, sy_max64(a, vlo)), e = sy_max64(z, sy_min64(b, vhi));
     for (int64_t j = a; j < z; j++) d[j - a] = 0;
-    for (int64_t j = z; j < e; j++) d[j - a] = x[base + j];
+    if (bf16) /* the sim backend's MXU operands: rounded as they are copied (docs/design/mxu-numerics.md) */
+        for (int64_t j = z; j < e; j++) d[j - a] = sy_bf16_round(x[base + j]);
+    else
+        for (int64_t j = z; j < e; j++) d[j - a] = x[base + j];
     for (int64_t j = e; j < b; j++) d[j - a] = 0;
 }
 
-static void im2col(float *restrict cols, const float *restrict x, const geom *g, int64_t p0, int64_t rows, int64_t k0,
-                   int64_t k1) {
+void sy_im2col(float *restrict cols, const float *restrict x, const sy_conv_geom *g, int64_t p0, int64_t rows,
+               int64_t k0, int64_t k1, bool bf16) {
     int64_t rowlen = g->kw * g->c, nk = k1 - k0;
     int64_t ow = p0 % g->ow, t = p0 / g->ow, oh = t % g->oh, n = t / g->oh;
     int64_t kh0 = k0 / rowlen, kh1 = ceil_div(k1, rowlen);
@@ -134,7 +131,7 @@ static void im2col(float *restrict cols, const float *restrict x, const geom *g,
                 memset(d, 0, (size_t)(b - a) * sizeof *d);
                 continue;
             }
-            seg_put(d, x, ((n * g->h + ih) * g->w + iw0) * g->c, a, b, vlo, vhi);
+            seg_put(d, x, ((n * g->h + ih) * g->w + iw0) * g->c, a, b, vlo, vhi, bf16);
         }
         if (++ow == g->ow) {
             ow = 0;
@@ -147,7 +144,7 @@ static void im2col(float *restrict cols, const float *restrict x, const geom *g,
 }
 
 /* The adjoint: dx += cols scattered back, window by window, in pixel order. */
-static void col2im_add(float *restrict dx, const float *restrict cols, const geom *g, int64_t p0, int64_t rows) {
+void sy_col2im_add(float *restrict dx, const float *restrict cols, const sy_conv_geom *g, int64_t p0, int64_t rows) {
     int64_t rowlen = g->kw * g->c;
     int64_t ow = p0 % g->ow, t = p0 / g->ow, oh = t % g->oh, n = t / g->oh;
     for (int64_t r = 0; r < rows; r++) {
@@ -174,10 +171,8 @@ static void col2im_add(float *restrict dx, const float *restrict cols, const geo
 
 /* ---- running blocks with a scratch buffer per thread ----------------------- */
 
-typedef void (*block_fn)(void *ctx, int64_t block, float *buf);
-
 typedef struct blocks_job {
-    block_fn fn;
+    sy_block_fn fn;
     void *ctx;
     int64_t blocks, buf_floats;
     float *buf;
@@ -191,12 +186,12 @@ static void blocks_thread(void *arg, int index, int count) {
     for (int64_t i = b; i < e; i++) j->fn(j->ctx, i, buf);
 }
 
-static int64_t buffers_for(int threads, int64_t blocks) { return sy_max64(1, sy_min64(threads, blocks)); }
+int64_t sy_blocks_buffers(int threads, int64_t blocks) { return sy_max64(1, sy_min64(threads, blocks)); }
 
-static void run_blocks(const sy_exec *ex, int64_t blocks, block_fn fn, void *ctx, float *buf, int64_t buf_floats) {
+void sy_run_blocks(const sy_exec *ex, int64_t blocks, sy_block_fn fn, void *ctx, float *buf, int64_t buf_floats) {
     if (blocks <= 0) return;
     blocks_job j = {fn, ctx, blocks, buf_floats, buf};
-    sy_exec_parallel(ex, (int)buffers_for(ex->threads, blocks), blocks_thread, &j);
+    sy_exec_parallel(ex, (int)sy_blocks_buffers(ex->threads, blocks), blocks_thread, &j);
 }
 
 /* ---- direct kernels for short windows -------------------------------------
@@ -293,7 +288,7 @@ static int64_t runs_of(run *rn, float *border, const geom *g, const float *x, co
                 int64_t iw0 = (p - (t * g->ow)) * g->sw - g->pl;
                 rn[nr++] = (run){x + ((n * g->h + ih0) * g->w + iw0) * g->c, off_in, g->sw * g->c, q - p};
             } else {
-                im2col(border, x, g, p, q - p, 0, g->K);
+                sy_im2col(border, x, g, p, q - p, 0, g->K, false);
                 rn[nr++] = (run){border, off_id, g->K, q - p};
                 border += (q - p) * g->K;
             }
@@ -473,7 +468,7 @@ static void fwd_block(void *ctx, int64_t block, float *cols) {
         }
         return;
     }
-    im2col(cols, j->x, g, p0, rows, 0, g->K);
+    sy_im2col(cols, j->x, g, p0, rows, 0, g->K, false);
     sy_sgemm(false, false, rows, g->o, g->K, 1.0f, cols, g->K, j->w, g->o, 0.0f, y, g->o);
     sy_epilogue_f32(y, rows, g->o, g->o, j->bias, 0, j->act);
 }
@@ -492,7 +487,7 @@ static int64_t fwd_scratch(const geom *g, int64_t pb) {
 static size_t fwd_ws(const geom *g, int threads) {
     if (pointwise(g) || g->P == 0) return 0;
     int64_t pb = fwd_rows(g);
-    return (size_t)(2 * floats_aligned(2 * g->K) + buffers_for(threads, ceil_div(g->P, pb)) * fwd_scratch(g, pb)) *
+    return (size_t)(2 * floats_aligned(2 * g->K) + sy_blocks_buffers(threads, ceil_div(g->P, pb)) * fwd_scratch(g, pb)) *
            sizeof(float);
 }
 
@@ -507,7 +502,7 @@ static void fwd_run(const sy_exec *ex, const geom *g, const float *x, const floa
     int64_t *off_in = (int64_t *)(void *)ws, *off_id = off_in + g->K;
     if (direct(g)) offsets(off_in, off_id, g);
     fwd_job j = {g, x, w, bias, y, off_in, off_id, pb, act};
-    run_blocks(ex, ceil_div(g->P, pb), fwd_block, &j, ws + 2 * floats_aligned(2 * g->K), fwd_scratch(g, pb));
+    sy_run_blocks(ex, ceil_div(g->P, pb), fwd_block, &j, ws + 2 * floats_aligned(2 * g->K), fwd_scratch(g, pb));
 }
 
 /* ---- Winograd ------------------------------------------------------------
@@ -541,7 +536,7 @@ static void conv_general(const sy_kargs *k, sy_op op, const sy_shape *w) {
 
 static size_t conv2d_fwd_ws(const sy_kargs *k, int threads) {
     if (!plain(k->attr)) return 0;
-    geom g = geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
+    geom g = sy_conv_geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
     sy_wino_shape ws;
     if (!k->ex->inference && wino_shape(&g, false, &ws)) return sy_winograd_fwd_ws(&ws, threads);
     return fwd_ws(&g, threads);
@@ -552,7 +547,7 @@ static void conv2d_fwd_f32_fast(const sy_kargs *k) {
         conv_general(k, SY_OP_CONV2D, &k->in_shape[1]);
         return;
     }
-    geom g = geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
+    geom g = sy_conv_geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
     const float *bias = k->n_in > 2 ? k->in[2] : NULL;
     sy_wino_shape ws;
     if (!k->ex->inference && wino_shape(&g, false, &ws)) { /* sy_exec.inference: the direct conv at inference */
@@ -581,7 +576,7 @@ static void bwd_data_group(void *ctx, int64_t group, float *cols) {
     for (int64_t p0 = n0 * opix; p0 < n1 * opix; p0 += j->pb) {
         int64_t rows = sy_min64(j->pb, n1 * opix - p0);
         sy_sgemm(false, true, rows, g->K, g->o, 1.0f, j->dy + p0 * g->o, g->o, j->w, g->o, 0.0f, cols, g->K);
-        col2im_add(j->dx, cols, g, p0, rows);
+        sy_col2im_add(j->dx, cols, g, p0, rows);
     }
 }
 
@@ -589,12 +584,12 @@ static int64_t bwd_data_groups(const geom *g, int64_t pb) { return clamp64(g->P 
 
 static size_t conv2d_bwd_data_ws(const sy_kargs *k, int threads) {
     if (!plain(k->attr)) return 0;
-    geom g = geom_make(k->out_shape, &k->in_shape[1], k->attr);
+    geom g = sy_conv_geom_make(k->out_shape, &k->in_shape[1], k->attr);
     if (pointwise(&g) || g.P == 0) return 0;
     sy_wino_shape ws;
     if (wino_shape(&g, true, &ws)) return sy_winograd_fwd_ws(&ws, threads);
     int64_t pb = block_rows(g.P, g.K, TARGET_BLOCKS);
-    return (size_t)(buffers_for(threads, bwd_data_groups(&g, pb)) * floats_aligned(pb * g.K)) * sizeof(float);
+    return (size_t)(sy_blocks_buffers(threads, bwd_data_groups(&g, pb)) * floats_aligned(pb * g.K)) * sizeof(float);
 }
 
 static void conv2d_bwd_data_f32_fast(const sy_kargs *k) {
@@ -602,7 +597,7 @@ static void conv2d_bwd_data_f32_fast(const sy_kargs *k) {
         conv_general(k, SY_OP_CONV2D_BACKPROP_INPUT, &k->in_shape[1]);
         return;
     }
-    geom g = geom_make(k->out_shape, &k->in_shape[1], k->attr);
+    geom g = sy_conv_geom_make(k->out_shape, &k->in_shape[1], k->attr);
     const float *dy = k->in[0], *w = k->in[1];
     float *dx = k->out;
     if (g.P == 0) {
@@ -620,7 +615,7 @@ static void conv2d_bwd_data_f32_fast(const sy_kargs *k) {
     }
     int64_t pb = block_rows(g.P, g.K, TARGET_BLOCKS);
     bwd_data_job j = {&g, dy, w, dx, pb, bwd_data_groups(&g, pb)};
-    run_blocks(k->ex, j.groups, bwd_data_group, &j, k->ws, floats_aligned(pb * g.K));
+    sy_run_blocks(k->ex, j.groups, bwd_data_group, &j, k->ws, floats_aligned(pb * g.K));
 }
 
 /* ---- backprop-filter ----------------------------------------------------- */
@@ -673,7 +668,7 @@ static void bwd_filter_part(void *ctx, int64_t part, float *cols) {
         int64_t rows = sy_min64(j->p.pb, q1 - p0);
         const float *a = pw ? j->x + p0 * g->c + k0 : cols;
         int64_t lda = pw ? g->c : k1 - k0;
-        if (!pw) im2col(cols, j->x, g, p0, rows, k0, k1);
+        if (!pw) sy_im2col(cols, j->x, g, p0, rows, k0, k1, false);
         sy_sgemm(true, false, k1 - k0, g->o, rows, 1.0f, a, lda, j->dy + p0 * g->o, g->o, p0 == q0 ? 0.0f : 1.0f, dst,
                  g->o);
     }
@@ -704,13 +699,13 @@ static int64_t bwd_filter_scratch(const geom *g, const bwd_filter_plan *p) {
 static size_t conv2d_bwd_filter_ws(const sy_kargs *k, int threads) {
     if (!plain(k->attr))
         return sy_cpu_conv_is_depthwise(k->attr, k->out_shape) ? sy_cpu_depthwise_bwd_filter_ws(k, threads) : 0;
-    geom g = geom_make(&k->in_shape[0], k->out_shape, k->attr);
+    geom g = sy_conv_geom_make(&k->in_shape[0], k->out_shape, k->attr);
     if (g.P == 0) return 0;
     sy_wino_shape ws;
     if (wino_shape(&g, false, &ws)) return sy_winograd_bwd_filter_ws(&ws, threads);
     bwd_filter_plan p = bwd_filter_plan_make(&g);
     int64_t n = 2 * floats_aligned(2 * g.K) + floats_aligned((p.R - 1) * g.K * g.o) +
-                buffers_for(threads, p.R * p.S) * bwd_filter_scratch(&g, &p);
+                sy_blocks_buffers(threads, p.R * p.S) * bwd_filter_scratch(&g, &p);
     return (size_t)n * sizeof(float);
 }
 
@@ -719,7 +714,7 @@ static void conv2d_bwd_filter_f32_fast(const sy_kargs *k) {
         conv_general(k, SY_OP_CONV2D_BACKPROP_FILTER, k->out_shape);
         return;
     }
-    geom g = geom_make(&k->in_shape[0], k->out_shape, k->attr);
+    geom g = sy_conv_geom_make(&k->in_shape[0], k->out_shape, k->attr);
     float *dw = k->out, *ws = k->ws;
     if (g.P == 0) {
         memset(dw, 0, (size_t)sy_shape_count(k->out_shape) * sizeof(float));
@@ -735,7 +730,7 @@ static void conv2d_bwd_filter_f32_fast(const sy_kargs *k) {
     float *partial = ws + 2 * floats_aligned(2 * g.K), *scratch = partial + floats_aligned((p.R - 1) * g.K * g.o);
     if (direct(&g)) offsets(off_in, off_id, &g);
     bwd_filter_job j = {&g, p, k->in[0], k->in[1], dw, partial, off_in, off_id};
-    run_blocks(k->ex, p.R * p.S, bwd_filter_part, &j, scratch, bwd_filter_scratch(&g, &p));
+    sy_run_blocks(k->ex, p.R * p.S, bwd_filter_part, &j, scratch, bwd_filter_scratch(&g, &p));
     if (p.R > 1) {
         int64_t n = g.K * g.o;
         sum_job s = {dw, partial, n, clamp64(n / 4096, 1, 16), p.R - 1};

@@ -41,6 +41,9 @@ void sy_sgemm_packed(const sy_exec *ex, int64_t m, int64_t n, int64_t k, const f
 #define SY_SMALLGEMM_MR 6
 void sy_sgemm_packed_serial(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bpacked,
                             bool accumulate, float *c, int64_t ldc);
+/* issue 16, MXU numerics: sy_pack_b with every element rounded to bfloat16 as it is packed (the sim
+ * backend's MXU products, src/backend/sim/mxu.c). */
+void sy_pack_b_bf16(float *packed, const float *b, int64_t ldb, bool tb, int64_t k, int64_t n);
 /* Pack B (K, N) given by rows: row kk of B is rows[kk] (N floats; NULL:
  * zeros); or, when transposed, column j of B is rows[j] (K floats). For B
  * stacked from several matrices, as the LSTM's [kernel; recurrent; bias]. */
@@ -172,6 +175,28 @@ void sy_winograd_fwd(const sy_exec *ex, const sy_wino_shape *s, const float *x, 
 size_t sy_winograd_bwd_filter_ws(const sy_wino_shape *s, int threads);
 void sy_winograd_bwd_filter(const sy_exec *ex, const sy_wino_shape *s, const float *x, const float *dy, float *dw,
                             float *ws);
+
+/* issue 16, MXU numerics: conv.c's geometry and im2col, shared with the sim backend's convs (sim/mxu.c). */
+typedef struct sy_conv_geom {
+    int64_t n, h, w, c;     /* input (N, H, W, C) */
+    int64_t kh, kw, o;      /* filter (KH, KW, C, O) */
+    int64_t sh, sw, pt, pl; /* strides, leading padding */
+    int64_t oh, ow;         /* output (N, OH, OW, O) */
+    int64_t P, K;           /* output pixels N*OH*OW; window length KH*KW*C */
+} sy_conv_geom;
+/* The geometry of a plain (undilated, ungrouped) conv of x by w. */
+sy_conv_geom sy_conv_geom_make(const sy_shape *x, const sy_shape *w, const sy_attrs *a);
+/* cols (rows, k1 - k0): columns [k0, k1) of the im2col rows of output pixels [p0, p0 + rows), in (KH, KW, C)
+ * order, zeros for the padding; each element rounded to bfloat16 when bf16. */
+void sy_im2col(float *restrict cols, const float *restrict x, const sy_conv_geom *g, int64_t p0, int64_t rows,
+               int64_t k0, int64_t k1, bool bf16);
+/* Run fn(ctx, block, buf) for block in [0, blocks) over ex's threads, each thread with its own scratch buf of
+ * buf_floats floats from buf (sy_blocks_buffers(threads, blocks) of them). */
+typedef void (*sy_block_fn)(void *ctx, int64_t block, float *buf);
+int64_t sy_blocks_buffers(int threads, int64_t blocks);
+void sy_run_blocks(const sy_exec *ex, int64_t blocks, sy_block_fn fn, void *ctx, float *buf, int64_t buf_floats);
+/* dx += cols (rows, K) scattered back window by window, pixel by pixel, each window in (KH, KW, C) order. */
+void sy_col2im_add(float *restrict dx, const float *restrict cols, const sy_conv_geom *g, int64_t p0, int64_t rows);
 
 /* The depthwise conv (depthwise.c): conv2d with groups = C > 1, one input
  * channel per group; conv.c's kernels hand such convs over. */

@@ -43,25 +43,47 @@ int64_t sy_pack_b_floats(int64_t k, int64_t n) { return k * ((n + NR - 1) / NR) 
  * transposed when tb) or, when rows is given, from rows as sy_pack_b_rows
  * says. Columns past N are zeros. */
 static void pack(float *restrict packed, const float *b, int64_t ldb, const float *const *rows, bool tb, int64_t k,
-                 int64_t n) {
+                 int64_t n, bool bf16) {
     int64_t panels = (n + NR - 1) / NR;
+    if (!rows && !tb) { /* rows of B are runs of 16 floats: a loop GCC vectorises (the sim backend packs dy so),
+                           row by row, so that B is read as one stream (panel by panel ran at a third of the speed) */
+        for (int64_t kk = 0; kk < k; kk++) {
+            if (kk + 8 < k) /* a row of dy is a few cache lines; the prefetchers alone left the loads waiting */
+                for (int64_t j = 0; j < n; j += 16) __builtin_prefetch(b + (kk + 8) * ldb + j);
+            for (int64_t p = 0; p < panels; p++) {
+                int64_t c0 = p * NR, nc = n - c0 < NR ? n - c0 : NR;
+                float *restrict dst = packed + (p * k + kk) * NR;
+                const float *restrict src = b + kk * ldb + c0;
+                if (bf16)
+                    for (int64_t j = 0; j < nc; j++) dst[j] = sy_bf16_round(src[j]);
+                else
+                    for (int64_t j = 0; j < nc; j++) dst[j] = src[j];
+                for (int64_t j = nc; j < NR; j++) dst[j] = 0.0f;
+            }
+        }
+        return;
+    }
     for (int64_t p = 0; p < panels; p++)
         for (int64_t kk = 0; kk < k; kk++) {
             float *dst = packed + (p * k + kk) * NR;
             for (int64_t j = 0; j < NR; j++) {
                 int64_t col = p * NR + j, r = tb ? col : kk, c = tb ? kk : col;
                 const float *row = col >= n ? NULL : rows ? rows[r] : b + r * ldb;
-                dst[j] = row ? row[c] : 0.0f;
+                dst[j] = row ? (bf16 ? sy_bf16_round(row[c]) : row[c]) : 0.0f;
             }
         }
 }
 
 void sy_pack_b(float *packed, const float *b, int64_t ldb, bool tb, int64_t k, int64_t n) {
-    pack(packed, b, ldb, NULL, tb, k, n);
+    pack(packed, b, ldb, NULL, tb, k, n, false);
+}
+
+void sy_pack_b_bf16(float *packed, const float *b, int64_t ldb, bool tb, int64_t k, int64_t n) {
+    pack(packed, b, ldb, NULL, tb, k, n, true);
 }
 
 void sy_pack_b_rows(float *packed, const float *const *rows, bool transposed, int64_t k, int64_t n) {
-    pack(packed, NULL, 0, rows, transposed, k, n);
+    pack(packed, NULL, 0, rows, transposed, k, n, false);
 }
 
 void sy_packed_b_scale_columns(float *packed, int64_t k, int64_t n, int64_t c0, int64_t c1, float scale) {

@@ -1,13 +1,17 @@
 /*
  * sim_kernels.c - the sim backend's table: the ops the emulated TPU runs on
- * its matrix units (MXU), with the MXU's numerics. Every other op runs as on
- * the cpu backend (backend.c's sim_lookup), which is the chip's vector unit
+ * its matrix units (MXU), with the MXU's numerics (mxu.c; the numerics are
+ * in docs/design/mxu-numerics.md). Every other op runs as on the cpu
+ * backend (backend.c's sim_lookup), which is the chip's vector unit
  * arithmetic: float32.
  */
-#include "../backend_internal.h"
+#include "sim_internal.h"
 
 static const sy_kernel *const mxu[SY_OP_COUNT] = {
-    [SY_OP_COUNT - 1] = NULL, /* the MXU kernels join here */
+    [SY_OP_MATMUL] = &sy_sim_matmul,
+    [SY_OP_CONV2D] = &sy_sim_conv2d,
+    [SY_OP_CONV2D_BACKPROP_INPUT] = &sy_sim_conv2d_backprop_input,
+    [SY_OP_CONV2D_BACKPROP_FILTER] = &sy_sim_conv2d_backprop_filter,
 };
 
 const sy_kernel *sy_sim_kernel(sy_op op, sy_dtype dtype) {

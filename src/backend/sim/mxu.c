@@ -1,0 +1,428 @@
+/*
+ * mxu.c - the sim backend's fast MXU kernels: matmul and the three conv2d
+ * ops, with the MXU's numerics (docs/design/mxu-numerics.md), equal bit for
+ * bit to the scalar reference kernels of mxu_ref.c.
+ *
+ * One GEMM serves them all: C (M, N) = A (M, K) x B (K, N), its K taken in
+ * chunks of SY_MXU_DEPTH (128), the MXU's depth. For each chunk the operands
+ * are packed with every element rounded to bfloat16 as it is copied -- the
+ * rounding costs no pass of its own -- and smallgemm.c's micro-kernel (a
+ * 6 x 16 tile of float32 accumulators, k in order, vectors across output
+ * columns) sums the chunk from 0 and adds it to C (the first chunk stores
+ * it). Each product of two bfloat16 values is exact in float32, so a fused
+ * multiply-add gives the same bits as a multiply and an add, and the tile's
+ * order per element -- chunk sums in k order, added in chunk order -- is
+ * the reference's. Bias and activation follow in float32 (sy_epilogue_f32).
+ *
+ *   B   packed whole, chunk after chunk (sy_pack_b_bf16), into the
+ *       workspace before the product, over the threads; or, when it is as
+ *       large as the activations (a backprop-filter's dy), streamed: read
+ *       and rounded in registers by mxu_stream.c's tile, or built per chunk
+ *       (b_rows: im2col with rounding);
+ *   A   packed per (sub-block of MB rows, chunk) by the op's pack_a: a
+ *       rounded copy of matrix rows (or columns, transposed), im2col with
+ *       rounding (conv.c's, shared), or window taps gathered straight from
+ *       x (pack_a_taps);
+ *   C   split into parts by rows and columns, fixed by the shape; each
+ *       element is computed by one part, in the same order whatever the
+ *       thread count.
+ *
+ *   forward          y (P, O)  = cols (P, K) x w (K, O), bias, act
+ *   backprop-input   cols (P, K) = dy (P, O) x w^T (O, K), then col2im
+ *                    into dx, by groups of whole images
+ *   backprop-filter  dw (K, O) = cols^T (K, P) x dy (P, O), or for long
+ *                    windows dw^T = dy^T x cols: P is never split across
+ *                    threads (that would reorder its sum)
+ *   matmul           C = op(A) op(B), or C^T = op(B)^T op(A)^T for a
+ *                    weight gradient with few columns
+ *
+ * No Winograd (its transforms are not the MXU's arithmetic) and no direct
+ * short-window kernels (their sums are not in the chunked order): every conv
+ * is a product of windows. Grouped, dilated and depthwise convs run
+ * mxu_ref.c's loops.
+ */
+#include "sim_internal.h"
+
+#define MB 96           /* rows per sub-block: A's chunk (48 KB) and C's rows stay in L2 */
+#define MIN_TILES 4     /* tiles of SY_SMALLGEMM_MR rows per part, at least */
+#define MAX_PARTS 16
+#define WHOLE_B (4 << 20) /* floats of B packed whole, at most */
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t floats_aligned(int64_t n) { return sy_align_up(n, SY_ALIGN / (int64_t)sizeof(float)); }
+static int64_t npad(int64_t n) { return sy_pack_b_floats(1, n); }
+
+/* A's rows [i0, i0 + rows), columns [k0, k0 + kn), rounded, into dst (rows, kn). */
+typedef void (*pack_a_fn)(const void *ctx, int64_t i0, int64_t rows, int64_t k0, int64_t kn, float *dst);
+
+typedef struct gemm {
+    int64_t M, N, K;
+    pack_a_fn pack_a;
+    const void *actx;
+    const float *bp; /* pack_b's, or NULL: each part packs its chunks of b as it goes */
+    const float *b;  /* B (K, N) (stride ldb; stored (N, K) when tb) */
+    int64_t ldb;
+    bool tb;
+    float *c;
+    int64_t ldc;
+    const float *bias;
+    int act;
+    /* Streamed B built on the way (conv: im2col): B's rows [k0, k0 + kn), columns [j0, j1), rounded, into dst
+     * (kn, j1 - j0); NULL: B is the matrix b */
+    void (*b_rows)(const void *ctx, int64_t k0, int64_t kn, int64_t j0, int64_t j1, float *dst);
+    const void *bctx;
+} gemm;
+
+/* Per-thread scratch: A's chunk, and B's chunk when it is packed on the way. */
+static int64_t scratch_floats(int64_t N) { return MB * SY_MXU_DEPTH + SY_MXU_DEPTH * npad(N); }
+static int64_t packed_b_floats(int64_t K, int64_t N) { return floats_aligned(K * npad(N)); }
+
+/* B's rows [k0, k0 + kn), columns [j0, j0 + n), rounded, in sy_pack_b's layout */
+static void pack_b_block(float *bp, const float *b, int64_t ldb, bool tb, int64_t k0, int64_t kn, int64_t j0, int64_t n) {
+    sy_pack_b_bf16(bp, tb ? b + j0 * ldb + k0 : b + k0 * ldb + j0, ldb, tb, kn, n);
+}
+
+/* ---- B: packed whole, chunk after chunk, rounded ------------------------------ */
+
+static void pack_b_chunk(void *ctx, int64_t chunk) {
+    const gemm *g = ctx;
+    int64_t k0 = chunk * SY_MXU_DEPTH;
+    pack_b_block((float *)g->bp + k0 * npad(g->N), g->b, g->ldb, g->tb, k0, sy_min64(SY_MXU_DEPTH, g->K - k0), 0, g->N);
+}
+
+static void pack_b(const sy_exec *ex, const gemm *g) { sy_parallel_parts(ex, ceil_div(g->K, SY_MXU_DEPTH), pack_b_chunk, (void *)g); }
+
+/* ---- the product --------------------------------------------------------------- */
+
+/* One chunk of C's rows [r0, r0 + rows), columns [j0, j1) (j0 on a panel boundary), into cr (row r0, column 0). */
+static void gemm_chunk(const gemm *g, int64_t r0, int64_t rows, int64_t j0, int64_t j1, int64_t k0, const float *bpc,
+                       float *cr, float *a) {
+    int64_t kn = sy_min64(SY_MXU_DEPTH, g->K - k0);
+    g->pack_a(g->actx, r0, rows, k0, kn, a);
+    sy_sgemm_packed_serial(rows, j1 - j0, kn, a, kn, bpc, k0 > 0, cr + j0, g->ldc);
+}
+
+/* Rows [i0, i1), columns [j0, j1) of C into c (row i0 of C, column 0). With B packed whole: sub-block by
+ * sub-block of MB rows, chunk by chunk within, so that a sub-block of C stays in cache; else chunk by
+ * chunk, B's chunk packed once for all the rows (the parts of such products have few rows). Either way
+ * each element of C sums its chunks in order. */
+static void gemm_rows(const gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1, float *c, float *scratch) {
+    float *a = scratch, *bbuf = a + MB * SY_MXU_DEPTH;
+    int64_t pj = j0 / 16 * 16; /* panels are 16 columns (sy_pack_b) */
+    if (g->K == 0)
+        for (int64_t r = i0; r < i1; r++) memset(c + (r - i0) * g->ldc + j0, 0, (size_t)(j1 - j0) * sizeof(float));
+    if (g->bp) {
+        for (int64_t r0 = i0; r0 < i1; r0 += MB)
+            for (int64_t k0 = 0; k0 < g->K; k0 += SY_MXU_DEPTH) {
+                int64_t kn = sy_min64(SY_MXU_DEPTH, g->K - k0);
+                gemm_chunk(g, r0, sy_min64(MB, i1 - r0), j0, j1, k0, g->bp + k0 * npad(g->N) + pj * kn,
+                           c + (r0 - i0) * g->ldc, a);
+            }
+    } else if (!g->tb) { /* B's rows read and rounded in the product (mxu_stream.c) */
+        for (int64_t k0 = 0; k0 < g->K; k0 += SY_MXU_DEPTH) {
+            int64_t kn = sy_min64(SY_MXU_DEPTH, g->K - k0), ldb = g->b_rows ? j1 - j0 : g->ldb;
+            const float *b = g->b_rows ? bbuf : g->b + k0 * g->ldb + j0;
+            if (g->b_rows) g->b_rows(g->bctx, k0, kn, j0, j1, bbuf);
+            for (int64_t r0 = i0; r0 < i1; r0 += MB) {
+                int64_t rows = sy_min64(MB, i1 - r0);
+                g->pack_a(g->actx, r0, rows, k0, kn, a);
+                sy_mxu_stream_chunk(c + (r0 - i0) * g->ldc + j0, g->ldc, a, b, ldb, rows, j1 - j0, kn, k0 > 0);
+            }
+        }
+    } else {
+        for (int64_t k0 = 0; k0 < g->K; k0 += SY_MXU_DEPTH) {
+            pack_b_block(bbuf, g->b, g->ldb, g->tb, k0, sy_min64(SY_MXU_DEPTH, g->K - k0), j0, j1 - j0);
+            for (int64_t r0 = i0; r0 < i1; r0 += MB)
+                gemm_chunk(g, r0, sy_min64(MB, i1 - r0), 0, j1 - j0, k0, bbuf, c + (r0 - i0) * g->ldc + j0, a);
+        }
+    }
+    sy_epilogue_f32(c + j0, i1 - i0, j1 - j0, g->ldc, g->bias ? g->bias + j0 : NULL, 0, g->act);
+}
+
+/* Parts: rows of C in runs of whole tiles, and when that leaves parts to spare, columns in runs of whole
+ * panels -- two when B is streamed, which each column part reads on its own (a backprop-filter's dy: 64
+ * columns in 4 parts took longer on one thread than in one part) -- unless B is built on the way (b_rows),
+ * which each column part would do again, A too (VGG's transposed backprop-filter: 80 -> 43 ms with rows
+ * only); fixed by the shape. */
+static void gemm_split(int64_t M, int64_t N, bool whole, bool by_cols, int64_t *pm, int64_t *pn) {
+    *pm = sy_max64(1, sy_min64(MAX_PARTS, ceil_div(M, SY_SMALLGEMM_MR) / MIN_TILES));
+    *pn = by_cols ? sy_max64(1, sy_min64(ceil_div(N, whole ? 16 : 32), MAX_PARTS / *pm)) : 1;
+}
+
+static void gemm_part(void *ctx, int64_t part, float *scratch) {
+    const gemm *g = ctx;
+    int64_t pm, pn, t0, t1, q0, q1;
+    gemm_split(g->M, g->N, g->bp != NULL, !g->b_rows, &pm, &pn);
+    sy_split_range(ceil_div(g->M, SY_SMALLGEMM_MR), (int)(part / pn), (int)pm, &t0, &t1);
+    int64_t unit = g->bp ? 16 : 32; /* a panel; a streamed tile's two vectors (AVX-512) */
+    sy_split_range(ceil_div(g->N, unit), (int)(part % pn), (int)pn, &q0, &q1);
+    int64_t i0 = t0 * SY_SMALLGEMM_MR, i1 = sy_min64(g->M, t1 * SY_SMALLGEMM_MR);
+    gemm_rows(g, i0, i1, q0 * unit, sy_min64(g->N, q1 * unit), g->c + i0 * g->ldc, scratch);
+}
+
+/* Workspace: B packed whole (when `whole`), then the parts' scratch. */
+static int64_t gemm_ws_floats(int64_t M, int64_t N, int64_t K, bool whole, int threads) {
+    int64_t pm, pn;
+    gemm_split(M, N, whole, true, &pm, &pn); /* the most parts: a bound on the buffers */
+    return (whole ? packed_b_floats(K, N) : 0) + sy_blocks_buffers(threads, pm * pn) * scratch_floats(N);
+}
+
+/* C = A B on ex's threads; g->bp, when set, is the workspace and gets B packed whole first. */
+static void gemm_run(const sy_exec *ex, gemm *g, float *ws) {
+    if (g->M <= 0 || g->N <= 0) return;
+    if (g->bp) pack_b(ex, g);
+    int64_t pm, pn;
+    gemm_split(g->M, g->N, g->bp != NULL, !g->b_rows, &pm, &pn);
+    sy_run_blocks(ex, pm * pn, gemm_part, g, ws + (g->bp ? packed_b_floats(g->K, g->N) : 0), scratch_floats(g->N));
+}
+
+/* ---- A operands ------------------------------------------------------------------ */
+
+typedef struct matrix {
+    const float *a;
+    int64_t lda;
+    bool ta; /* A stored (K, M) */
+} matrix;
+
+static void pack_a_matrix(const void *ctx, int64_t i0, int64_t rows, int64_t k0, int64_t kn, float *restrict dst) {
+    const matrix *m = ctx;
+    if (m->ta) {
+        for (int64_t kk = 0; kk < kn; kk++) {
+            const float *src = m->a + (k0 + kk) * m->lda + i0;
+            for (int64_t r = 0; r < rows; r++) dst[r * kn + kk] = sy_bf16_round(src[r]);
+        }
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        const float *src = m->a + (i0 + r) * m->lda + k0;
+        for (int64_t kk = 0; kk < kn; kk++) dst[r * kn + kk] = sy_bf16_round(src[kk]);
+    }
+}
+
+typedef struct conv_src {
+    const sy_conv_geom *g;
+    const float *x;
+} conv_src;
+
+/* backprop-filter's A = cols^T: row t is window element t = (kh, kw, c) over output pixels [k0, k0 + kn),
+ * gathered straight from x output row by output row (along one, consecutive pixels read x sw*C floats
+ * apart), zeros where the window reaches into the padding. (im2col and a transpose took three times as
+ * long on a first layer's 3 x 3 x 1 windows.) */
+static void pack_a_taps(const void *ctx, int64_t i0, int64_t rows, int64_t k0, int64_t kn, float *restrict dst) {
+    const conv_src *s = ctx;
+    const sy_conv_geom *g = s->g;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t t = i0 + r, c = t % g->c, kw = t / g->c % g->kw, kh = t / g->c / g->kw;
+        float *d = dst + r * kn;
+        for (int64_t p = k0, seg; p < k0 + kn; p += seg, d += seg) {
+            int64_t ow = p % g->ow, rest = p / g->ow, oh = rest % g->oh, n = rest / g->oh;
+            int64_t ih = oh * g->sh - g->pt + kh;
+            seg = sy_min64(k0 + kn - p, g->ow - ow);
+            if (ih < 0 || ih >= g->h) {
+                memset(d, 0, (size_t)seg * sizeof(float));
+                continue;
+            }
+            /* pixels [qa, qb) of the segment have their tap inside the row: iw = (ow + q) sw - pl + kw */
+            int64_t q0 = (ow * g->sw - g->pl + kw), qa = q0 >= 0 ? 0 : ceil_div(-q0, g->sw);
+            int64_t qb = q0 > g->w - 1 ? 0 : (g->w - 1 - q0) / g->sw + 1;
+            qa = sy_min64(qa, seg);
+            qb = sy_max64(qa, sy_min64(qb, seg));
+            int64_t step = g->sw * g->c;
+            for (int64_t q = 0; q < qa; q++) d[q] = 0.0f;
+            if (qa < qb) {
+                const float *xr = s->x + ((n * g->h + ih) * g->w + q0 + qa * g->sw) * g->c + c; /* pixel qa's tap */
+                if (step == 1) /* a first layer's single channel: a run GCC vectorises */
+                    for (int64_t q = qa; q < qb; q++) d[q] = sy_bf16_round(xr[q - qa]);
+                else
+                    for (int64_t q = qa; q < qb; q++) d[q] = sy_bf16_round(xr[(q - qa) * step]);
+            }
+            for (int64_t q = qb; q < seg; q++) d[q] = 0.0f;
+        }
+    }
+}
+
+/* forward: rows are output pixels, columns window elements: im2col with rounding; or for a short window (a
+ * first layer's 3 x 3 x 1), whose rows im2col builds a few floats at a time, pack_a_taps's rows (one per
+ * window element, runs along output rows) transposed -- in the part of dst that A does not use (measured:
+ * im2col took more time than the product on Fashion-MNIST's first layer) */
+#define SHORT_WINDOW 32
+
+static void pack_a_im2col(const void *ctx, int64_t i0, int64_t rows, int64_t k0, int64_t kn, float *restrict dst) {
+    const conv_src *s = ctx;
+    if (s->g->K > SHORT_WINDOW) {
+        sy_im2col(dst, s->x, s->g, i0, rows, k0, k0 + kn, true);
+        return;
+    }
+    float *restrict taps = dst + MB * SHORT_WINDOW; /* dst has MB x DEPTH floats, A takes rows x kn of them */
+    pack_a_taps(ctx, k0, kn, i0, rows, taps);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t t = 0; t < kn; t++) dst[r * kn + t] = taps[t * rows + r];
+}
+
+/* ---- matmul: c (M, N) = op(a) op(b) [+ bias], act ---------------------------- */
+
+static void matmul_dims(const sy_kargs *k, int64_t *M, int64_t *N, int64_t *K) {
+    *M = k->out_shape->dims[0];
+    *N = k->out_shape->dims[1];
+    *K = k->attr->matmul.ta ? k->in_shape[0].dims[0] : k->in_shape[0].dims[1];
+}
+
+/* B packed whole unless past WHOLE_B floats (VGG's 4096 x 4096 Dense kernel): then streamed chunk by chunk */
+static bool whole_b(int64_t K, int64_t N) { return packed_b_floats(K, N) <= WHOLE_B; }
+
+/* A weight gradient, x^T dy with x (K, M) and few columns N (a Dense layer's units, the classes): computed
+ * as C^T = dy^T x, so that x -- the large operand -- streams into B's panels row by row instead of being
+ * gathered column by column into A's rows (measured: 3x faster on Fashion-MNIST's (10816, 10)); each
+ * element's sum is the same, in the same order. C^T lands in the workspace, then transposed. */
+static bool matmul_transposed(const sy_kargs *k, int64_t M, int64_t N) { return k->attr->matmul.ta && N < M; }
+
+static size_t matmul_ws(const sy_kargs *k, int threads) {
+    int64_t M, N, K;
+    matmul_dims(k, &M, &N, &K);
+    if (matmul_transposed(k, M, N))
+        return (size_t)(floats_aligned(M * N) + gemm_ws_floats(N, M, K, whole_b(K, M), threads)) * sizeof(float);
+    return (size_t)gemm_ws_floats(M, N, K, whole_b(K, N), threads) * sizeof(float);
+}
+
+static void matmul_fwd_f32_mxu(const sy_kargs *k) {
+    int64_t M, N, K;
+    matmul_dims(k, &M, &N, &K);
+    bool ta = k->attr->matmul.ta, tb = k->attr->matmul.tb;
+    const float *bias = k->n_in > 2 ? k->in[2] : NULL;
+    int64_t lda = k->in_shape[0].dims[1], ldb = k->in_shape[1].dims[1];
+    float *c = k->out, *ws = k->ws;
+    if (matmul_transposed(k, M, N)) {
+        matrix a = {k->in[1], ldb, !tb};
+        float *ct = ws;
+        ws += floats_aligned(M * N);
+        gemm g = {N, M, K, pack_a_matrix, &a, whole_b(K, M) ? ws : NULL, k->in[0], lda, false, ct, M, NULL, SY_ACT_NONE, NULL, NULL};
+        gemm_run(k->ex, &g, ws);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) c[i * N + j] = ct[j * M + i];
+        sy_epilogue_f32(c, M, N, N, bias, 0, k->attr->matmul.act);
+        return;
+    }
+    matrix a = {k->in[0], lda, ta};
+    gemm g = {M, N, K, pack_a_matrix, &a, whole_b(K, N) ? ws : NULL, k->in[1], ldb, tb, c, N, bias, k->attr->matmul.act, NULL, NULL};
+    gemm_run(k->ex, &g, ws);
+}
+
+/* ---- conv2d ------------------------------------------------------------------------ */
+
+static bool plain(const sy_attrs *a) {
+    return sy_conv_groups(a) == 1 && sy_conv_dilation(a, 0) == 1 && sy_conv_dilation(a, 1) == 1;
+}
+
+static size_t conv2d_fwd_ws(const sy_kargs *k, int threads) {
+    if (!plain(k->attr)) return 0;
+    sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
+    return (size_t)gemm_ws_floats(g.P, g.o, g.K, true, threads) * sizeof(float);
+}
+
+/* (x (N, H, W, C), w (KH, KW, C, O) [, bias (O)]) -> y (N, OH, OW, O) */
+static void conv2d_fwd_f32_mxu(const sy_kargs *k) {
+    if (!plain(k->attr)) {
+        sy_sim_ref_kernel(SY_OP_CONV2D, SY_F32)->run(k);
+        return;
+    }
+    sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
+    conv_src s = {&g, k->in[0]};
+    gemm m = {g.P, g.o, g.K, pack_a_im2col, &s, k->ws, k->in[1], g.o, false, k->out, g.o, k->n_in > 2 ? k->in[2] : NULL,
+              k->attr->conv.act, NULL, NULL};
+    gemm_run(k->ex, &m, k->ws);
+}
+
+/* backprop-input: images in groups, each group's pixels in blocks of MB rows */
+typedef struct bwd_data_job {
+    const sy_conv_geom *g;
+    gemm m; /* dy x w^T, C = the block's cols */
+    float *dx;
+    int64_t groups;
+} bwd_data_job;
+
+static int64_t bwd_data_groups(const sy_conv_geom *g) { return sy_max64(1, sy_min64(g->n, MAX_PARTS)); }
+static int64_t bwd_data_scratch(const sy_conv_geom *g) { return scratch_floats(g->K) + floats_aligned(MB * g->K); }
+
+static void bwd_data_group(void *ctx, int64_t group, float *scratch) {
+    const bwd_data_job *j = ctx;
+    const sy_conv_geom *g = j->g;
+    int64_t n0, n1, img = g->h * g->w * g->c, opix = g->oh * g->ow;
+    sy_split_range(g->n, (int)group, (int)j->groups, &n0, &n1);
+    memset(j->dx + n0 * img, 0, (size_t)((n1 - n0) * img) * sizeof(float));
+    float *cols = scratch + scratch_floats(g->K);
+    for (int64_t p0 = n0 * opix; p0 < n1 * opix; p0 += MB) {
+        int64_t rows = sy_min64(MB, n1 * opix - p0);
+        gemm_rows(&j->m, p0, p0 + rows, 0, g->K, cols, scratch);
+        sy_col2im_add(j->dx, cols, g, p0, rows);
+    }
+}
+
+static size_t conv2d_bwd_data_ws(const sy_kargs *k, int threads) {
+    if (!plain(k->attr)) return 0;
+    sy_conv_geom g = sy_conv_geom_make(k->out_shape, &k->in_shape[1], k->attr);
+    return (size_t)(packed_b_floats(g.o, g.K) + sy_blocks_buffers(threads, bwd_data_groups(&g)) * bwd_data_scratch(&g)) *
+           sizeof(float);
+}
+
+/* (dy (N, OH, OW, O), w (KH, KW, C, O)) -> dx (N, H, W, C) */
+static void conv2d_bwd_data_f32_mxu(const sy_kargs *k) {
+    if (!plain(k->attr)) {
+        sy_sim_ref_kernel(SY_OP_CONV2D_BACKPROP_INPUT, SY_F32)->run(k);
+        return;
+    }
+    sy_conv_geom g = sy_conv_geom_make(k->out_shape, &k->in_shape[1], k->attr);
+    matrix a = {k->in[0], g.o, false};
+    bwd_data_job j = {&g, {g.P, g.K, g.o, pack_a_matrix, &a, k->ws, k->in[1], g.o, true, NULL, g.K, NULL, SY_ACT_NONE, NULL, NULL},
+                      k->out, bwd_data_groups(&g)};
+    pack_b(k->ex, &j.m);
+    sy_run_blocks(k->ex, j.groups, bwd_data_group, &j, (float *)k->ws + packed_b_floats(g.o, g.K), bwd_data_scratch(&g));
+}
+
+/* B = dy is as large as the activations: streamed, never packed whole. With a short window (a first
+ * layer's 3 x 3 x 1) dw has few rows, A = cols^T is gathered tap by tap and dy read in the product. A long
+ * window (VGG's 3 x 3 x 64 = 576) would make that gather cost as much as the product -- each element of A
+ * serves only O columns -- so the product runs transposed, dw^T (O, K) = dy^T (O, P) x cols (P, K): dy^T
+ * is gathered (each element then serves K columns), cols comes from im2col in runs of KW x C floats
+ * (measured on VGG16's 32x32x64 layer, one thread, the machine shared: 50 -> 43 ms). Either way each element of dw sums
+ * the same products in the same order; dw^T is transposed into dw at the end. */
+static bool bwd_filter_transposed(const sy_conv_geom *g) { return g->K > SHORT_WINDOW; }
+
+static size_t conv2d_bwd_filter_ws(const sy_kargs *k, int threads) {
+    if (!plain(k->attr)) return 0;
+    sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], k->out_shape, k->attr);
+    if (bwd_filter_transposed(&g))
+        return (size_t)(floats_aligned(g.o * g.K) + gemm_ws_floats(g.o, g.K, g.P, false, threads)) * sizeof(float);
+    return (size_t)gemm_ws_floats(g.K, g.o, g.P, false, threads) * sizeof(float);
+}
+
+/* cols's rows [k0, k0 + kn) (output pixels), columns [j0, j1) (window elements), rounded */
+static void b_rows_im2col(const void *ctx, int64_t k0, int64_t kn, int64_t j0, int64_t j1, float *dst) {
+    const conv_src *s = ctx;
+    sy_im2col(dst, s->x, s->g, k0, kn, j0, j1, true);
+}
+
+/* (x (N, H, W, C), dy (N, OH, OW, O)) -> dw (KH, KW, C, O) */
+static void conv2d_bwd_filter_f32_mxu(const sy_kargs *k) {
+    if (!plain(k->attr)) {
+        sy_sim_ref_kernel(SY_OP_CONV2D_BACKPROP_FILTER, SY_F32)->run(k);
+        return;
+    }
+    sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], k->out_shape, k->attr);
+    conv_src s = {&g, k->in[0]};
+    if (!bwd_filter_transposed(&g)) {
+        gemm m = {g.K, g.o, g.P, pack_a_taps, &s, NULL, k->in[1], g.o, false, k->out, g.o, NULL, SY_ACT_NONE, NULL, NULL};
+        gemm_run(k->ex, &m, k->ws);
+        return;
+    }
+    float *dwt = k->ws, *dw = k->out;
+    matrix dyt = {k->in[1], g.o, true};
+    gemm m = {g.o, g.K, g.P, pack_a_matrix, &dyt, NULL, NULL, 0, false, dwt, g.K, NULL, SY_ACT_NONE, b_rows_im2col, &s};
+    gemm_run(k->ex, &m, dwt + floats_aligned(g.o * g.K));
+    for (int64_t t = 0; t < g.K; t++)
+        for (int64_t o = 0; o < g.o; o++) dw[t * g.o + o] = dwt[o * g.K + t];
+}
+
+const sy_kernel sy_sim_matmul = {matmul_fwd_f32_mxu, matmul_ws};
+const sy_kernel sy_sim_conv2d = {conv2d_fwd_f32_mxu, conv2d_fwd_ws};
+const sy_kernel sy_sim_conv2d_backprop_input = {conv2d_bwd_data_f32_mxu, conv2d_bwd_data_ws};
+const sy_kernel sy_sim_conv2d_backprop_filter = {conv2d_bwd_filter_f32_mxu, conv2d_bwd_filter_ws};
