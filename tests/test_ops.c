@@ -407,13 +407,22 @@ typedef struct scan_dims {
     int64_t b, t, d, u;
 } scan_dims;
 
-static scan_dims dims_of(scan_opts o) { return o.big ? (scan_dims){13, 4, 10, 9} : (scan_dims){3, 5, 2, 4}; }
+/* issue 16, MXU recurrent products: while set, the scans' shapes, and their weights scaled down so that
+ * sums over many terms leave the gates short of saturation (where a sigmoid's 1.0 would hide any product) */
+static const scan_dims *mxu_dims;
+
+static scan_dims dims_of(scan_opts o) {
+    if (mxu_dims) return *mxu_dims;
+    return o.big ? (scan_dims){13, 4, 10, 9} : (scan_dims){3, 5, 2, 4};
+}
 
 /* fn: the general cell's activations {activation, recurrent_activation}, or NULL */
 static sy_node scan_seq_fn(ctx *c, scan_opts o, const sy_act_params *fn) {
     scan_dims n = dims_of(o);
     int64_t gu = (o.gru ? 3 : 4) * n.u;
-    sy_node x = var(c, R(3, n.b, n.t, n.d), -1, 1), k = var(c, R(2, n.d, gu), -0.6, 0.6), r = var(c, R(2, n.u, gu), -0.5, 0.5);
+    double w = mxu_dims ? 0.15 : 1; /* issue 16, MXU recurrent products */
+    sy_node x = var(c, R(3, n.b, n.t, n.d), -1, 1), k = var(c, R(2, n.d, gu), -0.6 * w, 0.6 * w),
+            r = var(c, R(2, n.u, gu), -0.5 * w, 0.5 * w);
     sy_node b = o.bias ? var(c, o.gru ? R(2, 2L, gu) : R(1, gu), -0.5, 0.5) : SY_NONE;
     sy_node m = o.mask ? cin(c, R(2, n.b, n.u), 0, 2) : SY_NONE;
     return o.gru ? graph_gru_scan(c->g, x, k, r, b, m, o.act, o.rec_act, fn)
@@ -527,6 +536,31 @@ static sy_node lstm_wgrad(ctx *c, bool big) {
 }
 static sy_node b_lstm_wgrad(ctx *c) { return lstm_wgrad(c, false); }
 static sy_node b_lstm_wgrad_big(ctx *c) { return lstm_wgrad(c, true); }
+
+/* issue 16, MXU recurrent products: D and U not multiples of the MXU's 128, D + U (a step's forward sum) past
+ * 128, 4U and 3U (the backward sums) past 256, B * T (the weight gradient's sum) past 128, and 13 rows, which
+ * the fast kernels split between two threads */
+static const scan_dims mxu_scan_dims = {13, 11, 150, 130}, mxu_scan_dims_small = {7, 3, 100, 45};
+#define MXU_SCAN(name, dims, expr)                                                                                     \
+    static sy_node name(ctx *c) {                                                                                      \
+        mxu_dims = &dims;                                                                                              \
+        sy_node y = expr;                                                                                              \
+        mxu_dims = NULL;                                                                                               \
+        return y;                                                                                                      \
+    }
+MXU_SCAN(b_lstm_seq_mxu, mxu_scan_dims, scan_seq(c, (scan_opts){false, true, true, false, TANH, SIGM, false, false}))
+MXU_SCAN(b_lstm_nobias_mxu, mxu_scan_dims_small, scan_h(c, (scan_opts){false, false, false, true, TANH, SIGM, false, false}))
+MXU_SCAN(b_lstm_any_mxu, mxu_scan_dims_small, scan_seq(c, (scan_opts){false, true, true, false, SIGM, TANH, false, false}))
+MXU_SCAN(b_lstm_gelu_mxu, mxu_scan_dims_small, scan_seq_fn(c, (scan_opts){false, true, false, false, 0, 0, false, false}, gelu_hard_sigmoid))
+MXU_SCAN(b_lstm_inference_mxu, mxu_scan_dims, scan_h(c, (scan_opts){false, true, true, true, TANH, SIGM, false, true}))
+MXU_SCAN(b_lstm_grad_mxu, mxu_scan_dims, scan_grad(c, (scan_opts){false, true, true, false, TANH, SIGM, false, false}, true))
+MXU_SCAN(b_lstm_grad_last_mxu, mxu_scan_dims_small, scan_grad(c, (scan_opts){false, false, true, true, TANH, SIGM, false, false}, false))
+MXU_SCAN(b_lstm_wgrad_mxu, mxu_scan_dims, lstm_wgrad(c, true))
+MXU_SCAN(b_gru_seq_mxu, mxu_scan_dims, scan_seq(c, (scan_opts){true, true, true, false, TANH, SIGM, false, false}))
+MXU_SCAN(b_gru_nobias_mxu, mxu_scan_dims_small, scan_h(c, (scan_opts){true, false, false, true, TANH, SIGM, false, false}))
+MXU_SCAN(b_gru_swish_mxu, mxu_scan_dims_small, scan_seq_fn(c, (scan_opts){true, true, true, false, 0, 0, false, false}, swish_softsign))
+MXU_SCAN(b_gru_grad_mxu, mxu_scan_dims, scan_grad(c, (scan_opts){true, true, true, false, TANH, SIGM, false, false}, false))
+MXU_SCAN(b_gru_grad_last_mxu, mxu_scan_dims_small, scan_grad(c, (scan_opts){true, false, false, true, TANH, SIGM, false, false}, false))
 
 static sy_node b_gather_grad(ctx *c) {
     sy_shape ps = R(2, 5L, 3L);
@@ -674,7 +708,9 @@ static sy_node b_conv_bp_filter_mxu_chunks(ctx *c) { /* 270 pixels, window 54 */
 
 /* ---- the table ------------------------------------------------------------------ */
 
-enum { FWD = 1, GRAD = 2, CHECK_FUSED = 4 };
+/* MXU_GROWS (issue 16, MXU recurrent products): a scan whose state grows step by step (linear gates), which
+ * multiplies bfloat16's rounding error along the way: sim-ref within 5e-2 of float32, not 1e-2 */
+enum { FWD = 1, GRAD = 2, CHECK_FUSED = 4, MXU_GROWS = 8 };
 
 typedef struct row {
     const char *name;
@@ -784,6 +820,20 @@ static const row rows[] = {
     {"conv2d window 144 MXU chunks", SY_OP_CONV2D, b_conv_mxu_chunks, FWD},
     {"conv2d_backprop_input 150 channels MXU chunks", SY_OP_CONV2D_BACKPROP_INPUT, b_conv_bp_input_mxu_chunks, FWD},
     {"conv2d_backprop_filter 270 pixels MXU chunks", SY_OP_CONV2D_BACKPROP_FILTER, b_conv_bp_filter_mxu_chunks, FWD},
+    /* issue 16, MXU recurrent products: 13 x 11 x 150, 130 units; 7 x 3 x 100, 45 units */
+    {"lstm_scan MXU 13x11x150 u130, mask", SY_OP_LSTM_SCAN, b_lstm_seq_mxu, FWD},
+    {"lstm_scan MXU 7x3x100 u45, last, no bias", SY_OP_LSTM_SCAN, b_lstm_nobias_mxu, FWD},
+    {"lstm_scan MXU 7x3x100 u45, sigmoid cell, mask", SY_OP_LSTM_SCAN, b_lstm_any_mxu, FWD},
+    {"lstm_scan MXU 7x3x100 u45, gelu", SY_OP_LSTM_SCAN, b_lstm_gelu_mxu, FWD},
+    {"lstm_scan MXU inference 13x11x150 u130, mask", SY_OP_LSTM_SCAN, b_lstm_inference_mxu, FWD},
+    {"lstm_scan_grad MXU 13x11x150 u130, mask, dx", SY_OP_LSTM_SCAN_GRAD, b_lstm_grad_mxu, FWD},
+    {"lstm_scan_grad MXU 7x3x100 u45, last, no dx", SY_OP_LSTM_SCAN_GRAD, b_lstm_grad_last_mxu, FWD},
+    {"lstm_scan_wgrad MXU 13x11x150 u130, mask", SY_OP_LSTM_SCAN_WGRAD, b_lstm_wgrad_mxu, FWD},
+    {"gru_scan MXU 13x11x150 u130, mask", SY_OP_GRU_SCAN, b_gru_seq_mxu, FWD},
+    {"gru_scan MXU 7x3x100 u45, last, no bias", SY_OP_GRU_SCAN, b_gru_nobias_mxu, FWD},
+    {"gru_scan MXU 7x3x100 u45, swish, mask", SY_OP_GRU_SCAN, b_gru_swish_mxu, FWD},
+    {"gru_scan_grad MXU 13x11x150 u130, mask", SY_OP_GRU_SCAN_GRAD, b_gru_grad_mxu, FWD},
+    {"gru_scan_grad MXU 7x3x100 u45, last, no bias", SY_OP_GRU_SCAN_GRAD, b_gru_grad_last_mxu, FWD},
     {"max_pool2d_grad", SY_OP_MAX_POOL2D_GRAD, b_maxpool_grad, FWD},
     {"max_pool2d_grad same", SY_OP_MAX_POOL2D_GRAD, b_maxpool_grad_same, FWD},
     {"avg_pool2d_grad", SY_OP_AVG_POOL2D_GRAD, b_avgpool_grad, FWD},
@@ -837,7 +887,7 @@ static const row rows[] = {
     {"lstm_scan inference, gelu, hard_sigmoid, 13 x 4 x 10", SY_OP_LSTM_SCAN, b_lstm_inference_gelu, FWD},
     {"gru_scan swish candidate, softsign gates", SY_OP_GRU_SCAN, b_gru_swish, FWD | GRAD},
     {"gru_scan softplus candidate, selu gates, mask, last step", SY_OP_GRU_SCAN, b_gru_softplus_mask_last, FWD | GRAD},
-    {"gru_scan general tanh, linear gates, 13 x 4 x 10, no bias", SY_OP_GRU_SCAN, b_gru_tanh_linear_big, FWD | GRAD},
+    {"gru_scan general tanh, linear gates, 13 x 4 x 10, no bias", SY_OP_GRU_SCAN, b_gru_tanh_linear_big, FWD | GRAD | MXU_GROWS},
     {"gru_scan packed sequence, swish, softsign, 13 x 4 x 10", SY_OP_GRU_SCAN, b_gru_seq_swish, FWD},
     {"lstm_scan_grad gelu, hard_sigmoid, 13 x 4 x 10", SY_OP_LSTM_SCAN_GRAD, b_lstm_grad_gelu, FWD},
     {"gru_scan_grad swish, softsign, mask, last step", SY_OP_GRU_SCAN_GRAD, b_gru_grad_swish, FWD},
@@ -1283,8 +1333,9 @@ static void check_mxu(const row *r, sy_pool *pool2) {
     double scale = 0;
     for (int64_t i = 0; i < n_ref; i++) scale = fmax(scale, fabs(ref[i]));
     int bad = 0;
+    double tol = r->checks & MXU_GROWS ? 5e-2 : 1e-2;
     for (int64_t i = 0; i < n_want && bad < 3; i++)
-        if (!(fabs(want[i] - ref[i]) <= 1e-2 * (1 + scale))) {
+        if (!(fabs(want[i] - ref[i]) <= tol * (1 + scale))) {
             bad++;
             CHECK(false, "%s: sim-ref [%lld] = %.8g, float32 ref %.8g: beyond bfloat16's precision", r->name, (long long)i,
                   want[i], ref[i]);

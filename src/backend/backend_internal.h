@@ -294,6 +294,29 @@ static inline float sy_bf16_round(float x) {
 /* The depth of the MXU's systolic array: its products sum in chunks of this many terms. */
 #define SY_MXU_DEPTH 128
 
+/* issue 16, MXU recurrent products: one MXU sum, term by term, for the scalar reference loops (sim/mxu_ref.c,
+ * cpu/rnn.c's reference products): each term the product of two operands rounded to bfloat16 (exact in
+ * float32), added in order into a chunk sum started from 0; every SY_MXU_DEPTH terms, and where a product's
+ * operand changes segment (sy_mxu_flush: the recurrent scans' x then h(t-1)), the chunk is added to the
+ * float32 accumulator. */
+typedef struct sy_mxu_acc {
+    float acc, chunk;
+    int64_t n; /* terms in the chunk */
+} sy_mxu_acc;
+
+static inline void sy_mxu_flush(sy_mxu_acc *s) {
+    if (s->n) s->acc += s->chunk;
+    s->chunk = 0;
+    s->n = 0;
+}
+
+static inline void sy_mxu_term(sy_mxu_acc *s, float a, float b) {
+    s->chunk += sy_bf16_round(a) * sy_bf16_round(b);
+    if (++s->n == SY_MXU_DEPTH) sy_mxu_flush(s);
+}
+
+static inline float sy_mxu_total(const sy_mxu_acc *s) { return s->n ? s->acc + s->chunk : s->acc; }
+
 /* Keras's fuzz factor: probabilities are clipped to [eps, 1 - eps]. */
 #define SY_KERAS_EPSILON 1e-7
 

@@ -51,6 +51,30 @@ void sy_pack_b_rows(float *packed, const float *const *rows, bool transposed, in
 /* Multiply columns [c0, c1) of a packed B (K, N) by scale. */
 void sy_packed_b_scale_columns(float *packed, int64_t k, int64_t n, int64_t c0, int64_t c1, float scale);
 
+/* issue 16, MXU recurrent products */
+/* sy_pack_b_rows with every element rounded to bfloat16 as it is packed. */
+void sy_pack_b_rows_bf16(float *packed, const float *const *rows, bool transposed, int64_t k, int64_t n);
+/* sy_sgemm_packed(_serial) over part of a packed B's rows: rows [k0, k0 + k) of a packed B of K rows are
+ * bpacked + k0 * 16 with pstride = K * 16 (panels of 16 columns, K * 16 floats apart), so that a product is
+ * summed one MXU chunk of k at a time. */
+void sy_sgemm_packed_rows_serial(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bpacked,
+                                 int64_t pstride, bool accumulate, float *c, int64_t ldc);
+void sy_sgemm_packed_rows(const sy_exec *ex, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                          const float *bpacked, int64_t pstride, bool accumulate, float *c, int64_t ldc);
+/* The recurrent scans' products (rnn.c): float32 (the cpu backend), or with the MXU's numerics
+ * (docs/design/mxu-numerics.md), by chunked bfloat16 products on the micro-kernel (the sim backend) or by
+ * scalar reference loops (sim-ref). The gates, cells, masks and layouts are the same code in all three. */
+typedef enum { SY_RNN_F32, SY_RNN_MXU, SY_RNN_MXU_REF } sy_rnn_numerics;
+/* The scan op's kernel (lstm_scan, gru_scan and their gradients) with the products of `numerics`; NULL
+ * for any other op. */
+const sy_kernel *sy_rnn_kernel(sy_op op, sy_rnn_numerics numerics);
+/* An MXU GEMM (sim/mxu.c), for the scans' whole-sequence products: C (M, N) = op(A) (M, K) x B (K, N)
+ * [+ bias (N)] with A stored (K, M) when ta (stride lda), B's stride ldb, C's ldc; K in chunks of
+ * SY_MXU_DEPTH in order, results the same on any number of threads. ws: sy_mxu_gemm_ws_floats floats. */
+int64_t sy_mxu_gemm_ws_floats(int64_t M, int64_t N, int64_t K, int threads);
+void sy_mxu_gemm(const sy_exec *ex, bool ta, int64_t M, int64_t N, int64_t K, const float *a, int64_t lda,
+                 const float *b, int64_t ldb, float *c, int64_t ldc, const float *bias, float *ws);
+
 /* rows x n block of C (row stride ldc, column offset col0 into bias):
  * c += bias[col0 + j]; c = act(c). */
 void sy_epilogue_f32(float *c, int64_t rows, int64_t n, int64_t ldc, const float *bias, int64_t col0, int act);

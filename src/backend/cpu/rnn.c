@@ -127,6 +127,70 @@ static void add_dh(float *restrict acc, const sy_kargs *k, int64_t b, int64_t t,
         for (int64_t j = 0; j < d->u; j++) acc[j] += src[j];
 }
 
+/* ---- issue 16, MXU recurrent products --------------------------------------------
+ * With the MXU's numerics (docs/design/mxu-numerics.md) a product's operands
+ * are rounded to bfloat16 and each output sums its K products in chunks of
+ * SY_MXU_DEPTH, each chunk from 0, added in order to a float32 accumulator;
+ * K may come in two segments (a step's x then h(t-1)), and a chunk never
+ * spans both. The fast path (sim) rounds A into a buffer, B as it is
+ * packed, and runs the micro-kernel once per chunk over that chunk's rows of
+ * the packed B; the reference (sim-ref) is a scalar loop over B by rows
+ * (sy_pack_b_rows's pointers). Bias terms are added afterwards in float32,
+ * by the callers. */
+typedef struct rnn_b {
+    sy_rnn_numerics num;
+    const float *bp;          /* B (K, N) packed, rounded (SY_RNN_MXU) */
+    const float *const *rows; /* B by rows or, transposed, by columns (SY_RNN_MXU_REF) */
+    bool transposed;
+    int64_t k, n, seg; /* seg: where B's second segment starts (K: one segment) */
+} rnn_b;
+
+/* C (m, N) = A (m, K) x B with the MXU's numerics; A's stride lda, C's ldc;
+ * abuf m x K floats of scratch (the fast path's rounded A); ex NULL: on the
+ * calling thread. */
+static void rnn_product(const rnn_b *p, const sy_exec *ex, int64_t m, const float *a, int64_t lda, float *c, int64_t ldc,
+                        float *abuf) {
+    if (p->num == SY_RNN_MXU_REF) {
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < p->n; j++) {
+                sy_mxu_acc s = {0};
+                for (int64_t kk = 0; kk < p->k; kk++) {
+                    if (kk == p->seg) sy_mxu_flush(&s);
+                    sy_mxu_term(&s, a[i * lda + kk], p->transposed ? p->rows[j][kk] : p->rows[kk][j]);
+                }
+                c[i * ldc + j] = sy_mxu_total(&s);
+            }
+        return;
+    }
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t kk = 0; kk < p->k; kk++) abuf[i * p->k + kk] = sy_bf16_round(a[i * lda + kk]);
+    for (int64_t k0 = 0; k0 < p->k;) {
+        int64_t k1 = sy_min64(k0 + SY_MXU_DEPTH, k0 < p->seg ? p->seg : p->k);
+        if (ex)
+            sy_sgemm_packed_rows(ex, m, p->n, k1 - k0, abuf + k0, p->k, p->bp + k0 * 16, p->k * 16, k0 > 0, c, ldc);
+        else
+            sy_sgemm_packed_rows_serial(m, p->n, k1 - k0, abuf + k0, p->k, p->bp + k0 * 16, p->k * 16, k0 > 0, c, ldc);
+        k0 = k1;
+    }
+}
+
+/* C (M, N) = op(A) (M, K) x B (K, N) [+ bias] over a whole sequence (the
+ * GRU's input gates, the LSTM's weight gradient): sim/mxu.c's GEMM, or the
+ * reference loop; ws sy_mxu_gemm_ws_floats floats. */
+static void rnn_gemm(sy_rnn_numerics num, const sy_exec *ex, bool ta, int64_t M, int64_t N, int64_t K, const float *a,
+                     int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc, const float *bias, float *ws) {
+    if (num == SY_RNN_MXU) {
+        sy_mxu_gemm(ex, ta, M, N, K, a, lda, b, ldb, c, ldc, bias, ws);
+        return;
+    }
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            sy_mxu_acc s = {0};
+            for (int64_t p = 0; p < K; p++) sy_mxu_term(&s, ta ? a[p * lda + i] : a[i * lda + p], b[p * ldb + j]);
+            c[i * ldc + j] = bias ? sy_mxu_total(&s) + bias[j] : sy_mxu_total(&s);
+        }
+}
+
 /* ---- LSTM -------------------------------------------------------------------- */
 
 /* Keras's default activations (tanh, sigmoid gates): the gates i f g o
@@ -341,6 +405,14 @@ typedef struct lstm_job {
     const float *bp, *mask;
     float *scratch;             /* per row block: block_floats() */
     const sy_act_params *fn;    /* the general cell's activations, or NULL */
+    /* issue 16, MXU recurrent products: the step product's B and numerics, the rows' rounded A (abuf_floats a
+     * block), the bias added after the product (g's columns doubled when the cell wants them so) and whether
+     * the reference's product must double g's columns itself (the fast path's packed weights are doubled) */
+    rnn_b prod;
+    float *abuf;
+    int64_t abuf_floats;
+    const float *bias;
+    bool ref_doubles_g;
 } lstm_job;
 
 #define MR SY_SMALLGEMM_MR
@@ -375,6 +447,25 @@ static void stream_done(void) {
 #endif
 }
 
+/* The step's product for the block's nr rows of images img: [x, h(t-1), 1]
+ * x [kernel; recurrent; bias] in float32, or with the MXU's numerics
+ * [x, h(t-1)] x [kernel; recurrent] (x's D columns, then h's U) and the
+ * bias added afterwards. */
+static void lstm_fwd_product(const lstm_job *j, int64_t part, int64_t nr, float *img) {
+    const sy_lstm_cols *l = &j->l;
+    int64_t u = j->u, w = l->width;
+    if (j->prod.num == SY_RNN_F32) {
+        sy_sgemm_packed_serial(nr, 4 * u, j->d + u + 1, img + l->x, w, j->bp, false, img + l->gates, w);
+        return;
+    }
+    rnn_product(&j->prod, NULL, nr, img + l->x, w, img + l->gates, w, j->abuf + part * j->abuf_floats);
+    for (int64_t r = 0; r < nr; r++) {
+        float *g = img + r * w + l->gates;
+        for (int64_t q = 2 * u; j->ref_doubles_g && q < 3 * u; q++) g[q] *= 2.0f; /* exact, as the packed doubling */
+        for (int64_t q = 0; j->bias && q < 4 * u; q++) g[q] += j->bias[q];
+    }
+}
+
 /* Forward, rows [MR part, MR part + MR) through every step. Each row is
  * built in an image in L1 -- x(t) copied in beside h(t-1) and 1, one
  * product [x, h(t-1), 1] x [kernel; recurrent; bias] for the block's rows
@@ -395,7 +486,7 @@ static void lstm_fwd_rows(void *ctx, int64_t part) {
     for (int64_t t = 0; t < j->t; t++) {
         for (int64_t r = 0; r < nr; r++)
             memcpy(img + r * w + l->x, x + ((r0 + r) * j->t + t) * d, (size_t)d * sizeof(float));
-        sy_sgemm_packed_serial(nr, 4 * u, d + u + 1, img + l->x, w, j->bp, false, img + l->gates, w);
+        lstm_fwd_product(j, part, nr, img);
         for (int64_t r = 0; r < nr; r++) {
             float *s = img + r * w;
             if (fast)
@@ -426,29 +517,50 @@ static int64_t lstm_weight_rows(const float **rows, const float *kernel, const f
     return n;
 }
 
-/* workspace: the packed weights, the blocks' scratch, the row pointers */
-static size_t lstm_fwd_ws(const sy_kargs *k, int threads) {
-    (void)threads;
-    int64_t b = k->in_shape[0].dims[0], d = k->in_shape[1].dims[0], u = k->in_shape[2].dims[0], kk = d + u + 1;
+/* issue 16, MXU recurrent products: the MXU path's workspace besides the
+ * float32 one: the bias (4U) and each row block's rounded A (MR x k). */
+static int64_t mxu_extra_floats(sy_rnn_numerics num, int64_t blocks, int64_t gu, int64_t k) {
+    return num == SY_RNN_F32 ? 0 : floats_aligned_rnn(gu) + blocks * floats_aligned_rnn(MR * k);
+}
+
+/* workspace: the packed weights, the blocks' scratch, (MXU) the bias and the
+ * rounded A, the row pointers */
+static size_t lstm_fwd_ws(const sy_kargs *k, sy_rnn_numerics num) {
+    int64_t b = k->in_shape[0].dims[0], d = k->in_shape[1].dims[0], u = k->in_shape[2].dims[0], kk = d + u + 1,
+            blocks = (b + MR - 1) / MR;
     sy_lstm_cols l = sy_lstm_layout(d, u, false);
-    return (size_t)(floats_aligned_rnn(sy_pack_b_floats(kk, 4 * u)) + (b + MR - 1) / MR * block_floats(&l, d, u, false, false)) *
+    return (size_t)(floats_aligned_rnn(sy_pack_b_floats(kk, 4 * u)) + blocks * block_floats(&l, d, u, false, false) +
+                    mxu_extra_floats(num, blocks, 4 * u, d + u)) *
                sizeof(float) +
            (size_t)kk * sizeof(float *);
 }
 
-/* (x, kernel, recurrent [, bias] [, mask]) -> rows of sy_lstm_layout */
-static void lstm_scan_fwd_f32_fast(const sy_kargs *k) {
+/* (x, kernel, recurrent [, bias] [, mask]) -> rows of sy_lstm_layout. With
+ * the MXU's numerics B is [kernel; recurrent] (K = D + U, rounded), the bias
+ * added after the product. */
+static void lstm_scan_fwd(const sy_kargs *k, sy_rnn_numerics num) {
     scan_dims sd = dims_of(k, k->out_shape, 2);
     int64_t d = k->in_shape[1].dims[0], u = sd.u, kk = d + u + 1, blocks = (sd.b + MR - 1) / MR;
     sy_lstm_cols l = sy_lstm_layout(d, u, false);
     float *bp = k->ws, *scratch = bp + floats_aligned_rnn(sy_pack_b_floats(kk, 4 * u));
-    const float **rows = (const float **)(scratch + blocks * block_floats(&l, d, u, false, false));
+    float *extra = scratch + blocks * block_floats(&l, d, u, false, false), *bias = NULL;
+    const float **rows = (const float **)(extra + mxu_extra_floats(num, blocks, 4 * u, d + u));
+    bool doubled = LSTM_G_DOUBLED && sd.act == SY_ACT_TANH && sd.rec_act == SY_ACT_SIGMOID, mxu = num != SY_RNN_F32;
     rows[lstm_weight_rows(rows, k->in[1], k->in[2], d, u, true)] = scan_bias(k); /* NULL: zeros */
-    sy_pack_b_rows(bp, rows, false, kk, 4 * u);
-    if (LSTM_G_DOUBLED && sd.act == SY_ACT_TANH && sd.rec_act == SY_ACT_SIGMOID)
-        sy_packed_b_scale_columns(bp, kk, 4 * u, 2 * u, 3 * u, 2.0f); /* lstm_cell_default's doubled g */
+    if (!mxu)
+        sy_pack_b_rows(bp, rows, false, kk, 4 * u);
+    else if (num == SY_RNN_MXU)
+        sy_pack_b_rows_bf16(bp, rows, false, d + u, 4 * u);
+    if (doubled && num != SY_RNN_MXU_REF) /* lstm_cell_default's doubled g */
+        sy_packed_b_scale_columns(bp, mxu ? d + u : kk, 4 * u, 2 * u, 3 * u, 2.0f);
+    if (mxu && scan_bias(k)) {
+        bias = extra;
+        for (int64_t q = 0; q < 4 * u; q++) bias[q] = scan_bias(k)[q] * (doubled && q >= 2 * u && q < 3 * u ? 2.0f : 1.0f);
+    }
     lstm_job j = {k, l, sd.b, sd.t, d, u, sd.act, sd.rec_act, false, k->attr->rnn.inference, bp, scan_mask(k), scratch,
-                  k->attr->rnn.general ? k->attr->rnn.fn : NULL};
+                  k->attr->rnn.general ? k->attr->rnn.fn : NULL, {num, bp, rows, false, d + u, 4 * u, d},
+                  extra + floats_aligned_rnn(4 * u), floats_aligned_rnn(MR * (d + u)), bias,
+                  doubled && num == SY_RNN_MXU_REF};
     sy_parallel_parts(k->ex, blocks, lstm_fwd_rows, &j);
 }
 
@@ -476,7 +588,8 @@ static void lstm_bwd_rows(void *ctx, int64_t part) {
     for (int64_t t = j->t - 1; t >= 0; t--) {
         for (int64_t r = 0; t > 2 && r < nr; r++) { /* two steps ahead, into L2 */
             const char *next = (const char *)(seq + ((r0 + r) * j->t + t - 2) * w);
-            for (int64_t off = 0; off < (l->c + u) * (int64_t)sizeof(float); off += 64) _mm_prefetch(next + off, _MM_HINT_T1);
+            for (int64_t off = 0; off < (l->c + u) * (int64_t)sizeof(float); off += 64)
+                __builtin_prefetch(next + off, 0, 2); /* prefetcht1 */
         }
         for (int64_t r = 0; r < nr; r++) {
             const float *s = seq + ((r0 + r) * j->t + t) * w, *cp = t > 0 ? s - w + l->c : NULL;
@@ -492,7 +605,10 @@ static void lstm_bwd_rows(void *ctx, int64_t part) {
             else
                 lstm_cell_grad_any(dz, dcr, dhr, s, l, cp, sl, u, j->act, j->rec_act);
         }
-        sy_sgemm_packed_serial(nr, n, 4 * u, img + l->dgates, gw, j->bp, false, prod, ps);
+        if (j->prod.num == SY_RNN_F32)
+            sy_sgemm_packed_serial(nr, n, 4 * u, img + l->dgates, gw, j->bp, false, prod, ps);
+        else /* issue 16, MXU recurrent products: K = 4U, one segment */
+            rnn_product(&j->prod, NULL, nr, img + l->dgates, gw, prod, ps, j->abuf + part * j->abuf_floats);
         for (int64_t r = 0; r < nr; r++) {
             memcpy(img + r * gw + l->dx, prod + r * ps, (size_t)dx * sizeof(float));
             stream_row(grads + ((r0 + r) * j->t + t) * gw, img + r * gw, gw);
@@ -501,42 +617,67 @@ static void lstm_bwd_rows(void *ctx, int64_t part) {
     stream_done();
 }
 
-static size_t lstm_bwd_ws(const sy_kargs *k, int threads) {
-    (void)threads;
+static size_t lstm_bwd_ws(const sy_kargs *k, sy_rnn_numerics num) {
     int64_t b = k->in_shape[1].dims[0], d = k->in_shape[2].dims[0], u = k->in_shape[3].dims[0];
     bool need_dx = k->attr->rnn.need_dx;
     int64_t n = (need_dx ? d : 0) + u, blocks = (b + MR - 1) / MR;
     sy_lstm_cols l = sy_lstm_layout(d, u, need_dx);
-    return (size_t)(floats_aligned_rnn(sy_pack_b_floats(4 * u, n)) + blocks * block_floats(&l, d, u, need_dx, true)) *
+    return (size_t)(floats_aligned_rnn(sy_pack_b_floats(4 * u, n)) + blocks * block_floats(&l, d, u, need_dx, true) +
+                    mxu_extra_floats(num, blocks, 4 * u, 4 * u)) *
                sizeof(float) +
            (size_t)n * sizeof(float *);
 }
 
 /* (dh, seq, kernel, recurrent [, mask]) -> rows of sy_lstm_layout: d gates,
  * dx */
-static void lstm_scan_bwd_f32_fast(const sy_kargs *k) {
+static void lstm_scan_bwd(const sy_kargs *k, sy_rnn_numerics num) {
     scan_dims sd = dims_of(k, &k->in_shape[1], 3);
     int64_t d = k->in_shape[2].dims[0], u = sd.u, blocks = (sd.b + MR - 1) / MR;
     bool need_dx = k->attr->rnn.need_dx;
     int64_t n = (need_dx ? d : 0) + u;
     sy_lstm_cols l = sy_lstm_layout(d, u, need_dx);
     float *bp = k->ws, *scratch = bp + floats_aligned_rnn(sy_pack_b_floats(4 * u, n));
-    const float **rows = (const float **)(scratch + blocks * block_floats(&l, d, u, need_dx, true));
+    float *extra = scratch + blocks * block_floats(&l, d, u, need_dx, true);
+    const float **rows = (const float **)(extra + mxu_extra_floats(num, blocks, 4 * u, 4 * u));
     lstm_weight_rows(rows, k->in[2], k->in[3], d, u, need_dx);
-    sy_pack_b_rows(bp, rows, true, 4 * u, n);
+    if (num == SY_RNN_F32)
+        sy_pack_b_rows(bp, rows, true, 4 * u, n);
+    else if (num == SY_RNN_MXU)
+        sy_pack_b_rows_bf16(bp, rows, true, 4 * u, n);
     lstm_job j = {k, l, sd.b, sd.t, d, u, sd.act, sd.rec_act, need_dx, false, bp,
-                  k->attr->rnn.has_mask ? k->in[4] : NULL, scratch, k->attr->rnn.general ? k->attr->rnn.fn : NULL};
+                  k->attr->rnn.has_mask ? k->in[4] : NULL, scratch, k->attr->rnn.general ? k->attr->rnn.fn : NULL,
+                  {num, bp, rows, true, 4 * u, n, 4 * u}, extra + floats_aligned_rnn(4 * u),
+                  floats_aligned_rnn(MR * 4 * u), NULL, false};
     sy_parallel_parts(k->ex, blocks, lstm_bwd_rows, &j);
 }
 
 /* (seq, grads, kernel) -> (D + U + 1, 4U) = [x, h(t-1), 1]^T d gates over all
  * rows: one GEMM through the rows' strides. */
-static void lstm_scan_wgrad_f32_fast(const sy_kargs *k) {
+static void lstm_scan_wgrad(const sy_kargs *k, sy_rnn_numerics num) {
+    int64_t rows = k->in_shape[0].dims[0] * k->in_shape[0].dims[1], d = k->in_shape[2].dims[0],
+            gu = k->in_shape[2].dims[1], gw = k->in_shape[1].dims[2];
+    sy_lstm_cols l = sy_lstm_layout(d, gu / 4, false);
+    const float *seq = k->in[0], *grads = k->in[1];
+    float *out = k->out;
+    if (num == SY_RNN_F32) {
+        sy_sgemm_parallel(k->ex, true, false, d + gu / 4 + 1, gu, rows, 1.0f, seq + l.x, l.width, grads, gw, 0.0f, out,
+                          gu, NULL, SY_ACT_NONE);
+        return;
+    }
+    /* issue 16, MXU recurrent products: [x, h(t-1)]^T d gates on the MXU, K = the B * T rows in (b, t) order;
+     * the bias's row a float32 sum over the rows in the same order (the vector unit's reduction, as
+     * BiasAddGrad) */
+    rnn_gemm(num, k->ex, true, d + gu / 4, gu, rows, seq + l.x, l.width, grads, gw, out, gu, NULL, k->ws);
+    float *db = out + (d + gu / 4) * gu;
+    memset(db, 0, (size_t)gu * sizeof(float));
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < gu; j++) db[j] += grads[r * gw + j];
+}
+
+static size_t lstm_wgrad_ws(const sy_kargs *k, sy_rnn_numerics num, int threads) {
     int64_t rows = k->in_shape[0].dims[0] * k->in_shape[0].dims[1], d = k->in_shape[2].dims[0],
             gu = k->in_shape[2].dims[1];
-    sy_lstm_cols l = sy_lstm_layout(d, gu / 4, false);
-    sy_sgemm_parallel(k->ex, true, false, d + gu / 4 + 1, gu, rows, 1.0f, (const float *)k->in[0] + l.x, l.width, k->in[1],
-                      k->in_shape[1].dims[2], 0.0f, k->out, gu, NULL, SY_ACT_NONE);
+    return num == SY_RNN_MXU ? (size_t)sy_mxu_gemm_ws_floats(d + gu / 4, gu, rows, threads) * sizeof(float) : 0;
 }
 
 /* The recurrent kernel (U, gU) packed for the steps' products, or its
@@ -547,25 +688,55 @@ static int64_t packed_floats(int64_t u, int64_t gu, bool backward) {
 
 /* ---- GRU (reset_after) ----------------------------------------------------------- */
 
+/* issue 16, MXU recurrent products: the GRU's workspace besides the float32
+ * one: the rounded A (B x 3U at most), the product (B x U, backward), the
+ * row pointers of B (3U), the input gates' GEMM. */
+static int64_t gru_mxu_floats(const sy_kargs *k, sy_rnn_numerics num, int threads, bool backward) {
+    if (num == SY_RNN_F32) return 0;
+    int64_t b = k->in_shape[backward].dims[0], u = k->in_shape[2].dims[0];
+    int64_t n = floats_aligned_rnn(3 * b * u) + floats_aligned_rnn(b * u) + floats_aligned_rnn(3 * u * 2);
+    if (!backward && num == SY_RNN_MXU)
+        n += sy_mxu_gemm_ws_floats(b * k->in_shape[0].dims[1], 3 * u, k->in_shape[0].dims[2], threads);
+    return n;
+}
+
+/* The MXU path's B: the recurrent kernel (U, 3U), or its transpose, by rows
+ * (rows: 3U pointers of scratch) and packed rounded into bp. */
+static rnn_b gru_rec_b(sy_rnn_numerics num, const float *rk, int64_t u, bool backward, float *bp, const float **rows) {
+    for (int64_t p = 0; p < (backward ? u : 3 * u) && num == SY_RNN_MXU_REF; p++)
+        rows[p] = rk + p * 3 * u; /* row p of recurrent: B's row p, or (backward) B^T's column p */
+    if (num == SY_RNN_MXU) sy_pack_b_bf16(bp, rk, 3 * u, backward, backward ? 3 * u : u, backward ? u : 3 * u);
+    return (rnn_b){num, bp, rows, backward, backward ? 3 * u : u, backward ? u : 3 * u, backward ? 3 * u : u};
+}
+
 /* workspace: inner (B, 3U), masked h(t-1) (B, U) */
-static size_t gru_fwd_ws(const sy_kargs *k, int threads) {
-    (void)threads;
+static size_t gru_fwd_ws(const sy_kargs *k, sy_rnn_numerics num, int threads) {
     int64_t b = k->in_shape[0].dims[0], u = k->in_shape[2].dims[0];
-    return (size_t)(packed_floats(u, 3 * u, false) + 4 * b * u) * sizeof(float);
+    return (size_t)(packed_floats(u, 3 * u, false) + floats_aligned_rnn(4 * b * u) + gru_mxu_floats(k, num, threads, false)) *
+           sizeof(float);
 }
 
 /* (x, kernel, recurrent [, bias (2, 3U)] [, mask]) -> (B,T,5U): z r hh rh h.
  * The input gates land in the z, r, hh columns and are replaced there. */
-static void gru_scan_fwd_f32_fast(const sy_kargs *k) {
+static void gru_scan_fwd(const sy_kargs *k, sy_rnn_numerics num) {
     scan_dims d = dims_of(k, k->out_shape, 2);
     const float *rk = k->in[2], *bias = scan_bias(k), *mask = scan_mask(k);
     int64_t u = d.u, ld = d.t * 5 * u;
     float *seq = k->out, *bp = k->ws, *inner = bp + packed_floats(u, 3 * u, false), *hpm = inner + 3 * d.b * u;
+    float *abuf = inner + floats_aligned_rnn(4 * d.b * u), *rows = abuf + floats_aligned_rnn(3 * d.b * u) + floats_aligned_rnn(d.b * u);
     const sy_act_params *fn = k->attr->rnn.general ? k->attr->rnn.fn : NULL;
-    sy_pack_b(bp, rk, 3 * u, false, u, 3 * u);
-    input_gates(k, seq, 5 * u, 3 * u, bias);
+    rnn_b rb = {0};
+    if (num == SY_RNN_F32) {
+        sy_pack_b(bp, rk, 3 * u, false, u, 3 * u);
+        input_gates(k, seq, 5 * u, 3 * u, bias);
+    } else { /* issue 16, MXU recurrent products: x . kernel over D, then the bias, for all rows */
+        rb = gru_rec_b(num, rk, u, false, bp, (const float **)rows);
+        const sy_shape *xs = &k->in_shape[0];
+        rnn_gemm(num, k->ex, false, xs->dims[0] * xs->dims[1], 3 * u, xs->dims[2], k->in[0], xs->dims[2], k->in[1], 3 * u,
+                 seq, 5 * u, bias, rows + floats_aligned_rnn(3 * u * 2));
+    }
     for (int64_t t = 0; t < d.t; t++) {
-        for (int64_t b = 0; b < d.b; b++) {
+        for (int64_t b = 0; b < d.b && (num == SY_RNN_F32 || t == 0); b++) {
             if (bias) memcpy(inner + b * 3 * u, bias + 3 * u, (size_t)(3 * u) * sizeof(float));
             else memset(inner + b * 3 * u, 0, (size_t)(3 * u) * sizeof(float));
         }
@@ -573,7 +744,12 @@ static void gru_scan_fwd_f32_fast(const sy_kargs *k) {
         int64_t lda = 0;
         if (t > 0) {
             hp = masked_prev(seq + (t - 1) * 5 * u + 4 * u, ld, mask, hpm, &d, &lda);
-            sy_sgemm_packed(k->ex, d.b, 3 * u, u, hp, lda, bp, true, inner, 3 * u);
+            if (num == SY_RNN_F32)
+                sy_sgemm_packed(k->ex, d.b, 3 * u, u, hp, lda, bp, true, inner, 3 * u);
+            else { /* h(t-1) . recurrent over U, then the recurrent bias */
+                rnn_product(&rb, k->ex, d.b, hp, lda, inner, 3 * u, abuf);
+                for (int64_t q = 0; bias && q < d.b * 3 * u; q++) inner[q] += bias[3 * u + q % (3 * u)];
+            }
         }
         for (int64_t b = 0; b < d.b; b++) {
             float *s = seq + b * ld + t * 5 * u, *in = inner + b * 3 * u;
@@ -608,22 +784,27 @@ static void gru_scan_fwd_f32_fast(const sy_kargs *k) {
 
 /* workspace: dh (B, U), dh * z (B, U), masked h(t-1) (B, U), slopes 3 x U,
  * the general cell's gates 3 x U */
-static size_t gru_bwd_ws(const sy_kargs *k, int threads) {
-    (void)threads;
+static size_t gru_bwd_ws(const sy_kargs *k, sy_rnn_numerics num, int threads) {
     int64_t b = k->in_shape[1].dims[0], u = k->in_shape[2].dims[0];
-    return (size_t)(packed_floats(u, 3 * u, true) + 3 * b * u + 6 * u) * sizeof(float);
+    return (size_t)(packed_floats(u, 3 * u, true) + floats_aligned_rnn(3 * b * u + 6 * u) + gru_mxu_floats(k, num, threads, true)) *
+           sizeof(float);
 }
 
 /* (dh, seq, recurrent [, mask]) -> (B,T,6U): d input gates then d inner */
-static void gru_scan_bwd_f32_fast(const sy_kargs *k) {
+static void gru_scan_bwd(const sy_kargs *k, sy_rnn_numerics num) {
     scan_dims d = dims_of(k, &k->in_shape[1], 2);
     const float *seq = k->in[1], *rk = k->in[2], *mask = k->attr->rnn.has_mask ? k->in[3] : NULL;
     float *out = k->out;
     int64_t u = d.u, ld = d.t * 5 * u, ldo = d.t * 6 * u;
     float *bp = k->ws, *dh = bp + packed_floats(u, 3 * u, true), *dhz = dh + d.b * u, *hpm = dhz + d.b * u,
           *sl_z = hpm + d.b * u, *sl_r = sl_z + u, *sl_h = sl_r + u, *gates = sl_h + u;
+    float *abuf = dh + floats_aligned_rnn(3 * d.b * u + 6 * u), *prod = abuf + floats_aligned_rnn(3 * d.b * u), *rows = prod + floats_aligned_rnn(d.b * u);
     const sy_act_params *fn = k->attr->rnn.general ? k->attr->rnn.fn : NULL;
-    sy_pack_b(bp, rk, 3 * u, true, 3 * u, u);
+    rnn_b rb = {0};
+    if (num == SY_RNN_F32)
+        sy_pack_b(bp, rk, 3 * u, true, 3 * u, u);
+    else
+        rb = gru_rec_b(num, rk, u, true, bp, (const float **)rows);
     memset(dh, 0, (size_t)(d.b * u) * sizeof(float));
     for (int64_t t = d.t - 1; t >= 0; t--) {
         const float *hp = NULL;
@@ -663,14 +844,59 @@ static void gru_scan_bwd_f32_fast(const sy_kargs *k) {
         }
         if (t > 0) {
             /* dh(t-1) = (dh z + d inner x recurrent^T) * mask */
-            sy_sgemm_packed(k->ex, d.b, u, 3 * u, out + t * 6 * u + 3 * u, ldo, bp, true, dhz, u);
+            if (num == SY_RNN_F32) {
+                sy_sgemm_packed(k->ex, d.b, u, 3 * u, out + t * 6 * u + 3 * u, ldo, bp, true, dhz, u);
+            } else { /* issue 16, MXU recurrent products: the product over 3U, then added to dh z */
+                rnn_product(&rb, k->ex, d.b, out + t * 6 * u + 3 * u, ldo, prod, u, abuf);
+                for (int64_t q = 0; q < d.b * u; q++) dhz[q] += prod[q];
+            }
             for (int64_t q = 0; q < d.b * u; q++) dh[q] = mask ? dhz[q] * mask[q] : dhz[q];
         }
     }
 }
 
-const sy_kernel sy_cpu_lstm_scan = {lstm_scan_fwd_f32_fast, lstm_fwd_ws};
-const sy_kernel sy_cpu_lstm_scan_grad = {lstm_scan_bwd_f32_fast, lstm_bwd_ws};
-const sy_kernel sy_cpu_lstm_scan_wgrad = {lstm_scan_wgrad_f32_fast, NULL};
-const sy_kernel sy_cpu_gru_scan = {gru_scan_fwd_f32_fast, gru_fwd_ws};
-const sy_kernel sy_cpu_gru_scan_grad = {gru_scan_bwd_f32_fast, gru_bwd_ws};
+/* The kernels per numerics: the cpu backend's float32 ones, and (issue 16, MXU recurrent products) the sim
+ * backend's (SY_RNN_MXU) and sim-ref's (SY_RNN_MXU_REF). */
+#define RNN_KERNELS(sfx, num)                                                                                          \
+    static void lstm_fwd_##sfx(const sy_kargs *k) { lstm_scan_fwd(k, num); }                                           \
+    static size_t lstm_fwd_ws_##sfx(const sy_kargs *k, int threads) {                                                 \
+        (void)threads;                                                                                                 \
+        return lstm_fwd_ws(k, num);                                                                                    \
+    }                                                                                                                  \
+    static void lstm_bwd_##sfx(const sy_kargs *k) { lstm_scan_bwd(k, num); }                                           \
+    static size_t lstm_bwd_ws_##sfx(const sy_kargs *k, int threads) {                                                 \
+        (void)threads;                                                                                                 \
+        return lstm_bwd_ws(k, num);                                                                                    \
+    }                                                                                                                  \
+    static void lstm_wgrad_##sfx(const sy_kargs *k) { lstm_scan_wgrad(k, num); }                                       \
+    static size_t lstm_wgrad_ws_##sfx(const sy_kargs *k, int threads) { return lstm_wgrad_ws(k, num, threads); }      \
+    static void gru_fwd_##sfx(const sy_kargs *k) { gru_scan_fwd(k, num); }                                          \
+    static size_t gru_fwd_ws_##sfx(const sy_kargs *k, int threads) { return gru_fwd_ws(k, num, threads); }            \
+    static void gru_bwd_##sfx(const sy_kargs *k) { gru_scan_bwd(k, num); }                                             \
+    static size_t gru_bwd_ws_##sfx(const sy_kargs *k, int threads) { return gru_bwd_ws(k, num, threads); }            \
+    static const sy_kernel rnn_kernels_##sfx[5] = {{lstm_fwd_##sfx, lstm_fwd_ws_##sfx},                               \
+                                                   {lstm_bwd_##sfx, lstm_bwd_ws_##sfx},                               \
+                                                   {lstm_wgrad_##sfx, lstm_wgrad_ws_##sfx},                           \
+                                                   {gru_fwd_##sfx, gru_fwd_ws_##sfx},                                 \
+                                                   {gru_bwd_##sfx, gru_bwd_ws_##sfx}};
+
+RNN_KERNELS(f32_fast, SY_RNN_F32)
+RNN_KERNELS(f32_mxu, SY_RNN_MXU)
+RNN_KERNELS(f32_mxuref, SY_RNN_MXU_REF)
+
+const sy_kernel sy_cpu_lstm_scan = {lstm_fwd_f32_fast, lstm_fwd_ws_f32_fast};
+const sy_kernel sy_cpu_lstm_scan_grad = {lstm_bwd_f32_fast, lstm_bwd_ws_f32_fast};
+const sy_kernel sy_cpu_lstm_scan_wgrad = {lstm_wgrad_f32_fast, NULL};
+const sy_kernel sy_cpu_gru_scan = {gru_fwd_f32_fast, gru_fwd_ws_f32_fast};
+const sy_kernel sy_cpu_gru_scan_grad = {gru_bwd_f32_fast, gru_bwd_ws_f32_fast};
+
+const sy_kernel *sy_rnn_kernel(sy_op op, sy_rnn_numerics numerics) {
+    static const sy_op ops[5] = {SY_OP_LSTM_SCAN, SY_OP_LSTM_SCAN_GRAD, SY_OP_LSTM_SCAN_WGRAD, SY_OP_GRU_SCAN,
+                                 SY_OP_GRU_SCAN_GRAD};
+    const sy_kernel *table = numerics == SY_RNN_MXU ? rnn_kernels_f32_mxu
+                             : numerics == SY_RNN_MXU_REF ? rnn_kernels_f32_mxuref
+                                                          : rnn_kernels_f32_fast;
+    for (int i = 0; i < 5; i++)
+        if (ops[i] == op) return &table[i];
+    return NULL;
+}

@@ -86,6 +86,10 @@ void sy_pack_b_rows(float *packed, const float *const *rows, bool transposed, in
     pack(packed, NULL, 0, rows, transposed, k, n, false);
 }
 
+void sy_pack_b_rows_bf16(float *packed, const float *const *rows, bool transposed, int64_t k, int64_t n) {
+    pack(packed, NULL, 0, rows, transposed, k, n, true);
+}
+
 void sy_packed_b_scale_columns(float *packed, int64_t k, int64_t n, int64_t c0, int64_t c1, float scale) {
     (void)n;
     for (int64_t col = c0; col < c1; col++)
@@ -183,7 +187,7 @@ static inline __attribute__((always_inline)) void tile6(float *restrict c, int64
 typedef struct small_job {
     float *c;
     const float *a, *bp;
-    int64_t m, n, k, lda, ldc;
+    int64_t m, n, k, lda, ldc, pstride; /* pstride: floats from a panel of B to the next */
     bool accumulate;
 } small_job;
 
@@ -192,7 +196,7 @@ static void row_tiles(const small_job *j, int64_t i0, int64_t rows) {
     for (int64_t p = 0, c0 = 0; c0 < j->n; p++, c0 += NR) {
         int64_t cols = j->n - c0 < NR ? j->n - c0 : NR;
         float *c = j->c + i0 * j->ldc + c0;
-        const float *a = j->a + i0 * j->lda, *bp = j->bp + p * j->k * NR;
+        const float *a = j->a + i0 * j->lda, *bp = j->bp + p * j->pstride;
 #if SY_HAVE_AVX2_FMA
 #define TILE tile6
 #else
@@ -214,12 +218,24 @@ static void row_block(void *ctx, int64_t block) {
 
 void sy_sgemm_packed_serial(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bpacked,
                             bool accumulate, float *c, int64_t ldc) {
-    small_job j = {c, a, bpacked, m, n, k, lda, ldc, accumulate};
-    for (int64_t i0 = 0; i0 < m; i0 += MR) row_tiles(&j, i0, m - i0 < MR ? m - i0 : MR);
+    sy_sgemm_packed_rows_serial(m, n, k, a, lda, bpacked, k * NR, accumulate, c, ldc);
 }
 
 void sy_sgemm_packed(const sy_exec *ex, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                      const float *bpacked, bool accumulate, float *c, int64_t ldc) {
-    small_job j = {c, a, bpacked, m, n, k, lda, ldc, accumulate};
+    sy_sgemm_packed_rows(ex, m, n, k, a, lda, bpacked, k * NR, accumulate, c, ldc);
+}
+
+/* issue 16, MXU recurrent products: rows [k0, k0 + k) of a packed B of K rows are bpacked + k0 * 16 with
+ * panels K * 16 floats apart, so a product runs over part of K, one MXU chunk at a time. */
+void sy_sgemm_packed_rows_serial(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bpacked,
+                                 int64_t pstride, bool accumulate, float *c, int64_t ldc) {
+    small_job j = {c, a, bpacked, m, n, k, lda, ldc, pstride, accumulate};
+    for (int64_t i0 = 0; i0 < m; i0 += MR) row_tiles(&j, i0, m - i0 < MR ? m - i0 : MR);
+}
+
+void sy_sgemm_packed_rows(const sy_exec *ex, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                          const float *bpacked, int64_t pstride, bool accumulate, float *c, int64_t ldc) {
+    small_job j = {c, a, bpacked, m, n, k, lda, ldc, pstride, accumulate};
     sy_parallel_parts(ex, (m + MR - 1) / MR, row_block, &j);
 }

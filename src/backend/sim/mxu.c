@@ -307,6 +307,18 @@ static void matmul_fwd_f32_mxu(const sy_kargs *k) {
     gemm_run(k->ex, &g, ws);
 }
 
+/* issue 16, MXU recurrent products: the scans' whole-sequence products (cpu/rnn.c) */
+int64_t sy_mxu_gemm_ws_floats(int64_t M, int64_t N, int64_t K, int threads) {
+    return gemm_ws_floats(M, N, K, whole_b(K, N), threads);
+}
+
+void sy_mxu_gemm(const sy_exec *ex, bool ta, int64_t M, int64_t N, int64_t K, const float *a, int64_t lda,
+                 const float *b, int64_t ldb, float *c, int64_t ldc, const float *bias, float *ws) {
+    matrix am = {a, lda, ta};
+    gemm g = {M, N, K, pack_a_matrix, &am, whole_b(K, N) ? ws : NULL, b, ldb, false, c, ldc, bias, SY_ACT_NONE, NULL, NULL};
+    gemm_run(ex, &g, ws);
+}
+
 /* ---- conv2d ------------------------------------------------------------------------ */
 
 static bool plain(const sy_attrs *a) {

@@ -20,21 +20,10 @@
  */
 #include "sim_internal.h"
 
-typedef struct mxu_acc {
-    float acc, chunk;
-    int64_t n; /* terms in the chunk */
-} mxu_acc;
-
-static inline void mxu_term(mxu_acc *s, float a, float b) {
-    s->chunk += sy_bf16_round(a) * sy_bf16_round(b);
-    if (++s->n == SY_MXU_DEPTH) {
-        s->acc += s->chunk;
-        s->chunk = 0;
-        s->n = 0;
-    }
-}
-
-static inline float mxu_total(const mxu_acc *s) { return s->n ? s->acc + s->chunk : s->acc; }
+/* One MXU sum per output element: backend_internal.h's sy_mxu_acc. */
+typedef sy_mxu_acc mxu_acc;
+#define mxu_term sy_mxu_term
+#define mxu_total sy_mxu_total
 
 /* c (M, N) = op(a) (M, K) x op(b) (K, N) [+ bias (N)], then act */
 static void matmul_fwd_f32_mxuref(const sy_kargs *k) {
@@ -161,5 +150,9 @@ static const sy_kernel *const mxu_ref[SY_OP_COUNT] = {
 };
 
 const sy_kernel *sy_sim_ref_kernel(sy_op op, sy_dtype dtype) {
-    return (unsigned)op < SY_OP_COUNT && dtype == SY_F32 ? mxu_ref[op] : NULL;
+    if (dtype != SY_F32) return NULL;
+    /* issue 16, MXU recurrent products: the scans with scalar reference products (cpu/rnn.c's cells) */
+    const sy_kernel *rnn = sy_rnn_kernel(op, SY_RNN_MXU_REF);
+    if (rnn) return rnn;
+    return (unsigned)op < SY_OP_COUNT ? mxu_ref[op] : NULL;
 }

@@ -15,5 +15,9 @@ static const sy_kernel *const mxu[SY_OP_COUNT] = {
 };
 
 const sy_kernel *sy_sim_kernel(sy_op op, sy_dtype dtype) {
-    return (unsigned)op < SY_OP_COUNT && dtype == SY_F32 ? mxu[op] : NULL;
+    if (dtype != SY_F32) return NULL;
+    /* issue 16, MXU recurrent products: the scans' gate products (cpu/rnn.c with the MXU's products) */
+    const sy_kernel *rnn = sy_rnn_kernel(op, SY_RNN_MXU);
+    if (rnn) return rnn;
+    return (unsigned)op < SY_OP_COUNT ? mxu[op] : NULL;
 }
