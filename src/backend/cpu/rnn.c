@@ -36,6 +36,17 @@
  * recurrent through the small GEMM (rows split over the replica's threads
  * by shape) and applies the gates row by row; backwards the gate gradients
  * row by row, then dh(t-1) = d inner x recurrent^T.
+ *
+ * Products (issue 16, MXU recurrent products). Every product goes through
+ * one of three numerics (sy_rnn_numerics): float32 (the cpu backend, the
+ * code above, untouched), or the MXU's (the sim backend: operands rounded
+ * to bfloat16, sums in chunks of 128; docs/design/mxu-numerics.md) by the
+ * same micro-kernel run chunk by chunk over part of the packed B
+ * (sy_sgemm_packed_rows) or by scalar loops (sim-ref, the reference the
+ * fast path equals bit for bit). With the MXU's numerics the bias is not a
+ * row of B but added after the sum in float32; the gates, cells, masks and
+ * layouts are the same code for all three, so sim and sim-ref differ only
+ * in how a product is summed.
  */
 #include "cpu_internal.h"
 
