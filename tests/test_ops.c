@@ -551,14 +551,16 @@ static const scan_dims mxu_scan_dims = {13, 11, 150, 130}, mxu_scan_dims_small =
 MXU_SCAN(b_lstm_seq_mxu, mxu_scan_dims, scan_seq(c, (scan_opts){false, true, true, false, TANH, SIGM, false, false}))
 MXU_SCAN(b_lstm_nobias_mxu, mxu_scan_dims_small, scan_h(c, (scan_opts){false, false, false, true, TANH, SIGM, false, false}))
 MXU_SCAN(b_lstm_any_mxu, mxu_scan_dims_small, scan_seq(c, (scan_opts){false, true, true, false, SIGM, TANH, false, false}))
-MXU_SCAN(b_lstm_gelu_mxu, mxu_scan_dims_small, scan_seq_fn(c, (scan_opts){false, true, false, false, 0, 0, false, false}, gelu_hard_sigmoid))
+MXU_SCAN(b_lstm_gelu_mxu, mxu_scan_dims_small,
+         scan_seq_fn(c, (scan_opts){false, true, false, false, 0, 0, false, false}, gelu_hard_sigmoid))
 MXU_SCAN(b_lstm_inference_mxu, mxu_scan_dims, scan_h(c, (scan_opts){false, true, true, true, TANH, SIGM, false, true}))
 MXU_SCAN(b_lstm_grad_mxu, mxu_scan_dims, scan_grad(c, (scan_opts){false, true, true, false, TANH, SIGM, false, false}, true))
 MXU_SCAN(b_lstm_grad_last_mxu, mxu_scan_dims_small, scan_grad(c, (scan_opts){false, false, true, true, TANH, SIGM, false, false}, false))
 MXU_SCAN(b_lstm_wgrad_mxu, mxu_scan_dims, lstm_wgrad(c, true))
 MXU_SCAN(b_gru_seq_mxu, mxu_scan_dims, scan_seq(c, (scan_opts){true, true, true, false, TANH, SIGM, false, false}))
 MXU_SCAN(b_gru_nobias_mxu, mxu_scan_dims_small, scan_h(c, (scan_opts){true, false, false, true, TANH, SIGM, false, false}))
-MXU_SCAN(b_gru_swish_mxu, mxu_scan_dims_small, scan_seq_fn(c, (scan_opts){true, true, true, false, 0, 0, false, false}, swish_softsign))
+MXU_SCAN(b_gru_swish_mxu, mxu_scan_dims_small,
+         scan_seq_fn(c, (scan_opts){true, true, true, false, 0, 0, false, false}, swish_softsign))
 MXU_SCAN(b_gru_grad_mxu, mxu_scan_dims, scan_grad(c, (scan_opts){true, true, true, false, TANH, SIGM, false, false}, false))
 MXU_SCAN(b_gru_grad_last_mxu, mxu_scan_dims_small, scan_grad(c, (scan_opts){true, false, false, true, TANH, SIGM, false, false}, false))
 

@@ -566,7 +566,8 @@ static void lstm_scan_fwd(const sy_kargs *k, sy_rnn_numerics num) {
         sy_packed_b_scale_columns(bp, mxu ? d + u : kk, 4 * u, 2 * u, 3 * u, 2.0f);
     if (mxu && scan_bias(k)) {
         bias = extra;
-        for (int64_t q = 0; q < 4 * u; q++) bias[q] = scan_bias(k)[q] * (doubled && q >= 2 * u && q < 3 * u ? 2.0f : 1.0f);
+        for (int64_t q = 0; q < 4 * u; q++)
+            bias[q] = scan_bias(k)[q] * (doubled && q >= 2 * u && q < 3 * u ? 2.0f : 1.0f);
     }
     lstm_job j = {k, l, sd.b, sd.t, d, u, sd.act, sd.rec_act, false, k->attr->rnn.inference, bp, scan_mask(k), scratch,
                   k->attr->rnn.general ? k->attr->rnn.fn : NULL, {num, bp, rows, false, d + u, 4 * u, d},
@@ -723,7 +724,8 @@ static rnn_b gru_rec_b(sy_rnn_numerics num, const float *rk, int64_t u, bool bac
 /* workspace: inner (B, 3U), masked h(t-1) (B, U) */
 static size_t gru_fwd_ws(const sy_kargs *k, sy_rnn_numerics num, int threads) {
     int64_t b = k->in_shape[0].dims[0], u = k->in_shape[2].dims[0];
-    return (size_t)(packed_floats(u, 3 * u, false) + floats_aligned_rnn(4 * b * u) + gru_mxu_floats(k, num, threads, false)) *
+    return (size_t)(packed_floats(u, 3 * u, false) + floats_aligned_rnn(4 * b * u) +
+                    gru_mxu_floats(k, num, threads, false)) *
            sizeof(float);
 }
 
@@ -734,7 +736,8 @@ static void gru_scan_fwd(const sy_kargs *k, sy_rnn_numerics num) {
     const float *rk = k->in[2], *bias = scan_bias(k), *mask = scan_mask(k);
     int64_t u = d.u, ld = d.t * 5 * u;
     float *seq = k->out, *bp = k->ws, *inner = bp + packed_floats(u, 3 * u, false), *hpm = inner + 3 * d.b * u;
-    float *abuf = inner + floats_aligned_rnn(4 * d.b * u), *rows = abuf + floats_aligned_rnn(3 * d.b * u) + floats_aligned_rnn(d.b * u);
+    float *abuf = inner + floats_aligned_rnn(4 * d.b * u),
+          *rows = abuf + floats_aligned_rnn(3 * d.b * u) + floats_aligned_rnn(d.b * u);
     const sy_act_params *fn = k->attr->rnn.general ? k->attr->rnn.fn : NULL;
     rnn_b rb = {0};
     if (num == SY_RNN_F32) {
@@ -797,7 +800,8 @@ static void gru_scan_fwd(const sy_kargs *k, sy_rnn_numerics num) {
  * the general cell's gates 3 x U */
 static size_t gru_bwd_ws(const sy_kargs *k, sy_rnn_numerics num, int threads) {
     int64_t b = k->in_shape[1].dims[0], u = k->in_shape[2].dims[0];
-    return (size_t)(packed_floats(u, 3 * u, true) + floats_aligned_rnn(3 * b * u + 6 * u) + gru_mxu_floats(k, num, threads, true)) *
+    return (size_t)(packed_floats(u, 3 * u, true) + floats_aligned_rnn(3 * b * u + 6 * u) +
+                    gru_mxu_floats(k, num, threads, true)) *
            sizeof(float);
 }
 
@@ -809,7 +813,8 @@ static void gru_scan_bwd(const sy_kargs *k, sy_rnn_numerics num) {
     int64_t u = d.u, ld = d.t * 5 * u, ldo = d.t * 6 * u;
     float *bp = k->ws, *dh = bp + packed_floats(u, 3 * u, true), *dhz = dh + d.b * u, *hpm = dhz + d.b * u,
           *sl_z = hpm + d.b * u, *sl_r = sl_z + u, *sl_h = sl_r + u, *gates = sl_h + u;
-    float *abuf = dh + floats_aligned_rnn(3 * d.b * u + 6 * u), *prod = abuf + floats_aligned_rnn(3 * d.b * u), *rows = prod + floats_aligned_rnn(d.b * u);
+    float *abuf = dh + floats_aligned_rnn(3 * d.b * u + 6 * u), *prod = abuf + floats_aligned_rnn(3 * d.b * u),
+          *rows = prod + floats_aligned_rnn(d.b * u);
     const sy_act_params *fn = k->attr->rnn.general ? k->attr->rnn.fn : NULL;
     rnn_b rb = {0};
     if (num == SY_RNN_F32)
