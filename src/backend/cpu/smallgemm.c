@@ -12,6 +12,11 @@
  * shape that keeps both FMA units of an AVX2 core busy. Rows are split
  * among threads in blocks of 6, so each element of C is computed by one
  * thread in the same order whatever the thread count.
+ *
+ * The sim backend's products (issue 16) pack B rounded to bfloat16 and run
+ * the kernel once per 128-term chunk of K: sy_sgemm_packed_rows(_serial)
+ * take a panel stride, so that a product can run over rows [k0, k0 + k) of
+ * a packed B.
  */
 #include "cpu_internal.h"
 

@@ -17,6 +17,11 @@
  *
  * These kernels are also the sim backend's own path for grouped and dilated
  * convs, so they run inside plans: no allocation, single-threaded.
+ *
+ * The recurrent scans (issue 16, MXU recurrent products) are not here: their
+ * reference is cpu/rnn.c's scan code with scalar MXU products (the same
+ * sy_mxu_acc), so that the cells' float32 arithmetic -- which is not the
+ * MXU's -- is the same code in sim and sim-ref.
  */
 #include "sim_internal.h"
 
