@@ -36,7 +36,9 @@
  * rounding error of float32 over the direct conv's by a few bits; tests/
  * test_ops.c measures it against a float64 reference (docs/design/
  * winograd.md). $SYSTOLIC_WINOGRAD=0 turns the path off (conv.c then runs
- * im2col + GEMM), for comparison.
+ * im2col + GEMM), for comparison. Plans with no backward pass (predict,
+ * evaluate: sy_exec.inference) never take it: there, agreeing with Keras
+ * comes before speed (docs/design/winograd.md).
  */
 #include "cpu_internal.h"
 
