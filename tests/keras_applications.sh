@@ -75,6 +75,13 @@ for f in lambda.json lambda.h5; do
     grep -q "layer 'double_it': Lambda is not supported" "$dir/out" || { cat "$dir/out"; fail "$f: Lambda not named"; }
 done
 
+# BatchNormalization's inference bit for bit: systolic's rsqrt is TensorFlow's
+py batchnorm "$dir" >/dev/null
+"$systolic" predict "$dir/batchnorm.h5" --input "$dir/batchnorm_x.npy" --output "$dir/batchnorm_sy.npy" >"$dir/out" 2>&1 ||
+    { cat "$dir/out"; fail "systolic predict batchnorm.h5"; }
+py batchnorm-check "$dir"
+rm -f "$dir"/batchnorm*
+
 # summary's counts against Keras's: "Total params: N (...)" and the others
 counts() {
     "$systolic" summary "$1" >"$dir/out" 2>&1 || { cat "$dir/out"; fail "systolic summary $1"; }

@@ -57,6 +57,17 @@ Commands:
                              amplifies float32 rounding)
   lambda OUT                 OUT/lambda.json: a Functional model with a
                              Lambda layer, which systolic must refuse by name
+  batchnorm OUT              OUT/batchnorm.h5, _x.npy, _y.npy: two
+                             BatchNormalization layers (the second with
+                             scale=False, as InceptionV3's) over 37
+                             channels, moving variances over six decades,
+                             and Keras's predictions of 4x5x6 maps; then
+  batchnorm-check OUT        OUT/batchnorm_sy.npy (systolic's predictions)
+                             equals Keras's bit for bit: its rsqrt is
+                             TensorFlow's, which is not correctly rounded
+                             (src/backend/cpu/ref_kernels.c: rsqrt_tf);
+                             37 channels take both its 8-wide packets and
+                             its scalar tail
   variants OUT               OUT/NAME.json and NAME.params: Keras's VGG16
                              and ResNet50 with the arguments of VARIANTS,
                              against which the C constructors are checked
@@ -284,6 +295,36 @@ def lambda_model(out):
     model.save(os.path.join(out, "lambda.h5"))
 
 
+def batchnorm(out):
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(15)
+    c = 37
+    inp = tf.keras.Input((5, 6, c))
+    h = tf.keras.layers.BatchNormalization(name="bn")(inp)
+    h = tf.keras.layers.BatchNormalization(scale=False, epsilon=1e-3, name="bn_noscale")(h)
+    model = tf.keras.Model(inp, h)
+    for layer in model.layers[1:]:
+        w = [rng.normal(size=c).astype(np.float32) for _ in layer.get_weights()]
+        w[-1] = np.exp(rng.uniform(-9, 5, size=c)).astype(np.float32)  # moving variance
+        layer.set_weights(w)
+    x = rng.normal(size=(4, 5, 6, c)).astype(np.float32) * 3
+    model.save(os.path.join(out, "batchnorm.h5"))
+    np.save(os.path.join(out, "batchnorm_x.npy"), x)
+    np.save(os.path.join(out, "batchnorm_y.npy"), model.predict(x, verbose=0))
+
+
+def batchnorm_check(out):
+    want = np.load(os.path.join(out, "batchnorm_y.npy"))
+    got = np.load(os.path.join(out, "batchnorm_sy.npy"))
+    if got.shape != want.shape:
+        raise SystemExit(f"batchnorm: systolic's predictions have shape {got.shape}, Keras's {want.shape}")
+    bad = int(np.sum(got != want))
+    if bad:
+        raise SystemExit(f"batchnorm: {bad} of {want.size} outputs differ from Keras's "
+                         f"(largest difference {np.max(np.abs(got - want)):.3g})")
+    print(f"batchnorm: systolic's {want.size} outputs equal Keras's bit for bit")
+
+
 # The constructors' variants the C constructors are checked against: name,
 # keyword arguments (weights=None always).
 VARIANTS = {
@@ -327,6 +368,10 @@ def main(argv):
             check(argv[2], key)
     elif len(argv) == 3 and argv[1] == "lambda":
         lambda_model(argv[2])
+    elif len(argv) == 3 and argv[1] == "batchnorm":
+        batchnorm(argv[2])
+    elif len(argv) == 3 and argv[1] == "batchnorm-check":
+        batchnorm_check(argv[2])
     elif len(argv) == 3 and argv[1] == "variants":
         variants(argv[2])
     elif len(argv) == 4 and argv[1] == "predict":

@@ -13,6 +13,9 @@
 
 #include <math.h>
 #include <string.h>
+#ifdef __AVX__
+#include <immintrin.h>
+#endif
 
 /* Strides of an input broadcast (numpy rules, aligned right) against the
  * output shape: 0 along broadcast axes. */
@@ -231,6 +234,42 @@ double sy_act_fn_grad_ref(const sy_act_params *p, double x) {
     case SY_AF_EXP: return exp(x);
     default: return 1; /* SY_AF_LINEAR */
     }
+}
+
+/* tf.math.rsqrt in float32 as TensorFlow 2.15's CPU kernel computes it, so
+ * that BatchNormalization (y = (x - mean) * rsqrt(var + eps) ...) gives
+ * Keras's numbers bit for bit. That kernel is Eigen's scalar_rsqrt_op on an
+ * AVX build: whole packets of 8 take rsqrtps's approximation r refined by
+ * one Newton step written as
+ *     h = (x * r) * r - 1;   y = r + (-0.5 * r) * h
+ * with every multiply and add rounded on its own (the wheel is built
+ * without FMA), and the n % 8 elements left at the end take 1.0f / sqrtf(x).
+ * The result is not correctly rounded: about a quarter of values differ by
+ * an ulp from 1 / sqrt, and deep BatchNormalization stacks amplify that
+ * (measured in docs/design/keras-applications.md). rsqrtps's table is the
+ * CPU's own, as it is for TensorFlow on the same CPU. Measured on this
+ * project's machine: identical to tf.math.rsqrt on 4,096 values spanning
+ * e^-8..e^4 and on every length 1..80 (tools/golden/check_rsqrt.py). Without
+ * AVX, 1.0f / sqrtf everywhere. */
+static void rsqrt_tf(const float *x, float *y, int64_t n) {
+    int64_t i = 0;
+#ifdef __AVX__
+    const __m256 minus_half = _mm256_set1_ps(-0.5f), minus_one = _mm256_set1_ps(-1.0f);
+    for (; i + 8 <= n; i += 8) {
+        __m256 a = _mm256_loadu_ps(x + i), r = _mm256_rsqrt_ps(a);
+        __m256 r2 = _mm256_mul_ps(a, r), half_r = _mm256_mul_ps(r, minus_half);
+        __m256 t = _mm256_mul_ps(r2, r);
+        __asm__("" : "+x"(t)); /* keep the multiply and the add apart: no FMA contraction */
+        __m256 h = _mm256_add_ps(t, minus_one), u = _mm256_mul_ps(half_r, h);
+        __asm__("" : "+x"(u));
+        __m256 out = _mm256_add_ps(u, r);
+        /* Eigen returns the approximation itself where it is 0 or infinite */
+        __m256 keep = _mm256_or_ps(_mm256_cmp_ps(r, _mm256_setzero_ps(), _CMP_EQ_OQ),
+                                   _mm256_cmp_ps(r, _mm256_set1_ps(INFINITY), _CMP_EQ_OQ));
+        _mm256_storeu_ps(y + i, _mm256_blendv_ps(out, r, keep));
+    }
+#endif
+    for (; i < n; i++) y[i] = 1.0f / sqrtf(x[i]);
 }
 
 #define T float
