@@ -146,7 +146,8 @@ typedef enum keras_loss {
     KERAS_LOSS_SPARSE_CATEGORICAL_CE = 1,
     KERAS_LOSS_CATEGORICAL_CE,
     KERAS_LOSS_BINARY_CE,
-    KERAS_LOSS_MSE
+    KERAS_LOSS_MSE,
+    KERAS_LOSS_FN /* issue 17: the keras_loss op's, model_head.fn */
 } keras_loss;
 
 typedef enum keras_metric {
@@ -167,6 +168,28 @@ typedef struct metric_spec {
  * of pred's shape). Adds the sum over rows to *sum. */
 void metric_accumulate(keras_metric kind, const float *pred, const void *labels, int64_t rows, int64_t per_row,
                        double *sum);
+
+/* ---- issue 17, losses and metrics (losses.c) ------------------------------------------ */
+
+struct model_head;
+/* Resolve a loss by Keras's name or class name into h (its kind, fn, name,
+ * from_logits and arguments; args NULL: the defaults, a plain name),
+ * refusing unknown names and arguments the loss does not take, with
+ * `where` opening the message. out is the output's shape (batch axis
+ * left out), for the losses that need classes. */
+sy_status keras_loss_resolve(const char *where, const char *name, bool from_logits, const sy_loss_args *args,
+                             const sy_shape *out, struct model_head *h);
+/* Output j's unweighted loss per sample element, (batch, ...) without
+ * the last axis, from pred and the labels y. */
+sy_node keras_loss_build(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y);
+/* h's loss as training_config writes it: the name, or the Loss object
+ * ({"class_name", "config"}) with Keras's keys in Keras's order. */
+struct json_t *keras_loss_json(const struct model_head *h);
+/* A training_config's loss (a name or a Loss object) into name,
+ * from_logits and args (set when an object: *has_args). `path` opens
+ * messages. */
+sy_status keras_loss_from_json(const char *path, const struct json_t *loss, const char **name, bool *from_logits,
+                               sy_loss_args *args, bool *has_args);
 
 /* ---- the model ---------------------------------------------------------------- */
 
@@ -196,10 +219,17 @@ typedef struct model_plan {
 
 /* compile()'s loss and metrics for one output (Keras's per-output loss,
  * loss weight and metrics). */
-typedef struct model_head {
+typedef struct model_head { /* issue 17: a struct tag, for losses.c's prototypes */
     keras_loss loss;
     char loss_name[48];
     bool from_logits;
+    /* issue 17, losses and metrics: KERAS_LOSS_FN's function, the loss's
+     * arguments, and whether it was given as a Loss object (with
+     * arguments or from_logits: training_config writes its class) */
+    sy_loss_fn fn;
+    sy_loss_args args;         /* args.name NULL: object_name holds it */
+    bool object;
+    char object_name[48];
     double weight; /* loss_weights' entry: 1 by default */
     metric_spec metrics[HEAD_MAX_METRICS];
     int32_t n_metrics;
