@@ -52,6 +52,10 @@ static sy_status resolve_metric(const char *where, const sy_shape *out_shape, co
                                 metric_spec *out) {
     int64_t classes = out_shape->dims[out_shape->rank - 1];
     bool sparse = h->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE;
+    /* issue 17, losses and metrics: top-k, AUC, Precision, Recall, the mean errors, RMSE (metrics.c) */
+    sy_status found = metric_resolve(where, name, sparse, out);
+    if (found != SY_ERR_NOT_FOUND) return found;
+    memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", name ? name : "");
     if (name && (strcmp(name, "accuracy") == 0 || strcmp(name, "acc") == 0)) {
         out->kind = classes == 1 ? KERAS_METRIC_BINARY_ACCURACY
@@ -89,7 +93,12 @@ static sy_status resolve_metric(const char *where, const sy_shape *out_shape, co
         }
     return sy_error(SY_ERR_NOT_FOUND,
                     "%s: unknown metric '%s'; known: accuracy (acc), sparse_categorical_accuracy, "
-                    "categorical_accuracy, binary_accuracy, mean_squared_error (mse), mean_absolute_error (mae)",
+                    "categorical_accuracy, binary_accuracy, mean_squared_error (mse), mean_absolute_error (mae), "
+                    "mean_absolute_percentage_error (mape), mean_squared_logarithmic_error (msle), "
+                    "top_k_categorical_accuracy, sparse_top_k_categorical_accuracy, and the classes AUC, Precision, "
+                    "Recall, RootMeanSquaredError, MeanSquaredError, MeanAbsoluteError, "
+                    "MeanAbsolutePercentageError, MeanSquaredLogarithmicError, TopKCategoricalAccuracy, "
+                    "SparseTopKCategoricalAccuracy (with arguments: \"AUC(curve='PR')\")",
                     where, name ? name : "(null)");
 }
 
@@ -187,6 +196,24 @@ static sy_status resolve_head(const sy_model *m, const sy_compile_options *o, in
     return SY_OK;
 }
 
+/* issue 17: each metric's place in the sums' state, every output's in turn */
+static sy_status place_metric_states(model_head *heads, int32_t n_outputs) {
+    int32_t at = 0;
+    for (int32_t j = 0; j < n_outputs; j++)
+        for (int32_t i = 0; i < heads[j].n_metrics; i++) {
+            metric_spec *ms = &heads[j].metrics[i];
+            ms->state = at;
+            ms->n_state = metric_state_size(ms);
+            at += ms->n_state;
+            if (at > METRIC_STATE_MAX)
+                return sy_error(SY_ERR_INVALID_ARGUMENT,
+                                "compile: the metrics' running state needs more than %d numbers (metric '%s' and "
+                                "those before it); give AUC fewer num_thresholds or fewer metrics",
+                                METRIC_STATE_MAX, ms->name);
+        }
+    return SY_OK;
+}
+
 sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
     if (!m->built || m->n_layers == 0)
         return sy_error(SY_ERR_STATE,
@@ -238,6 +265,7 @@ sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
                             model_output_name(m, j), w);
         if ((st = resolve_head(m, o, j, e >= 0 ? &o->outputs[e] : NULL, w, &heads[j]))) return st;
     }
+    if ((st = place_metric_states(heads, m->n_outputs))) return st;
     if (!m->strategy) { /* outside any scope: one replica, kernels on every core (or o->threads) */
         sy_strategy *own;
         if ((st = strategy_new(1, o->threads ? o->threads : sy_cpu_count(), &own))) return st;
@@ -272,6 +300,13 @@ const char *model_output_name(const sy_model *m, int32_t j) {
 
 sy_shape model_input_shape_at(const sy_model *m, int32_t i) {
     return i > 0 && i < m->n_inputs ? m->inputs[i].shape : m->input_shape;
+}
+
+int32_t model_metric_state_count(const sy_model *m) {
+    int32_t n = 0;
+    for (int32_t j = 0; j < m->n_outputs; j++)
+        for (int32_t i = 0; i < m->heads[j].n_metrics; i++) n += m->heads[j].metrics[i].n_state;
+    return n;
 }
 
 int32_t model_metric_count(const sy_model *m) {

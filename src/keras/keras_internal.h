@@ -155,13 +155,54 @@ typedef enum keras_metric {
     KERAS_METRIC_CATEGORICAL_ACCURACY,
     KERAS_METRIC_BINARY_ACCURACY,
     KERAS_METRIC_MSE, /* issue 15: mean_squared_error (mse), mean_absolute_error (mae) */
-    KERAS_METRIC_MAE
+    KERAS_METRIC_MAE,
+    /* issue 17, losses and metrics (metrics.c) */
+    KERAS_METRIC_TOP_K,        /* top_k_categorical_accuracy */
+    KERAS_METRIC_SPARSE_TOP_K, /* sparse_top_k_categorical_accuracy */
+    KERAS_METRIC_MAPE,
+    KERAS_METRIC_MSLE,
+    KERAS_METRIC_RMSE,         /* RootMeanSquaredError: sqrt of the epoch's mean */
+    KERAS_METRIC_AUC,          /* confusion counts at num_thresholds thresholds */
+    KERAS_METRIC_PRECISION,
+    KERAS_METRIC_RECALL
 } keras_metric;
+
+/* the doubles of every metric's running state together (fit_sums.metric) */
+#define METRIC_STATE_MAX 1024
 
 typedef struct metric_spec {
     keras_metric kind;
     char name[40]; /* as compile() got it, the logs' name with one output: "accuracy", "mse" */
+    /* issue 17, losses and metrics: Keras's metric class (training_config
+     * writes {"class_name": ...}, not MeanMetricWrapper), its arguments,
+     * and its running state: n_state doubles at fit_sums.metric[state] */
+    bool cls;
+    int32_t k;              /* top-k: 5 */
+    int32_t num_thresholds; /* AUC: 200 */
+    bool pr;                /* AUC: curve PR (else ROC) */
+    bool has_threshold;     /* Precision, Recall: thresholds given (else null: 0.5) */
+    double threshold;
+    int32_t state, n_state;
 } metric_spec;
+
+/* A metric that compile() knows beyond the accuracies, mse and mae: its
+ * name as Keras's, or with arguments as "AUC(curve=PR, num_thresholds=50)"
+ * or "TopKCategoricalAccuracy(k=2)", into out (kind, logs name, arguments;
+ * out->state is set by compile). sparse: the labels are class indices.
+ * SY_ERR_NOT_FOUND with no message when the name is not one of these. */
+sy_status metric_resolve(const char *where, const char *text, bool sparse, metric_spec *out);
+/* The state's size of a metric (1 for the means). */
+int32_t metric_state_size(const metric_spec *ms);
+/* Add `rows` rows of predictions (rows, per_row) and labels to ms's state. */
+void metric_update(const metric_spec *ms, const float *pred, const void *labels, int64_t rows, int64_t per_row,
+                   double *state);
+/* The metric's value from its state; count: the rows of predictions seen. */
+double metric_value(const metric_spec *ms, const double *state, double count);
+/* The metric as training_config writes it (name: its logs name). */
+struct json_t *metric_json(const metric_spec *ms, const char *name);
+/* A training_config's metric object (class_name, config) as a name
+ * metric_resolve takes, into buf; NULL if it is not one of these. */
+const char *metric_text_from_json(const struct json_t *v, const char *prefix, char *buf, size_t size);
 
 /* Per-sample metric value for `rows` samples: pred (rows, classes...),
  * labels as the loss takes them (int32 class indices for sparse, else float
@@ -339,6 +380,8 @@ const char *model_output_name(const sy_model *m, int32_t j);
 sy_shape model_input_shape_at(const sy_model *m, int32_t i);
 /* The metrics of every output together (the sums' and logs' count). */
 int32_t model_metric_count(const sy_model *m);
+/* issue 17: the doubles of their states together (fit_sums.metric's used part). */
+int32_t model_metric_state_count(const sy_model *m);
 /* The layer that first takes input 0 (an Embedding makes it int32), or NULL. */
 const model_layer *model_first_layer(const sy_model *m);
 /* The same for input i. */
@@ -451,7 +494,7 @@ void progbar_update(progbar *p, int64_t current, const sy_logs *logs, bool final
 typedef struct fit_sums {
     double loss;                     /* the total */
     double out_loss[MODEL_MAX_IO];   /* each output's (several outputs) */
-    double metric[MODEL_MAX_IO * HEAD_MAX_METRICS]; /* every output's metrics in turn */
+    double metric[METRIC_STATE_MAX]; /* every output's metrics' states in turn (metric_spec.state) */
     int64_t seen;
 } fit_sums;
 

@@ -408,6 +408,12 @@ static const char *metric_fn(keras_metric kind) {
     case KERAS_METRIC_BINARY_ACCURACY: return "binary_accuracy";
     case KERAS_METRIC_MSE: return "mean_squared_error";
     case KERAS_METRIC_MAE: return "mean_absolute_error";
+    /* issue 17, losses and metrics: the functions among them (the classes write their own, metric_json) */
+    case KERAS_METRIC_TOP_K: return "top_k_categorical_accuracy";
+    case KERAS_METRIC_SPARSE_TOP_K: return "sparse_top_k_categorical_accuracy";
+    case KERAS_METRIC_MAPE: return "mean_absolute_percentage_error";
+    case KERAS_METRIC_MSLE: return "mean_squared_logarithmic_error";
+    default: break;
     }
     return "accuracy";
 }
@@ -486,6 +492,10 @@ static char *training_config(const sy_model *m) {
                 char name[LAYER_NAME_MAX + sizeof ms->name + 1];
                 if (m->n_outputs > 1) snprintf(name, sizeof name, "%s_%s", model_output_name(m, j), ms->name);
                 else snprintf(name, sizeof name, "%s", ms->name);
+                if (ms->cls) { /* issue 17: a Keras metric class, its config */
+                    json_array_append_new(list, metric_json(ms, name));
+                    continue;
+                }
                 json_t *c = json_object(), *w = json_object();
                 json_object_set_new(c, "name", json_string(name));
                 json_object_set_new(c, "dtype", json_string("float32"));
@@ -562,8 +572,10 @@ static const char *json_str(const json_t *o, const char *key) {
 /* A metric of a training_config as a name compile() takes. With several
  * outputs Keras names it "<output>_<name>" (prefix: "<output>_"), and the
  * name compile() takes is what follows. */
-static const char *metric_name(const json_t *v, const char *prefix) {
+static const char *metric_name(const json_t *v, const char *prefix, char *buf, size_t size) {
     if (json_is_string(v)) return json_string_value(v);
+    const char *text = metric_text_from_json(v, prefix, buf, size); /* issue 17: AUC, Precision, ... */
+    if (text) return text;
     const char *cls = json_str(v, "class_name");
     const json_t *c = json_object_get(v, "config");
     if (!cls) return NULL;
@@ -573,7 +585,7 @@ static const char *metric_name(const json_t *v, const char *prefix) {
          * its log name), else the function's */
         static const char *const known[] = {"accuracy", "acc", "sparse_categorical_accuracy", "categorical_accuracy",
                                             "binary_accuracy", "mse", "mean_squared_error", "mae",
-                                            "mean_absolute_error"};
+                                            "mean_absolute_error", "mape", "msle"};
         const char *name = json_str(c, "name"), *fn = json_str(c, "fn");
         if (name && prefix[0] && !strncmp(name, prefix, strlen(prefix))) name += strlen(prefix);
         for (size_t i = 0; name && i < sizeof known / sizeof known[0]; i++)
@@ -618,6 +630,7 @@ typedef struct config_outputs {
     double weights[MODEL_MAX_IO];
     int32_t entry_of[MODEL_MAX_IO]; /* output j's entry */
     sy_loss_args args[MODEL_MAX_IO + 1]; /* issue 17: each entry's loss arguments; the last: the single loss's */
+    char texts[MODEL_MAX_IO][HEAD_MAX_METRICS][160]; /* issue 17: metric classes as "AUC(curve='PR')" */
 } config_outputs;
 
 static sy_status outputs_from_config(const sy_model *m, const char *path, const json_t *t, sy_compile_options *c,
@@ -693,7 +706,7 @@ static sy_status outputs_from_config(const sy_model *m, const char *path, const 
         size_t i;
         const json_t *v;
         json_array_foreach(list, i, v) {
-            const char *name = metric_name(v, prefix);
+            const char *name = i < HEAD_MAX_METRICS ? metric_name(v, prefix, co->texts[j][i], sizeof co->texts[j][i]) : NULL;
             if (!name || i >= HEAD_MAX_METRICS)
                 return sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: metric #%zu is not one this model can compute",
                                 path, i);
