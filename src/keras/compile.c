@@ -188,6 +188,7 @@ static sy_status resolve_head(const sy_model *m, const sy_compile_options *o, in
         return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %d metrics given; at most %d", where, n, HEAD_MAX_METRICS);
     for (int32_t i = 0; i < n; i++) {
         if ((st = resolve_metric(where, &out, h, names[i], &h->metrics[i]))) return st;
+        snprintf(h->metrics[i].given, sizeof h->metrics[i].given, "%s", names[i]);
         for (int32_t k = 0; k < i; k++)
             if (strcmp(h->metrics[k].name, h->metrics[i].name) == 0)
                 return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: metric '%s' is listed twice", where, h->metrics[i].name);

@@ -183,6 +183,7 @@ typedef struct metric_spec {
     bool has_threshold;     /* Precision, Recall: thresholds given (else null: 0.5) */
     double threshold;
     int32_t state, n_state;
+    char given[64]; /* as compile() got it ("AUC(curve='PR')"), to compile again with */
 } metric_spec;
 
 /* A metric that compile() knows beyond the accuracies, mse and mae: its
