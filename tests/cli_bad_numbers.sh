@@ -93,7 +93,7 @@ expect 2 "^systolic train: --metrics: ',,' has an empty name" train "$json" --da
 expect 2 "^systolic train: --metrics: 'accuracy,' has an empty name" train "$json" --dataset fashion_mnist --metrics accuracy,
 expect 2 "^systolic train: --metrics: '' has an empty name" train "$json" --dataset fashion_mnist --metrics ""
 expect 2 "^systolic train: --loss: '' is no loss's name" train "$json" --dataset fashion_mnist --loss ""
-expect 2 "^systolic train: --loss: compile: unknown loss 'hinge'" train "$json" --dataset fashion_mnist --loss hinge --tpu cpu:1
+expect 2 "^systolic train: --loss: compile: unknown loss 'hinge_loss'" train "$json" --dataset fashion_mnist --loss hinge_loss --tpu cpu:1
 expect 2 "^systolic train: --metrics: compile: unknown metric 'auc'" train "$json" --dataset fashion_mnist --metrics auc --tpu cpu:1
 
 # a model file that is a directory says so

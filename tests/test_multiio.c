@@ -504,9 +504,9 @@ static void test_errors(void) {
     CHECK_ERR(sy_model_compile(m, &c), SY_ERR_INVALID_ARGUMENT, "'cls' is given twice");
     named[1].output = NULL;
     CHECK_ERR(sy_model_compile(m, &c), SY_ERR_INVALID_ARGUMENT, "by name");
-    sy_compile_output bad_loss[2] = {{.loss = "sparse_categorical_crossentropy"}, {.loss = "hinge"}};
+    sy_compile_output bad_loss[2] = {{.loss = "sparse_categorical_crossentropy"}, {.loss = "hinge_loss"}};
     c.outputs = bad_loss;
-    CHECK_ERR(sy_model_compile(m, &c), SY_ERR_NOT_FOUND, "output 'reg'", "unknown loss 'hinge'");
+    CHECK_ERR(sy_model_compile(m, &c), SY_ERR_NOT_FOUND, "output 'reg'", "unknown loss 'hinge_loss'");
     static const char *const acc[] = {"sparse_categorical_accuracy"};
     sy_compile_output bad_metric[2] = {{.loss = "sparse_categorical_crossentropy"},
                                        {.loss = "mse", .metrics = acc, .n_metrics = 1}};

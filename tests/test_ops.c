@@ -588,6 +588,47 @@ static sy_node b_cat_ce_grad(ctx *c) { return loss_grad(c, SY_OP_CATEGORICAL_CE_
 static sy_node b_binary_ce_grad(ctx *c) { return loss_grad(c, SY_OP_BINARY_CE_GRAD, 2); }
 static sy_node b_mse_grad(ctx *c) { return loss_grad(c, SY_OP_MSE_GRAD, 1); }
 
+/* ---- issue 17, losses and metrics: the other Keras losses (KERAS_LOSS), ranges clear of their kinks ---- */
+static sy_node kloss(ctx *c, sy_loss_fn fn, double plo, double phi, double tlo, double thi, const sy_loss_params *p) {
+    return sy_graph_loss(c->g, fn, var(c, R(2, 6L, 5L), plo, phi), cin(c, R(2, 6L, 5L), tlo, thi), p);
+}
+static sy_node b_kl_mae(ctx *c) { return kloss(c, SY_LOSS_MAE, -2, 2, -2, 2, NULL); }
+static sy_node b_kl_mape(ctx *c) { return kloss(c, SY_LOSS_MAPE, -2, 2, 0.5, 2, NULL); }
+static sy_node b_kl_msle(ctx *c) { return kloss(c, SY_LOSS_MSLE, 0.1, 3, 0, 3, NULL); }
+static sy_node b_kl_huber(ctx *c) {
+    sy_loss_params p = sy_loss_params_default();
+    p.delta = 0.5;
+    return kloss(c, SY_LOSS_HUBER, -2, 2, -2, 2, &p);
+}
+static sy_node b_kl_logcosh(ctx *c) { return kloss(c, SY_LOSS_LOG_COSH, -3, 3, -1, 1, NULL); }
+static sy_node b_kl_kld(ctx *c) { return kloss(c, SY_LOSS_KLD, 0.05, 0.9, 0, 1, NULL); }
+static sy_node b_kl_poisson(ctx *c) { return kloss(c, SY_LOSS_POISSON, 0.1, 3, 0, 3, NULL); }
+static sy_node b_kl_hinge(ctx *c) { return kloss(c, SY_LOSS_HINGE, -2, 2, -1, 1, NULL); }
+static sy_node b_kl_sq_hinge(ctx *c) { return kloss(c, SY_LOSS_SQUARED_HINGE, -2, 2, -1, 1, NULL); }
+static sy_node b_kl_cat_hinge(ctx *c) { return kloss(c, SY_LOSS_CATEGORICAL_HINGE, -2, 2, 0, 1, NULL); }
+static sy_node b_kl_cosine(ctx *c) { return kloss(c, SY_LOSS_COSINE_SIMILARITY, -2, 2, -1, 1, NULL); }
+static sy_node b_kl_bfocal(ctx *c) { return kloss(c, SY_LOSS_BINARY_FOCAL, 0.05, 0.9, 0, 1, NULL); }
+static sy_node b_kl_bfocal_logits(ctx *c) {
+    sy_loss_params p = sy_loss_params_default();
+    p.from_logits = p.apply_class_balancing = true;
+    p.gamma = 1.5;
+    return kloss(c, SY_LOSS_BINARY_FOCAL, -3, 3, 0, 1, &p);
+}
+static sy_node b_kl_cfocal(ctx *c) { return kloss(c, SY_LOSS_CATEGORICAL_FOCAL, 0.05, 0.9, 0, 1, NULL); }
+static sy_node b_kl_cfocal_logits(ctx *c) {
+    sy_loss_params p = sy_loss_params_default();
+    p.from_logits = true;
+    return kloss(c, SY_LOSS_CATEGORICAL_FOCAL, -3, 3, 0, 1, &p);
+}
+static sy_node b_kl_grad(ctx *c) {
+    sy_loss_params p = sy_loss_params_default();
+    p.delta = 0.5;
+    sy_node y = kloss(c, SY_LOSS_HUBER, -2, 2, -2, 2, &p);
+    sy_node in[3] = {cin(c, R(1, 6L), -1, 1), graph_input(c->g, y, 0), graph_input(c->g, y, 1)};
+    sy_attrs at = graph_node(c->g, y)->attr;
+    return add_op(c, SY_OP_KERAS_LOSS_GRAD, in, 3, &at, NULL);
+}
+
 /* ---- the convolution family (issue 15) ---- */
 static sy_conv2d_options conv_o(int s, sy_padding p, int dh, int dw, int groups) {
     return (sy_conv2d_options){{s, s}, p, {dh, dw}, groups};
@@ -928,6 +969,23 @@ static const row rows[] = {
     /* optimizer updates: see check_optimizers() */
     /* normalization layers (moving_average: see check_moving_average()) */
     {"rsqrt", SY_OP_RSQRT, b_rsqrt, FWD | GRAD},
+    /* issue 17, losses and metrics */
+    {"keras_loss mean_absolute_error", SY_OP_KERAS_LOSS, b_kl_mae, FWD | GRAD},
+    {"keras_loss mean_absolute_percentage_error", SY_OP_KERAS_LOSS, b_kl_mape, FWD | GRAD},
+    {"keras_loss mean_squared_logarithmic_error", SY_OP_KERAS_LOSS, b_kl_msle, FWD | GRAD},
+    {"keras_loss huber delta 0.5", SY_OP_KERAS_LOSS, b_kl_huber, FWD | GRAD},
+    {"keras_loss log_cosh", SY_OP_KERAS_LOSS, b_kl_logcosh, FWD | GRAD},
+    {"keras_loss kl_divergence", SY_OP_KERAS_LOSS, b_kl_kld, FWD | GRAD},
+    {"keras_loss poisson", SY_OP_KERAS_LOSS, b_kl_poisson, FWD | GRAD},
+    {"keras_loss hinge", SY_OP_KERAS_LOSS, b_kl_hinge, FWD | GRAD},
+    {"keras_loss squared_hinge", SY_OP_KERAS_LOSS, b_kl_sq_hinge, FWD | GRAD},
+    {"keras_loss categorical_hinge", SY_OP_KERAS_LOSS, b_kl_cat_hinge, FWD | GRAD},
+    {"keras_loss cosine_similarity", SY_OP_KERAS_LOSS, b_kl_cosine, FWD | GRAD},
+    {"keras_loss binary_focal_crossentropy", SY_OP_KERAS_LOSS, b_kl_bfocal, FWD | GRAD},
+    {"keras_loss binary_focal_crossentropy logits balanced", SY_OP_KERAS_LOSS, b_kl_bfocal_logits, FWD | GRAD},
+    {"keras_loss categorical_focal_crossentropy", SY_OP_KERAS_LOSS, b_kl_cfocal, FWD | GRAD},
+    {"keras_loss categorical_focal_crossentropy logits", SY_OP_KERAS_LOSS, b_kl_cfocal_logits, FWD | GRAD},
+    {"keras_loss_grad", SY_OP_KERAS_LOSS_GRAD, b_kl_grad, FWD},
 };
 #define N_ROWS (int)(sizeof rows / sizeof rows[0])
 

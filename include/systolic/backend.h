@@ -25,6 +25,25 @@ const char *sy_backend_description(int index);
 int sy_op_count(void);
 const char *sy_op_name_at(int index);
 
+/* issue 17, losses and metrics: tf.keras 2.15's other built-in losses, the
+ * functions of the keras_loss op (sy_graph_loss), each per row of the last
+ * axis (docs/design/losses-metrics.md gives each formula). */
+typedef enum sy_loss_fn {
+    SY_LOSS_MAE = 1,            /* mean |p - t| */
+    SY_LOSS_MAPE,               /* 100 mean |(t - p) / max(|t|, eps)| */
+    SY_LOSS_MSLE,               /* mean (log1p(max(p, eps)) - log1p(max(t, eps)))^2 */
+    SY_LOSS_HUBER,              /* delta */
+    SY_LOSS_LOG_COSH,
+    SY_LOSS_KLD,                /* sum t log(t / p), both clipped to [eps, 1] */
+    SY_LOSS_POISSON,            /* mean p - t log(p + eps) */
+    SY_LOSS_HINGE,              /* labels all 0 or 1 are taken as -1 and 1 */
+    SY_LOSS_SQUARED_HINGE,
+    SY_LOSS_CATEGORICAL_HINGE,
+    SY_LOSS_COSINE_SIMILARITY,  /* -cos(t, p) */
+    SY_LOSS_BINARY_FOCAL,       /* alpha, gamma, apply_class_balancing, from_logits */
+    SY_LOSS_CATEGORICAL_FOCAL   /* alpha, gamma, from_logits */
+} sy_loss_fn;
+
 #ifdef __cplusplus
 }
 #endif

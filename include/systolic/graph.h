@@ -21,6 +21,7 @@
 #ifndef SYSTOLIC_GRAPH_H
 #define SYSTOLIC_GRAPH_H
 
+#include "systolic/backend.h"
 #include "systolic/core.h"
 
 #ifdef __cplusplus
@@ -232,6 +233,25 @@ sy_node sy_graph_binary_crossentropy(sy_graph *g, sy_node y_pred, sy_node target
 bool sy_graph_is_activation_output(const sy_graph *g, sy_node y_pred, bool sigmoid);
 /* Mean over the last axis of (y_pred - targets)^2. */
 sy_node sy_graph_mean_squared_error(sy_graph *g, sy_node y_pred, sy_node targets);
+
+/* issue 17, losses and metrics: tf.keras 2.15's other built-in losses, each
+ * per row of the last axis, (..., C) -> (...), as keras.losses' functions
+ * (docs/design/losses-metrics.md gives each formula). Targets get no
+ * gradient. */
+/* sy_loss_fn: include/systolic/backend.h (its kernels dispatch on it). */
+
+typedef struct sy_loss_params {
+    double delta;               /* Huber: 1 */
+    double alpha, gamma;        /* focal: 0.25, 2 */
+    bool apply_class_balancing; /* binary focal */
+    bool from_logits;           /* focal: y_pred are logits */
+} sy_loss_params;
+
+/* Keras's defaults for every loss. */
+sy_loss_params sy_loss_params_default(void);
+/* As the crossentropies, a focal loss over the direct output of a sigmoid
+ * (softmax for categorical) takes that op's logits. */
+sy_node sy_graph_loss(sy_graph *g, sy_loss_fn fn, sy_node y_pred, sy_node targets, const sy_loss_params *p);
 
 #ifdef __cplusplus
 }

@@ -430,6 +430,24 @@ void sy_model_summary(const sy_model *m, FILE *out);
 /* ---- compile ------------------------------------------------------------------- */
 
 /* One output's part of compile(): Keras's list (or dict) entry. */
+/* issue 17, losses and metrics: a loss's arguments, those of its Keras
+ * Loss class (sy_loss_args_default gives Keras's defaults). Given (a
+ * non-NULL loss_args), the loss is Keras's Loss object and training_config
+ * writes it as {"class_name", "config"}; NULL is the plain name. Arguments
+ * the loss does not take must keep their defaults. */
+typedef struct sy_loss_args {
+    double label_smoothing;     /* binary/categorical crossentropy and their focal forms: 0 */
+    int32_t axis;               /* -1; only the last axis is computed */
+    double delta;               /* Huber: 1 */
+    double alpha, gamma;        /* the focal crossentropies: 0.25, 2 */
+    bool apply_class_balancing; /* BinaryFocalCrossentropy: false */
+    bool has_ignore_class;      /* SparseCategoricalCrossentropy's ignore_class: refused (not implemented) */
+    int32_t ignore_class;
+    const char *name;           /* the Loss object's name; NULL: Keras's default ("huber_loss", ...) */
+} sy_loss_args;
+
+sy_loss_args sy_loss_args_default(void);
+
 typedef struct sy_compile_output {
     const char *output;          /* the output layer's name (Keras's dict key); NULL: by position (list) */
     const char *loss;            /* NULL: the options' loss (and from_logits) */
@@ -437,17 +455,17 @@ typedef struct sy_compile_output {
     const char *const *metrics;  /* this output's metrics (Keras's list of lists); none: the options'
                                     flat metrics, if any */
     int32_t n_metrics;
+    const sy_loss_args *loss_args; /* issue 17: with loss, its arguments (NULL: Keras's defaults, the plain name) */
 } sy_compile_output;
 
 typedef struct sy_compile_options {
     sy_optimizer optimizer;      /* default: RMSprop(0.001), as Keras's compile() */
-    const char *loss;            /* Keras's name: sparse_categorical_crossentropy,
-                                    categorical_crossentropy, binary_crossentropy,
-                                    mean_squared_error (mse) */
+    const char *loss;            /* Keras's name or class name: every tf.keras 2.15 built-in loss
+                                    (docs/design/losses-metrics.md lists them and their aliases) */
     bool from_logits;            /* the loss takes logits */
-    const char *const *metrics;  /* Keras's names: accuracy (acc), sparse_categorical_accuracy,
-                                    categorical_accuracy, binary_accuracy, mean_squared_error (mse),
-                                    mean_absolute_error (mae) */
+    const char *const *metrics;  /* Keras's names: accuracy (acc), sparse_categorical_accuracy, ...;
+                                    docs/design/losses-metrics.md lists them (issue 17), with
+                                    arguments as "AUC(curve=PR)", "TopKCategoricalAccuracy(k=3)" */
     int32_t n_metrics;
     const char *backend;         /* "cpu" (default) or "ref" */
     int32_t steps_per_execution; /* steps per host round trip: 1; the progress bar and
@@ -468,6 +486,7 @@ typedef struct sy_compile_options {
     int32_t n_outputs;
     const double *loss_weights;
     int32_t n_loss_weights;
+    const sy_loss_args *loss_args; /* issue 17: the loss's arguments (NULL: Keras's defaults, the plain name) */
 } sy_compile_options;
 
 sy_compile_options sy_compile_options_default(void);

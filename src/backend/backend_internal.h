@@ -118,6 +118,8 @@ typedef union sy_attrs {
     } opt;
     sy_eprog *fused;                                               /* FUSED_ELTWISE (owned by the graph) */
     struct { float decay; } moving;                                /* MOVING_AVERAGE: 1 - momentum, rounded as Keras does */
+    /* issue 17, losses and metrics: KERAS_LOSS and its grad; a: Huber's delta or focal alpha, b: focal gamma */
+    struct { uint8_t fn, from_logits, balance; float a, b; } loss;
 } sy_attrs;
 
 /* Runtime context of one plan instance (one replica). */

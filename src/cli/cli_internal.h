@@ -74,8 +74,10 @@ typedef struct file_model {
      * with, used unless --optimizer or --learning-rate say otherwise */
     bool has_optimizer;
     sy_optimizer optimizer;
-    char saved_loss[48], saved_metrics[4][40];
+    char saved_loss[48], saved_metrics[4][64];
     bool saved_from_logits; /* the file's loss takes logits (a Loss object's from_logits) */
+    bool saved_has_args;    /* issue 17: the file's loss is a Loss object with these arguments */
+    sy_loss_args saved_args;
 } file_model;
 
 /* Set f up from MODEL's path and the file model's flags (each may be NULL).

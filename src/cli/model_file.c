@@ -89,7 +89,11 @@ int file_model_init(file_model *f, const char *command, const char *path, const 
         snprintf(f->metrics, sizeof f->metrics, "%s", metrics);
         int n = 0;
         for (char *m = f->metrics, *comma; m; m = comma ? comma + 1 : NULL) { /* A,B: every name given */
-            if ((comma = strchr(m, ','))) *comma = '\0';
+            /* issue 17: a comma inside a class's arguments, AUC(curve='PR', num_thresholds=50), is not a separator */
+            int depth = 0;
+            for (comma = m; *comma && (*comma != ',' || depth > 0); comma++) depth += (*comma == '(') - (*comma == ')');
+            if (*comma) *comma = '\0';
+            else comma = NULL;
             if (!*m) {
                 fprintf(stderr, "systolic %s: --metrics: '%s' has an empty name; give Keras metric names separated by "
                                 "commas, e.g. accuracy\n", command, metrics);
@@ -159,11 +163,13 @@ sy_status file_model_load(file_model *f, uint64_t seed, sy_model **out) {
                 snprintf(f->saved_loss, sizeof f->saved_loss, "%s", m->heads[0].loss_name);
                 f->b.loss = f->saved_loss;
                 f->saved_from_logits = m->heads[0].from_logits; /* the recompile must keep it */
+                f->saved_has_args = m->heads[0].object; /* issue 17: and its arguments */
+                f->saved_args = m->heads[0].args;
             }
             if (!f->metrics_given && m->heads[0].n_metrics > 0) {
                 int32_t n = m->heads[0].n_metrics < 4 ? m->heads[0].n_metrics : 4;
                 for (int32_t i = 0; i < n; i++) {
-                    snprintf(f->saved_metrics[i], sizeof f->saved_metrics[i], "%s", m->heads[0].metrics[i].name);
+                    snprintf(f->saved_metrics[i], sizeof f->saved_metrics[i], "%s", m->heads[0].metrics[i].given);
                     f->b.metrics[i] = f->saved_metrics[i];
                 }
                 f->b.n_metrics = n;

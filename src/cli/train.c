@@ -28,6 +28,8 @@ typedef struct run_opts {
     bool optimizer_set, learning_rate_set; /* given on the command line */
     /* a model from a file (model.json, model.h5) */
     const char *dataset, *loss, *metrics;
+    double label_smoothing; /* issue 17: --label-smoothing, the crossentropies' */
+    bool label_smoothing_set;
     /* saving */
     const char *save_weights, *load_weights, *save_model;
     /* checkpoints */
@@ -55,6 +57,7 @@ enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_E
        F_LOGDIR, F_UPDATE_FREQ,
        F_CSV_LOG, F_CSV_APPEND, F_PATIENCE, F_MONITOR, F_MIN_DELTA, F_RESTORE_BEST,
        F_TERMINATE_ON_NAN, F_INPUT, F_OUTPUT,
+       F_LABEL_SMOOTHING, /* issue 17, losses and metrics */
        F_N };
 
 static void make_flags(flag *f, run_opts *o) {
@@ -95,12 +98,17 @@ static void make_flags(flag *f, run_opts *o) {
                           "model takes it",
                           .set = false};
     f[F_LOSS] = (flag){"--loss", FLAG_STRING, &o->loss, "NAME",
-                       "a model file's loss, Keras's name (default sparse_categorical_crossentropy; "
-                       "binary_crossentropy for a one-unit output)",
+                       "a model file's loss, Keras's name: any tf.keras 2.15 built-in loss, e.g. huber, "
+                       "binary_focal_crossentropy (default sparse_categorical_crossentropy; binary_crossentropy for "
+                       "a one-unit output)",
                        .set = false};
+    f[F_LABEL_SMOOTHING] = (flag){"--label-smoothing", FLAG_FLOAT, &o->label_smoothing, "X",
+                                  "the loss's label_smoothing, in [0, 1] (binary and categorical crossentropy and "
+                                  "their focal forms, as Keras's)",
+                                  .set = false, .lo = 0, .hi = 1};
     f[F_METRICS] = (flag){"--metrics", FLAG_STRING, &o->metrics, "A,B",
-                          "a model file's metrics, Keras's names (default sparse_categorical_accuracy; accuracy for a "
-                          "one-unit output)",
+                          "a model file's metrics, Keras's names or classes with arguments, e.g. "
+                          "\"AUC(curve='PR')\" (default sparse_categorical_accuracy; accuracy for a one-unit output)",
                           .set = false};
     /* saving */
     f[F_SAVE_WEIGHTS] = (flag){"--save-weights", FLAG_STRING, &o->save_weights, "FILE",
@@ -161,9 +169,9 @@ static const int train_flags[] = {F_EPOCHS,     F_STEPS,      F_BATCH,      F_OP
                                   F_DATA_COMPRESSION, F_SKIP_CORRUPT, F_DATASET, F_LOSS,    F_METRICS,      F_SAVE_WEIGHTS,
                                   F_LOAD_WEIGHTS, F_SAVE_MODEL, F_MODEL_DIR, F_CKPT_STEPS,  F_KEEP_CKPT,    F_RESUME,
                                   F_LOGDIR,     F_UPDATE_FREQ, F_CSV_LOG,   F_CSV_APPEND,  F_PATIENCE,     F_MONITOR,
-                                  F_MIN_DELTA,  F_RESTORE_BEST, F_TERMINATE_ON_NAN, -1};
+                                  F_MIN_DELTA,  F_RESTORE_BEST, F_TERMINATE_ON_NAN, F_LABEL_SMOOTHING, -1};
 static const int eval_flags[] = {F_BATCH, F_EVALSTEPS, F_SEED, F_VERBOSE, F_TPU, F_SPE, F_DATASET, F_LOSS, F_METRICS,
-                                 F_LOAD_WEIGHTS, -1};
+                                 F_LOAD_WEIGHTS, F_LABEL_SMOOTHING, -1};
 static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, F_DATASET, F_LOAD_WEIGHTS,
                                     F_INPUT, F_OUTPUT, -1};
 static const int summary_flags[] = {F_SEED, F_LOAD_WEIGHTS, -1};
@@ -284,6 +292,7 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
     if (!f[F_BATCH].set) o->batch_size = b->batch_size;
     o->optimizer_set = f[F_OPTIMIZER].set;
     o->learning_rate_set = f[F_LR].set;
+    o->label_smoothing_set = f[F_LABEL_SMOOTHING].set;
     if (!f[F_OPTIMIZER].set) o->optimizer = b->optimizer;
     if (!f[F_LR].set) o->learning_rate = b->learning_rate;
     if (!f[F_VALFREQ].set) o->validation_freq = b->validation_freq;
@@ -362,6 +371,13 @@ static int prepare(const char *command, const builtin_model *b, file_model *fm, 
     c.loss = b->loss;
     /* the .h5 file's own loss, with its from_logits (a --loss NAME takes probabilities, as Keras's compile(loss=NAME)) */
     c.from_logits = fm ? b->loss == fm->saved_loss && fm->saved_from_logits : b->from_logits;
+    /* issue 17: the file's Loss object's arguments, and --label-smoothing over them */
+    sy_loss_args args = fm && b->loss == fm->saved_loss && fm->saved_has_args ? fm->saved_args : sy_loss_args_default();
+    if (fm && b->loss == fm->saved_loss && fm->saved_has_args) c.loss_args = &args;
+    if (o->label_smoothing_set) {
+        args.label_smoothing = o->label_smoothing;
+        c.loss_args = &args;
+    }
     c.metrics = b->metrics;
     c.n_metrics = b->n_metrics;
     c.steps_per_execution = (int32_t)o->steps_per_execution;
@@ -369,6 +385,7 @@ static int prepare(const char *command, const builtin_model *b, file_model *fm, 
         /* an unknown --loss or --metrics name, or a metric that does not go with the loss: known only now */
         if ((st == SY_ERR_NOT_FOUND || st == SY_ERR_INVALID_ARGUMENT) && (o->loss || o->metrics))
             return flag_refused(command, o->loss && o->metrics ? "--loss, --metrics" : o->loss ? "--loss" : "--metrics");
+        if (st == SY_ERR_INVALID_ARGUMENT && o->label_smoothing_set) return flag_refused(command, "--label-smoothing");
         return fail(command, b->name);
     }
     if (o->load_weights && sy_model_load_weights(*m, o->load_weights)) return fail(command, "--load-weights");

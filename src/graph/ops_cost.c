@@ -169,6 +169,9 @@ COST_STREAMED(SPARSE_CATEGORICAL_CE_GRAD, 2)
 COST_STREAMED(CATEGORICAL_CE_GRAD, 2)
 COST_STREAMED(BINARY_CE_GRAD, 5)
 COST_STREAMED(MSE_GRAD, 3)
+/* issue 17, losses and metrics: about a dozen flops per element (log, pow and exp counted as one) */
+COST_REDUCING(KERAS_LOSS, 12)
+COST_STREAMED(KERAS_LOSS_GRAD, 16)
 
 /* The pools: a window of kh * kw inputs per output (forward) or per dy element (gradient). */
 static double window(const sy_node_rec *n) {

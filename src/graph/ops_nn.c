@@ -481,6 +481,51 @@ sy_node sy_graph_mean_squared_error(sy_graph *g, sy_node y_pred, sy_node targets
     return loss2(g, SY_OP_MSE, y_pred, targets);
 }
 
+/* ---- issue 17, losses and metrics: KERAS_LOSS ----------------------------------------------- */
+
+sy_status infer_KERAS_LOSS(sy_graph *g, sy_node_rec *n) {
+    if (n->attr.loss.fn < SY_LOSS_MAE || n->attr.loss.fn > SY_LOSS_CATEGORICAL_FOCAL)
+        return graph_fail(g, n, SY_ERR_INVALID_ARGUMENT, "unknown loss function %d", n->attr.loss.fn);
+    return infer_dense_loss(g, n);
+}
+sy_status infer_KERAS_LOSS_GRAD(sy_graph *g, sy_node_rec *n) { return infer_loss_grad(g, n); }
+
+sy_status grad_KERAS_LOSS(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx) {
+    sy_status st = no_target_grad(g, y, need);
+    if (st) return st;
+    if (need[0]) {
+        sy_node in[3] = {dy, graph_input(g, y, 0), graph_input(g, y, 1)};
+        sy_attrs at = graph_node(g, y)->attr;
+        dx[0] = graph_add(g, SY_OP_KERAS_LOSS_GRAD, in, 3, &at, NULL);
+    }
+    return sy_graph_status(g);
+}
+
+sy_loss_params sy_loss_params_default(void) {
+    return (sy_loss_params){.delta = 1.0, .alpha = 0.25, .gamma = 2.0, .apply_class_balancing = false, .from_logits = false};
+}
+
+sy_node sy_graph_loss(sy_graph *g, sy_loss_fn fn, sy_node y_pred, sy_node targets, const sy_loss_params *p) {
+    sy_loss_params d = sy_loss_params_default();
+    if (!p) p = &d;
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.loss.fn = (uint8_t)fn;
+    at.loss.from_logits = p->from_logits;
+    at.loss.balance = p->apply_class_balancing;
+    at.loss.a = (float)(fn == SY_LOSS_HUBER ? p->delta : p->alpha);
+    at.loss.b = (float)p->gamma;
+    if (fn == SY_LOSS_BINARY_FOCAL || fn == SY_LOSS_CATEGORICAL_FOCAL) { /* backend._get_logits, as the crossentropies */
+        sy_node logits = logits_of(g, y_pred, fn == SY_LOSS_BINARY_FOCAL ? SY_OP_SIGMOID : SY_OP_SOFTMAX);
+        if (logits != SY_NONE) {
+            y_pred = logits;
+            at.loss.from_logits = 1;
+        }
+    }
+    sy_node in[2] = {y_pred, targets};
+    return graph_add(g, SY_OP_KERAS_LOSS, in, 2, &at, NULL);
+}
+
 /* ---- optimizer updates (added by the compiler) ----------------------------------------- */
 
 /* (param, grad, slots...): all float, all of the param's shape. */

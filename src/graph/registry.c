@@ -89,6 +89,9 @@ static const sy_op_def defs[SY_OP_COUNT] = {
     /* normalization layers */
     DIFF(RSQRT),
     ROW(MOVING_AVERAGE, NULL, SY_OPF_UPDATE, 0),
+    /* issue 17, losses and metrics */
+    DIFF(KERAS_LOSS),
+    GRADOP(KERAS_LOSS_GRAD),
     ROW(FUSED_ELTWISE, NULL, SY_OPF_GRAD_OP, 0),
 };
 

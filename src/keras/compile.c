@@ -44,31 +44,6 @@ sy_status sy_optimizer_from_name(const char *name, sy_optimizer *out) {
     return SY_OK;
 }
 
-static const struct {
-    const char *name;
-    keras_loss loss;
-} losses[] = {
-    {"sparse_categorical_crossentropy", KERAS_LOSS_SPARSE_CATEGORICAL_CE},
-    {"categorical_crossentropy", KERAS_LOSS_CATEGORICAL_CE},
-    {"binary_crossentropy", KERAS_LOSS_BINARY_CE},
-    {"mean_squared_error", KERAS_LOSS_MSE},
-    {"mse", KERAS_LOSS_MSE},
-    {"MSE", KERAS_LOSS_MSE},
-};
-
-static sy_status resolve_loss(const char *where, const char *name, model_head *h) {
-    for (size_t i = 0; name && i < sizeof losses / sizeof losses[0]; i++)
-        if (strcmp(name, losses[i].name) == 0) {
-            h->loss = losses[i].loss;
-            snprintf(h->loss_name, sizeof h->loss_name, "%s", name);
-            return SY_OK;
-        }
-    return sy_error(SY_ERR_NOT_FOUND,
-                    "%s: unknown loss '%s'; known: sparse_categorical_crossentropy, categorical_crossentropy, "
-                    "binary_crossentropy, mean_squared_error (mse)",
-                    where, name ? name : "(none given)");
-}
-
 /* Keras resolves "accuracy" by the shapes: a one-unit output is binary,
  * integer labels are sparse, anything else categorical. Labels here take
  * the loss's form, so the loss decides between sparse and categorical.
@@ -77,6 +52,10 @@ static sy_status resolve_metric(const char *where, const sy_shape *out_shape, co
                                 metric_spec *out) {
     int64_t classes = out_shape->dims[out_shape->rank - 1];
     bool sparse = h->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE;
+    /* issue 17, losses and metrics: top-k, AUC, Precision, Recall, the mean errors, RMSE (metrics.c) */
+    sy_status found = metric_resolve(where, name, sparse, out);
+    if (found != SY_ERR_NOT_FOUND) return found;
+    memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", name ? name : "");
     if (name && (strcmp(name, "accuracy") == 0 || strcmp(name, "acc") == 0)) {
         out->kind = classes == 1 ? KERAS_METRIC_BINARY_ACCURACY
@@ -114,7 +93,12 @@ static sy_status resolve_metric(const char *where, const sy_shape *out_shape, co
         }
     return sy_error(SY_ERR_NOT_FOUND,
                     "%s: unknown metric '%s'; known: accuracy (acc), sparse_categorical_accuracy, "
-                    "categorical_accuracy, binary_accuracy, mean_squared_error (mse), mean_absolute_error (mae)",
+                    "categorical_accuracy, binary_accuracy, mean_squared_error (mse), mean_absolute_error (mae), "
+                    "mean_absolute_percentage_error (mape), mean_squared_logarithmic_error (msle), "
+                    "top_k_categorical_accuracy, sparse_top_k_categorical_accuracy, and the classes AUC, Precision, "
+                    "Recall, RootMeanSquaredError, MeanSquaredError, MeanAbsoluteError, "
+                    "MeanAbsolutePercentageError, MeanSquaredLogarithmicError, TopKCategoricalAccuracy, "
+                    "SparseTopKCategoricalAccuracy (with arguments: \"AUC(curve='PR')\")",
                     where, name ? name : "(null)");
 }
 
@@ -192,32 +176,42 @@ static sy_status resolve_head(const sy_model *m, const sy_compile_options *o, in
     else snprintf(where, sizeof where, "compile");
     memset(h, 0, sizeof *h);
     bool own = e && e->loss;
-    sy_status st = resolve_loss(where, own ? e->loss : o->loss, h);
-    if (st) return st;
-    h->from_logits = own ? e->from_logits : o->from_logits;
     h->weight = weight;
-    if (h->from_logits && h->loss == KERAS_LOSS_MSE) /* Keras's MeanSquaredError has no from_logits */
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: from_logits is an argument of the crossentropy losses, not of '%s'",
-                        where, h->loss_name);
     sy_shape out = model_output_shape_at(m, j);
-    if (h->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE && out.dims[out.rank - 1] < 2) {
-        char s[SY_SHAPE_STR_MAX];
-        return sy_error(SY_ERR_SHAPE,
-                        "%s: sparse_categorical_crossentropy needs one output per class, but the model's output is %s; "
-                        "for two classes with one sigmoid unit use binary_crossentropy",
-                        where, keras_shape_str(&out, s, sizeof s));
-    }
+    /* issue 17: every Keras loss, with its Loss object's arguments */
+    sy_status st = keras_loss_resolve(where, own ? e->loss : o->loss, own ? e->from_logits : o->from_logits,
+                                      own ? e->loss_args : o->loss_args, &out, h);
+    if (st) return st;
     const char *const *names = e && e->n_metrics ? e->metrics : o->metrics;
     int32_t n = e && e->n_metrics ? e->n_metrics : o->n_metrics;
     if (n < 0 || n > HEAD_MAX_METRICS || (n > 0 && !names))
         return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %d metrics given; at most %d", where, n, HEAD_MAX_METRICS);
     for (int32_t i = 0; i < n; i++) {
         if ((st = resolve_metric(where, &out, h, names[i], &h->metrics[i]))) return st;
+        snprintf(h->metrics[i].given, sizeof h->metrics[i].given, "%s", names[i]);
         for (int32_t k = 0; k < i; k++)
             if (strcmp(h->metrics[k].name, h->metrics[i].name) == 0)
                 return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: metric '%s' is listed twice", where, h->metrics[i].name);
         h->n_metrics = i + 1;
     }
+    return SY_OK;
+}
+
+/* issue 17: each metric's place in the sums' state, every output's in turn */
+static sy_status place_metric_states(model_head *heads, int32_t n_outputs) {
+    int32_t at = 0;
+    for (int32_t j = 0; j < n_outputs; j++)
+        for (int32_t i = 0; i < heads[j].n_metrics; i++) {
+            metric_spec *ms = &heads[j].metrics[i];
+            ms->state = at;
+            ms->n_state = metric_state_size(ms);
+            at += ms->n_state;
+            if (at > METRIC_STATE_MAX)
+                return sy_error(SY_ERR_INVALID_ARGUMENT,
+                                "compile: the metrics' running state needs more than %d numbers (metric '%s' and "
+                                "those before it); give AUC fewer num_thresholds or fewer metrics",
+                                METRIC_STATE_MAX, ms->name);
+        }
     return SY_OK;
 }
 
@@ -272,6 +266,7 @@ sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
                             model_output_name(m, j), w);
         if ((st = resolve_head(m, o, j, e >= 0 ? &o->outputs[e] : NULL, w, &heads[j]))) return st;
     }
+    if ((st = place_metric_states(heads, m->n_outputs))) return st;
     if (!m->strategy) { /* outside any scope: one replica, kernels on every core (or o->threads) */
         sy_strategy *own;
         if ((st = strategy_new(1, o->threads ? o->threads : sy_cpu_count(), &own))) return st;
@@ -306,6 +301,13 @@ const char *model_output_name(const sy_model *m, int32_t j) {
 
 sy_shape model_input_shape_at(const sy_model *m, int32_t i) {
     return i > 0 && i < m->n_inputs ? m->inputs[i].shape : m->input_shape;
+}
+
+int32_t model_metric_state_count(const sy_model *m) {
+    int32_t n = 0;
+    for (int32_t j = 0; j < m->n_outputs; j++)
+        for (int32_t i = 0; i < m->heads[j].n_metrics; i++) n += m->heads[j].metrics[i].n_state;
+    return n;
 }
 
 int32_t model_metric_count(const sy_model *m) {
@@ -438,26 +440,6 @@ bool keras_build_layers(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node
     return ok;
 }
 
-/* Output j's loss per sample (batch,), unweighted. */
-static sy_node build_loss(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y) {
-    sy_node l;
-    const model_head *h = &m->heads[j];
-    keras_loss_warn_logits(m, j, g, pred);
-    switch (h->loss) {
-    case KERAS_LOSS_SPARSE_CATEGORICAL_CE: l = sy_graph_sparse_categorical_crossentropy(g, pred, y, h->from_logits); break;
-    case KERAS_LOSS_CATEGORICAL_CE: l = sy_graph_categorical_crossentropy(g, pred, y, h->from_logits); break;
-    case KERAS_LOSS_BINARY_CE: l = sy_graph_binary_crossentropy(g, pred, y, h->from_logits); break;
-    default: l = sy_graph_mean_squared_error(g, pred, y); break;
-    }
-    sy_shape ls = sy_graph_shape(g, l);
-    if (ls.rank > 1) { /* (batch, T, ...): the mean over the rest is each sample's loss */
-        int32_t axes[SY_MAX_RANK];
-        for (int i = 1; i < ls.rank; i++) axes[i - 1] = i;
-        l = sy_graph_reduce_mean(g, l, axes, ls.rank - 1, false);
-    }
-    return l;
-}
-
 static sy_strategy *model_strategy(const sy_model *m) { return m->strategy ? m->strategy : m->own_strategy; }
 
 /* "x", "x_1", ...: the graph's name of input (or label) i. */
@@ -493,7 +475,7 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
             sy_shape ls = model_label_shape(m, j);
             p->y[j] = sy_graph_input(g, io_name("y", j, name, sizeof name), model_label_dtype(m, j),
                                      keras_batch_shape(batch, &ls));
-            sy_node l = p->out_loss[j] = build_loss(m, j, g, p->pred[j], p->y[j]);
+            sy_node l = p->out_loss[j] = keras_loss_build(m, j, g, p->pred[j], p->y[j]);
             if (m->heads[j].weight != 1.0)
                 l = sy_graph_mul(g, l, sy_graph_fill(g, SY_F32, sy_shape_of(0), m->heads[j].weight));
             total = total == SY_NONE ? l : sy_graph_add(g, total, l);

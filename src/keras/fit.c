@@ -329,7 +329,6 @@ static void read_sums(void *ctx, int64_t step, int32_t replica, sy_plan *plan) {
     while (rows < p->batch && idx[rows] >= 0) rows++;
     const float *l = sy_plan_output(plan, p->per_example);
     for (int64_t k = 0; k < rows; k++) s->loss += l[k];
-    int32_t metric = 0;
     for (int32_t j = 0; j < m->n_outputs; j++) {
         if (m->n_outputs > 1) {
             const float *lj = sy_plan_output(plan, p->out_loss[j]);
@@ -339,8 +338,10 @@ static void read_sums(void *ctx, int64_t step, int32_t replica, sy_plan *plan) {
         const void *labels = sy_plan_input(plan, p->y[j]);
         int64_t per_row, rows_of_pred;
         output_rows(m, j, rows, &per_row, &rows_of_pred);
-        for (int32_t i = 0; i < m->heads[j].n_metrics; i++)
-            metric_accumulate(m->heads[j].metrics[i].kind, pred, labels, rows_of_pred, per_row, &s->metric[metric++]);
+        for (int32_t i = 0; i < m->heads[j].n_metrics; i++) { /* issue 17: each metric's own state */
+            const metric_spec *ms = &m->heads[j].metrics[i];
+            metric_update(ms, pred, labels, rows_of_pred, per_row, &s->metric[ms->state]);
+        }
     }
     s->seen = rows;
 }
@@ -362,7 +363,7 @@ static void read_predictions(void *ctx, int64_t step, int32_t replica, sy_plan *
 /* Add shard sums in (step, replica) order: the same order whatever the
  * steps per execution, so the logs do not depend on it. */
 static void fold(const trip *t, int64_t steps, sums *into) {
-    int32_t n_metrics = model_metric_count(t->m);
+    int32_t n_metrics = model_metric_state_count(t->m); /* issue 17: confusion counts add up too */
     for (int64_t i = 0; i < steps * t->replicas; i++) {
         into->loss += t->parts[i].loss;
         for (int32_t j = 0; j < t->m->n_outputs; j++) into->out_loss[j] += t->parts[i].out_loss[j];
@@ -383,14 +384,14 @@ static void sums_to_logs(const sy_model *m, const sums *s, const char *prefix, s
         snprintf(name, sizeof name, "%s%s_loss", prefix, model_output_name(m, j));
         logs_set(logs, name, s->out_loss[j] / n);
     }
-    int32_t metric = 0;
     for (int32_t j = 0; j < m->n_outputs; j++) {
         int64_t per_row, rows_of_pred;
         output_rows(m, j, 1, &per_row, &rows_of_pred);
         for (int32_t i = 0; i < m->heads[j].n_metrics; i++) {
             if (several) snprintf(name, sizeof name, "%s%s_%s", prefix, model_output_name(m, j), m->heads[j].metrics[i].name);
             else snprintf(name, sizeof name, "%s%s", prefix, m->heads[j].metrics[i].name);
-            logs_set(logs, name, s->metric[metric++] / (n * (double)rows_of_pred));
+            const metric_spec *ms = &m->heads[j].metrics[i]; /* issue 17: from the epoch's state, as Keras's result() */
+            logs_set(logs, name, metric_value(ms, &s->metric[ms->state], n * (double)rows_of_pred));
         }
     }
 }

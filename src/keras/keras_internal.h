@@ -146,7 +146,8 @@ typedef enum keras_loss {
     KERAS_LOSS_SPARSE_CATEGORICAL_CE = 1,
     KERAS_LOSS_CATEGORICAL_CE,
     KERAS_LOSS_BINARY_CE,
-    KERAS_LOSS_MSE
+    KERAS_LOSS_MSE,
+    KERAS_LOSS_FN /* issue 17: the keras_loss op's, model_head.fn */
 } keras_loss;
 
 typedef enum keras_metric {
@@ -154,19 +155,83 @@ typedef enum keras_metric {
     KERAS_METRIC_CATEGORICAL_ACCURACY,
     KERAS_METRIC_BINARY_ACCURACY,
     KERAS_METRIC_MSE, /* issue 15: mean_squared_error (mse), mean_absolute_error (mae) */
-    KERAS_METRIC_MAE
+    KERAS_METRIC_MAE,
+    /* issue 17, losses and metrics (metrics.c) */
+    KERAS_METRIC_TOP_K,        /* top_k_categorical_accuracy */
+    KERAS_METRIC_SPARSE_TOP_K, /* sparse_top_k_categorical_accuracy */
+    KERAS_METRIC_MAPE,
+    KERAS_METRIC_MSLE,
+    KERAS_METRIC_RMSE,         /* RootMeanSquaredError: sqrt of the epoch's mean */
+    KERAS_METRIC_AUC,          /* confusion counts at num_thresholds thresholds */
+    KERAS_METRIC_PRECISION,
+    KERAS_METRIC_RECALL
 } keras_metric;
+
+/* the doubles of every metric's running state together (fit_sums.metric) */
+#define METRIC_STATE_MAX 1024
 
 typedef struct metric_spec {
     keras_metric kind;
     char name[40]; /* as compile() got it, the logs' name with one output: "accuracy", "mse" */
+    /* issue 17, losses and metrics: Keras's metric class (training_config
+     * writes {"class_name": ...}, not MeanMetricWrapper), its arguments,
+     * and its running state: n_state doubles at fit_sums.metric[state] */
+    bool cls;
+    int32_t k;              /* top-k: 5 */
+    int32_t num_thresholds; /* AUC: 200 */
+    bool pr;                /* AUC: curve PR (else ROC) */
+    bool has_threshold;     /* Precision, Recall: thresholds given (else null: 0.5) */
+    double threshold;
+    int32_t state, n_state;
+    char given[64]; /* as compile() got it ("AUC(curve='PR')"), to compile again with */
 } metric_spec;
+
+/* A metric that compile() knows beyond the accuracies, mse and mae: its
+ * name as Keras's, or with arguments as "AUC(curve=PR, num_thresholds=50)"
+ * or "TopKCategoricalAccuracy(k=2)", into out (kind, logs name, arguments;
+ * out->state is set by compile). sparse: the labels are class indices.
+ * SY_ERR_NOT_FOUND with no message when the name is not one of these. */
+sy_status metric_resolve(const char *where, const char *text, bool sparse, metric_spec *out);
+/* The state's size of a metric (1 for the means). */
+int32_t metric_state_size(const metric_spec *ms);
+/* Add `rows` rows of predictions (rows, per_row) and labels to ms's state. */
+void metric_update(const metric_spec *ms, const float *pred, const void *labels, int64_t rows, int64_t per_row,
+                   double *state);
+/* The metric's value from its state; count: the rows of predictions seen. */
+double metric_value(const metric_spec *ms, const double *state, double count);
+/* The metric as training_config writes it (name: its logs name). */
+struct json_t *metric_json(const metric_spec *ms, const char *name);
+/* A training_config's metric object (class_name, config) as a name
+ * metric_resolve takes, into buf; NULL if it is not one of these. */
+const char *metric_text_from_json(const struct json_t *v, const char *prefix, char *buf, size_t size);
 
 /* Per-sample metric value for `rows` samples: pred (rows, classes...),
  * labels as the loss takes them (int32 class indices for sparse, else float
  * of pred's shape). Adds the sum over rows to *sum. */
 void metric_accumulate(keras_metric kind, const float *pred, const void *labels, int64_t rows, int64_t per_row,
                        double *sum);
+
+/* ---- issue 17, losses and metrics (losses.c) ------------------------------------------ */
+
+struct model_head;
+/* Resolve a loss by Keras's name or class name into h (its kind, fn, name,
+ * from_logits and arguments; args NULL: the defaults, a plain name),
+ * refusing unknown names and arguments the loss does not take, with
+ * `where` opening the message. out is the output's shape (batch axis
+ * left out), for the losses that need classes. */
+sy_status keras_loss_resolve(const char *where, const char *name, bool from_logits, const sy_loss_args *args,
+                             const sy_shape *out, struct model_head *h);
+/* Output j's unweighted loss per sample element, (batch, ...) without
+ * the last axis, from pred and the labels y. */
+sy_node keras_loss_build(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y);
+/* h's loss as training_config writes it: the name, or the Loss object
+ * ({"class_name", "config"}) with Keras's keys in Keras's order. */
+struct json_t *keras_loss_json(const struct model_head *h);
+/* A training_config's loss (a name or a Loss object) into name,
+ * from_logits and args (set when an object: *has_args). `path` opens
+ * messages. */
+sy_status keras_loss_from_json(const char *path, const struct json_t *loss, const char **name, bool *from_logits,
+                               sy_loss_args *args, bool *has_args);
 
 /* ---- the model ---------------------------------------------------------------- */
 
@@ -196,10 +261,17 @@ typedef struct model_plan {
 
 /* compile()'s loss and metrics for one output (Keras's per-output loss,
  * loss weight and metrics). */
-typedef struct model_head {
+typedef struct model_head { /* issue 17: a struct tag, for losses.c's prototypes */
     keras_loss loss;
     char loss_name[48];
     bool from_logits;
+    /* issue 17, losses and metrics: KERAS_LOSS_FN's function, the loss's
+     * arguments, and whether it was given as a Loss object (with
+     * arguments or from_logits: training_config writes its class) */
+    sy_loss_fn fn;
+    sy_loss_args args;         /* args.name NULL: object_name holds it */
+    bool object;
+    char object_name[48];
     double weight; /* loss_weights' entry: 1 by default */
     metric_spec metrics[HEAD_MAX_METRICS];
     int32_t n_metrics;
@@ -309,6 +381,8 @@ const char *model_output_name(const sy_model *m, int32_t j);
 sy_shape model_input_shape_at(const sy_model *m, int32_t i);
 /* The metrics of every output together (the sums' and logs' count). */
 int32_t model_metric_count(const sy_model *m);
+/* issue 17: the doubles of their states together (fit_sums.metric's used part). */
+int32_t model_metric_state_count(const sy_model *m);
 /* The layer that first takes input 0 (an Embedding makes it int32), or NULL. */
 const model_layer *model_first_layer(const sy_model *m);
 /* The same for input i. */
@@ -421,7 +495,7 @@ void progbar_update(progbar *p, int64_t current, const sy_logs *logs, bool final
 typedef struct fit_sums {
     double loss;                     /* the total */
     double out_loss[MODEL_MAX_IO];   /* each output's (several outputs) */
-    double metric[MODEL_MAX_IO * HEAD_MAX_METRICS]; /* every output's metrics in turn */
+    double metric[METRIC_STATE_MAX]; /* every output's metrics' states in turn (metric_spec.state) */
     int64_t seen;
 } fit_sums;
 

@@ -90,7 +90,7 @@ static json_t *manifest_new(const sy_model *m, const fit_position *p) {
         offset += sy_shape_count(&s) * (int64_t)sy_dtype_size(dt);
     }
     json_t *metrics = json_array();
-    for (int32_t i = 0; i < model_metric_count(m); i++) json_array_append_new(metrics, json_real(p->sums.metric[i]));
+    for (int32_t i = 0; i < model_metric_state_count(m); i++) json_array_append_new(metrics, json_real(p->sums.metric[i]));
     json_t *pos = json_pack("{s:i, s:I, s:{s:f, s:o, s:I}}", "epoch", p->epoch, "step", (json_int_t)p->step, "sums",
                             "loss", p->sums.loss, "metrics", metrics, "seen", (json_int_t)p->sums.seen);
     if (m->n_outputs > 1) { /* each output's loss (issue 15) */
@@ -214,13 +214,13 @@ static bool position_of(const json_t *j, const sy_model *m, fit_position *p) {
     json_t *metrics = json_object_get(sums, "metrics");
     if (!json_is_integer(json_object_get(j, "epoch")) || !json_is_integer(json_object_get(j, "step")) ||
         !json_is_number(json_object_get(sums, "loss")) || !json_is_integer(json_object_get(sums, "seen")) ||
-        !json_is_array(metrics) || json_array_size(metrics) != (size_t)model_metric_count(m))
+        !json_is_array(metrics) || json_array_size(metrics) != (size_t)model_metric_state_count(m))
         return false;
     p->epoch = (int32_t)json_integer_value(json_object_get(j, "epoch"));
     p->step = json_integer_value(json_object_get(j, "step"));
     p->sums.loss = json_number_value(json_object_get(sums, "loss"));
     p->sums.seen = json_integer_value(json_object_get(sums, "seen"));
-    for (int32_t i = 0; i < model_metric_count(m); i++) {
+    for (int32_t i = 0; i < model_metric_state_count(m); i++) {
         if (!json_is_number(json_array_get(metrics, (size_t)i))) return false;
         p->sums.metric[i] = json_number_value(json_array_get(metrics, (size_t)i));
     }

@@ -408,19 +408,15 @@ static const char *metric_fn(keras_metric kind) {
     case KERAS_METRIC_BINARY_ACCURACY: return "binary_accuracy";
     case KERAS_METRIC_MSE: return "mean_squared_error";
     case KERAS_METRIC_MAE: return "mean_absolute_error";
+    /* issue 17, losses and metrics: the functions among them (the classes write their own, metric_json) */
+    case KERAS_METRIC_TOP_K: return "top_k_categorical_accuracy";
+    case KERAS_METRIC_SPARSE_TOP_K: return "sparse_top_k_categorical_accuracy";
+    case KERAS_METRIC_MAPE: return "mean_absolute_percentage_error";
+    case KERAS_METRIC_MSLE: return "mean_squared_logarithmic_error";
+    default: break;
     }
     return "accuracy";
 }
-
-static const struct {
-    keras_loss loss;
-    const char *class_name, *fn;
-} loss_classes[] = {
-    {KERAS_LOSS_SPARSE_CATEGORICAL_CE, "SparseCategoricalCrossentropy", "sparse_categorical_crossentropy"},
-    {KERAS_LOSS_CATEGORICAL_CE, "CategoricalCrossentropy", "categorical_crossentropy"},
-    {KERAS_LOSS_BINARY_CE, "BinaryCrossentropy", "binary_crossentropy"},
-    {KERAS_LOSS_MSE, "MeanSquaredError", "mean_squared_error"},
-};
 
 /* A float32 hyperparameter as Keras's get_config gives it: the float32
  * value widened to a double (0.0010000000474974513). */
@@ -464,24 +460,6 @@ static json_t *optimizer_config(const sy_optimizer *o) {
     return wrap;
 }
 
-/* One output's loss as Keras writes it: its name, or -- taking logits --
- * its Loss object. */
-static json_t *loss_json(const model_head *h) {
-    for (size_t i = 0; h->from_logits && i < sizeof loss_classes / sizeof loss_classes[0]; i++)
-        if (loss_classes[i].loss == h->loss) {
-            json_t *c = json_object(), *loss = json_object();
-            json_object_set_new(c, "reduction", json_string("auto"));
-            json_object_set_new(c, "name", json_string(loss_classes[i].fn));
-            json_object_set_new(c, "from_logits", json_true());
-            if (h->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE) json_object_set_new(c, "ignore_class", json_null());
-            json_object_set_new(c, "fn", json_string(loss_classes[i].fn));
-            json_object_set_new(loss, "class_name", json_string(loss_classes[i].class_name));
-            json_object_set_new(loss, "config", c);
-            return loss;
-        }
-    return json_string(h->loss_name);
-}
-
 /* model.compile()'s arguments as Keras 2.15's model_metadata writes them
  * (json.dumps of its get_compile_config): the loss as it was given -- one,
  * a list in output order, or a dict by output name in the order given --
@@ -493,15 +471,15 @@ static char *training_config(const sy_model *m) {
     if (!t) return NULL;
     json_t *loss;
     if (m->form == LOSS_SINGLE) {
-        loss = loss_json(&m->heads[0]);
+        loss = keras_loss_json(&m->heads[0]);
     } else if (m->form == LOSS_LIST) {
         loss = json_array();
-        for (int32_t j = 0; j < m->n_outputs; j++) json_array_append_new(loss, loss_json(&m->heads[j]));
+        for (int32_t j = 0; j < m->n_outputs; j++) json_array_append_new(loss, keras_loss_json(&m->heads[j]));
     } else {
         loss = json_object();
         for (int32_t i = 0; i < m->n_outputs; i++) {
             int32_t j = m->dict_order[i];
-            json_object_set_new(loss, model_output_name(m, j), loss_json(&m->heads[j]));
+            json_object_set_new(loss, model_output_name(m, j), keras_loss_json(&m->heads[j]));
         }
     }
     json_object_set_new(t, "loss", loss);
@@ -514,6 +492,10 @@ static char *training_config(const sy_model *m) {
                 char name[LAYER_NAME_MAX + sizeof ms->name + 1];
                 if (m->n_outputs > 1) snprintf(name, sizeof name, "%s_%s", model_output_name(m, j), ms->name);
                 else snprintf(name, sizeof name, "%s", ms->name);
+                if (ms->cls) { /* issue 17: a Keras metric class, its config */
+                    json_array_append_new(list, metric_json(ms, name));
+                    continue;
+                }
                 json_t *c = json_object(), *w = json_object();
                 json_object_set_new(c, "name", json_string(name));
                 json_object_set_new(c, "dtype", json_string("float32"));
@@ -590,8 +572,10 @@ static const char *json_str(const json_t *o, const char *key) {
 /* A metric of a training_config as a name compile() takes. With several
  * outputs Keras names it "<output>_<name>" (prefix: "<output>_"), and the
  * name compile() takes is what follows. */
-static const char *metric_name(const json_t *v, const char *prefix) {
+static const char *metric_name(const json_t *v, const char *prefix, char *buf, size_t size) {
     if (json_is_string(v)) return json_string_value(v);
+    const char *text = metric_text_from_json(v, prefix, buf, size); /* issue 17: AUC, Precision, ... */
+    if (text) return text;
     const char *cls = json_str(v, "class_name");
     const json_t *c = json_object_get(v, "config");
     if (!cls) return NULL;
@@ -601,7 +585,7 @@ static const char *metric_name(const json_t *v, const char *prefix) {
          * its log name), else the function's */
         static const char *const known[] = {"accuracy", "acc", "sparse_categorical_accuracy", "categorical_accuracy",
                                             "binary_accuracy", "mse", "mean_squared_error", "mae",
-                                            "mean_absolute_error"};
+                                            "mean_absolute_error", "mape", "msle"};
         const char *name = json_str(c, "name"), *fn = json_str(c, "fn");
         if (name && prefix[0] && !strncmp(name, prefix, strlen(prefix))) name += strlen(prefix);
         for (size_t i = 0; name && i < sizeof known / sizeof known[0]; i++)
@@ -619,76 +603,13 @@ static double num(const json_t *o, const char *key, double fallback) {
     return json_is_number(v) ? json_number_value(v) : fallback;
 }
 
-/* A Loss object's config, every argument honoured or the file refused:
- * Keras's loss classes take from_logits, label_smoothing, reduction, axis,
- * ignore_class and name (and "fn", the function a LossFunctionWrapper
- * calls). from_logits is read into *from_logits; name only names the loss
- * object (the logs say "loss" whatever it is); the rest is accepted only at
- * the value systolic computes -- no smoothing, SUM_OVER_BATCH_SIZE ("auto"
- * in fit), the last axis, no ignored class -- since any other would give a
- * different loss without a word. */
-static sy_status loss_arguments(const char *path, const char *cls, const char *fn, const json_t *cfg,
-                                bool *from_logits) {
-    *from_logits = false;
-    if (cfg && !json_is_object(cfg))
-        return sy_error(SY_ERR_CORRUPT, "%s: training_config: loss %s's config is not a JSON object", path, cls);
-    const char *key;
-    const json_t *v;
-    json_object_foreach((json_t *)cfg, key, v) {
-        bool ok;
-        const char *want;
-        if (!strcmp(key, "from_logits")) {
-            ok = json_is_boolean(v), want = "true or false";
-            if (ok) *from_logits = json_is_true(v);
-        } else if (!strcmp(key, "label_smoothing")) {
-            ok = json_is_number(v) && json_number_value(v) == 0, want = "0 (label smoothing is not implemented)";
-        } else if (!strcmp(key, "reduction")) {
-            ok = json_is_string(v) && (!strcmp(json_string_value(v), "auto") ||
-                                       !strcmp(json_string_value(v), "sum_over_batch_size"));
-            want = "\"auto\" or \"sum_over_batch_size\" (the mean over the batch)";
-        } else if (!strcmp(key, "axis")) {
-            ok = json_is_integer(v) && json_integer_value(v) == -1, want = "-1 (the last axis)";
-        } else if (!strcmp(key, "ignore_class")) {
-            ok = json_is_null(v), want = "null (no class ignored)";
-        } else if (!strcmp(key, "name")) {
-            ok = json_is_string(v), want = "a string";
-        } else if (!strcmp(key, "fn")) {
-            ok = json_is_string(v) && !strcmp(json_string_value(v), fn), want = fn;
-        } else {
-            return sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: loss %s has an argument '%s' that systolic does "
-                            "not know; known: from_logits, label_smoothing, reduction, axis, ignore_class, name",
-                            path, cls, key);
-        }
-        if (!ok) {
-            char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-            sy_status st = sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: loss %s with %s=%s is not supported; "
-                                    "systolic takes %s only", path, cls, key, text ? text : "?", want);
-            free(text);
-            return st;
-        }
-    }
-    return SY_OK;
-}
-
-/* One loss of a training_config (a name or a Loss object) into e. */
-static sy_status loss_entry(const char *path, const json_t *loss, sy_compile_output *e) {
-    if (json_is_string(loss)) {
-        e->loss = json_string_value(loss);
-        return SY_OK;
-    }
-    const char *cls = json_str(loss, "class_name");
-    const json_t *cfg = json_object_get(loss, "config");
-    for (size_t i = 0; cls && i < sizeof loss_classes / sizeof loss_classes[0]; i++)
-        if (!strcmp(cls, loss_classes[i].class_name)) {
-            e->loss = loss_classes[i].fn;
-            return loss_arguments(path, cls, loss_classes[i].fn, cfg, &e->from_logits);
-        }
-    if (!json_is_object(loss))
-        return sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: a loss must be a name or a Loss object", path);
-    return sy_error(SY_ERR_UNSUPPORTED,
-                    "%s: training_config: loss class '%s' is not supported; known: SparseCategoricalCrossentropy, "
-                    "CategoricalCrossentropy, BinaryCrossentropy, MeanSquaredError",
-                    path, cls ? cls : "(none)");
+/* One loss of a training_config (a name or a Loss object) into e, its
+ * arguments into args (issue 17: every Keras loss class, losses.c). */
+static sy_status loss_entry(const char *path, const json_t *loss, sy_compile_output *e, sy_loss_args *args) {
+    bool has_args;
+    sy_status st = keras_loss_from_json(path, loss, &e->loss, &e->from_logits, args, &has_args);
+    e->loss_args = has_args ? args : NULL;
+    return st;
 }
 
 /* Output j of m named `name`, or -1. */
@@ -708,6 +629,8 @@ typedef struct config_outputs {
     const char *names[MODEL_MAX_IO][HEAD_MAX_METRICS];
     double weights[MODEL_MAX_IO];
     int32_t entry_of[MODEL_MAX_IO]; /* output j's entry */
+    sy_loss_args args[MODEL_MAX_IO + 1]; /* issue 17: each entry's loss arguments; the last: the single loss's */
+    char texts[MODEL_MAX_IO][HEAD_MAX_METRICS][160]; /* issue 17: metric classes as "AUC(curve='PR')" */
 } config_outputs;
 
 static sy_status outputs_from_config(const sy_model *m, const char *path, const json_t *t, sy_compile_options *c,
@@ -723,7 +646,7 @@ static sy_status outputs_from_config(const sy_model *m, const char *path, const 
         if (json_array_size(loss) != (size_t)n)
             return sy_error(SY_ERR_CORRUPT, "%s: training_config: a list of %zu losses for a model with %d outputs",
                             path, json_array_size(loss), n);
-        for (int32_t j = 0; !st && j < n; j++) st = loss_entry(path, json_array_get(loss, (size_t)j), &co->e[j]);
+        for (int32_t j = 0; !st && j < n; j++) st = loss_entry(path, json_array_get(loss, (size_t)j), &co->e[j], &co->args[j]);
         c->outputs = co->e;
         c->n_outputs = n;
     } else if (dict) { /* a dict by output name, in the file's order */
@@ -737,15 +660,17 @@ static sy_status outputs_from_config(const sy_model *m, const char *path, const 
                                 "model '%s'", path, key, m->name);
             co->e[i].output = key;
             co->entry_of[j] = i;
-            if ((st = loss_entry(path, v, &co->e[i++]))) return st;
+            if ((st = loss_entry(path, v, &co->e[i], &co->args[i]))) return st;
+            i++;
         }
         c->outputs = co->e;
         c->n_outputs = i; /* compile names an output left out */
     } else if (json_is_string(loss) || json_is_object(loss)) { /* one for every output */
         sy_compile_output one = {0};
-        st = loss_entry(path, loss, &one);
+        st = loss_entry(path, loss, &one, &co->args[MODEL_MAX_IO]);
         c->loss = one.loss;
         c->from_logits = one.from_logits;
+        c->loss_args = one.loss_args;
     } else {
         st = sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: the loss must be a name, a Loss object, a list or a "
                       "dict of them", path);
@@ -781,7 +706,7 @@ static sy_status outputs_from_config(const sy_model *m, const char *path, const 
         size_t i;
         const json_t *v;
         json_array_foreach(list, i, v) {
-            const char *name = metric_name(v, prefix);
+            const char *name = i < HEAD_MAX_METRICS ? metric_name(v, prefix, co->texts[j][i], sizeof co->texts[j][i]) : NULL;
             if (!name || i >= HEAD_MAX_METRICS)
                 return sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: metric #%zu is not one this model can compute",
                                 path, i);

@@ -1,0 +1,309 @@
+/*
+ * test_losses.c - tf.keras 2.15's losses and metrics against systolic's
+ * (issue 17, losses and metrics), on fixtures written by
+ * tools/golden/make_loss_metric_fixtures.py (tests/golden/losses_metrics*):
+ *
+ *   - every built-in loss, several with arguments (label_smoothing, Huber's
+ *     delta, the focal losses' alpha, gamma, class balancing and
+ *     from_logits), built as compile() builds it: its value (the batch mean,
+ *     SUM_OVER_BATCH_SIZE) and its gradient wrt y_pred, each to 1e-6;
+ *   - every new metric accumulated over three batches as Keras's stateful
+ *     metrics are (AUC and Precision/Recall from the epoch's confusion
+ *     counts, RMSE the sqrt of the epoch's mean), to 1e-6;
+ *   - a model Keras saved with BinaryFocalCrossentropy and AUC, AUC(PR),
+ *     Precision, Recall and RootMeanSquaredError: loaded, evaluate gives
+ *     Keras's logs (the last batch partial) with one replica and with two,
+ *     and its training_config is written back byte for byte;
+ *   - names, aliases and arguments refused as Keras would refuse them.
+ */
+#include "check.h"
+#include "io/io_internal.h"
+#include "keras/keras_internal.h"
+#include "systolic.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef SY_GOLDEN_DIR
+#error "SY_GOLDEN_DIR must name tests/golden"
+#endif
+
+static sy_npz *open_npz(const char *file) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", SY_GOLDEN_DIR, file);
+    sy_npz *z = NULL;
+    CHECK(sy_npz_open(path, &z) == SY_OK, "%s: %s", path, sy_last_error());
+    return z;
+}
+
+static sy_tensor *get(const sy_npz *z, const char *fmt, const char *a, int b) {
+    char key[128];
+    snprintf(key, sizeof key, fmt, a, b);
+    sy_tensor *t = NULL;
+    CHECK(sy_npz_get(z, key, &t) == SY_OK, "%s: %s", key, sy_last_error());
+    return t;
+}
+
+static double worst_loss, worst_grad, worst_metric; /* the measured maxima, printed */
+
+/* ---- losses ------------------------------------------------------------------------------- */
+
+typedef struct loss_case {
+    const char *fixture, *loss;
+    bool from_logits;
+    double label_smoothing, delta, alpha, gamma;
+    bool balance;
+} loss_case;
+
+static const loss_case loss_cases[] = {
+    {"cce_smooth", "categorical_crossentropy", false, 0.1, 1, 0.25, 2, false},
+    {"cce_logits_smooth", "CategoricalCrossentropy", true, 0.2, 1, 0.25, 2, false},
+    {"bce_smooth", "binary_crossentropy", false, 0.1, 1, 0.25, 2, false},
+    {"mae", "mae", false, 0, 1, 0.25, 2, false},
+    {"mape", "mape", false, 0, 1, 0.25, 2, false},
+    {"msle", "msle", false, 0, 1, 0.25, 2, false},
+    {"kld", "kld", false, 0, 1, 0.25, 2, false},
+    {"huber", "huber_loss", false, 0, 1, 0.25, 2, false},
+    {"huber_half", "Huber", false, 0, 0.5, 0.25, 2, false},
+    {"log_cosh", "logcosh", false, 0, 1, 0.25, 2, false},
+    {"poisson", "poisson", false, 0, 1, 0.25, 2, false},
+    {"hinge01", "hinge", false, 0, 1, 0.25, 2, false},
+    {"hinge_pm1", "hinge", false, 0, 1, 0.25, 2, false},
+    {"squared_hinge", "squared_hinge", false, 0, 1, 0.25, 2, false},
+    {"categorical_hinge", "categorical_hinge", false, 0, 1, 0.25, 2, false},
+    {"cosine", "cosine_similarity", false, 0, 1, 0.25, 2, false},
+    {"bfocal", "binary_focal_crossentropy", false, 0, 1, 0.25, 2, false},
+    {"bfocal_logits", "BinaryFocalCrossentropy", true, 0.1, 1, 0.25, 1.5, true},
+    {"cfocal", "categorical_focal_crossentropy", false, 0, 1, 0.25, 2, false},
+    {"cfocal_logits", "CategoricalFocalCrossentropy", true, 0.1, 1, 0.5, 2, false},
+};
+
+static void check_loss(const sy_npz *z, const loss_case *c) {
+    sy_tensor *yt = get(z, "loss_%s_y_true", c->fixture, 0), *yp = get(z, "loss_%s_y_pred", c->fixture, 0);
+    sy_tensor *want = get(z, "loss_%s_value", c->fixture, 0), *wgrad = get(z, "loss_%s_grad", c->fixture, 0);
+    sy_model *m = calloc(1, sizeof *m);
+    sy_graph *g = NULL;
+    sy_plan *plan = NULL;
+    if (!yt || !yp || !want || !wgrad || !m || sy_graph_new(&g)) goto done;
+    sy_shape s = sy_tensor_shape(yp), one = sy_shape_of(1, s.dims[1]);
+    sy_loss_args a = sy_loss_args_default();
+    a.label_smoothing = c->label_smoothing;
+    a.delta = c->delta;
+    a.alpha = c->alpha;
+    a.gamma = c->gamma;
+    a.apply_class_balancing = c->balance;
+    m->n_outputs = 1;
+    CHECK_OK(keras_loss_resolve("test", c->loss, c->from_logits, &a, &one, &m->heads[0]));
+    sy_node p = sy_graph_param(g, "y_pred", SY_F32, s, sy_init_zeros());
+    sy_node y = sy_graph_input(g, "y_true", SY_F32, s);
+    sy_node loss = sy_graph_reduce_mean(g, keras_loss_build(m, 0, g, p, y), NULL, 0, false);
+    CHECK(!sy_graph_status(g), "%s: %s", c->fixture, sy_graph_error(g));
+    sy_plan_options o = sy_plan_options_default();
+    o.loss = loss;
+    o.outputs = &loss;
+    o.n_outputs = 1;
+    CHECK_OK(sy_plan_compile(g, &o, &plan));
+    if (!plan) goto done;
+    int64_t n = sy_shape_count(&s);
+    float *pv = sy_vars_data(sy_plan_vars(plan), sy_vars_find(sy_plan_vars(plan), "y_pred"));
+    float *yv = sy_plan_input(plan, y);
+    for (int64_t i = 0; i < n; i++) {
+        pv[i] = (float)sy_tensor_get(yp, i);
+        yv[i] = (float)sy_tensor_get(yt, i);
+    }
+    CHECK_OK(sy_plan_run_gradients(plan));
+    double got = *(const float *)sy_plan_output(plan, loss), w = sy_tensor_get(want, 0);
+    double err = fabs(got - w) / fmax(1, fabs(w));
+    worst_loss = fmax(worst_loss, err);
+    CHECK(err <= 1e-6, "loss %s (%s): %.9g, Keras %.9g", c->fixture, c->loss, got, w);
+    const float *gr = sy_plan_gradient(plan, p);
+    double gmax = 0, gerr = 0;
+    for (int64_t i = 0; i < n; i++) gmax = fmax(gmax, fabs(sy_tensor_get(wgrad, i)));
+    for (int64_t i = 0; gr && i < n; i++) gerr = fmax(gerr, fabs(gr[i] - sy_tensor_get(wgrad, i)) / fmax(gmax, 1e-3));
+    worst_grad = fmax(worst_grad, gerr);
+    CHECK(gr && gerr <= 1e-6, "loss %s (%s): gradient off by %.3g of its largest %.3g", c->fixture, c->loss, gerr, gmax);
+done:
+    sy_plan_free(plan);
+    sy_graph_free(g);
+    free(m);
+    sy_tensor_free(yt);
+    sy_tensor_free(yp);
+    sy_tensor_free(want);
+    sy_tensor_free(wgrad);
+}
+
+/* ---- metrics -------------------------------------------------------------------------------- */
+
+typedef struct metric_case {
+    const char *fixture, *text;
+    bool sparse;
+} metric_case;
+
+static const metric_case metric_cases[] = {
+    {"auc", "AUC", false},
+    {"auc_pr50", "AUC(curve='PR', num_thresholds=50)", false},
+    {"precision", "Precision", false},
+    {"recall", "Recall", false},
+    {"precision_03", "Precision(thresholds=0.3)", false},
+    {"top2", "TopKCategoricalAccuracy(k=2)", false},
+    {"sparse_top2", "SparseTopKCategoricalAccuracy(k=2)", true},
+    {"mape", "mape", false},
+    {"msle", "msle", false},
+    {"mse", "MeanSquaredError", false},
+    {"rmse", "RootMeanSquaredError", false},
+};
+
+static void check_metric(const sy_npz *z, const metric_case *c) {
+    metric_spec ms;
+    CHECK_OK(metric_resolve("test", c->text, c->sparse, &ms));
+    double *state = calloc(METRIC_STATE_MAX, sizeof *state), rows = 0;
+    for (int b = 0; state && b < 3; b++) {
+        sy_tensor *yt = get(z, "metric_%s_y_true_%d", c->fixture, b), *yp = get(z, "metric_%s_y_pred_%d", c->fixture, b);
+        if (!yt || !yp) break;
+        sy_shape s = sy_tensor_shape(yp);
+        int64_t n = sy_shape_count(&s), per_row = s.dims[1];
+        float *p = malloc((size_t)n * sizeof *p), *t = malloc((size_t)n * sizeof *t);
+        int32_t *l = malloc((size_t)n * sizeof *l);
+        for (int64_t i = 0; i < n; i++) p[i] = (float)sy_tensor_get(yp, i);
+        for (int64_t i = 0; i < sy_tensor_count(yt); i++) t[i] = (float)sy_tensor_get(yt, i), l[i] = (int32_t)t[i];
+        metric_update(&ms, p, c->sparse ? (const void *)l : t, n / per_row, per_row, state);
+        rows += (double)(n / per_row);
+        free(p);
+        free(t);
+        free(l);
+        sy_tensor_free(yt);
+        sy_tensor_free(yp);
+    }
+    sy_tensor *want = get(z, "metric_%s_value", c->fixture, 0);
+    if (want && state) {
+        double got = metric_value(&ms, state, rows), w = sy_tensor_get(want, 0);
+        double err = fabs(got - w) / fmax(1, fabs(w));
+        worst_metric = fmax(worst_metric, err);
+        CHECK(err <= 1e-6, "metric %s (%s): %.9g, Keras %.9g", c->fixture, c->text, got, w);
+    }
+    sy_tensor_free(want);
+    free(state);
+}
+
+/* ---- the saved model ------------------------------------------------------------------------ */
+
+static char *training_config_of(const char *path) {
+    h5_file *f = NULL;
+    char *s = NULL;
+    CHECK_OK(h5_open(path, &f));
+    if (f) CHECK_OK(h5_attr_read_string(f, h5_root(f), "training_config", &s));
+    if (f) h5_close(f);
+    return s;
+}
+
+static void check_model(void) {
+    static const char *const names[] = {"loss", "auc", "auc_2", "precision", "recall", "root_mean_squared_error"};
+    char path[1024];
+    snprintf(path, sizeof path, "%s/losses_metrics_model.h5", SY_GOLDEN_DIR);
+    sy_npz *z = open_npz("losses_metrics_model.npz");
+    sy_tensor *x = NULL, *y = NULL;
+    if (!z || sy_npz_get(z, "x", &x) || sy_npz_get(z, "y", &y)) {
+        CHECK(false, "losses_metrics_model.npz: %s", sy_last_error());
+        goto done;
+    }
+    for (int replicas = 1; replicas <= 2; replicas++) {
+        sy_cluster *cl = NULL;
+        sy_strategy *s = NULL;
+        if (replicas == 2) {
+            CHECK_OK(sy_cluster_resolve("cpu:2", &cl));
+            if (cl) CHECK_OK(sy_strategy_new(cl, &s));
+            if (s) sy_strategy_scope_enter(s);
+        }
+        sy_model *m = NULL;
+        CHECK(sy_model_load(path, &m) == SY_OK, "%s: %s", path, sy_last_error());
+        if (s) sy_strategy_scope_exit(s);
+        sy_evaluate_options eo = sy_evaluate_options_default();
+        eo.batch_size = 8;
+        eo.verbose = 0;
+        sy_logs l;
+        if (m) CHECK(sy_model_evaluate(m, x, y, &eo, &l) == SY_OK, "evaluate: %s", sy_last_error());
+        for (size_t i = 0; m && i < sizeof names / sizeof names[0]; i++) {
+            char key[64];
+            snprintf(key, sizeof key, "eval_%s", names[i]);
+            sy_tensor *w = NULL;
+            CHECK_OK(sy_npz_get(z, key, &w));
+            double got = sy_logs_get(&l, names[i]), want = w ? sy_tensor_get(w, 0) : NAN;
+            CHECK(fabs(got - want) <= 1e-6 * fmax(1, fabs(want)), "%d replica(s): evaluate's %s %.9g, Keras %.9g",
+                  replicas, names[i], got, want);
+            sy_tensor_free(w);
+        }
+        if (m && replicas == 1) { /* written back as Keras wrote it */
+            char out[] = "/tmp/systolic_losses_XXXXXX";
+            int fd = mkstemp(out);
+            if (fd >= 0) close(fd);
+            CHECK_OK(sy_model_save(m, out));
+            char *keras = training_config_of(path), *ours = training_config_of(out);
+            CHECK(keras && ours && !strcmp(keras, ours), "training_config written back as Keras wrote it:\n%s\n%s",
+                  keras ? keras : "(none)", ours ? ours : "(none)");
+            sy_free(keras);
+            sy_free(ours);
+            unlink(out);
+        }
+        sy_model_free(m);
+        sy_strategy_free(s);
+        sy_cluster_free(cl);
+    }
+done:
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+    sy_npz_close(z);
+}
+
+/* ---- refusals -------------------------------------------------------------------------------- */
+
+static void check_refusals(void) {
+    model_head h;
+    sy_shape out = sy_shape_of(1, 4L);
+    sy_loss_args a = sy_loss_args_default();
+    CHECK_ERR(keras_loss_resolve("compile", "cosine_proximity", false, NULL, &out, &h), SY_ERR_NOT_FOUND,
+              "unknown loss 'cosine_proximity'", "huber (huber_loss)");
+    a.delta = 2;
+    CHECK_ERR(keras_loss_resolve("compile", "mse", false, &a, &out, &h), SY_ERR_INVALID_ARGUMENT, "delta",
+              "MeanSquaredError");
+    a = sy_loss_args_default();
+    a.label_smoothing = 1.5;
+    CHECK_ERR(keras_loss_resolve("compile", "bce", false, &a, &out, &h), SY_ERR_INVALID_ARGUMENT, "1.5", "[0, 1]");
+    a = sy_loss_args_default();
+    a.axis = 0;
+    CHECK_ERR(keras_loss_resolve("compile", "cosine_similarity", false, &a, &out, &h), SY_ERR_UNSUPPORTED, "axis=0",
+              "last axis");
+    a = sy_loss_args_default();
+    a.has_ignore_class = true;
+    CHECK_ERR(keras_loss_resolve("compile", "sparse_categorical_crossentropy", false, &a, &out, &h),
+              SY_ERR_UNSUPPORTED, "ignore_class=0");
+    CHECK_ERR(keras_loss_resolve("compile", "huber", true, NULL, &out, &h), SY_ERR_INVALID_ARGUMENT, "from_logits",
+              "Huber");
+    metric_spec ms;
+    CHECK_ERR(metric_resolve("compile", "AUC(curve='XY')", false, &ms), SY_ERR_INVALID_ARGUMENT, "curve=XY", "ROC or PR");
+    CHECK_ERR(metric_resolve("compile", "AUC(k=2)", false, &ms), SY_ERR_INVALID_ARGUMENT, "'k'");
+    CHECK_ERR(metric_resolve("compile", "top_k_categorical_accuracy(k=2)", false, &ms), SY_ERR_INVALID_ARGUMENT,
+              "use its class");
+    CHECK_ERR(metric_resolve("compile", "AUC", true, &ms), SY_ERR_INVALID_ARGUMENT, "class indices");
+    CHECK(metric_resolve("compile", "auc", false, &ms) == SY_ERR_NOT_FOUND, "'auc' is not a Keras name (AUC is)");
+    /* names as Keras logs them */
+    CHECK_OK(metric_resolve("compile", "AUC(name='pr', curve='PR')", false, &ms));
+    CHECK(!strcmp(ms.name, "pr") && ms.pr && ms.num_thresholds == 200, "AUC(name='pr', curve='PR') is '%s'", ms.name);
+    CHECK_OK(metric_resolve("compile", "RootMeanSquaredError", false, &ms));
+    CHECK(!strcmp(ms.name, "root_mean_squared_error"), "RootMeanSquaredError logs as '%s'", ms.name);
+    CHECK_OK(metric_resolve("compile", "mape", false, &ms));
+    CHECK(!strcmp(ms.name, "mape"), "mape logs as '%s'", ms.name);
+}
+
+int main(void) {
+    sy_npz *z = open_npz("losses_metrics.npz");
+    for (size_t i = 0; z && i < sizeof loss_cases / sizeof loss_cases[0]; i++) check_loss(z, &loss_cases[i]);
+    for (size_t i = 0; z && i < sizeof metric_cases / sizeof metric_cases[0]; i++) check_metric(z, &metric_cases[i]);
+    sy_npz_close(z);
+    check_model();
+    check_refusals();
+    printf("largest differences from Keras: loss %.3g, gradient %.3g (of its largest), metric %.3g\n", worst_loss,
+           worst_grad, worst_metric);
+    return check_report("test_losses");
+}
