@@ -102,6 +102,10 @@ extern const layer_impl keras_batch_normalization, keras_layer_normalization;
 extern const layer_impl keras_model_layer;
 /* issue 15, keras.applications (layers/preprocessing_normalization.c) */
 extern const layer_impl keras_normalization;
+/* issue 17, sequence layers (layers/conv1d.c, pooling1d.c, simple_rnn.c, sequence_shape.c, spatial_dropout.c) */
+extern const layer_impl keras_conv1d, keras_max_pooling1d, keras_average_pooling1d, keras_global_max_pooling1d,
+    keras_global_average_pooling1d, keras_simple_rnn, keras_repeat_vector, keras_permute, keras_spatial_dropout1d,
+    keras_spatial_dropout2d;
 
 /* Every activation name systolic reads, for messages. */
 #define KERAS_ACTIVATION_NAMES                                                                                         \

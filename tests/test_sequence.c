@@ -1,0 +1,290 @@
+/*
+ * test_sequence.c - the sequence layers (issue 17) against tf.keras 2.15:
+ * Conv1D, MaxPooling1D, AveragePooling1D, GlobalMaxPooling1D,
+ * GlobalAveragePooling1D, SimpleRNN, RepeatVector, Permute,
+ * SpatialDropout1D and SpatialDropout2D.
+ *
+ *   - each layer_<case>.npz of tools/golden/make_sequence_fixtures.py:
+ *     predict()'s output, and the gradients of sum(y * r) wrt the input
+ *     and every weight (golden_check.h);
+ *   - model_sequence.npz, a Sequential model of them: the same numbers,
+ *     model.to_json() byte for byte (written from the model made in C, and
+ *     read and written back), model.summary() byte for byte, and the .h5
+ *     file Keras's save_weights() wrote, loaded by its weight names, then
+ *     written by systolic and read back;
+ *   - SpatialDropout while training drops whole channels, seeded;
+ *   - what Keras refuses is refused with the layer's name and the values.
+ */
+#include "check.h"
+#include "keras/keras_internal.h"
+#include "systolic.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef SY_GOLDEN_DIR
+#error "SY_GOLDEN_DIR must name tests/golden"
+#endif
+
+#include "golden_check.h"
+
+/* Measured: every single-layer case's y, dx and dw are within 3e-7 of
+ * their array's largest magnitude (an (N, T, F) dx: of its step's); the
+ * model's dx, whose gradient chains back through two SimpleRNNs, within
+ * 1e-6 (between 6e-7 and 1e-6; float round-off, TF's Eigen kernels
+ * summing in other orders), so 2e-6 leaves 2x. */
+static const tol TOL_SEQ = {0, 2e-6};
+
+typedef struct seq_case {
+    const char *name;
+    sy_layer cfg;
+} seq_case;
+
+static sy_layer opts1d(sy_layer l, int32_t strides, sy_padding p, sy_activation a) {
+    l.strides[0] = strides;
+    l.padding = p;
+    l.activation = a;
+    return l;
+}
+
+static void test_layers(void) {
+    const sy_padding V = SY_PADDING_VALID, S = SY_PADDING_SAME;
+    sy_layer causal = sy_layer_conv1d(3, 3), groups = sy_layer_conv1d(4, 2), gap = sy_layer_global_average_pooling1d();
+    causal.causal = true;
+    causal.dilation_rate[0] = 2;
+    groups.groups = 2;
+    groups.use_bias = false;
+    groups.activation = SY_ACTIVATION_TANH;
+    gap.keepdims = true;
+    sy_layer seq = sy_layer_simple_rnn(4), back = sy_layer_simple_rnn(3);
+    seq.activation = SY_ACTIVATION_RELU;
+    seq.return_sequences = back.return_sequences = back.go_backwards = true;
+    back.use_bias = false;
+    const int32_t swap[2] = {2, 1}, rot[3] = {3, 1, 2};
+    const seq_case cases[] = {
+        {"conv1d", sy_layer_conv1d(4, 3)},
+        {"conv1d_same_s2_relu", opts1d(sy_layer_conv1d(5, 3), 2, S, SY_ACTIVATION_RELU)},
+        {"conv1d_causal_dilated", causal},
+        {"conv1d_groups_nobias_tanh", groups},
+        {"max_pooling1d", sy_layer_max_pooling1d(2)},
+        {"max_pooling1d_same_s2", opts1d(sy_layer_max_pooling1d(3), 2, S, SY_ACTIVATION_LINEAR)},
+        {"average_pooling1d", sy_layer_average_pooling1d(3)},
+        {"average_pooling1d_same_s2", opts1d(sy_layer_average_pooling1d(3), 2, S, SY_ACTIVATION_LINEAR)},
+        {"global_max_pooling1d", sy_layer_global_max_pooling1d()},
+        {"global_average_pooling1d_keepdims", gap},
+        {"simple_rnn", sy_layer_simple_rnn(4)},
+        {"simple_rnn_seq_relu", seq},
+        {"simple_rnn_backwards_nobias", back},
+        {"repeat_vector", sy_layer_repeat_vector(3)},
+        {"permute", sy_layer_permute(swap, 2)},
+        {"permute_3d", sy_layer_permute(rot, 3)},
+        {"spatial_dropout1d_inference", sy_layer_spatial_dropout1d(0.5)},
+        {"spatial_dropout2d_inference", sy_layer_spatial_dropout2d(0.5)},
+    };
+    (void)V;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int before = check_failures;
+        char file[128];
+        snprintf(file, sizeof file, "layer_%s.npz", cases[i].name);
+        sy_layer l = cases[i].cfg;
+        l.name = "layer";
+        check_model(file, &l, 1, false, TOL_SEQ, TOL_SEQ);
+        fprintf(stderr, "layer %-36s %s\n", cases[i].name, check_failures == before ? "ok" : "FAILED");
+    }
+}
+
+/* ---- the model ------------------------------------------------------------------------- */
+
+#define N_MODEL_LAYERS 11
+
+/* make_sequence_fixtures.py's model_fixture(), layer by layer. */
+static void model_layers(sy_layer *l) {
+    l[0] = sy_layer_conv1d(6, 3);
+    l[0].causal = true;
+    l[0].dilation_rate[0] = 2;
+    l[0].activation = SY_ACTIVATION_RELU;
+    l[1] = sy_layer_max_pooling1d(2);
+    l[2] = sy_layer_spatial_dropout1d(0.25);
+    l[3] = sy_layer_conv1d(5, 2);
+    l[3].padding = SY_PADDING_SAME;
+    l[4] = sy_layer_average_pooling1d(2);
+    l[4].strides[0] = 1;
+    l[5] = sy_layer_simple_rnn(4);
+    l[5].return_sequences = true;
+    const int32_t swap[2] = {2, 1};
+    l[6] = sy_layer_permute(swap, 2);
+    l[7] = sy_layer_global_max_pooling1d();
+    l[8] = sy_layer_repeat_vector(3);
+    l[9] = sy_layer_simple_rnn(3);
+    l[9].go_backwards = true;
+    l[10] = sy_layer_dense(2);
+}
+
+/* A fixture's uint8 array as a string (free()). */
+static char *fixture_text(const sy_npz *z, const char *name) {
+    sy_tensor *t = get(z, name);
+    if (!t) return NULL;
+    int64_t n = sy_tensor_count(t);
+    char *s = calloc((size_t)n + 1, 1);
+    for (int64_t i = 0; i < n; i++) s[i] = (char)sy_tensor_get(t, i);
+    sy_tensor_free(t);
+    return s;
+}
+
+static char *summary_of(const sy_model *m) {
+    FILE *f = tmpfile();
+    sy_model_summary(m, f);
+    long n = ftell(f);
+    rewind(f);
+    char *s = calloc((size_t)n + 1, 1);
+    if (fread(s, 1, (size_t)n, f) != (size_t)n) s[0] = '\0';
+    fclose(f);
+    return s;
+}
+
+static void test_model(void) {
+    sy_layer l[N_MODEL_LAYERS];
+    model_layers(l);
+    check_model("model_sequence.npz", l, N_MODEL_LAYERS, true, TOL_SEQ, TOL_SEQ);
+
+    sy_npz *z = open_fixture("model_sequence.npz");
+    char *keras_json = fixture_text(z, "json"), *keras_summary = fixture_text(z, "summary");
+    sy_tensor *x = get(z, "x");
+    sy_model *m = x ? model_of(x, l, N_MODEL_LAYERS) : NULL;
+    if (m && keras_json && keras_summary) {
+        char *json = NULL;
+        CHECK_OK(sy_model_to_json(m, &json));
+        CHECK(json && !strcmp(json, keras_json), "to_json differs from Keras's:\n%s\nKeras:\n%s", json, keras_json);
+        sy_free(json);
+        char *s = summary_of(m);
+        CHECK(!strcmp(s, keras_summary), "summary differs from Keras's:\n%s\nKeras:\n%s", s, keras_summary);
+        free(s);
+
+        /* Keras's JSON read and written back unchanged, its .h5 weights loaded by name */
+        sy_model *r = NULL;
+        CHECK_OK(sy_model_from_json(keras_json, &r));
+        if (r) {
+            CHECK_OK(sy_model_to_json(r, &json));
+            CHECK(json && !strcmp(json, keras_json), "JSON read and written back differs:\n%s", json);
+            sy_free(json);
+            char h5[1024];
+            snprintf(h5, sizeof h5, "%s/model_sequence.h5", SY_GOLDEN_DIR);
+            CHECK_OK(sy_model_load_weights(r, h5));
+            compare_weights("model_sequence.h5 loaded", z, r, "w", true, NULL, (tol){0, 0});
+            /* written by systolic, read into the model made in C */
+            char out[] = "seq_weights_XXXXXX";
+            int fd = mkstemp(out);
+            CHECK(fd >= 0, "mkstemp");
+            if (fd >= 0) close(fd);
+            char path[64];
+            snprintf(path, sizeof path, "%s.h5", out);
+            CHECK_OK(sy_model_save_weights(r, path));
+            CHECK_OK(sy_model_load_weights(m, path));
+            compare_weights("weights written and read back", z, m, "w", true, NULL, (tol){0, 0});
+            remove(path);
+            remove(out);
+            sy_model_free(r);
+        }
+    }
+    free(keras_json);
+    free(keras_summary);
+    sy_tensor_free(x);
+    sy_model_free(m);
+    sy_npz_close(z);
+}
+
+/* ---- SpatialDropout while training ---------------------------------------------------- */
+
+/* Training with rate 0.5 over ones: every (sample, channel) is all 0 or
+ * all 2 over its steps or pixels, both occur, and the same seed gives the
+ * same mask. */
+static void spatial_training(sy_layer l, sy_shape in, const char *what) {
+    sy_model *m;
+    CHECK_OK(sy_model_new(NULL, &m));
+    l.input_shape = in;
+    l.seed = 7;
+    CHECK_OK(sy_model_add(m, &l));
+    float out[2][256];
+    int64_t c = in.dims[in.rank - 1], per = sy_shape_count(&in) / c, batch = 4;
+    for (int run = 0; run < 2; run++) {
+        sy_graph *g;
+        sy_graph_new(&g);
+        sy_node x = sy_graph_fill(g, SY_F32, keras_batch_shape(batch, &in), 1.0), y = SY_NONE;
+        CHECK(keras_build_layers(m, g, &x, &y, true, false, NULL), "%s: training graph: %s", what, sy_graph_error(g));
+        sy_plan_options o = sy_plan_options_default();
+        o.outputs = &y;
+        o.n_outputs = 1;
+        sy_plan *p = NULL;
+        CHECK_OK(sy_plan_compile(g, &o, &p));
+        if (p) {
+            CHECK_OK(sy_plan_run(p));
+            memcpy(out[run], sy_plan_output(p, y), (size_t)(batch * per * c) * sizeof(float));
+        }
+        sy_plan_free(p);
+        sy_graph_free(g);
+    }
+    int zeros = 0, kept = 0, mixed = 0;
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t k = 0; k < c; k++) {
+            float first = out[0][b * per * c + k];
+            for (int64_t i = 0; i < per; i++) mixed += out[0][(b * per + i) * c + k] != first;
+            zeros += first == 0.0f;
+            kept += first == 2.0f;
+        }
+    CHECK(mixed == 0, "%s: %d values differ within their channel", what, mixed);
+    CHECK(zeros > 0 && kept > 0 && zeros + kept == batch * c, "%s: %d channels dropped, %d kept of %lld", what, zeros,
+          kept, (long long)(batch * c));
+    CHECK(!memcmp(out[0], out[1], (size_t)(batch * per * c) * sizeof(float)), "%s: the same seed, another mask", what);
+    sy_model_free(m);
+}
+
+static void test_spatial_dropout_training(void) {
+    spatial_training(sy_layer_spatial_dropout1d(0.5), sy_shape_of(2, (int64_t)5, (int64_t)8), "SpatialDropout1D");
+    spatial_training(sy_layer_spatial_dropout2d(0.5), sy_shape_of(3, (int64_t)3, (int64_t)2, (int64_t)8),
+                     "SpatialDropout2D");
+}
+
+/* ---- refusals ------------------------------------------------------------------------------ */
+
+static void refused(sy_layer l, sy_shape in, const char *a, const char *b) {
+    sy_model *m;
+    CHECK_OK(sy_model_new(NULL, &m));
+    l.input_shape = in;
+    sy_status st = sy_model_add(m, &l);
+    CHECK(st != SY_OK, "%s accepted", sy_layer_class_name(l.kind));
+    CHECK(strstr(sy_last_error(), a) && strstr(sy_last_error(), b), "message: %s", sy_last_error());
+    sy_model_free(m);
+}
+
+static void test_refusals(void) {
+    sy_shape seq = sy_shape_of(2, (int64_t)6, (int64_t)4), img = sy_shape_of(3, (int64_t)4, (int64_t)4, (int64_t)2);
+    refused(sy_layer_conv1d(3, 3), img, "Conv1D", "(None, 4, 4, 2)");
+    refused(sy_layer_conv1d(3, 7), seq, "kernel", "(None, 6, 4)");
+    sy_layer dil = sy_layer_conv1d(3, 2);
+    dil.strides[0] = 2;
+    dil.dilation_rate[0] = 2;
+    refused(dil, seq, "strides > 1", "dilation_rate");
+    refused(sy_layer_max_pooling1d(7), seq, "MaxPooling1D", "empty");
+    refused(sy_layer_global_average_pooling1d(), img, "GlobalAveragePooling1D", "(None, steps, channels)");
+    refused(sy_layer_repeat_vector(3), seq, "RepeatVector", "(None, features)");
+    refused(sy_layer_repeat_vector(0), sy_shape_of(1, (int64_t)4), "RepeatVector", "n must be");
+    const int32_t bad[2] = {1, 3}, three[3] = {1, 2, 3};
+    refused(sy_layer_permute(bad, 2), seq, "Permute", "dims=(1, 3)");
+    refused(sy_layer_permute(three, 3), seq, "Permute", "has 2");
+    sy_layer state = sy_layer_simple_rnn(3);
+    state.return_state = true;
+    refused(state, seq, "SimpleRNN", "return_state");
+    refused(sy_layer_simple_rnn(3), img, "SimpleRNN", "(None, steps, features)");
+    refused(sy_layer_spatial_dropout1d(0.5), img, "SpatialDropout1D", "(None, steps, channels)");
+    refused(sy_layer_spatial_dropout2d(1.0), img, "SpatialDropout2D", "rate");
+}
+
+int main(void) {
+    test_layers();
+    test_model();
+    test_spatial_dropout_training();
+    test_refusals();
+    return check_report("test_sequence");
+}
