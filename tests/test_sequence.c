@@ -95,6 +95,91 @@ static void test_layers(void) {
     }
 }
 
+/* ---- wrappers: weights keyed by their whole names ------------------------------------------ */
+
+/* The fixture key of weight i: "<prefix>_" and its variable name with '/'
+ * as '_' (w_bidirectional_forward_lstm_lstm_cell_kernel). */
+static void full_key(const sy_model *m, int32_t i, const char *prefix, char *var, size_t nvar, char *key, size_t nkey) {
+    snprintf(var, nvar, "%s", sy_model_weight_name(m, i));
+    var[strcspn(var, ":")] = 0;
+    snprintf(key, nkey, "%s_%s", prefix, var);
+    for (char *c = key; *c; c++)
+        if (*c == '/') *c = '_';
+}
+
+/* m's weights set from (r NULL: compared with, tolerance t) or their
+ * gradients in r compared with the fixture's <prefix>_* arrays. */
+static void full_weights(const char *what, const sy_npz *z, sy_model *m, const char *prefix, bool set,
+                         const grad_run *r, tol t) {
+    CHECK(count_prefixed(z, prefix) == sy_model_weight_count(m), "%s: %d %s_* arrays, %d weights", what,
+          count_prefixed(z, prefix), prefix, sy_model_weight_count(m));
+    for (int32_t i = 0; i < sy_model_weight_count(m); i++) {
+        char var[160], key[200], label[320];
+        full_key(m, i, prefix, var, sizeof var, key, sizeof key);
+        sy_tensor *want = get(z, key);
+        snprintf(label, sizeof label, "%s: %s", what, key);
+        if (want && set) set_var(m->vars, var, want);
+        else if (want)
+            compare(label, r ? sy_plan_gradient(r->p, find_node(r->g, "param", var)) : sy_model_weight_data(m, i), want,
+                    t.rtol, t.atol);
+        sy_tensor_free(want);
+    }
+}
+
+/* check_model() for fixtures keyed by whole weight names. */
+static void check_full(const char *file, const sy_layer *layers, int n, tol t) {
+    char what[160];
+    sy_npz *z = open_fixture(file);
+    sy_tensor *x = get(z, "x"), *y = get(z, "y"), *r = get(z, "r");
+    sy_model *m = x && y && r ? model_of(x, layers, n) : NULL;
+    if (m) {
+        full_weights(file, z, m, "w", true, NULL, t);
+        sy_tensor *out = predict(m, x);
+        snprintf(what, sizeof what, "%s: y", file);
+        if (out) compare(what, sy_tensor_data(out), y, t.rtol, t.atol);
+        sy_tensor_free(out);
+        grad_run g = grad_plan(m, x, r, dot_loss);
+        if (g.p) compare_dx(file, z, &g, t);
+        snprintf(what, sizeof what, "%s: gradient", file);
+        if (g.p) full_weights(what, z, m, "dw", false, &g, t);
+        grad_run_free(&g);
+        sy_model_free(m);
+    }
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+    sy_tensor_free(r);
+    sy_npz_close(z);
+}
+
+static sy_layer merged(sy_layer inner, sy_merge_mode mode) {
+    sy_layer l = sy_layer_bidirectional(&inner);
+    l.merge_mode = mode;
+    return l;
+}
+
+static void test_wrappers(void) {
+    sy_layer lstm = sy_layer_lstm(3), gru = sy_layer_gru(3), rnn = sy_layer_simple_rnn(3), back = sy_layer_lstm(2);
+    lstm.return_sequences = rnn.return_sequences = true;
+    back.go_backwards = true;
+    sy_layer dense = sy_layer_dense(4), conv = sy_layer_conv2d(3, 2, 2);
+    dense.activation = SY_ACTIVATION_TANH;
+    const seq_case cases[] = {
+        {"bidirectional_lstm_seq", merged(lstm, SY_MERGE_CONCAT)},
+        {"bidirectional_gru_sum", merged(gru, SY_MERGE_SUM)},
+        {"bidirectional_simple_rnn_mul_seq", merged(rnn, SY_MERGE_MUL)},
+        {"bidirectional_lstm_ave_backwards", merged(back, SY_MERGE_AVE)},
+        {"time_distributed_dense", sy_layer_time_distributed(&dense)},
+        {"time_distributed_conv2d", sy_layer_time_distributed(&conv)},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int before = check_failures;
+        char file[128];
+        snprintf(file, sizeof file, "layer_%s.npz", cases[i].name);
+        check_full(file, &cases[i].cfg, 1, TOL_SEQ);
+        fprintf(stderr, "layer %-36s %s\n", cases[i].name, check_failures == before ? "ok" : "FAILED");
+    }
+}
+
 /* ---- the model ------------------------------------------------------------------------- */
 
 #define N_MODEL_LAYERS 11
@@ -144,22 +229,25 @@ static char *summary_of(const sy_model *m) {
     return s;
 }
 
-static void test_model(void) {
-    sy_layer l[N_MODEL_LAYERS];
-    model_layers(l);
-    check_model("model_sequence.npz", l, N_MODEL_LAYERS, true, TOL_SEQ, TOL_SEQ);
-
-    sy_npz *z = open_fixture("model_sequence.npz");
+/* <name>.npz's JSON and summary against the model made in C from layers,
+ * and <name>.h5 (Keras's save_weights()) loaded into the model Keras's
+ * JSON makes, then written by systolic and read back. full: weights keyed
+ * by whole names. */
+static void check_files(const char *name, const sy_layer *l, int n, bool full) {
+    char file[128];
+    snprintf(file, sizeof file, "%s.npz", name);
+    sy_npz *z = open_fixture(file);
     char *keras_json = fixture_text(z, "json"), *keras_summary = fixture_text(z, "summary");
     sy_tensor *x = get(z, "x");
-    sy_model *m = x ? model_of(x, l, N_MODEL_LAYERS) : NULL;
+    sy_model *m = x ? model_of(x, l, n) : NULL;
     if (m && keras_json && keras_summary) {
         char *json = NULL;
         CHECK_OK(sy_model_to_json(m, &json));
-        CHECK(json && !strcmp(json, keras_json), "to_json differs from Keras's:\n%s\nKeras:\n%s", json, keras_json);
+        CHECK(json && !strcmp(json, keras_json), "%s: to_json differs from Keras's:\n%s\nKeras:\n%s", name, json,
+              keras_json);
         sy_free(json);
         char *s = summary_of(m);
-        CHECK(!strcmp(s, keras_summary), "summary differs from Keras's:\n%s\nKeras:\n%s", s, keras_summary);
+        CHECK(!strcmp(s, keras_summary), "%s: summary differs from Keras's:\n%s\nKeras:\n%s", name, s, keras_summary);
         free(s);
 
         /* Keras's JSON read and written back unchanged, its .h5 weights loaded by name */
@@ -167,12 +255,13 @@ static void test_model(void) {
         CHECK_OK(sy_model_from_json(keras_json, &r));
         if (r) {
             CHECK_OK(sy_model_to_json(r, &json));
-            CHECK(json && !strcmp(json, keras_json), "JSON read and written back differs:\n%s", json);
+            CHECK(json && !strcmp(json, keras_json), "%s: JSON read and written back differs:\n%s", name, json);
             sy_free(json);
             char h5[1024];
-            snprintf(h5, sizeof h5, "%s/model_sequence.h5", SY_GOLDEN_DIR);
+            snprintf(h5, sizeof h5, "%s/%s.h5", SY_GOLDEN_DIR, name);
             CHECK_OK(sy_model_load_weights(r, h5));
-            compare_weights("model_sequence.h5 loaded", z, r, "w", true, NULL, (tol){0, 0});
+            if (full) full_weights("h5 loaded", z, r, "w", false, NULL, (tol){0, 0});
+            else compare_weights("h5 loaded", z, r, "w", true, NULL, (tol){0, 0});
             /* written by systolic, read into the model made in C */
             char out[] = "seq_weights_XXXXXX";
             int fd = mkstemp(out);
@@ -182,7 +271,8 @@ static void test_model(void) {
             snprintf(path, sizeof path, "%s.h5", out);
             CHECK_OK(sy_model_save_weights(r, path));
             CHECK_OK(sy_model_load_weights(m, path));
-            compare_weights("weights written and read back", z, m, "w", true, NULL, (tol){0, 0});
+            if (full) full_weights("h5 written and read back", z, m, "w", false, NULL, (tol){0, 0});
+            else compare_weights("h5 written and read back", z, m, "w", true, NULL, (tol){0, 0});
             remove(path);
             remove(out);
             sy_model_free(r);
@@ -193,6 +283,26 @@ static void test_model(void) {
     sy_tensor_free(x);
     sy_model_free(m);
     sy_npz_close(z);
+}
+
+static void test_model(void) {
+    sy_layer l[N_MODEL_LAYERS];
+    model_layers(l);
+    check_model("model_sequence.npz", l, N_MODEL_LAYERS, true, TOL_SEQ, TOL_SEQ);
+    check_files("model_sequence", l, N_MODEL_LAYERS, false);
+}
+
+/* make_sequence_fixtures.py's wrappers_model_fixture(): the inner layers
+ * named among the others as Keras names them (dense, lstm_1, ...). */
+static void test_wrappers_model(void) {
+    sy_layer dense = sy_layer_dense(4), lstm = sy_layer_lstm(3), rnn = sy_layer_simple_rnn(2), gru = sy_layer_gru(2);
+    dense.activation = SY_ACTIVATION_RELU;
+    lstm.return_sequences = rnn.return_sequences = true;
+    sy_layer l[6] = {sy_layer_time_distributed(&dense), sy_layer_lstm(4), merged(lstm, SY_MERGE_CONCAT),
+                     merged(rnn, SY_MERGE_SUM), merged(gru, SY_MERGE_AVE), sy_layer_dense(1)};
+    l[1].return_sequences = true;
+    check_full("model_wrappers.npz", l, 6, TOL_SEQ);
+    check_files("model_wrappers", l, 6, true);
 }
 
 /* ---- SpatialDropout while training ---------------------------------------------------- */
@@ -284,6 +394,8 @@ static void test_refusals(void) {
 int main(void) {
     test_layers();
     test_model();
+    test_wrappers();
+    test_wrappers_model();
     test_spatial_dropout_training();
     test_refusals();
     return check_report("test_sequence");
