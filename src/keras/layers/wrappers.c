@@ -115,7 +115,9 @@ static sy_status bidi_output_shape(const sy_layer *l, const char *name, const sy
     sy_status st = check_inner(l, name);
     if (st) return st;
     sy_layer inner = inner_of(l);
-    if ((st = layer_impl_of(l->wrapped)->output_shape(&inner, name, in, n_in, out))) return st;
+    char full[2 * LAYER_NAME_MAX + 16]; /* messages name the inner layer inside the wrapper */
+    snprintf(full, sizeof full, "%s/forward_%s", name, l->wrapped_name);
+    if ((st = layer_impl_of(l->wrapped)->output_shape(&inner, full, in, n_in, out))) return st;
     if (l->merge_mode == SY_MERGE_CONCAT) out->dims[out->rank - 1] *= 2;
     return SY_OK;
 }
@@ -263,7 +265,9 @@ static sy_status td_output_shape(const sy_layer *l, const char *name, const sy_s
     sy_shape step, o;
     step.rank = in->rank - 1;
     for (int i = 0; i < step.rank; i++) step.dims[i] = in->dims[i + 1];
-    if ((st = layer_impl_of(l->wrapped)->output_shape(&inner, name, &step, n_in, &o))) return st;
+    char full[2 * LAYER_NAME_MAX + 16];
+    snprintf(full, sizeof full, "%s/%s", name, l->wrapped_name);
+    if ((st = layer_impl_of(l->wrapped)->output_shape(&inner, full, &step, n_in, &o))) return st;
     if (o.rank + 1 >= SY_MAX_RANK)
         return sy_error(SY_ERR_SHAPE, "layer '%s' (TimeDistributed): the output would have more than %d axes", name,
                         SY_MAX_RANK);
