@@ -192,23 +192,36 @@ typedef struct weight_name {
     char key[160]; /* its fixture array: "w_lstm_1_kernel" */
 } weight_name;
 
+/* issue 17: model_file's third form, for fixtures whose weights' leaves
+ * collide (Bidirectional's forward and backward kernels): the whole
+ * variable name, '/' as '_' (w_bidirectional_forward_lstm_lstm_cell_kernel). */
+#define GOLDEN_FULL_NAMES 2
+
 /* Weight i of m and its array: "<prefix>_<weight>" in a single-layer file
  * (the layer's name dropped), "<prefix>_<layer>_<weight>" in a model file,
  * where <weight> is the variable's last component (an LSTM or GRU drops
- * its cell scope, as tests/golden/README.md says). */
-static inline weight_name weight_of(const sy_model *m, int32_t i, const char *prefix, bool model_file) {
+ * its cell scope, as tests/golden/README.md says); with GOLDEN_FULL_NAMES
+ * "<prefix>_<the whole name>". */
+static inline weight_name weight_of(const sy_model *m, int32_t i, const char *prefix, int model_file) {
     weight_name w;
     snprintf(w.var, sizeof w.var, "%s", sy_model_weight_name(m, i));
     w.var[strcspn(w.var, ":")] = 0;
     const char *leaf = strrchr(w.var, '/') ? strrchr(w.var, '/') + 1 : w.var;
-    if (model_file) snprintf(w.key, sizeof w.key, "%s_%.*s_%s", prefix, (int)strcspn(w.var, "/"), w.var, leaf);
-    else snprintf(w.key, sizeof w.key, "%s_%s", prefix, leaf);
+    if (model_file == GOLDEN_FULL_NAMES) {
+        snprintf(w.key, sizeof w.key, "%s_%s", prefix, w.var);
+        for (char *c = w.key; *c; c++)
+            if (*c == '/') *c = '_';
+    } else if (model_file) {
+        snprintf(w.key, sizeof w.key, "%s_%.*s_%s", prefix, (int)strcspn(w.var, "/"), w.var, leaf);
+    } else {
+        snprintf(w.key, sizeof w.key, "%s_%s", prefix, leaf);
+    }
     return w;
 }
 
 /* Set every weight of m from the fixture, which must hold exactly m's
  * weights under `prefix`. */
-static inline void load_weights(const sy_npz *z, sy_model *m, const char *prefix, bool model_file) {
+static inline void load_weights(const sy_npz *z, sy_model *m, const char *prefix, int model_file) {
     CHECK(count_prefixed(z, prefix) == sy_model_weight_count(m), "%s_*: %d arrays in the fixture, %d weights", prefix,
           count_prefixed(z, prefix), sy_model_weight_count(m));
     for (int32_t i = 0; i < sy_model_weight_count(m); i++) {
@@ -221,7 +234,7 @@ static inline void load_weights(const sy_npz *z, sy_model *m, const char *prefix
 
 /* Every weight of m against the fixture's arrays under `prefix`: the
  * weights' values, or with r their gradients in r's plan. */
-static inline void compare_weights(const char *what, const sy_npz *z, sy_model *m, const char *prefix, bool model_file,
+static inline void compare_weights(const char *what, const sy_npz *z, sy_model *m, const char *prefix, int model_file,
                             const grad_run *r, tol t) {
     CHECK(count_prefixed(z, prefix) == sy_model_weight_count(m), "%s: %s_*: %d arrays in the fixture, %d weights", what,
           prefix, count_prefixed(z, prefix), sy_model_weight_count(m));
@@ -282,7 +295,7 @@ static inline void compare_dx(const char *file, const sy_npz *z, const grad_run 
 /* A layer or model fixture (tests/golden/README.md): layers[0..n) over x
  * with the weights w_*; y against predict(), then dx (unless x is word
  * indices) and dw_* of sum(y * r). */
-static inline void check_model(const char *file, const sy_layer *layers, int n, bool model_file, tol ty, tol tg) {
+static inline void check_model(const char *file, const sy_layer *layers, int n, int model_file, tol ty, tol tg) {
     char what[160];
     sy_npz *z = open_fixture(file);
     sy_tensor *x = get(z, "x"), *y = get(z, "y"), *r = get(z, "r");
@@ -307,5 +320,28 @@ static inline void check_model(const char *file, const sy_layer *layers, int n, 
     sy_tensor_free(r);
     sy_npz_close(z);
 }
+
+
+typedef struct layer_case {
+    const char *name;
+    sy_layer cfg;
+} layer_case;
+
+/* Each case's layer_<name>.npz, to tolerance t for y, dx and dw_*, its
+ * weights keyed as check_model's model_file says (GOLDEN_FULL_NAMES: the
+ * layer keeps its automatic name, which the keys hold). */
+static inline void check_layers_keyed(const layer_case *cases, size_t n, tol t, int keys) {
+    for (size_t i = 0; i < n; i++) {
+        int before = check_failures;
+        char file[128];
+        snprintf(file, sizeof file, "layer_%s.npz", cases[i].name);
+        sy_layer l = cases[i].cfg;
+        if (keys != GOLDEN_FULL_NAMES) l.name = "layer";
+        check_model(file, &l, 1, keys, t, t);
+        fprintf(stderr, "layer %-28s %s\n", cases[i].name, check_failures == before ? "ok" : "FAILED");
+    }
+}
+
+static inline void check_layers(const layer_case *cases, size_t n, tol t) { check_layers_keyed(cases, n, t, false); }
 
 #endif

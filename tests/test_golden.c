@@ -35,10 +35,6 @@
 
 /* ---- layers --------------------------------------------------------------------------- */
 
-typedef struct layer_case {
-    const char *name;
-    sy_layer cfg;
-} layer_case;
 
 static sy_layer with_act(sy_layer l, sy_activation a) {
     l.activation = a;
@@ -70,19 +66,6 @@ static sy_layer relu_tanh(sy_layer l) {
 static sy_layer input_length(sy_layer l, int32_t n) {
     l.input_length = n;
     return l;
-}
-
-/* Each case's layer_<name>.npz, to tolerance t for y, dx and dw_*. */
-static void check_layers(const layer_case *cases, size_t n, tol t) {
-    for (size_t i = 0; i < n; i++) {
-        int before = check_failures;
-        char file[128];
-        snprintf(file, sizeof file, "layer_%s.npz", cases[i].name);
-        sy_layer l = cases[i].cfg;
-        l.name = "layer";
-        check_model(file, &l, 1, false, t, t);
-        fprintf(stderr, "layer %-28s %s\n", cases[i].name, check_failures == before ? "ok" : "FAILED");
-    }
 }
 
 static void test_layers(void) {

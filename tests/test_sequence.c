@@ -42,11 +42,6 @@ static const tol TOL_SEQ = {0, 2e-6};
  * 60-step LSTM's in test_golden.c), so 4e-6 as there. */
 static const tol TOL_DEEP = {0, 4e-6};
 
-typedef struct seq_case {
-    const char *name;
-    sy_layer cfg;
-} seq_case;
-
 static sy_layer opts1d(sy_layer l, int32_t strides, sy_padding p, sy_activation a) {
     l.strides[0] = strides;
     l.padding = p;
@@ -68,7 +63,7 @@ static void test_layers(void) {
     seq.return_sequences = back.return_sequences = back.go_backwards = true;
     back.use_bias = false;
     const int32_t swap[2] = {2, 1}, rot[3] = {3, 1, 2};
-    const seq_case cases[] = {
+    const layer_case cases[] = {
         {"conv1d", sy_layer_conv1d(4, 3)},
         {"conv1d_same_s2_relu", opts1d(sy_layer_conv1d(5, 3), 2, S, SY_ACTIVATION_RELU)},
         {"conv1d_causal_dilated", causal},
@@ -89,72 +84,10 @@ static void test_layers(void) {
         {"spatial_dropout2d_inference", sy_layer_spatial_dropout2d(0.5)},
     };
     (void)V;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int before = check_failures;
-        char file[128];
-        snprintf(file, sizeof file, "layer_%s.npz", cases[i].name);
-        sy_layer l = cases[i].cfg;
-        l.name = "layer";
-        check_model(file, &l, 1, false, TOL_SEQ, TOL_SEQ);
-        fprintf(stderr, "layer %-36s %s\n", cases[i].name, check_failures == before ? "ok" : "FAILED");
-    }
+    check_layers(cases, sizeof cases / sizeof cases[0], TOL_SEQ);
 }
 
-/* ---- wrappers: weights keyed by their whole names ------------------------------------------ */
-
-/* The fixture key of weight i: "<prefix>_" and its variable name with '/'
- * as '_' (w_bidirectional_forward_lstm_lstm_cell_kernel). */
-static void full_key(const sy_model *m, int32_t i, const char *prefix, char *var, size_t nvar, char *key, size_t nkey) {
-    snprintf(var, nvar, "%s", sy_model_weight_name(m, i));
-    var[strcspn(var, ":")] = 0;
-    snprintf(key, nkey, "%s_%s", prefix, var);
-    for (char *c = key; *c; c++)
-        if (*c == '/') *c = '_';
-}
-
-/* m's weights set from (r NULL: compared with, tolerance t) or their
- * gradients in r compared with the fixture's <prefix>_* arrays. */
-static void full_weights(const char *what, const sy_npz *z, sy_model *m, const char *prefix, bool set,
-                         const grad_run *r, tol t) {
-    CHECK(count_prefixed(z, prefix) == sy_model_weight_count(m), "%s: %d %s_* arrays, %d weights", what,
-          count_prefixed(z, prefix), prefix, sy_model_weight_count(m));
-    for (int32_t i = 0; i < sy_model_weight_count(m); i++) {
-        char var[160], key[200], label[320];
-        full_key(m, i, prefix, var, sizeof var, key, sizeof key);
-        sy_tensor *want = get(z, key);
-        snprintf(label, sizeof label, "%s: %s", what, key);
-        if (want && set) set_var(m->vars, var, want);
-        else if (want)
-            compare(label, r ? sy_plan_gradient(r->p, find_node(r->g, "param", var)) : sy_model_weight_data(m, i), want,
-                    t.rtol, t.atol);
-        sy_tensor_free(want);
-    }
-}
-
-/* check_model() for fixtures keyed by whole weight names. */
-static void check_full(const char *file, const sy_layer *layers, int n, tol t) {
-    char what[160];
-    sy_npz *z = open_fixture(file);
-    sy_tensor *x = get(z, "x"), *y = get(z, "y"), *r = get(z, "r");
-    sy_model *m = x && y && r ? model_of(x, layers, n) : NULL;
-    if (m) {
-        full_weights(file, z, m, "w", true, NULL, t);
-        sy_tensor *out = predict(m, x);
-        snprintf(what, sizeof what, "%s: y", file);
-        if (out) compare(what, sy_tensor_data(out), y, t.rtol, t.atol);
-        sy_tensor_free(out);
-        grad_run g = grad_plan(m, x, r, dot_loss);
-        if (g.p) compare_dx(file, z, &g, t);
-        snprintf(what, sizeof what, "%s: gradient", file);
-        if (g.p) full_weights(what, z, m, "dw", false, &g, t);
-        grad_run_free(&g);
-        sy_model_free(m);
-    }
-    sy_tensor_free(x);
-    sy_tensor_free(y);
-    sy_tensor_free(r);
-    sy_npz_close(z);
-}
+/* ---- wrappers: weights keyed by their whole names (GOLDEN_FULL_NAMES) -------------------------- */
 
 static sy_layer merged(sy_layer inner, sy_merge_mode mode) {
     sy_layer l = sy_layer_bidirectional(&inner);
@@ -168,7 +101,7 @@ static void test_wrappers(void) {
     back.go_backwards = true;
     sy_layer dense = sy_layer_dense(4), conv = sy_layer_conv2d(3, 2, 2);
     dense.activation = SY_ACTIVATION_TANH;
-    const seq_case cases[] = {
+    const layer_case cases[] = {
         {"bidirectional_lstm_seq", merged(lstm, SY_MERGE_CONCAT)},
         {"bidirectional_gru_sum", merged(gru, SY_MERGE_SUM)},
         {"bidirectional_simple_rnn_mul_seq", merged(rnn, SY_MERGE_MUL)},
@@ -176,13 +109,7 @@ static void test_wrappers(void) {
         {"time_distributed_dense", sy_layer_time_distributed(&dense)},
         {"time_distributed_conv2d", sy_layer_time_distributed(&conv)},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int before = check_failures;
-        char file[128];
-        snprintf(file, sizeof file, "layer_%s.npz", cases[i].name);
-        check_full(file, &cases[i].cfg, 1, TOL_SEQ);
-        fprintf(stderr, "layer %-36s %s\n", cases[i].name, check_failures == before ? "ok" : "FAILED");
-    }
+    check_layers_keyed(cases, sizeof cases / sizeof cases[0], TOL_SEQ, GOLDEN_FULL_NAMES);
 }
 
 /* ---- the model ------------------------------------------------------------------------- */
@@ -236,9 +163,9 @@ static char *summary_of(const sy_model *m) {
 
 /* <name>.npz's JSON and summary against the model made in C from layers,
  * and <name>.h5 (Keras's save_weights()) loaded into the model Keras's
- * JSON makes, then written by systolic and read back. full: weights keyed
- * by whole names. */
-static void check_files(const char *name, const sy_layer *l, int n, bool full) {
+ * JSON makes, then written by systolic and read back; keys: the fixture's
+ * weight keys (check_model's model_file). */
+static void check_files(const char *name, const sy_layer *l, int n, int keys) {
     char file[128];
     snprintf(file, sizeof file, "%s.npz", name);
     sy_npz *z = open_fixture(file);
@@ -265,8 +192,7 @@ static void check_files(const char *name, const sy_layer *l, int n, bool full) {
             char h5[1024];
             snprintf(h5, sizeof h5, "%s/%s.h5", SY_GOLDEN_DIR, name);
             CHECK_OK(sy_model_load_weights(r, h5));
-            if (full) full_weights("h5 loaded", z, r, "w", false, NULL, (tol){0, 0});
-            else compare_weights("h5 loaded", z, r, "w", true, NULL, (tol){0, 0});
+            compare_weights("h5 loaded", z, r, "w", keys, NULL, (tol){0, 0});
             /* written by systolic, read into the model made in C */
             char out[] = "seq_weights_XXXXXX";
             int fd = mkstemp(out);
@@ -276,8 +202,7 @@ static void check_files(const char *name, const sy_layer *l, int n, bool full) {
             snprintf(path, sizeof path, "%s.h5", out);
             CHECK_OK(sy_model_save_weights(r, path));
             CHECK_OK(sy_model_load_weights(m, path));
-            if (full) full_weights("h5 written and read back", z, m, "w", false, NULL, (tol){0, 0});
-            else compare_weights("h5 written and read back", z, m, "w", true, NULL, (tol){0, 0});
+            compare_weights("h5 written and read back", z, m, "w", keys, NULL, (tol){0, 0});
             remove(path);
             remove(out);
             sy_model_free(r);
@@ -294,7 +219,7 @@ static void test_model(void) {
     sy_layer l[N_MODEL_LAYERS];
     model_layers(l);
     check_model("model_sequence.npz", l, N_MODEL_LAYERS, true, TOL_SEQ, TOL_SEQ);
-    check_files("model_sequence", l, N_MODEL_LAYERS, false);
+    check_files("model_sequence", l, N_MODEL_LAYERS, true);
 }
 
 /* make_sequence_fixtures.py's wrappers_model_fixture(): the inner layers
@@ -306,8 +231,8 @@ static void test_wrappers_model(void) {
     sy_layer l[6] = {sy_layer_time_distributed(&dense), sy_layer_lstm(4), merged(lstm, SY_MERGE_CONCAT),
                      merged(rnn, SY_MERGE_SUM), merged(gru, SY_MERGE_AVE), sy_layer_dense(1)};
     l[1].return_sequences = true;
-    check_full("model_wrappers.npz", l, 6, TOL_DEEP);
-    check_files("model_wrappers", l, 6, true);
+    check_model("model_wrappers.npz", l, 6, GOLDEN_FULL_NAMES, TOL_DEEP, TOL_DEEP);
+    check_files("model_wrappers", l, 6, GOLDEN_FULL_NAMES);
 }
 
 /* ---- the emulated TPU -------------------------------------------------------------------- */
@@ -334,7 +259,7 @@ static void test_sim(void) {
     sy_tensor *x = get(z, "x"), *y = get(z, "y");
     sy_model *m = x && y ? model_of(x, l, 6) : NULL;
     if (m) {
-        full_weights("sim", z, m, "w", true, NULL, TOL_SEQ);
+        load_weights(z, m, "w", GOLDEN_FULL_NAMES);
         sy_tensor *out = predict(m, x);
         double worst = 0, scale = 0;
         for (int64_t i = 0; out && i < sy_tensor_count(y); i++) {

@@ -92,11 +92,16 @@ def run_wrapper_case(case, make, xshape):
     x = mf.uniform(rng, -1, 1, xshape)
     model = tf.keras.Sequential([make()])
     model.build((None,) + xshape[1:])
+    return numbers(model, rng, x, mf.layer_weight_name)
+
+
+def numbers(model, rng, x, weight_name):
+    """x, weights w_* drawn uniform [-0.5, 0.5] and assigned, y, r, dx and dw_* of sum(y r)."""
     arrays = {"x": x}
     for var in model.weights:
         value = mf.uniform(rng, -0.5, 0.5, tuple(var.shape))
         var.assign(value)
-        arrays["w_" + mf.layer_weight_name(var)] = value
+        arrays["w_" + weight_name(var)] = value
     xt = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(xt)
@@ -109,7 +114,7 @@ def run_wrapper_case(case, make, xshape):
     arrays["r"] = r
     arrays["dx"] = grads[0].numpy()
     for var, g in zip(weights, grads[1:]):
-        arrays["dw_" + mf.layer_weight_name(var)] = g.numpy()
+        arrays["dw_" + weight_name(var)] = g.numpy()
     return arrays
 
 
@@ -165,25 +170,7 @@ def wrappers_model_fixture(out_dir):
 
 def fixture_of(model, rng, x, out_dir, name, weight_name=None):
     """model's numbers, JSON, summary and .h5 weights as <name>.npz and <name>.h5."""
-    weight_name = weight_name or model_weight_name
-    arrays = {"x": x}
-    for var in model.weights:
-        value = mf.uniform(rng, -0.5, 0.5, tuple(var.shape))
-        var.assign(value)
-        arrays["w_" + weight_name(var)] = value
-    xt = tf.constant(x)
-    with tf.GradientTape() as tape:
-        tape.watch(xt)
-        y = model(xt, training=False)
-        r = mf.uniform(rng, -1, 1, tuple(y.shape))
-        s = tf.reduce_sum(y * r)
-    weights = list(model.trainable_weights)
-    grads = tape.gradient(s, [xt] + weights)
-    arrays["y"] = y.numpy()
-    arrays["r"] = r
-    arrays["dx"] = grads[0].numpy()
-    for var, g in zip(weights, grads[1:]):
-        arrays["dw_" + weight_name(var)] = g.numpy()
+    arrays = numbers(model, rng, x, weight_name or model_weight_name)
     lines = []
     model.summary(print_fn=lines.append)
     arrays["json"] = text_bytes(model.to_json())

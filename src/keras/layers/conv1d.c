@@ -177,7 +177,6 @@ static sy_status conv1d_json_read(const rd *r, sy_layer *l) {
 }
 
 static void conv1d_json_write(jw *w, const sy_layer *l, const char **bad) {
-    static const char *const nulls[] = {"kernel_constraint", "bias_constraint", NULL};
     jw_key(w, "filters");
     jw_int(w, l->filters);
     jw_key(w, "kernel_size");
@@ -196,15 +195,7 @@ static void conv1d_json_write(jw *w, const sy_layer *l, const char **bad) {
     jw_str(w, sy_activation_name(l->activation));
     jw_key(w, "use_bias");
     jw_bool(w, l->use_bias);
-    conv_json_init(w, "kernel_initializer", &l->kernel_initializer, bad);
-    conv_json_init(w, "bias_initializer", &l->bias_initializer, bad);
-    jw_key(w, "kernel_regularizer");
-    jw_regularizer(w, &l->kernel_regularizer);
-    jw_key(w, "bias_regularizer");
-    jw_regularizer(w, &l->bias_regularizer);
-    jw_key(w, "activity_regularizer");
-    jw_regularizer(w, &l->activity_regularizer);
-    jw_nulls(w, nulls);
+    conv_json_write_tail(w, l, bad);
 }
 
 static sy_layer conv1d_defaults(void) { return sy_layer_conv1d(0, 0); }
