@@ -680,13 +680,13 @@ static void test_refusals(void) {
     if (text)
         CHECK_ERR(sy_model_from_json(text, &m), SY_ERR_UNSUPPORTED,
                   "model JSON: layer 'unit_normalization': UnitNormalization is not supported; supported layers: "
-                  "Activation, Add, Average, AveragePooling1D, AveragePooling2D, BatchNormalization, Concatenate, "
-                  "Conv1D, Conv2D, Conv2DTranspose, Cropping2D, Dense, DepthwiseConv2D, Dropout, ELU, Embedding, "
-                  "Flatten, GRU, GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalMaxPooling1D, "
+                  "Activation, Add, Average, AveragePooling1D, AveragePooling2D, BatchNormalization, Bidirectional, "
+                  "Concatenate, Conv1D, Conv2D, Conv2DTranspose, Cropping2D, Dense, DepthwiseConv2D, Dropout, ELU, "
+                  "Embedding, Flatten, GRU, GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalMaxPooling1D, "
                   "GlobalMaxPooling2D, InputLayer, LSTM, LayerNormalization, LeakyReLU, MaxPooling1D, MaxPooling2D, "
                   "Maximum, Minimum, Multiply, Normalization, PReLU, Permute, ReLU, RepeatVector, Rescaling, Reshape, "
-                  "SeparableConv2D, SimpleRNN, Softmax, SpatialDropout1D, SpatialDropout2D, Subtract, UpSampling2D, "
-                  "ZeroPadding2D");
+                  "SeparableConv2D, SimpleRNN, Softmax, SpatialDropout1D, SpatialDropout2D, Subtract, "
+                  "TimeDistributed, UpSampling2D, ZeroPadding2D");
     free(text);
     text = read_text("unsupported_argument.json");
     if (text)
