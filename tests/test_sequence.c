@@ -422,6 +422,9 @@ static void test_json_refusals(void) {
     json_refused("model_wrappers.npz", "\"class_name\": \"SimpleRNN\"", "\"class_name\": \"Dense\"", "simple_rnn", "unknown argument");
     json_refused("model_wrappers.npz", "\"name\": \"dense\", \"trainable\"", "\"name\": \"dense\", \"bogus\": 1, \"trainable\"",
                  "dense", "unknown argument 'bogus'");
+    json_refused("model_wrappers.npz", "\"class_name\": \"Dense\", \"config\": {\"name\": \"dense\"",
+                 "\"class_name\": \"TimeDistributed\", \"config\": {\"name\": \"dense\"", "time_distributed",
+                 "a TimeDistributed inside a wrapper is not supported");
     json_refused("model_sequence.npz", "\"padding\": \"causal\"", "\"padding\": \"full\"", "conv1d",
                  "\"valid\", \"same\" or \"causal\"");
     json_refused("model_sequence.npz", "\"dims\": [2, 1]", "\"dims\": [2, 0]", "permute", "from 1 to 2");

@@ -173,6 +173,11 @@ static const char *const merge_names[] = {"concat", "sum", "mul", "ave"};
 static sy_status read_inner(const rd *r, sy_layer *l) {
     json_t *v = rd_get(r, "layer");
     if (!v) return rd_err(r, SY_ERR_INVALID_ARGUMENT, "the argument 'layer' is missing");
+    /* refused before it is read: a wrapper in a wrapper would recurse as deep as hostile JSON nests */
+    json_t *cn = json_is_object(v) ? json_object_get(v, "class_name") : NULL;
+    if (json_is_string(cn) && (!strcmp(json_string_value(cn), "Bidirectional") ||
+                               !strcmp(json_string_value(cn), "TimeDistributed")))
+        return rd_err(r, SY_ERR_UNSUPPORTED, "a %s inside a wrapper is not supported", json_string_value(cn));
     sy_layer inner;
     sy_status st = keras_layer_entry_read(v, 0, &inner);
     if (st) return st;
