@@ -222,15 +222,22 @@ static void test_model(void) {
     check_files("model_sequence", l, N_MODEL_LAYERS, true);
 }
 
-/* make_sequence_fixtures.py's wrappers_model_fixture(): the inner layers
- * named among the others as Keras names them (dense, lstm_1, ...). */
-static void test_wrappers_model(void) {
+/* make_sequence_fixtures.py's wrappers_model_fixture(), layer by layer. */
+static void wrappers_model_layers(sy_layer *l) {
     sy_layer dense = sy_layer_dense(4), lstm = sy_layer_lstm(3), rnn = sy_layer_simple_rnn(2), gru = sy_layer_gru(2);
     dense.activation = SY_ACTIVATION_RELU;
     lstm.return_sequences = rnn.return_sequences = true;
-    sy_layer l[6] = {sy_layer_time_distributed(&dense), sy_layer_lstm(4), merged(lstm, SY_MERGE_CONCAT),
+    const sy_layer all[6] = {sy_layer_time_distributed(&dense), sy_layer_lstm(4), merged(lstm, SY_MERGE_CONCAT),
                      merged(rnn, SY_MERGE_SUM), merged(gru, SY_MERGE_AVE), sy_layer_dense(1)};
+    memcpy(l, all, sizeof all);
     l[1].return_sequences = true;
+}
+
+/* The inner layers named among the others as Keras names them (dense,
+ * lstm_1, ...). */
+static void test_wrappers_model(void) {
+    sy_layer l[6];
+    wrappers_model_layers(l);
     check_model("model_wrappers.npz", l, 6, GOLDEN_FULL_NAMES, TOL_DEEP, TOL_DEEP);
     check_files("model_wrappers", l, 6, GOLDEN_FULL_NAMES);
 }
@@ -249,12 +256,8 @@ static void test_sim(void) {
     sy_cluster_free(c);
     if (!s) return;
     sy_strategy_scope_enter(s);
-    sy_layer dense = sy_layer_dense(4), lstm = sy_layer_lstm(3), rnn = sy_layer_simple_rnn(2), gru = sy_layer_gru(2);
-    dense.activation = SY_ACTIVATION_RELU;
-    lstm.return_sequences = rnn.return_sequences = true;
-    sy_layer l[6] = {sy_layer_time_distributed(&dense), sy_layer_lstm(4), merged(lstm, SY_MERGE_CONCAT),
-                     merged(rnn, SY_MERGE_SUM), merged(gru, SY_MERGE_AVE), sy_layer_dense(1)};
-    l[1].return_sequences = true;
+    sy_layer l[6];
+    wrappers_model_layers(l);
     sy_npz *z = open_fixture("model_wrappers.npz");
     sy_tensor *x = get(z, "x"), *y = get(z, "y");
     sy_model *m = x && y ? model_of(x, l, 6) : NULL;
