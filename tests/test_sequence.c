@@ -51,7 +51,8 @@ static sy_layer opts1d(sy_layer l, int32_t strides, sy_padding p, sy_activation 
 
 static void test_layers(void) {
     const sy_padding V = SY_PADDING_VALID, S = SY_PADDING_SAME;
-    sy_layer causal = sy_layer_conv1d(3, 3), groups = sy_layer_conv1d(4, 2), gap = sy_layer_global_average_pooling1d();
+    sy_layer causal = sy_layer_conv1d(3, 3), groups = sy_layer_conv1d(4, 2),
+             gap = sy_layer_global_average_pooling1d();
     causal.causal = true;
     causal.dilation_rate[0] = 2;
     groups.groups = 2;
@@ -71,7 +72,8 @@ static void test_layers(void) {
         {"max_pooling1d", sy_layer_max_pooling1d(2)},
         {"max_pooling1d_same_s2", opts1d(sy_layer_max_pooling1d(3), 2, S, SY_ACTIVATION_LINEAR)},
         {"average_pooling1d", sy_layer_average_pooling1d(3)},
-        {"average_pooling1d_same_s2", opts1d(sy_layer_average_pooling1d(3), 2, S, SY_ACTIVATION_LINEAR)},
+        {"average_pooling1d_same_s2",
+         opts1d(sy_layer_average_pooling1d(3), 2, S, SY_ACTIVATION_LINEAR)},
         {"global_max_pooling1d", sy_layer_global_max_pooling1d()},
         {"global_average_pooling1d_keepdims", gap},
         {"simple_rnn", sy_layer_simple_rnn(4)},
@@ -87,7 +89,8 @@ static void test_layers(void) {
     check_layers(cases, sizeof cases / sizeof cases[0], TOL_SEQ);
 }
 
-/* ---- wrappers: weights keyed by their whole names (GOLDEN_FULL_NAMES) -------------------------- */
+/* ---- wrappers: weights keyed by their whole names (GOLDEN_FULL_NAMES) --------------------------
+ */
 
 static sy_layer merged(sy_layer inner, sy_merge_mode mode) {
     sy_layer l = sy_layer_bidirectional(&inner);
@@ -96,7 +99,8 @@ static sy_layer merged(sy_layer inner, sy_merge_mode mode) {
 }
 
 static void test_wrappers(void) {
-    sy_layer lstm = sy_layer_lstm(3), gru = sy_layer_gru(3), rnn = sy_layer_simple_rnn(3), back = sy_layer_lstm(2);
+    sy_layer lstm = sy_layer_lstm(3), gru = sy_layer_gru(3), rnn = sy_layer_simple_rnn(3),
+             back = sy_layer_lstm(2);
     lstm.return_sequences = rnn.return_sequences = true;
     back.go_backwards = true;
     sy_layer dense = sy_layer_dense(4), conv = sy_layer_conv2d(3, 2, 2);
@@ -175,11 +179,12 @@ static void check_files(const char *name, const sy_layer *l, int n, int keys) {
     if (m && keras_json && keras_summary) {
         char *json = NULL;
         CHECK_OK(sy_model_to_json(m, &json));
-        CHECK(json && !strcmp(json, keras_json), "%s: to_json differs from Keras's:\n%s\nKeras:\n%s", name, json,
-              keras_json);
+        CHECK(json && !strcmp(json, keras_json),
+              "%s: to_json differs from Keras's:\n%s\nKeras:\n%s", name, json, keras_json);
         sy_free(json);
         char *s = summary_of(m);
-        CHECK(!strcmp(s, keras_summary), "%s: summary differs from Keras's:\n%s\nKeras:\n%s", name, s, keras_summary);
+        CHECK(!strcmp(s, keras_summary), "%s: summary differs from Keras's:\n%s\nKeras:\n%s", name,
+              s, keras_summary);
         free(s);
 
         /* Keras's JSON read and written back unchanged, its .h5 weights loaded by name */
@@ -187,7 +192,8 @@ static void check_files(const char *name, const sy_layer *l, int n, int keys) {
         CHECK_OK(sy_model_from_json(keras_json, &r));
         if (r) {
             CHECK_OK(sy_model_to_json(r, &json));
-            CHECK(json && !strcmp(json, keras_json), "%s: JSON read and written back differs:\n%s", name, json);
+            CHECK(json && !strcmp(json, keras_json), "%s: JSON read and written back differs:\n%s",
+                  name, json);
             sy_free(json);
             char h5[1024];
             snprintf(h5, sizeof h5, "%s/%s.h5", SY_GOLDEN_DIR, name);
@@ -224,11 +230,13 @@ static void test_model(void) {
 
 /* make_sequence_fixtures.py's wrappers_model_fixture(), layer by layer. */
 static void wrappers_model_layers(sy_layer *l) {
-    sy_layer dense = sy_layer_dense(4), lstm = sy_layer_lstm(3), rnn = sy_layer_simple_rnn(2), gru = sy_layer_gru(2);
+    sy_layer dense = sy_layer_dense(4), lstm = sy_layer_lstm(3), rnn = sy_layer_simple_rnn(2),
+             gru = sy_layer_gru(2);
     dense.activation = SY_ACTIVATION_RELU;
     lstm.return_sequences = rnn.return_sequences = true;
-    const sy_layer all[6] = {sy_layer_time_distributed(&dense), sy_layer_lstm(4), merged(lstm, SY_MERGE_CONCAT),
-                     merged(rnn, SY_MERGE_SUM), merged(gru, SY_MERGE_AVE), sy_layer_dense(1)};
+    const sy_layer all[6] = {sy_layer_time_distributed(&dense), sy_layer_lstm(4),
+                             merged(lstm, SY_MERGE_CONCAT),     merged(rnn, SY_MERGE_SUM),
+                             merged(gru, SY_MERGE_AVE),         sy_layer_dense(1)};
     memcpy(l, all, sizeof all);
     l[1].return_sequences = true;
 }
@@ -266,17 +274,19 @@ static void test_sim(void) {
         sy_tensor *out = predict(m, x);
         double worst = 0, scale = 0;
         for (int64_t i = 0; out && i < sy_tensor_count(y); i++) {
-            worst = fmax(worst, fabs(((const float *)sy_tensor_data(out))[i] - sy_tensor_get(y, i)));
+            worst =
+                fmax(worst, fabs(((const float *)sy_tensor_data(out))[i] - sy_tensor_get(y, i)));
             scale = fmax(scale, fabs(sy_tensor_get(y, i)));
         }
-        CHECK(out && worst <= 2e-2 * scale && worst > 0, "sim:v2-8: largest difference %g of %g (bf16 products)",
-              worst, scale);
+        CHECK(out && worst <= 2e-2 * scale && worst > 0,
+              "sim:v2-8: largest difference %g of %g (bf16 products)", worst, scale);
         sy_tensor_free(out);
         sy_compile_options co = sy_compile_options_default();
         co.optimizer = sy_optimizer_adam(1e-3f);
         co.loss = "mse";
         CHECK_OK(sy_model_compile(m, &co));
-        /* one global batch of 64, 8 samples a replica (fewer draws a warning): x and y 32 times over */
+        /* one global batch of 64, 8 samples a replica (fewer draws a warning): x and y 32 times
+         * over */
         sy_tensor *xs[2] = {x, y}, *big[2] = {NULL, NULL};
         for (int k = 0; k < 2; k++) {
             sy_shape bs = sy_tensor_shape(xs[k]);
@@ -320,7 +330,8 @@ static void spatial_training(sy_layer l, sy_shape in, const char *what) {
         sy_graph *g;
         sy_graph_new(&g);
         sy_node x = sy_graph_fill(g, SY_F32, keras_batch_shape(batch, &in), 1.0), y = SY_NONE;
-        CHECK(keras_build_layers(m, g, &x, &y, true, false, NULL), "%s: training graph: %s", what, sy_graph_error(g));
+        CHECK(keras_build_layers(m, g, &x, &y, true, false, NULL), "%s: training graph: %s", what,
+              sy_graph_error(g));
         sy_plan_options o = sy_plan_options_default();
         o.outputs = &y;
         o.n_outputs = 1;
@@ -342,16 +353,18 @@ static void spatial_training(sy_layer l, sy_shape in, const char *what) {
             kept += first == 2.0f;
         }
     CHECK(mixed == 0, "%s: %d values differ within their channel", what, mixed);
-    CHECK(zeros > 0 && kept > 0 && zeros + kept == batch * c, "%s: %d channels dropped, %d kept of %lld", what, zeros,
-          kept, (long long)(batch * c));
-    CHECK(!memcmp(out[0], out[1], (size_t)(batch * per * c) * sizeof(float)), "%s: the same seed, another mask", what);
+    CHECK(zeros > 0 && kept > 0 && zeros + kept == batch * c,
+          "%s: %d channels dropped, %d kept of %lld", what, zeros, kept, (long long)(batch * c));
+    CHECK(!memcmp(out[0], out[1], (size_t)(batch * per * c) * sizeof(float)),
+          "%s: the same seed, another mask", what);
     sy_model_free(m);
 }
 
 static void test_spatial_dropout_training(void) {
-    spatial_training(sy_layer_spatial_dropout1d(0.5), sy_shape_of(2, (int64_t)5, (int64_t)8), "SpatialDropout1D");
-    spatial_training(sy_layer_spatial_dropout2d(0.5), sy_shape_of(3, (int64_t)3, (int64_t)2, (int64_t)8),
-                     "SpatialDropout2D");
+    spatial_training(sy_layer_spatial_dropout1d(0.5), sy_shape_of(2, (int64_t)5, (int64_t)8),
+                     "SpatialDropout1D");
+    spatial_training(sy_layer_spatial_dropout2d(0.5),
+                     sy_shape_of(3, (int64_t)3, (int64_t)2, (int64_t)8), "SpatialDropout2D");
 }
 
 /* ---- refusals ------------------------------------------------------------------------------ */
@@ -367,7 +380,8 @@ static void refused(sy_layer l, sy_shape in, const char *a, const char *b) {
 }
 
 static void test_refusals(void) {
-    sy_shape seq = sy_shape_of(2, (int64_t)6, (int64_t)4), img = sy_shape_of(3, (int64_t)4, (int64_t)4, (int64_t)2);
+    sy_shape seq = sy_shape_of(2, (int64_t)6, (int64_t)4),
+             img = sy_shape_of(3, (int64_t)4, (int64_t)4, (int64_t)2);
     refused(sy_layer_conv1d(3, 3), img, "Conv1D", "(None, 4, 4, 2)");
     refused(sy_layer_conv1d(3, 7), seq, "kernel", "(None, 6, 4)");
     sy_layer dil = sy_layer_conv1d(3, 2);
@@ -375,7 +389,8 @@ static void test_refusals(void) {
     dil.dilation_rate[0] = 2;
     refused(dil, seq, "strides > 1", "dilation_rate");
     refused(sy_layer_max_pooling1d(7), seq, "MaxPooling1D", "empty");
-    refused(sy_layer_global_average_pooling1d(), img, "GlobalAveragePooling1D", "(None, steps, channels)");
+    refused(sy_layer_global_average_pooling1d(), img, "GlobalAveragePooling1D",
+            "(None, steps, channels)");
     refused(sy_layer_repeat_vector(3), seq, "RepeatVector", "(None, features)");
     refused(sy_layer_repeat_vector(0), sy_shape_of(1, (int64_t)4), "RepeatVector", "n must be");
     const int32_t bad[2] = {1, 3}, three[3] = {1, 2, 3};
@@ -388,14 +403,19 @@ static void test_refusals(void) {
     refused(sy_layer_spatial_dropout1d(0.5), img, "SpatialDropout1D", "(None, steps, channels)");
     refused(sy_layer_spatial_dropout2d(1.0), img, "SpatialDropout2D", "rate");
     sy_layer dense = sy_layer_dense(3), lstm = sy_layer_lstm(3);
-    refused(sy_layer_bidirectional(&dense), seq, "Bidirectional", "must be LSTM, GRU or SimpleRNN, got Dense");
-    refused(sy_layer_time_distributed(&lstm), seq, "TimeDistributed", "LSTM inside TimeDistributed is not supported");
-    refused(sy_layer_time_distributed(&dense), sy_shape_of(1, (int64_t)4), "TimeDistributed", "(None, steps, ...)");
-    refused(sy_layer_bidirectional(&lstm), img, "'bidirectional/forward_lstm' (LSTM)", "(None, steps, features)");
+    refused(sy_layer_bidirectional(&dense), seq, "Bidirectional",
+            "must be LSTM, GRU or SimpleRNN, got Dense");
+    refused(sy_layer_time_distributed(&lstm), seq, "TimeDistributed",
+            "LSTM inside TimeDistributed is not supported");
+    refused(sy_layer_time_distributed(&dense), sy_shape_of(1, (int64_t)4), "TimeDistributed",
+            "(None, steps, ...)");
+    refused(sy_layer_bidirectional(&lstm), img, "'bidirectional/forward_lstm' (LSTM)",
+            "(None, steps, features)");
 }
 
 /* Keras JSON refused: a fixture's (model_wrappers.npz's, model_sequence.npz's) with one change. */
-static void json_refused(const char *fixture, const char *from, const char *to, const char *a, const char *b) {
+static void json_refused(const char *fixture, const char *from, const char *to, const char *a,
+                         const char *b) {
     sy_npz *z = open_fixture(fixture);
     char *json = fixture_text(z, "json");
     sy_npz_close(z);
@@ -418,19 +438,26 @@ static void json_refused(const char *fixture, const char *from, const char *to, 
 }
 
 static void test_json_refusals(void) {
-    json_refused("model_wrappers.npz", "\"merge_mode\": \"sum\"", "\"merge_mode\": null", "bidirectional_1", "merge_mode null");
-    json_refused("model_wrappers.npz", "\"merge_mode\": \"sum\"", "\"merge_mode\": \"max\"", "bidirectional_1", "\"max\"");
-    json_refused("model_wrappers.npz", "\"merge_mode\": \"sum\"", "\"merge_mode\": \"sum\", \"backward_layer\": {}", "bidirectional_1",
+    json_refused("model_wrappers.npz", "\"merge_mode\": \"sum\"", "\"merge_mode\": null",
+                 "bidirectional_1", "merge_mode null");
+    json_refused("model_wrappers.npz", "\"merge_mode\": \"sum\"", "\"merge_mode\": \"max\"",
+                 "bidirectional_1", "\"max\"");
+    json_refused("model_wrappers.npz", "\"merge_mode\": \"sum\"",
+                 "\"merge_mode\": \"sum\", \"backward_layer\": {}", "bidirectional_1",
                  "backward_layer is not supported");
-    json_refused("model_wrappers.npz", "\"class_name\": \"SimpleRNN\"", "\"class_name\": \"Dense\"", "simple_rnn", "unknown argument");
-    json_refused("model_wrappers.npz", "\"name\": \"dense\", \"trainable\"", "\"name\": \"dense\", \"bogus\": 1, \"trainable\"",
-                 "dense", "unknown argument 'bogus'");
-    json_refused("model_wrappers.npz", "\"class_name\": \"Dense\", \"config\": {\"name\": \"dense\"",
-                 "\"class_name\": \"TimeDistributed\", \"config\": {\"name\": \"dense\"", "time_distributed",
-                 "a TimeDistributed inside a wrapper is not supported");
+    json_refused("model_wrappers.npz", "\"class_name\": \"SimpleRNN\"", "\"class_name\": \"Dense\"",
+                 "simple_rnn", "unknown argument");
+    json_refused("model_wrappers.npz", "\"name\": \"dense\", \"trainable\"",
+                 "\"name\": \"dense\", \"bogus\": 1, \"trainable\"", "dense",
+                 "unknown argument 'bogus'");
+    json_refused("model_wrappers.npz",
+                 "\"class_name\": \"Dense\", \"config\": {\"name\": \"dense\"",
+                 "\"class_name\": \"TimeDistributed\", \"config\": {\"name\": \"dense\"",
+                 "time_distributed", "a TimeDistributed inside a wrapper is not supported");
     json_refused("model_sequence.npz", "\"padding\": \"causal\"", "\"padding\": \"full\"", "conv1d",
                  "\"valid\", \"same\" or \"causal\"");
-    json_refused("model_sequence.npz", "\"dims\": [2, 1]", "\"dims\": [2, 0]", "permute", "from 1 to 2");
+    json_refused("model_sequence.npz", "\"dims\": [2, 1]", "\"dims\": [2, 0]", "permute",
+                 "from 1 to 2");
 }
 
 int main(void) {

@@ -23,13 +23,15 @@
 sy_status rd_single(const rd *r, const char *key, bool required, int32_t def, int32_t *out) {
     json_t *v = rd_get(r, key);
     if (!v) {
-        if (required) return rd_err(r, SY_ERR_INVALID_ARGUMENT, "the argument '%s' is missing", key);
+        if (required)
+            return rd_err(r, SY_ERR_INVALID_ARGUMENT, "the argument '%s' is missing", key);
         *out = def;
         return SY_OK;
     }
     json_t *a = json_is_array(v) && json_array_size(v) == 1 ? json_array_get(v, 0) : v;
     if (!json_is_integer(a) || json_integer_value(a) < 1 || json_integer_value(a) > INT32_MAX)
-        return rd_err(r, SY_ERR_INVALID_ARGUMENT, "%s must be a positive integer or a list of one, got %s", key,
+        return rd_err(r, SY_ERR_INVALID_ARGUMENT,
+                      "%s must be a positive integer or a list of one, got %s", key,
                       keras_json_show(v).s);
     *out = (int32_t)json_integer_value(a);
     return SY_OK;
@@ -44,8 +46,9 @@ void jw_single(jw *w, int32_t n) {
 sy_status seq_check_rank2(const char *name, const char *cls, const sy_shape *in) {
     char s[SY_SHAPE_STR_MAX];
     if (in->rank == 2) return SY_OK;
-    return sy_error(SY_ERR_SHAPE, "layer '%s' (%s): expected an input of shape (None, steps, channels), got %s", name,
-                    cls, keras_shape_str(in, s, sizeof s));
+    return sy_error(SY_ERR_SHAPE,
+                    "layer '%s' (%s): expected an input of shape (None, steps, channels), got %s",
+                    name, cls, keras_shape_str(in, s, sizeof s));
 }
 
 sy_node seq_as_2d(sy_graph *g, sy_node x) {
@@ -81,30 +84,36 @@ static int64_t causal_pad(const sy_layer *l) {
     return l->causal ? (int64_t)conv_dilation(l, 0) * (l->kernel_size[0] - 1) : 0;
 }
 
-static sy_status conv1d_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in,
-                                     sy_shape *out) {
+static sy_status conv1d_output_shape(const sy_layer *l, const char *name, const sy_shape *in,
+                                     int n_in, sy_shape *out) {
     (void)n_in;
     char s[SY_SHAPE_STR_MAX];
     sy_status st = seq_check_rank2(name, "Conv1D", in);
     if (st) return st;
     if (l->filters <= 0 || l->groups < 0)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (Conv1D): filters %d and groups %d must be positive",
-                        name, l->filters, l->groups);
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "layer '%s' (Conv1D): filters %d and groups %d must be positive", name,
+                        l->filters, l->groups);
     if (l->filters % conv_groups(l) || in->dims[1] % conv_groups(l))
         return sy_error(SY_ERR_SHAPE,
-                        "layer '%s' (Conv1D): filters (%d) and input channels (%lld, input %s) must be multiples of "
+                        "layer '%s' (Conv1D): filters (%d) and input channels (%lld, input %s) "
+                        "must be multiples of "
                         "groups (%d)",
-                        name, l->filters, (long long)in->dims[1], keras_shape_str(in, s, sizeof s), conv_groups(l));
+                        name, l->filters, (long long)in->dims[1], keras_shape_str(in, s, sizeof s),
+                        conv_groups(l));
     if (l->causal && l->padding != SY_PADDING_VALID)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (Conv1D): causal is a padding of its own", name);
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "layer '%s' (Conv1D): causal is a padding of its own", name);
     sy_layer c = as_conv2d(l);
     sy_shape in2 = sy_shape_of(3, (int64_t)1, in->dims[0] + causal_pad(l), in->dims[1]);
     if ((st = conv_check(&c, name, "Conv1D", &in2))) return st;
     int64_t steps, pad;
-    sy_conv_out(in2.dims[1], sy_dilated(l->kernel_size[0], conv_dilation(l, 0)), l->strides[0], c.padding, &steps, &pad);
+    sy_conv_out(in2.dims[1], sy_dilated(l->kernel_size[0], conv_dilation(l, 0)), l->strides[0],
+                c.padding, &steps, &pad);
     if (steps <= 0)
         return sy_error(SY_ERR_SHAPE,
-                        "layer '%s' (Conv1D): the kernel of %d steps%s does not fit in the input %s with padding "
+                        "layer '%s' (Conv1D): the kernel of %d steps%s does not fit in the input "
+                        "%s with padding "
                         "'valid'; the output would be empty",
                         name, l->kernel_size[0], conv_dilation(l, 0) > 1 ? " (dilated)" : "",
                         keras_shape_str(in, s, sizeof s));
@@ -114,8 +123,8 @@ static sy_status conv1d_output_shape(const sy_layer *l, const char *name, const 
 
 static int conv1d_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) {
     w[0] = (layer_weight){.name = "kernel",
-                          .shape = sy_shape_of(3, (int64_t)l->kernel_size[0], in->dims[1] / conv_groups(l),
-                                               (int64_t)l->filters),
+                          .shape = sy_shape_of(3, (int64_t)l->kernel_size[0],
+                                               in->dims[1] / conv_groups(l), (int64_t)l->filters),
                           .init = l->kernel_initializer,
                           .regularizer = l->kernel_regularizer};
     if (!l->use_bias) return 1;
@@ -127,8 +136,8 @@ static int conv1d_weights(const sy_layer *l, const sy_shape *in, layer_weight *w
 }
 
 /* x (B, T, C), kernel (k, C / groups, F), bias (F) -> (B, T', F) */
-static sy_node conv1d_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w,
-                            const layer_ctx *ctx) {
+static sy_node conv1d_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in,
+                            const sy_node *w, const layer_ctx *ctx) {
     (void)n_in, (void)ctx;
     sy_node x = in[0];
     if (l->causal) {
@@ -139,7 +148,8 @@ static sy_node conv1d_build(sy_graph *g, const sy_layer *l, const sy_node *in, i
     sy_conv2d_options o = conv_options_of(&c);
     o.groups = conv_groups(l);
     sy_shape ks = sy_graph_shape(g, w[0]);
-    sy_node k = sy_graph_reshape(g, w[0], sy_shape_of(4, (int64_t)1, ks.dims[0], ks.dims[1], ks.dims[2]));
+    sy_node k =
+        sy_graph_reshape(g, w[0], sy_shape_of(4, (int64_t)1, ks.dims[0], ks.dims[1], ks.dims[2]));
     sy_node h = seq_from_2d(g, sy_graph_conv2d_ex(g, seq_as_2d(g, x), k, &o));
     if (l->use_bias) h = sy_graph_bias_add(g, h, w[1]);
     return keras_activate(g, l->activation, h);
@@ -157,7 +167,8 @@ static sy_status conv1d_json_read(const rd *r, sy_layer *l) {
         l->padding = !strcmp(ps, "same") ? SY_PADDING_SAME : SY_PADDING_VALID;
         l->causal = !strcmp(ps, "causal");
     } else {
-        return rd_err(r, SY_ERR_INVALID_ARGUMENT, "padding must be \"valid\", \"same\" or \"causal\", got %s",
+        return rd_err(r, SY_ERR_INVALID_ARGUMENT,
+                      "padding must be \"valid\", \"same\" or \"causal\", got %s",
                       keras_json_show(p).s);
     }
     if ((st = rd_i32(r, "filters", true, 0, 1, &l->filters)) ||
@@ -170,7 +181,8 @@ static sy_status conv1d_json_read(const rd *r, sy_layer *l) {
         (st = rd_init(r, "kernel_initializer", l->kernel_initializer, &l->kernel_initializer)) ||
         (st = rd_init(r, "bias_initializer", l->bias_initializer, &l->bias_initializer)) ||
         (st = rd_regularizer(r, "kernel_regularizer", &l->kernel_regularizer)) ||
-        (st = rd_regularizer(r, "bias_regularizer", &l->bias_regularizer)) || (st = rd_nulls(r, nulls)))
+        (st = rd_regularizer(r, "bias_regularizer", &l->bias_regularizer)) ||
+        (st = rd_nulls(r, nulls)))
         return st;
     l->groups = (int32_t)groups;
     return SY_OK;
@@ -198,7 +210,9 @@ static void conv1d_json_write(jw *w, const sy_layer *l, const char **bad) {
     conv_json_write_tail(w, l, bad);
 }
 
-static sy_layer conv1d_defaults(void) { return sy_layer_conv1d(0, 0); }
+static sy_layer conv1d_defaults(void) {
+    return sy_layer_conv1d(0, 0);
+}
 
 const layer_impl keras_conv1d = {
     .kind = SY_LAYER_CONV1D,

@@ -24,28 +24,37 @@ static sy_layer pooling1d(sy_layer_kind kind, int32_t pool_size) {
     return l;
 }
 
-sy_layer sy_layer_max_pooling1d(int32_t pool_size) { return pooling1d(SY_LAYER_MAX_POOLING1D, pool_size); }
-sy_layer sy_layer_average_pooling1d(int32_t pool_size) { return pooling1d(SY_LAYER_AVERAGE_POOLING1D, pool_size); }
+sy_layer sy_layer_max_pooling1d(int32_t pool_size) {
+    return pooling1d(SY_LAYER_MAX_POOLING1D, pool_size);
+}
+sy_layer sy_layer_average_pooling1d(int32_t pool_size) {
+    return pooling1d(SY_LAYER_AVERAGE_POOLING1D, pool_size);
+}
 
-static int32_t pool_stride(const sy_layer *l) { return l->strides[0] ? l->strides[0] : l->pool_size[0]; }
+static int32_t pool_stride(const sy_layer *l) {
+    return l->strides[0] ? l->strides[0] : l->pool_size[0];
+}
 
-static sy_status pool1d_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in,
-                                     sy_shape *out) {
+static sy_status pool1d_output_shape(const sy_layer *l, const char *name, const sy_shape *in,
+                                     int n_in, sy_shape *out) {
     (void)n_in;
     char s[SY_SHAPE_STR_MAX];
     const char *cls = sy_layer_class_name(l->kind);
     sy_status st = seq_check_rank2(name, cls, in);
     if (st) return st;
     if (l->pool_size[0] <= 0 || pool_stride(l) <= 0)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (%s): pool_size %d and strides %d must be positive", name,
-                        cls, l->pool_size[0], pool_stride(l));
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "layer '%s' (%s): pool_size %d and strides %d must be positive", name, cls,
+                        l->pool_size[0], pool_stride(l));
     if (l->padding != SY_PADDING_VALID && l->padding != SY_PADDING_SAME)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (%s): padding must be 'valid' or 'same'", name, cls);
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "layer '%s' (%s): padding must be 'valid' or 'same'", name, cls);
     int64_t steps, pad;
     sy_conv_out(in->dims[0], l->pool_size[0], pool_stride(l), l->padding, &steps, &pad);
     if (steps <= 0)
         return sy_error(SY_ERR_SHAPE,
-                        "layer '%s' (%s): the pool of %d steps does not fit in the input %s with padding 'valid'; the "
+                        "layer '%s' (%s): the pool of %d steps does not fit in the input %s with "
+                        "padding 'valid'; the "
                         "output would be empty",
                         name, cls, l->pool_size[0], keras_shape_str(in, s, sizeof s));
     *out = sy_shape_of(2, steps, in->dims[1]);
@@ -53,22 +62,25 @@ static sy_status pool1d_output_shape(const sy_layer *l, const char *name, const 
 }
 
 /* x (B, T, C) -> (B, T', C) */
-static sy_node pool1d_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w,
-                            const layer_ctx *ctx) {
+static sy_node pool1d_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in,
+                            const sy_node *w, const layer_ctx *ctx) {
     (void)n_in, (void)w, (void)ctx;
     sy_node x = seq_as_2d(g, in[0]);
     if (l->kind == SY_LAYER_MAX_POOLING1D)
-        return seq_from_2d(g, sy_graph_max_pool2d(g, x, 1, l->pool_size[0], 1, pool_stride(l), l->padding));
-    return seq_from_2d(g, sy_graph_avg_pool2d(g, x, 1, l->pool_size[0], 1, pool_stride(l), l->padding));
+        return seq_from_2d(
+            g, sy_graph_max_pool2d(g, x, 1, l->pool_size[0], 1, pool_stride(l), l->padding));
+    return seq_from_2d(
+        g, sy_graph_avg_pool2d(g, x, 1, l->pool_size[0], 1, pool_stride(l), l->padding));
 }
 
-static const char *const pool1d_keys[] = {"strides", "pool_size", "padding", "data_format", "input_dim", NULL};
+static const char *const pool1d_keys[] = {"strides",     "pool_size", "padding",
+                                          "data_format", "input_dim", NULL};
 
 static sy_status pool1d_json_read(const rd *r, sy_layer *l) {
     sy_status st;
     json_t *s = rd_get(r, "strides");
-    if ((st = rd_single(r, "pool_size", false, 2, &l->pool_size[0])) || (st = rd_padding(r, &l->padding)) ||
-        (st = rd_data_format(r)))
+    if ((st = rd_single(r, "pool_size", false, 2, &l->pool_size[0])) ||
+        (st = rd_padding(r, &l->padding)) || (st = rd_data_format(r)))
         return st;
     l->strides[0] = 0;
     return s && !json_is_null(s) ? rd_single(r, "strides", false, 0, &l->strides[0]) : SY_OK;
@@ -86,8 +98,12 @@ static void pool1d_json_write(jw *w, const sy_layer *l, const char **bad) {
     jw_str(w, "channels_last");
 }
 
-static sy_layer max_pool1d_defaults(void) { return sy_layer_max_pooling1d(2); }
-static sy_layer avg_pool1d_defaults(void) { return sy_layer_average_pooling1d(2); }
+static sy_layer max_pool1d_defaults(void) {
+    return sy_layer_max_pooling1d(2);
+}
+static sy_layer avg_pool1d_defaults(void) {
+    return sy_layer_average_pooling1d(2);
+}
 
 const layer_impl keras_max_pooling1d = {
     .kind = SY_LAYER_MAX_POOLING1D,
@@ -121,10 +137,15 @@ static sy_layer global_pool1d(sy_layer_kind kind) {
     return l;
 }
 
-sy_layer sy_layer_global_max_pooling1d(void) { return global_pool1d(SY_LAYER_GLOBAL_MAX_POOLING1D); }
-sy_layer sy_layer_global_average_pooling1d(void) { return global_pool1d(SY_LAYER_GLOBAL_AVERAGE_POOLING1D); }
+sy_layer sy_layer_global_max_pooling1d(void) {
+    return global_pool1d(SY_LAYER_GLOBAL_MAX_POOLING1D);
+}
+sy_layer sy_layer_global_average_pooling1d(void) {
+    return global_pool1d(SY_LAYER_GLOBAL_AVERAGE_POOLING1D);
+}
 
-static sy_status gp1d_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in, sy_shape *out) {
+static sy_status gp1d_output_shape(const sy_layer *l, const char *name, const sy_shape *in,
+                                   int n_in, sy_shape *out) {
     (void)n_in;
     sy_status st = seq_check_rank2(name, sy_layer_class_name(l->kind), in);
     if (st) return st;
@@ -133,11 +154,12 @@ static sy_status gp1d_output_shape(const sy_layer *l, const char *name, const sy
 }
 
 /* x (B, T, C) -> (B, C) or (B, 1, C) */
-static sy_node gp1d_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w,
-                          const layer_ctx *ctx) {
+static sy_node gp1d_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in,
+                          const sy_node *w, const layer_ctx *ctx) {
     (void)n_in, (void)w, (void)ctx;
     int32_t axis = 1;
-    if (l->kind == SY_LAYER_GLOBAL_MAX_POOLING1D) return sy_graph_reduce_max(g, in[0], &axis, 1, l->keepdims);
+    if (l->kind == SY_LAYER_GLOBAL_MAX_POOLING1D)
+        return sy_graph_reduce_max(g, in[0], &axis, 1, l->keepdims);
     return sy_graph_reduce_mean(g, in[0], &axis, 1, l->keepdims);
 }
 
@@ -156,8 +178,12 @@ static void gp1d_json_write(jw *w, const sy_layer *l, const char **bad) {
     jw_bool(w, l->keepdims);
 }
 
-static sy_layer gmp1d_defaults(void) { return sy_layer_global_max_pooling1d(); }
-static sy_layer gap1d_defaults(void) { return sy_layer_global_average_pooling1d(); }
+static sy_layer gmp1d_defaults(void) {
+    return sy_layer_global_max_pooling1d();
+}
+static sy_layer gap1d_defaults(void) {
+    return sy_layer_global_average_pooling1d();
+}
 
 const layer_impl keras_global_max_pooling1d = {
     .kind = SY_LAYER_GLOBAL_MAX_POOLING1D,

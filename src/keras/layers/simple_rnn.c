@@ -36,42 +36,53 @@ sy_layer sy_layer_simple_rnn(int32_t units) {
     return l;
 }
 
-static sy_status srnn_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in, sy_shape *out) {
+static sy_status srnn_output_shape(const sy_layer *l, const char *name, const sy_shape *in,
+                                   int n_in, sy_shape *out) {
     (void)n_in;
     char s[SY_SHAPE_STR_MAX];
     if (l->units <= 0)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (SimpleRNN): units must be positive, got %d", name,
-                        l->units);
-    if (in->rank != 2)
-        return sy_error(SY_ERR_SHAPE, "layer '%s' (SimpleRNN): expected an input of shape (None, steps, features), got %s",
-                        name, keras_shape_str(in, s, sizeof s));
-    if (!(l->dropout >= 0 && l->dropout < 1) || !(l->recurrent_dropout >= 0 && l->recurrent_dropout < 1))
         return sy_error(SY_ERR_INVALID_ARGUMENT,
-                        "layer '%s' (SimpleRNN): dropout %g and recurrent_dropout %g must be in [0, 1)", name,
-                        (double)l->dropout, (double)l->recurrent_dropout);
+                        "layer '%s' (SimpleRNN): units must be positive, got %d", name, l->units);
+    if (in->rank != 2)
+        return sy_error(
+            SY_ERR_SHAPE,
+            "layer '%s' (SimpleRNN): expected an input of shape (None, steps, features), got %s",
+            name, keras_shape_str(in, s, sizeof s));
+    if (!(l->dropout >= 0 && l->dropout < 1) ||
+        !(l->recurrent_dropout >= 0 && l->recurrent_dropout < 1))
+        return sy_error(
+            SY_ERR_INVALID_ARGUMENT,
+            "layer '%s' (SimpleRNN): dropout %g and recurrent_dropout %g must be in [0, 1)", name,
+            (double)l->dropout, (double)l->recurrent_dropout);
     if (l->return_state)
-        return sy_error(SY_ERR_UNSUPPORTED,
-                        "layer '%s' (SimpleRNN): return_state=True gives several outputs, which a model here cannot "
-                        "pass to its next layer; use return_sequences and slice the last step instead",
-                        name);
-    *out = l->return_sequences ? sy_shape_of(2, in->dims[0], (int64_t)l->units) : sy_shape_of(1, (int64_t)l->units);
+        return sy_error(
+            SY_ERR_UNSUPPORTED,
+            "layer '%s' (SimpleRNN): return_state=True gives several outputs, which a model here "
+            "cannot "
+            "pass to its next layer; use return_sequences and slice the last step instead",
+            name);
+    *out = l->return_sequences ? sy_shape_of(2, in->dims[0], (int64_t)l->units)
+                               : sy_shape_of(1, (int64_t)l->units);
     return SY_OK;
 }
 
 static int srnn_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) {
     int64_t u = l->units;
-    w[0] = (layer_weight){.name = "simple_rnn_cell/kernel", .shape = sy_shape_of(2, in->dims[1], u),
+    w[0] = (layer_weight){.name = "simple_rnn_cell/kernel",
+                          .shape = sy_shape_of(2, in->dims[1], u),
                           .init = l->kernel_initializer};
-    w[1] = (layer_weight){.name = "simple_rnn_cell/recurrent_kernel", .shape = sy_shape_of(2, u, u),
+    w[1] = (layer_weight){.name = "simple_rnn_cell/recurrent_kernel",
+                          .shape = sy_shape_of(2, u, u),
                           .init = l->recurrent_initializer};
     if (!l->use_bias) return 2;
-    w[2] = (layer_weight){.name = "simple_rnn_cell/bias", .shape = sy_shape_of(1, u), .init = l->bias_initializer};
+    w[2] = (layer_weight){
+        .name = "simple_rnn_cell/bias", .shape = sy_shape_of(1, u), .init = l->bias_initializer};
     return 3;
 }
 
 /* x (B, T, D), kernel (D, U), recurrent (U, U), bias (U) -> (B, T, U) or (B, U) */
-static sy_node srnn_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w,
-                          const layer_ctx *ctx) {
+static sy_node srnn_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in,
+                          const sy_node *w, const layer_ctx *ctx) {
     (void)n_in;
     sy_node x = in[0];
     sy_shape xs = sy_graph_shape(g, x);
@@ -82,10 +93,11 @@ static sy_node srnn_build(sy_graph *g, const sy_layer *l, const sy_node *in, int
     }
     sy_node rec_mask = SY_NONE;
     if (ctx->training && l->recurrent_dropout > 0)
-        rec_mask = sy_graph_dropout(g, sy_graph_fill(g, SY_F32, sy_shape_of(2, b, u), 1.0), l->recurrent_dropout,
-                                    sy_mix64(ctx->seed + 0x2EC));
+        rec_mask = sy_graph_dropout(g, sy_graph_fill(g, SY_F32, sy_shape_of(2, b, u), 1.0),
+                                    l->recurrent_dropout, sy_mix64(ctx->seed + 0x2EC));
     if (l->go_backwards) x = sy_graph_reverse(g, x, 1);
-    sy_node xw = sy_graph_matmul(g, sy_graph_reshape(g, x, sy_shape_of(2, b * t, d)), w[0], false, false);
+    sy_node xw =
+        sy_graph_matmul(g, sy_graph_reshape(g, x, sy_shape_of(2, b * t, d)), w[0], false, false);
     if (l->use_bias) xw = sy_graph_bias_add(g, xw, w[2]);
     xw = sy_graph_reshape(g, xw, sy_shape_of(3, b, t, u));
     sy_node h = SY_NONE, *steps = l->return_sequences ? sy_malloc((size_t)t * sizeof *steps) : NULL;
@@ -106,27 +118,51 @@ static sy_node srnn_build(sy_graph *g, const sy_layer *l, const sy_node *in, int
     return y;
 }
 
-static const char *const srnn_keys[] = {
-    "return_sequences", "return_state", "go_backwards", "stateful", "unroll", "time_major", "units", "activation",
-    "use_bias", "kernel_initializer", "recurrent_initializer", "bias_initializer", "kernel_regularizer",
-    "recurrent_regularizer", "bias_regularizer", "kernel_constraint", "recurrent_constraint", "bias_constraint",
-    "dropout", "recurrent_dropout", "input_dim", NULL};
+static const char *const srnn_keys[] = {"return_sequences",
+                                        "return_state",
+                                        "go_backwards",
+                                        "stateful",
+                                        "unroll",
+                                        "time_major",
+                                        "units",
+                                        "activation",
+                                        "use_bias",
+                                        "kernel_initializer",
+                                        "recurrent_initializer",
+                                        "bias_initializer",
+                                        "kernel_regularizer",
+                                        "recurrent_regularizer",
+                                        "bias_regularizer",
+                                        "kernel_constraint",
+                                        "recurrent_constraint",
+                                        "bias_constraint",
+                                        "dropout",
+                                        "recurrent_dropout",
+                                        "input_dim",
+                                        NULL};
 
 static sy_status srnn_json_read(const rd *r, sy_layer *l) {
-    static const char *const nulls[] = {"kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
-                                        "kernel_constraint", "recurrent_constraint", "bias_constraint", NULL};
+    static const char *const nulls[] = {"kernel_regularizer",
+                                        "recurrent_regularizer",
+                                        "bias_regularizer",
+                                        "kernel_constraint",
+                                        "recurrent_constraint",
+                                        "bias_constraint",
+                                        NULL};
     bool unroll;
     sy_status st;
     if ((st = rd_i32(r, "units", true, 0, 1, &l->units)) ||
         (st = rd_activation(r, "activation", SY_ACTIVATION_TANH, false, &l->activation)) ||
         (st = rd_bool(r, "use_bias", true, &l->use_bias)) ||
         (st = rd_init(r, "kernel_initializer", l->kernel_initializer, &l->kernel_initializer)) ||
-        (st = rd_init(r, "recurrent_initializer", l->recurrent_initializer, &l->recurrent_initializer)) ||
-        (st = rd_init(r, "bias_initializer", l->bias_initializer, &l->bias_initializer)) || (st = rd_nulls(r, nulls)) ||
-        (st = rd_float(r, "dropout", false, 0, &l->dropout)) ||
+        (st = rd_init(r, "recurrent_initializer", l->recurrent_initializer,
+                      &l->recurrent_initializer)) ||
+        (st = rd_init(r, "bias_initializer", l->bias_initializer, &l->bias_initializer)) ||
+        (st = rd_nulls(r, nulls)) || (st = rd_float(r, "dropout", false, 0, &l->dropout)) ||
         (st = rd_float(r, "recurrent_dropout", false, 0, &l->recurrent_dropout)) ||
         (st = rd_bool(r, "return_sequences", false, &l->return_sequences)) ||
-        (st = rd_bool_only(r, "return_state", false)) || (st = rd_bool(r, "go_backwards", false, &l->go_backwards)) ||
+        (st = rd_bool_only(r, "return_state", false)) ||
+        (st = rd_bool(r, "go_backwards", false, &l->go_backwards)) ||
         (st = rd_bool_only(r, "stateful", false)) || (st = rd_bool(r, "unroll", false, &unroll)) ||
         (st = rd_bool_only(r, "time_major", false)))
         return st;
@@ -135,9 +171,9 @@ static sy_status srnn_json_read(const rd *r, sy_layer *l) {
 }
 
 static void srnn_json_write(jw *w, const sy_layer *l, const char **bad) {
-    static const char *const nulls[] = {"kernel_regularizer",    "recurrent_regularizer", "bias_regularizer",
-                                        "activity_regularizer",  "kernel_constraint",     "recurrent_constraint",
-                                        "bias_constraint",       NULL};
+    static const char *const nulls[] = {
+        "kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "activity_regularizer",
+        "kernel_constraint",  "recurrent_constraint",  "bias_constraint",  NULL};
     jw_key(w, "return_sequences");
     jw_bool(w, l->return_sequences);
     jw_key(w, "return_state");
@@ -169,7 +205,9 @@ static void srnn_json_write(jw *w, const sy_layer *l, const char **bad) {
     jw_real(w, l->recurrent_dropout, true);
 }
 
-static sy_layer srnn_defaults(void) { return sy_layer_simple_rnn(0); }
+static sy_layer srnn_defaults(void) {
+    return sy_layer_simple_rnn(0);
+}
 
 const layer_impl keras_simple_rnn = {
     .kind = SY_LAYER_SIMPLE_RNN,

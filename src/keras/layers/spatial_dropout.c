@@ -16,43 +16,54 @@ static sy_layer spatial(sy_layer_kind kind, double rate) {
     return l;
 }
 
-sy_layer sy_layer_spatial_dropout1d(double rate) { return spatial(SY_LAYER_SPATIAL_DROPOUT1D, rate); }
-sy_layer sy_layer_spatial_dropout2d(double rate) { return spatial(SY_LAYER_SPATIAL_DROPOUT2D, rate); }
+sy_layer sy_layer_spatial_dropout1d(double rate) {
+    return spatial(SY_LAYER_SPATIAL_DROPOUT1D, rate);
+}
+sy_layer sy_layer_spatial_dropout2d(double rate) {
+    return spatial(SY_LAYER_SPATIAL_DROPOUT2D, rate);
+}
 
-static int spatial_rank(const sy_layer *l) { return l->kind == SY_LAYER_SPATIAL_DROPOUT1D ? 2 : 3; }
+static int spatial_rank(const sy_layer *l) {
+    return l->kind == SY_LAYER_SPATIAL_DROPOUT1D ? 2 : 3;
+}
 
-static sy_status spatial_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in,
-                                      sy_shape *out) {
+static sy_status spatial_output_shape(const sy_layer *l, const char *name, const sy_shape *in,
+                                      int n_in, sy_shape *out) {
     (void)n_in;
     char s[SY_SHAPE_STR_MAX];
     const char *cls = sy_layer_class_name(l->kind);
     if (!(l->rate >= 0.0 && l->rate < 1.0))
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (%s): rate must be in [0, 1), got %g", name, cls, l->rate);
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (%s): rate must be in [0, 1), got %g",
+                        name, cls, l->rate);
     if (in->rank != spatial_rank(l))
-        return sy_error(SY_ERR_SHAPE, "layer '%s' (%s): expected an input of shape %s, got %s", name, cls,
-                        spatial_rank(l) == 2 ? "(None, steps, channels)" : "(None, height, width, channels)",
-                        keras_shape_str(in, s, sizeof s));
+        return sy_error(
+            SY_ERR_SHAPE, "layer '%s' (%s): expected an input of shape %s, got %s", name, cls,
+            spatial_rank(l) == 2 ? "(None, steps, channels)" : "(None, height, width, channels)",
+            keras_shape_str(in, s, sizeof s));
     *out = *in;
     return SY_OK;
 }
 
 /* x (B, ..., C) -> the same, whole channels zeroed */
-static sy_node spatial_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w,
-                             const layer_ctx *ctx) {
+static sy_node spatial_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in,
+                             const sy_node *w, const layer_ctx *ctx) {
     (void)n_in, (void)w;
     if (!ctx->training || l->rate == 0.0) return in[0];
     sy_shape xs = sy_graph_shape(g, in[0]), ms = xs;
     for (int i = 1; i < ms.rank - 1; i++) ms.dims[i] = 1;
-    sy_node mask = sy_graph_dropout(g, sy_graph_fill(g, SY_F32, ms, 1.0), (float)l->rate, ctx->seed);
+    sy_node mask =
+        sy_graph_dropout(g, sy_graph_fill(g, SY_F32, ms, 1.0), (float)l->rate, ctx->seed);
     return sy_graph_mul(g, in[0], mask);
 }
 
-static const char *const spatial_keys[] = {"rate", "noise_shape", "seed", "data_format", "input_dim", NULL};
+static const char *const spatial_keys[] = {"rate",        "noise_shape", "seed",
+                                           "data_format", "input_dim",   NULL};
 
 static sy_status spatial_json_read(const rd *r, sy_layer *l) {
     sy_status st;
     float rate32;
-    if ((st = rd_float(r, "rate", true, 0, &rate32)) || (st = rd_seed(r, &l->seed)) || (st = rd_data_format(r)))
+    if ((st = rd_float(r, "rate", true, 0, &rate32)) || (st = rd_seed(r, &l->seed)) ||
+        (st = rd_data_format(r)))
         return st;
     l->rate = json_number_value(rd_get(r, "rate"));
     return rd_null(r, "noise_shape"); /* Keras sets it from the input: a saved one is always null */
@@ -67,8 +78,12 @@ static void spatial_json_write(jw *w, const sy_layer *l, const char **bad) {
     jw_seed(w, l->seed);
 }
 
-static sy_layer spatial1d_defaults(void) { return sy_layer_spatial_dropout1d(0); }
-static sy_layer spatial2d_defaults(void) { return sy_layer_spatial_dropout2d(0); }
+static sy_layer spatial1d_defaults(void) {
+    return sy_layer_spatial_dropout1d(0);
+}
+static sy_layer spatial2d_defaults(void) {
+    return sy_layer_spatial_dropout2d(0);
+}
 
 const layer_impl keras_spatial_dropout1d = {
     .kind = SY_LAYER_SPATIAL_DROPOUT1D,

@@ -39,8 +39,12 @@ static sy_layer wrap(sy_layer_kind kind, const sy_layer *inner) {
     return l;
 }
 
-sy_layer sy_layer_bidirectional(const sy_layer *inner) { return wrap(SY_LAYER_BIDIRECTIONAL, inner); }
-sy_layer sy_layer_time_distributed(const sy_layer *inner) { return wrap(SY_LAYER_TIME_DISTRIBUTED, inner); }
+sy_layer sy_layer_bidirectional(const sy_layer *inner) {
+    return wrap(SY_LAYER_BIDIRECTIONAL, inner);
+}
+sy_layer sy_layer_time_distributed(const sy_layer *inner) {
+    return wrap(SY_LAYER_TIME_DISTRIBUTED, inner);
+}
 
 /* The inner layer's config: the wrapper's fields with its kind, no input shape. */
 static sy_layer inner_of(const sy_layer *l) {
@@ -67,25 +71,41 @@ int64_t keras_auto_name_count(const sy_model *m, int64_t index, sy_layer_kind ki
 
 void keras_wrapper_name(sy_model *m, int64_t i) {
     sy_layer *l = &m->layers[i].cfg;
-    if ((l->kind != SY_LAYER_BIDIRECTIONAL && l->kind != SY_LAYER_TIME_DISTRIBUTED) || l->wrapped_name[0]) return;
+    if ((l->kind != SY_LAYER_BIDIRECTIONAL && l->kind != SY_LAYER_TIME_DISTRIBUTED) ||
+        l->wrapped_name[0])
+        return;
     const layer_impl *impl = layer_impl_of(l->wrapped);
     if (!impl) return; /* refused when built */
     int64_t k = keras_auto_name_count(m, i, l->wrapped);
-    if (k == 0) snprintf(l->wrapped_name, sizeof l->wrapped_name, "%s", impl->prefix);
-    else snprintf(l->wrapped_name, sizeof l->wrapped_name, "%s_%lld", impl->prefix, (long long)k);
+    if (k == 0)
+        snprintf(l->wrapped_name, sizeof l->wrapped_name, "%s", impl->prefix);
+    else
+        snprintf(l->wrapped_name, sizeof l->wrapped_name, "%s_%lld", impl->prefix, (long long)k);
     l->wrapped_auto_named = true;
 }
 
 /* ---- checks --------------------------------------------------------------------------------- */
 
-static bool rnn_kind(sy_layer_kind k) { return k == SY_LAYER_LSTM || k == SY_LAYER_GRU || k == SY_LAYER_SIMPLE_RNN; }
+static bool rnn_kind(sy_layer_kind k) {
+    return k == SY_LAYER_LSTM || k == SY_LAYER_GRU || k == SY_LAYER_SIMPLE_RNN;
+}
 
 static bool distributable(sy_layer_kind k) {
-    static const sy_layer_kind ok[] = {
-        SY_LAYER_DENSE,           SY_LAYER_CONV1D,          SY_LAYER_CONV2D,          SY_LAYER_MAX_POOLING1D,
-        SY_LAYER_AVERAGE_POOLING1D, SY_LAYER_MAX_POOLING2D, SY_LAYER_AVERAGE_POOLING2D, SY_LAYER_GLOBAL_MAX_POOLING1D,
-        SY_LAYER_GLOBAL_AVERAGE_POOLING1D, SY_LAYER_GLOBAL_MAX_POOLING2D, SY_LAYER_GLOBAL_AVERAGE_POOLING2D,
-        SY_LAYER_FLATTEN,         SY_LAYER_ACTIVATION,      SY_LAYER_DROPOUT,         SY_LAYER_RESHAPE};
+    static const sy_layer_kind ok[] = {SY_LAYER_DENSE,
+                                       SY_LAYER_CONV1D,
+                                       SY_LAYER_CONV2D,
+                                       SY_LAYER_MAX_POOLING1D,
+                                       SY_LAYER_AVERAGE_POOLING1D,
+                                       SY_LAYER_MAX_POOLING2D,
+                                       SY_LAYER_AVERAGE_POOLING2D,
+                                       SY_LAYER_GLOBAL_MAX_POOLING1D,
+                                       SY_LAYER_GLOBAL_AVERAGE_POOLING1D,
+                                       SY_LAYER_GLOBAL_MAX_POOLING2D,
+                                       SY_LAYER_GLOBAL_AVERAGE_POOLING2D,
+                                       SY_LAYER_FLATTEN,
+                                       SY_LAYER_ACTIVATION,
+                                       SY_LAYER_DROPOUT,
+                                       SY_LAYER_RESHAPE};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (ok[i] == k) return true;
     return false;
@@ -95,23 +115,30 @@ static sy_status check_inner(const sy_layer *l, const char *name) {
     const char *cls = sy_layer_class_name(l->kind);
     const layer_impl *impl = layer_impl_of(l->wrapped);
     if (l->kind == SY_LAYER_BIDIRECTIONAL && !rnn_kind(l->wrapped))
-        return sy_error(SY_ERR_UNSUPPORTED, "layer '%s' (Bidirectional): the layer it wraps must be LSTM, GRU or "
-                        "SimpleRNN, got %s", name, impl ? impl->class_name : "nothing");
-    if (l->kind == SY_LAYER_TIME_DISTRIBUTED && !distributable(l->wrapped))
         return sy_error(SY_ERR_UNSUPPORTED,
-                        "layer '%s' (TimeDistributed): %s inside TimeDistributed is not supported; supported: Dense, "
-                        "Conv1D, Conv2D, MaxPooling1D, AveragePooling1D, MaxPooling2D, AveragePooling2D, "
-                        "GlobalMaxPooling1D, GlobalAveragePooling1D, GlobalMaxPooling2D, GlobalAveragePooling2D, "
-                        "Flatten, Activation, Dropout, Reshape",
+                        "layer '%s' (Bidirectional): the layer it wraps must be LSTM, GRU or "
+                        "SimpleRNN, got %s",
                         name, impl ? impl->class_name : "nothing");
+    if (l->kind == SY_LAYER_TIME_DISTRIBUTED && !distributable(l->wrapped))
+        return sy_error(
+            SY_ERR_UNSUPPORTED,
+            "layer '%s' (TimeDistributed): %s inside TimeDistributed is not supported; supported: "
+            "Dense, "
+            "Conv1D, Conv2D, MaxPooling1D, AveragePooling1D, MaxPooling2D, AveragePooling2D, "
+            "GlobalMaxPooling1D, GlobalAveragePooling1D, GlobalMaxPooling2D, "
+            "GlobalAveragePooling2D, "
+            "Flatten, Activation, Dropout, Reshape",
+            name, impl ? impl->class_name : "nothing");
     if (l->kind == SY_LAYER_BIDIRECTIONAL && (unsigned)l->merge_mode > SY_MERGE_AVE)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (%s): unknown merge_mode %d", name, cls, (int)l->merge_mode);
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (%s): unknown merge_mode %d", name,
+                        cls, (int)l->merge_mode);
     return SY_OK;
 }
 
 /* ---- Bidirectional -------------------------------------------------------------------------- */
 
-static sy_status bidi_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in, sy_shape *out) {
+static sy_status bidi_output_shape(const sy_layer *l, const char *name, const sy_shape *in,
+                                   int n_in, sy_shape *out) {
     sy_status st = check_inner(l, name);
     if (st) return st;
     sy_layer inner = inner_of(l);
@@ -134,7 +161,8 @@ static int bidi_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) 
     for (int d = 0; d < 2; d++)
         for (int j = 0; j < n; j++) {
             char *s = names[d * n + j];
-            snprintf(s, sizeof names[0], "%s_%s/%s", d ? "backward" : "forward", l->wrapped_name, one[j].name);
+            snprintf(s, sizeof names[0], "%s_%s/%s", d ? "backward" : "forward", l->wrapped_name,
+                     one[j].name);
             w[d * n + j] = one[j];
             w[d * n + j].name = s;
         }
@@ -142,8 +170,8 @@ static int bidi_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) 
 }
 
 /* x (B, T, D) -> the merged outputs: (B, [T,] 2U) with concat, else (B, [T,] U) */
-static sy_node bidi_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w,
-                          const layer_ctx *ctx) {
+static sy_node bidi_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in,
+                          const sy_node *w, const layer_ctx *ctx) {
     const layer_impl *impl = layer_impl_of(l->wrapped);
     sy_layer fwd = inner_of(l), bwd = fwd;
     bwd.go_backwards = !fwd.go_backwards;
@@ -156,10 +184,13 @@ static sy_node bidi_build(sy_graph *g, const sy_layer *l, const sy_node *in, int
     sy_node y_rev = impl->build(g, &bwd, in, n_in, w + n, &back);
     if (l->return_sequences) y_rev = sy_graph_reverse(g, y_rev, 1);
     switch (l->merge_mode) {
-    case SY_MERGE_SUM: return sy_graph_add(g, y, y_rev);
-    case SY_MERGE_MUL: return sy_graph_mul(g, y, y_rev);
+    case SY_MERGE_SUM:
+        return sy_graph_add(g, y, y_rev);
+    case SY_MERGE_MUL:
+        return sy_graph_mul(g, y, y_rev);
     case SY_MERGE_AVE: /* (y + y_rev) / 2: halving is exact, as Keras's division by 2 */
-        return sy_graph_mul(g, sy_graph_add(g, y, y_rev), sy_graph_fill(g, SY_F32, sy_graph_shape(g, y), 0.5));
+        return sy_graph_mul(g, sy_graph_add(g, y, y_rev),
+                            sy_graph_fill(g, SY_F32, sy_graph_shape(g, y), 0.5));
     default: {
         sy_node both[2] = {y, y_rev};
         return sy_graph_concat(g, both, 2, -1);
@@ -173,18 +204,22 @@ static const char *const merge_names[] = {"concat", "sum", "mul", "ave"};
 static sy_status read_inner(const rd *r, sy_layer *l) {
     json_t *v = rd_get(r, "layer");
     if (!v) return rd_err(r, SY_ERR_INVALID_ARGUMENT, "the argument 'layer' is missing");
-    /* refused before it is read: a wrapper in a wrapper would recurse as deep as hostile JSON nests */
+    /* refused before it is read: a wrapper in a wrapper would recurse as deep as hostile JSON nests
+     */
     json_t *cn = json_is_object(v) ? json_object_get(v, "class_name") : NULL;
     if (json_is_string(cn) && (!strcmp(json_string_value(cn), "Bidirectional") ||
                                !strcmp(json_string_value(cn), "TimeDistributed")))
-        return rd_err(r, SY_ERR_UNSUPPORTED, "a %s inside a wrapper is not supported", json_string_value(cn));
+        return rd_err(r, SY_ERR_UNSUPPORTED, "a %s inside a wrapper is not supported",
+                      json_string_value(cn));
     sy_layer inner;
     sy_status st = keras_layer_entry_read(v, 0, &inner);
     if (st) return st;
     if (inner.input_shape.rank)
-        return rd_err(r, SY_ERR_UNSUPPORTED, "the wrapped layer has an input shape of its own; give it to the wrapper");
+        return rd_err(r, SY_ERR_UNSUPPORTED,
+                      "the wrapped layer has an input shape of its own; give it to the wrapper");
     if (strlen(inner.name ? inner.name : "") >= sizeof l->wrapped_name)
-        return rd_err(r, SY_ERR_INVALID_ARGUMENT, "the wrapped layer's name is longer than %zu characters",
+        return rd_err(r, SY_ERR_INVALID_ARGUMENT,
+                      "the wrapped layer's name is longer than %zu characters",
                       sizeof l->wrapped_name - 1);
     sy_layer outer = *l;
     *l = wrap(outer.kind, &inner);
@@ -201,7 +236,8 @@ static sy_status bidi_json_read(const rd *r, sy_layer *l) {
     json_t *v = rd_get(r, "backward_layer");
     if (v && !json_is_null(v))
         return rd_err(r, SY_ERR_UNSUPPORTED,
-                      "backward_layer is not supported: the backward layer is the layer's copy with go_backwards "
+                      "backward_layer is not supported: the backward layer is the layer's copy "
+                      "with go_backwards "
                       "flipped (Keras's default)");
     v = rd_get(r, "merge_mode");
     const char *s = v && json_is_string(v) ? json_string_value(v) : v ? NULL : "concat";
@@ -212,8 +248,10 @@ static sy_status bidi_json_read(const rd *r, sy_layer *l) {
         }
     if (v && json_is_null(v))
         return rd_err(r, SY_ERR_UNSUPPORTED,
-                      "merge_mode null (both directions as two outputs) is not supported; use concat, sum, mul or ave");
-    return rd_err(r, SY_ERR_INVALID_ARGUMENT, "merge_mode must be \"concat\", \"sum\", \"mul\" or \"ave\", got %s",
+                      "merge_mode null (both directions as two outputs) is not supported; use "
+                      "concat, sum, mul or ave");
+    return rd_err(r, SY_ERR_INVALID_ARGUMENT,
+                  "merge_mode must be \"concat\", \"sum\", \"mul\" or \"ave\", got %s",
                   keras_json_show(v).s);
 }
 
@@ -259,13 +297,16 @@ const layer_impl keras_bidirectional = {
 
 /* ---- TimeDistributed ---------------------------------------------------------------------- */
 
-static sy_status td_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in, sy_shape *out) {
+static sy_status td_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in,
+                                 sy_shape *out) {
     char s[SY_SHAPE_STR_MAX];
     sy_status st = check_inner(l, name);
     if (st) return st;
     if (in->rank < 2)
-        return sy_error(SY_ERR_SHAPE, "layer '%s' (TimeDistributed): expected an input of shape (None, steps, ...), got %s",
-                        name, keras_shape_str(in, s, sizeof s));
+        return sy_error(
+            SY_ERR_SHAPE,
+            "layer '%s' (TimeDistributed): expected an input of shape (None, steps, ...), got %s",
+            name, keras_shape_str(in, s, sizeof s));
     sy_layer inner = inner_of(l);
     sy_shape step, o;
     step.rank = in->rank - 1;
@@ -274,8 +315,9 @@ static sy_status td_output_shape(const sy_layer *l, const char *name, const sy_s
     snprintf(full, sizeof full, "%s/%s", name, l->wrapped_name);
     if ((st = layer_impl_of(l->wrapped)->output_shape(&inner, full, &step, n_in, &o))) return st;
     if (o.rank + 1 >= SY_MAX_RANK)
-        return sy_error(SY_ERR_SHAPE, "layer '%s' (TimeDistributed): the output would have more than %d axes", name,
-                        SY_MAX_RANK);
+        return sy_error(SY_ERR_SHAPE,
+                        "layer '%s' (TimeDistributed): the output would have more than %d axes",
+                        name, SY_MAX_RANK);
     out->rank = o.rank + 1;
     out->dims[0] = in->dims[0];
     for (int i = 0; i < o.rank; i++) out->dims[i + 1] = o.dims[i];
@@ -293,8 +335,8 @@ static int td_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) {
 }
 
 /* x (B, T, ...) -> (B * T, ...) -> the inner layer -> (B, T, ...') */
-static sy_node td_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w,
-                        const layer_ctx *ctx) {
+static sy_node td_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in,
+                        const sy_node *w, const layer_ctx *ctx) {
     sy_layer inner = inner_of(l);
     sy_shape xs = sy_graph_shape(g, in[0]), flat;
     flat.rank = xs.rank - 1;
@@ -312,7 +354,9 @@ static sy_node td_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n
 
 static const char *const td_keys[] = {"layer", "input_dim", NULL};
 
-static void td_json_write(jw *w, const sy_layer *l, const char **bad) { write_inner(w, l, bad); }
+static void td_json_write(jw *w, const sy_layer *l, const char **bad) {
+    write_inner(w, l, bad);
+}
 
 static sy_layer td_defaults(void) {
     sy_layer l = sy_layer_dense(0);
