@@ -680,11 +680,13 @@ static void test_refusals(void) {
     if (text)
         CHECK_ERR(sy_model_from_json(text, &m), SY_ERR_UNSUPPORTED,
                   "model JSON: layer 'unit_normalization': UnitNormalization is not supported; supported layers: "
-                  "Activation, Add, Average, AveragePooling2D, BatchNormalization, Concatenate, Conv2D, "
-                  "Conv2DTranspose, Cropping2D, Dense, DepthwiseConv2D, Dropout, ELU, Embedding, Flatten, GRU, "
-                  "GlobalAveragePooling2D, GlobalMaxPooling2D, InputLayer, LSTM, LayerNormalization, LeakyReLU, "
-                  "MaxPooling2D, Maximum, Minimum, Multiply, Normalization, PReLU, ReLU, Rescaling, Reshape, SeparableConv2D, "
-                  "Softmax, Subtract, UpSampling2D, ZeroPadding2D");
+                  "Activation, Add, Average, AveragePooling1D, AveragePooling2D, BatchNormalization, Bidirectional, "
+                  "Concatenate, Conv1D, Conv2D, Conv2DTranspose, Cropping2D, Dense, DepthwiseConv2D, Dropout, ELU, "
+                  "Embedding, Flatten, GRU, GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalMaxPooling1D, "
+                  "GlobalMaxPooling2D, InputLayer, LSTM, LayerNormalization, LeakyReLU, MaxPooling1D, MaxPooling2D, "
+                  "Maximum, Minimum, Multiply, Normalization, PReLU, Permute, ReLU, RepeatVector, Rescaling, Reshape, "
+                  "SeparableConv2D, SimpleRNN, Softmax, SpatialDropout1D, SpatialDropout2D, Subtract, "
+                  "TimeDistributed, UpSampling2D, ZeroPadding2D");
     free(text);
     text = read_text("unsupported_argument.json");
     if (text)
@@ -702,8 +704,8 @@ static void test_refusals(void) {
     text = rename_class("fashion_mnist_cnn.json", 3, "InputLayer");
     CHECK_ERR(sy_model_from_json(text, &m), SY_ERR_UNSUPPORTED, "an InputLayer ('activation') after the first layer");
     free(text);
-    text = rename_class("imdb_lstm.json", 2, "SimpleRNN");
-    CHECK_ERR(sy_model_from_json(text, &m), SY_ERR_UNSUPPORTED, "layer 'lstm': SimpleRNN is not supported; supported layers: Activation");
+    text = rename_class("imdb_lstm.json", 2, "ConvLSTM1D"); /* issue 17: SimpleRNN, which this was, is read now */
+    CHECK_ERR(sy_model_from_json(text, &m), SY_ERR_UNSUPPORTED, "layer 'lstm': ConvLSTM1D is not supported; supported layers: Activation");
     free(text);
     CHECK(m == NULL, "no model on failure");
 }

@@ -124,6 +124,19 @@ typedef enum sy_layer_kind {
     SY_LAYER_LAYER_NORMALIZATION,
     /* issue 15, keras.applications: the Normalization preprocessing layer */
     SY_LAYER_NORMALIZATION,
+    /* issue 17, sequence layers (layers/conv1d.c, pooling1d.c, simple_rnn.c, sequence_shape.c, spatial_dropout.c) */
+    SY_LAYER_CONV1D = 100,
+    SY_LAYER_MAX_POOLING1D,
+    SY_LAYER_AVERAGE_POOLING1D,
+    SY_LAYER_GLOBAL_MAX_POOLING1D,
+    SY_LAYER_GLOBAL_AVERAGE_POOLING1D,
+    SY_LAYER_SIMPLE_RNN,
+    SY_LAYER_REPEAT_VECTOR,
+    SY_LAYER_PERMUTE,
+    SY_LAYER_SPATIAL_DROPOUT1D,
+    SY_LAYER_SPATIAL_DROPOUT2D,
+    SY_LAYER_BIDIRECTIONAL,
+    SY_LAYER_TIME_DISTRIBUTED,
     /* issue 15, nested models: a model used as a layer (sy_layer_model) */
     SY_LAYER_MODEL = 200
 } sy_layer_kind;
@@ -163,6 +176,15 @@ typedef struct sy_numbers {
 } sy_numbers;
 
 sy_numbers sy_numbers_scalar(double v);
+
+/* issue 17: how Bidirectional joins its forward and backward outputs
+ * (Keras's merge_mode; None, which gives both, is refused). */
+typedef enum sy_merge_mode {
+    SY_MERGE_CONCAT = 0, /* along the last axis, forward first */
+    SY_MERGE_SUM,
+    SY_MERGE_MUL,
+    SY_MERGE_AVE
+} sy_merge_mode;
 
 /* A layer's configuration: Keras's constructor arguments. Make one with a
  * sy_layer_<kind>() function, which fills in Keras's defaults, then change
@@ -213,6 +235,21 @@ typedef struct sy_layer {
     int32_t size[2];                 /* UpSampling2D: (2, 2) */
     bool bilinear;                   /* UpSampling2D: interpolation 'bilinear' (true) or 'nearest' (false, the default) */
     bool keepdims;                   /* GlobalAveragePooling2D, GlobalMaxPooling2D: false */
+    /* issue 17, sequence layers. Conv1D and the 1D poolings use entry 0 of
+     * kernel_size, strides, dilation_rate and pool_size (the steps axis);
+     * Conv1D's padding may also be causal. */
+    bool causal;                     /* Conv1D: padding 'causal' (left padding of dilation * (kernel - 1)) */
+    int32_t repeat_n;                /* RepeatVector: n */
+    int32_t dims[SY_MAX_RANK];       /* Permute: the new order of the axes after the batch, 1-based */
+    int32_t n_dims;
+    bool unroll;                     /* SimpleRNN: false; kept for the JSON (the graph is unrolled either way) */
+    /* Bidirectional and TimeDistributed wrap one layer, whose arguments
+     * are this sy_layer's own fields (units, return_sequences, ...):
+     * sy_layer_bidirectional(&lstm) copies them and sets these. */
+    sy_layer_kind wrapped;           /* the inner layer's kind */
+    sy_merge_mode merge_mode;        /* Bidirectional: concat */
+    char wrapped_name[64];           /* the inner layer's name ("lstm"); empty: Keras's automatic one */
+    bool wrapped_auto_named;         /* set by the model when it named the inner layer */
     /* issue 15, activations and regularizers */
     sy_regularizer kernel_regularizer, bias_regularizer; /* Dense, Conv2D: none */
     sy_regularizer activity_regularizer;                 /* Dense, Conv2D, Embedding: none (of the output) */
@@ -318,6 +355,27 @@ sy_layer sy_layer_normalization(void);
  * training (unlike Keras, where both are one object). Calling the layer
  * again (sy_model_call_again with its name) shares the copy's weights. */
 sy_layer sy_layer_model(const struct sy_model *inner);
+
+/* issue 17, sequence layers, with Keras 2.15's defaults. Inputs are
+ * (steps, channels) without the batch axis; docs/design/sequence-layers.md. */
+sy_layer sy_layer_conv1d(int32_t filters, int32_t kernel_size); /* strides 1, padding valid, dilation 1, groups 1 */
+sy_layer sy_layer_max_pooling1d(int32_t pool_size);             /* strides None (the pool size), valid */
+sy_layer sy_layer_average_pooling1d(int32_t pool_size);
+sy_layer sy_layer_global_max_pooling1d(void);     /* keepdims false */
+sy_layer sy_layer_global_average_pooling1d(void); /* keepdims false */
+sy_layer sy_layer_simple_rnn(int32_t units);      /* tanh, glorot_uniform / orthogonal / zeros */
+sy_layer sy_layer_repeat_vector(int32_t n);       /* (features) -> (n, features) */
+sy_layer sy_layer_permute(const int32_t *dims, int32_t n_dims); /* dims 1-based, as Keras's */
+sy_layer sy_layer_spatial_dropout1d(double rate); /* whole channels of (steps, channels) */
+sy_layer sy_layer_spatial_dropout2d(double rate); /* whole channels of (height, width, channels) */
+/* Bidirectional(layer): an LSTM, GRU or SimpleRNN run forwards and
+ * backwards (go_backwards flipped), merge_mode concat; its weights are
+ * forward_<name>/... then backward_<name>/... as Keras names them. */
+sy_layer sy_layer_bidirectional(const sy_layer *inner);
+/* TimeDistributed(layer): inner applied to every step of (steps, ...) with
+ * one set of weights; Dense, Conv1D, Conv2D, the poolings, Flatten,
+ * Activation, Dropout and Reshape may be inside. */
+sy_layer sy_layer_time_distributed(const sy_layer *inner);
 
 /* Keras's class name of a kind ("Conv2D"). */
 const char *sy_layer_class_name(sy_layer_kind kind);

@@ -384,8 +384,9 @@ void jw_nulls(jw *w, const char *const *keys) {
 
 /* A layer's config dict, in the order of Keras's get_config(). Returns the
  * name of an initializer argument Keras cannot hold, else NULL. */
-static const char *write_layer_config(jw *w, const model_layer *L) {
-    const sy_layer *l = &L->cfg;
+static const char *write_layer_config(jw *w, const model_layer *L) { return keras_layer_config_write(w, &L->cfg, L->name); }
+
+const char *keras_layer_config_write(jw *w, const sy_layer *l, const char *name) {
     const char *bad = NULL;
 #define INIT(key, init)                                                                                                \
     do {                                                                                                               \
@@ -404,7 +405,7 @@ static const char *write_layer_config(jw *w, const model_layer *L) {
     } while (0)
     jw_open(w, false);
     jw_key(w, "name");
-    jw_str(w, L->name);
+    jw_str(w, name);
     jw_key(w, "trainable");
     jw_bool(w, true);
     jw_key(w, "dtype");

@@ -860,8 +860,8 @@ static const layer_kind_info *kind_of(const char *cls) {
 
 /* One layer's config into p->layers[p->n]. */
 static sy_status read_layer(json_t *entry, size_t index, parsed *p) {
-    const char *cls, *name;
-    json_t *cfg;
+    const char *cls = NULL, *name = NULL;
+    json_t *cfg = NULL;
     sy_status st = entry_parts(entry, index, &cls, &cfg, &name);
     if (st) return st;
     /* issue 15, keras.applications: a Lambda's function is Python code (marshalled bytecode in the JSON) */
@@ -870,14 +870,26 @@ static sy_status read_layer(json_t *entry, size_t index, parsed *p) {
                         "model JSON: layer '%s': Lambda is not supported: its function is Python code, which "
                         "systolic cannot run; write the computation with Keras layers",
                         name ? name : "?");
-    const layer_kind_info *k = kind_of(cls);
-    const layer_impl *impl = k ? layer_impl_of(k->kind) : layer_impl_by_class(cls);
     if (is_model_class(cls)) { /* issue 15: a nested model */
         sy_layer l;
         if ((st = read_nested(entry, cls, cfg, name, p, &l))) return st;
         p->layers[p->n++] = l;
         return SY_OK;
     }
+    sy_layer l;
+    if ((st = keras_layer_entry_read(entry, index, &l))) return st;
+    p->layers[p->n++] = l;
+    return SY_OK;
+}
+
+/* issue 17: also a wrapper layer's inner one (keras_config.h) */
+sy_status keras_layer_entry_read(json_t *entry, size_t index, sy_layer *out) {
+    const char *cls = NULL, *name = NULL;
+    json_t *cfg = NULL;
+    sy_status st = entry_parts(entry, index, &cls, &cfg, &name);
+    if (st) return st;
+    const layer_kind_info *k = kind_of(cls);
+    const layer_impl *impl = k ? layer_impl_of(k->kind) : layer_impl_by_class(cls);
     if (!impl) {
         char supported[1024];
         keras_layer_names(supported, sizeof supported);
@@ -896,7 +908,7 @@ static sy_status read_layer(json_t *entry, size_t index, parsed *p) {
     sy_layer l = layer_defaults(impl->kind);
     l.name = name;
     if ((st = rd_common(&r, impl->kind, &l)) || (st = reader_of(impl->kind)(&r, &l))) return st;
-    p->layers[p->n++] = l;
+    *out = l;
     return SY_OK;
 }
 

@@ -93,4 +93,13 @@ void jw_numbers(jw *w, const sy_numbers *v);
 /* Each key with the value null. */
 void jw_nulls(jw *w, const char *const *keys);
 
+/* issue 17, sequence layers: a layer's whole config dict (name, trainable,
+ * dtype, input shape, then its own arguments), as a wrapper layer
+ * (Bidirectional, TimeDistributed) writes its inner one. Returns the
+ * argument Keras could not hold, or NULL. */
+const char *keras_layer_config_write(jw *w, const sy_layer *l, const char *name);
+/* And read: a {"class_name", "config"} entry into *l (l->name points into
+ * the JSON), its keys checked as a model's layer's are. */
+sy_status keras_layer_entry_read(json_t *entry, size_t index, sy_layer *l);
+
 #endif

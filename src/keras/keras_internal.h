@@ -16,7 +16,7 @@
 #include "systolic/keras.h"
 #include "../distribute/distribute_internal.h"
 
-#define LAYER_MAX_WEIGHTS 4
+#define LAYER_MAX_WEIGHTS 6 /* issue 17: Bidirectional(LSTM) has 6 */
 #define LAYER_NAME_MAX 64
 
 /* ---- layer implementations --------------------------------------------------- */
@@ -102,6 +102,16 @@ extern const layer_impl keras_batch_normalization, keras_layer_normalization;
 extern const layer_impl keras_model_layer;
 /* issue 15, keras.applications (layers/preprocessing_normalization.c) */
 extern const layer_impl keras_normalization;
+/* issue 17, sequence layers (layers/conv1d.c, pooling1d.c, simple_rnn.c, sequence_shape.c, spatial_dropout.c) */
+extern const layer_impl keras_conv1d, keras_max_pooling1d, keras_average_pooling1d, keras_global_max_pooling1d,
+    keras_global_average_pooling1d, keras_simple_rnn, keras_repeat_vector, keras_permute, keras_spatial_dropout1d,
+    keras_spatial_dropout2d, keras_bidirectional, keras_time_distributed;
+/* How many of layers[0 .. index) took Keras's automatic name of `kind`
+ * (wrapped layers too: Bidirectional(LSTM()) uses up an "lstm"). */
+int64_t keras_auto_name_count(const sy_model *m, int64_t index, sy_layer_kind kind);
+/* Layer i, a wrapper without an inner name: name its inner layer as Keras
+ * would ("lstm", "lstm_1", ...); nothing for other layers. */
+void keras_wrapper_name(sy_model *m, int64_t i);
 
 /* Every activation name systolic reads, for messages. */
 #define KERAS_ACTIVATION_NAMES                                                                                         \

@@ -107,6 +107,10 @@ static const layer_impl *const impls[] = {
     /* normalization layers */
     &keras_batch_normalization, &keras_layer_normalization,
     &keras_normalization, /* issue 15, keras.applications */
+    /* issue 17, sequence layers */
+    &keras_conv1d, &keras_max_pooling1d, &keras_average_pooling1d, &keras_global_max_pooling1d,
+    &keras_global_average_pooling1d, &keras_simple_rnn, &keras_repeat_vector, &keras_permute,
+    &keras_spatial_dropout1d, &keras_spatial_dropout2d, &keras_bidirectional, &keras_time_distributed,
 };
 
 const layer_impl *layer_impl_of(sy_layer_kind kind) {

@@ -77,9 +77,7 @@ static bool name_taken(const sy_model *m, const char *name, int64_t upto) {
  * Dense(name="hidden") then Dense() gives "hidden", "dense"; a name taken
  * by a layer named by hand is skipped (Keras would refuse the duplicate). */
 static void auto_name(const sy_model *m, int64_t index, const char *prefix, char *out) {
-    int64_t k = 0;
-    for (int64_t i = 0; i < index; i++)
-        if (m->layers[i].cfg.kind == m->layers[index].cfg.kind && m->layers[i].auto_named) k++;
+    int64_t k = keras_auto_name_count(m, index, m->layers[index].cfg.kind);
     for (;; k++) {
         if (k == 0) snprintf(out, LAYER_NAME_MAX, "%s", prefix);
         else snprintf(out, LAYER_NAME_MAX, "%s_%lld", prefix, (long long)k);
@@ -214,6 +212,7 @@ sy_status model_new_layer(sy_model *m, const sy_layer *layer, int32_t *index) {
         L->auto_named = true;
     }
     L->cfg.name = L->name;
+    keras_wrapper_name(m, i); /* issue 17: a wrapper's inner layer, named as Keras names it */
     m->n_layers++;
     *index = (int32_t)i;
     return SY_OK;

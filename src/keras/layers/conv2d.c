@@ -191,8 +191,12 @@ static sy_status conv2d_json_read(const rd *r, sy_layer *l) {
 }
 
 static void conv2d_json_write(jw *w, const sy_layer *l, const char **bad) {
-    static const char *const nulls[] = {"kernel_constraint", "bias_constraint", NULL};
     conv_json_write(w, l, true);
+    conv_json_write_tail(w, l, bad);
+}
+
+void conv_json_write_tail(jw *w, const sy_layer *l, const char **bad) {
+    static const char *const nulls[] = {"kernel_constraint", "bias_constraint", NULL};
     conv_json_init(w, "kernel_initializer", &l->kernel_initializer, bad);
     conv_json_init(w, "bias_initializer", &l->bias_initializer, bad);
     jw_key(w, "kernel_regularizer");

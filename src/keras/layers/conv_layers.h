@@ -43,6 +43,9 @@ sy_status conv_json_read(const rd *r, sy_layer *l, bool filters);
 /* Writing it: [filters,] kernel_size, strides, padding, data_format,
  * dilation_rate, groups, activation, use_bias. */
 void conv_json_write(jw *w, const sy_layer *l, bool filters);
+/* issue 17: what Conv2D and Conv1D write after that: both initializers,
+ * the kernel, bias and activity regularizers, the constraints (null). */
+void conv_json_write_tail(jw *w, const sy_layer *l, const char **bad);
 /* An initializer argument; *bad names it when Keras could not hold it. */
 void conv_json_init(jw *w, const char *key, const sy_init *init, const char **bad);
 
