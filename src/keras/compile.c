@@ -236,7 +236,8 @@ sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
     if (st) return st;
     if ((st = optimizer_check(&o->optimizer))) return st;
     if (o->optimizer.kind == SY_OPTIMIZER_NONE)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: an optimizer is required (sgd, adam or rmsprop)");
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: an optimizer is required (sgd, adam, rmsprop, adamw, "
+                                                 "adadelta, adagrad, adamax, adafactor, nadam, ftrl or lion)");
     if (o->n_metrics < 0 || o->n_metrics > HEAD_MAX_METRICS || (o->n_metrics > 0 && !o->metrics))
         return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: %d metrics given; at most %d", o->n_metrics, HEAD_MAX_METRICS);
     if (o->threads < 0 || o->threads > 1024)
