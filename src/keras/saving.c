@@ -611,8 +611,8 @@ sy_status sy_model_save(const sy_model *m, const char *path) {
             !(st = h5_attr_write_string(f, root, "backend", SAVED_BACKEND, true)) &&
             !(st = h5_attr_write_string(f, root, "model_config", config, false)) &&
             !(st = training ? h5_attr_write_string(f, root, "training_config", training, false) : SY_OK) &&
-            !(st = h5_group_create(f, root, "model_weights", &weights)))
-            st = write_weights(f, weights, m);
+            !(st = h5_group_create(f, root, "model_weights", &weights)) && !(st = write_weights(f, weights, m)))
+            st = optimizer_weights_write(f, root, m); /* issue 17 */
         h5_group_close(f, weights);
         if (st) h5_close(f);
         else st = h5_commit(f);
@@ -961,6 +961,7 @@ sy_status sy_model_load(const char *path, sy_model **out) {
     if (st) goto done;
     if (h5_attr_exists(f, root, "training_config") && !(st = h5_attr_read_string(f, root, "training_config", &training)))
         st = compile_from(m, path, training);
+    if (!st && training) st = optimizer_weights_read(m, f, root); /* issue 17 */
 done:
     h5_group_close(f, weights);
     sy_status lost = h5_lost(f); /* libhdf5 died: a "no" it answered meant nothing */
