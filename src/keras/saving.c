@@ -16,15 +16,13 @@
  * with its learning rate, in Keras's serialized form), backend and
  * keras_version; the weights go under "model_weights".
  *
- * optimizer_weights. Keras 2.15 also writes the optimizer's variables
- * (iteration, then m and v of each weight for Adam) when include_optimizer
- * is true. They are not written here and are ignored when read: a .h5
- * model here is for exchange and inference (resuming a run is what
- * checkpoints are for, with the RNG and input state that .h5 lacks), and
- * Keras loads a file without them by starting its optimizer afresh, as it
- * does when they do not match. So a file written here is what Keras
- * writes with include_optimizer=False, plus the training_config that lets
- * load_model compile the model.
+ * optimizer_weights (issue 17, optimizer_weights.c). As Keras 2.15 with
+ * include_optimizer=True: once the model has trained, its optimizer's
+ * variables (iteration, then the slots in the order the optimizer built
+ * them, "Adam/m/dense/kernel:0") go under optimizer_weights; load_model reads
+ * them back after compiling from the training_config, so a run resumes in
+ * either program with its optimizer state. A list that does not fit is
+ * skipped with Keras's warning (a fresh optimizer), as Keras does.
  *
  * Loading matches as Keras's load_weights_from_hdf5_group: the file's
  * layers with at least one weight, in layer_names order, against the
