@@ -35,11 +35,13 @@
 #include <math.h>
 #include <string.h>
 
-/* One entry of Keras's list: its name and shape, and the store variable that holds it (-1: none, zeros) */
+/* One entry of Keras's list: its name and shape, and the store variable that holds it (ours; absent: zeros) */
 typedef struct opt_entry {
     char keras[4 * LAYER_NAME_MAX + 64];
     char ours[4 * LAYER_NAME_MAX + 32];
     sy_shape shape;
+    int32_t var;      /* the weight it belongs to */
+    const char *slot; /* Keras's slot name */
 } opt_entry;
 
 /* Keras's slots of an optimizer: groups, each one loop over the variables. A
@@ -102,6 +104,9 @@ static int32_t trainable_vars(const sy_model *m, int32_t *vars, const char **nam
         model_layer_vars(m, i, true, lv, nv);
         for (int32_t j = 0; j < nv; j++) {
             if (!var_trainable(m, lv[j])) continue;
+            bool seen = false; /* a shared layer or model lists its weights once, as Keras's trainable_variables */
+            for (int32_t q = 0; q < n && q < max && !seen; q++) seen = vars[q] == lv[j];
+            if (seen) continue;
             if (n < max) {
                 vars[n] = lv[j];
                 names[n] = model_var_keras_name(m, i, lv[j]);
@@ -118,7 +123,7 @@ static opt_entry *entry_list(const sy_model *m, int32_t *n, sy_status *st) {
     slot_spec groups[3][3];
     int sizes[3];
     int n_groups = slot_groups(&m->optimizer, groups, sizes);
-    int32_t nt = trainable_vars(m, NULL, NULL, 0);
+    int32_t nt = trainable_vars(m, NULL, NULL, 0); /* an upper bound: shared weights counted at each use */
     int32_t *vars = sy_calloc((size_t)nt + 1, sizeof *vars);
     const char **names = sy_calloc((size_t)nt + 1, sizeof *names);
     opt_entry *e = sy_calloc((size_t)nt * 3 * 3 + 1, sizeof *e);
@@ -129,7 +134,7 @@ static opt_entry *entry_list(const sy_model *m, int32_t *n, sy_status *st) {
         *st = sy_error(SY_ERR_OUT_OF_MEMORY, "optimizer_weights: out of memory");
         return NULL;
     }
-    trainable_vars(m, vars, names, nt);
+    nt = trainable_vars(m, vars, names, nt); /* without repeats: at most the first count */
     const char *opt = sy_optimizer_class_name(m->optimizer.kind);
     for (int gi = 0; gi < n_groups; gi++)
         for (int32_t v = 0; v < nt; v++) {
@@ -140,6 +145,8 @@ static opt_entry *entry_list(const sy_model *m, int32_t *n, sy_status *st) {
                 if (factored && m->optimizer.kind == SY_OPTIMIZER_ADAFACTOR && s.rank < 2) continue;
                 opt_entry *x = &e[(*n)++];
                 snprintf(x->keras, sizeof x->keras, "%s/%s/%s:0", opt, sp->keras, names[v]);
+                x->var = vars[v];
+                x->slot = sp->keras;
                 snprintf(x->ours, sizeof x->ours, "%s/%s", sy_vars_name(m->vars, vars[v]), sp->ours);
                 x->shape = s;
                 if (factored) { /* r: the shape without its last axis; c: without the next-to-last */
@@ -148,6 +155,21 @@ static opt_entry *entry_list(const sy_model *m, int32_t *n, sy_status *st) {
                 }
             }
         }
+    /* weights Keras would name alike (a nested model's layer and an outer one of the same name) take
+     * their store names ("features/dense/kernel"), which are unique; Keras reads by position */
+    bool *clash = sy_calloc((size_t)*n + 1, sizeof *clash);
+    for (int32_t i = 0; clash && i < *n; i++)
+        for (int32_t j = i + 1; j < *n; j++)
+            if (!strcmp(e[i].keras, e[j].keras)) clash[i] = clash[j] = true;
+    for (int32_t i = 0; clash && i < *n; i++)
+        if (clash[i])
+            snprintf(e[i].keras, sizeof e[i].keras, "%s/%s/%s:0", opt, e[i].slot, sy_vars_name(m->vars, e[i].var));
+    if (!clash) {
+        sy_free(e);
+        e = NULL;
+        *st = sy_error(SY_ERR_OUT_OF_MEMORY, "optimizer_weights: out of memory");
+    }
+    sy_free(clash);
     sy_free(vars);
     sy_free(names);
     return e;
