@@ -321,6 +321,53 @@ static void check_slots(void) {
     sy_graph_free(m.g);
 }
 
+/* Adafactor on one weight of rank 3 and one of rank 4 under Keras's given gradients (loss sum(w * g):
+ * its gradient is g): the factored second moment over the last two axes, as a Conv2D kernel has it. */
+static void check_factored(const sy_npz *z) {
+    static const struct {
+        const char *tag;
+        sy_shape shape;
+    } cases[] = {{"rank3", {3, {2, 3, 4}}}, {"rank4", {4, {2, 2, 3, 4}}}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char key[64];
+        snprintf(key, sizeof key, "adafactor_%s_w0", cases[c].tag);
+        sy_tensor *w0 = get(z, key);
+        snprintf(key, sizeof key, "adafactor_%s_grads", cases[c].tag);
+        sy_tensor *grads = get(z, key);
+        sy_graph *g = NULL;
+        CHECK_OK(sy_graph_new(&g));
+        sy_node w = sy_graph_param(g, "w", SY_F32, cases[c].shape, sy_init_zeros());
+        sy_node gin = sy_graph_input(g, "g", SY_F32, cases[c].shape);
+        sy_plan_options o = sy_plan_options_default();
+        o.loss = sy_graph_reduce_sum(g, sy_graph_mul(g, w, gin), NULL, 0, false);
+        o.optimizer = sy_optimizer_keras(SY_OPTIMIZER_ADAFACTOR);
+        o.optimizer.learning_rate = 0.5f, o.optimizer.clip_threshold = 0.5;
+        sy_plan *p = NULL;
+        CHECK_OK(sy_plan_compile(g, &o, &p));
+        int64_t n = sy_shape_count(&cases[c].shape);
+        double worst = 0;
+        for (int s = 1; p && w0 && grads && s <= STEPS; s++) {
+            float *wd = sy_vars_data(sy_plan_vars(p), sy_vars_find(sy_plan_vars(p), "w"));
+            if (s == 1) memcpy(wd, sy_tensor_data(w0), (size_t)n * sizeof *wd);
+            memcpy(sy_plan_input(p, gin), (const float *)sy_tensor_data(grads) + (s - 1) * n, (size_t)n * sizeof *wd);
+            CHECK_OK(sy_plan_run(p));
+            snprintf(key, sizeof key, "adafactor_%s_s%d", cases[c].tag, s);
+            sy_tensor *want = get(z, key);
+            const float *wv = want ? sy_tensor_data(want) : NULL;
+            for (int64_t i = 0; wv && i < n; i++) {
+                worst = fmax(worst, fabs(wd[i] - wv[i]));
+                CHECK_CLOSE(wd[i], wv[i], 2e-5, 2e-6, "Adafactor %s: w[%lld] after step %d", cases[c].tag, (long long)i, s);
+            }
+            sy_tensor_free(want);
+        }
+        fprintf(stderr, "  adafactor %s                    cpu  max error %.2e\n", cases[c].tag, worst);
+        sy_plan_free(p);
+        sy_graph_free(g);
+        sy_tensor_free(w0);
+        sy_tensor_free(grads);
+    }
+}
+
 int main(void) {
     check_names_and_refusals();
     check_slots();
@@ -342,6 +389,7 @@ int main(void) {
         run_single(z, &cs[i], "cpu", x, y);
         if (s) run_replicas(z, &cs[i], s, x, y);
     }
+    check_factored(z);
     fprintf(stderr, "largest error over all cases: %.2e of the weights' scale\n", worst_error);
     sy_strategy_free(s);
     sy_cluster_free(cl);

@@ -17,7 +17,8 @@ Keras 3 do, and as systolic does (docs/design/optimizers.md).
 
 Arrays: x, y; w0_<weight> (dense_kernel (3, 4), dense_bias (4,),
 dense_1_kernel (4, 2), dense_1_bias (2,)); <case>_s<k>_<weight> the weight
-after step k = 1..5.
+after step k = 1..5; adafactor_rank3_* and adafactor_rank4_* (w0, grads (5, ...),
+s1..s5): one weight of rank 3 and 4 under given gradients (FACTORED_SHAPES).
 
 Usage (from the repository root):
     $SYSTOLIC_PYTHON tools/golden/make_optimizer_fixtures.py [--out DIR]
@@ -99,6 +100,26 @@ def trajectory(make, x, y, w0):
     return steps
 
 
+# Adafactor factors the second moment of any weight of rank >= 2 over its last two axes
+# (a Conv2D kernel's (kh, kw, in, out): r (kh, kw, in), c (kh, kw, out)): one weight of
+# each rank 3 and 4 under given gradients, five steps.
+FACTORED_SHAPES = [("rank3", (2, 3, 4)), ("rank4", (2, 2, 3, 4))]
+
+
+def factored_fixtures(arrays):
+    for tag, shape in FACTORED_SHAPES:
+        rng = rng_for("optimizer_adafactor_" + tag)
+        w0 = uniform(rng, -1, 1, shape)
+        grads = uniform(rng, -1, 1, (STEPS,) + shape)
+        opt = O.Adafactor(learning_rate=0.5, clip_threshold=0.5)
+        var = tf.Variable(w0)
+        arrays[f"adafactor_{tag}_w0"] = w0
+        arrays[f"adafactor_{tag}_grads"] = grads
+        for s, g in enumerate(grads, start=1):
+            opt.apply_gradients([(tf.constant(g), var)])
+            arrays[f"adafactor_{tag}_s{s}"] = var.numpy().copy()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(REPO, "tests", "golden"))
@@ -111,6 +132,7 @@ def main():
         for s, ws in enumerate(trajectory(make, x, y, w0), start=1):
             for k, w in zip(WEIGHTS, ws):
                 arrays[f"{case}_s{s}_{k}"] = w.astype(np.float32)
+    factored_fixtures(arrays)
     save(args.out, "optimizers_keras.npz", arrays)
 
 
