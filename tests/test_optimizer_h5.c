@@ -58,7 +58,8 @@ int main(int argc, char **argv) {
         }
         CHECK(one_fit(m, x, y, 1) == SY_OK, "%s: one step: %s", name, sy_last_error());
         snprintf(path, sizeof path, "%s/%s_sys_next.h5", dir, name);
-        CHECK(sy_model_save_weights(m, path) == SY_OK, "%s: save_weights: %s", name, sy_last_error());
+        CHECK(sy_model_save_weights(m, path) == SY_OK, "%s: save_weights: %s", name,
+              sy_last_error());
         sy_model_free(m);
     }
     sy_tensor_free(x);

@@ -33,10 +33,12 @@
 #error "SY_GOLDEN_DIR must name tests/golden"
 #endif
 
-#define STEPS 5
+#define STEPS     5
 #define N_WEIGHTS 4
-static const char *const weight_keys[N_WEIGHTS] = {"dense_kernel", "dense_bias", "dense_1_kernel", "dense_1_bias"};
-static const char *const weight_names[N_WEIGHTS] = {"dense/kernel", "dense/bias", "dense_1/kernel", "dense_1/bias"};
+static const char *const weight_keys[N_WEIGHTS] = {"dense_kernel", "dense_bias", "dense_1_kernel",
+                                                   "dense_1_bias"};
+static const char *const weight_names[N_WEIGHTS] = {"dense/kernel", "dense/bias", "dense_1/kernel",
+                                                    "dense_1/bias"};
 
 typedef struct opt_case {
     const char *name;
@@ -72,9 +74,11 @@ static model build(int64_t batch) {
     m.y = sy_graph_input(g, "y", SY_F32, sy_shape_of(2, batch, 2L));
     sy_node w1 = sy_graph_param(g, "dense/kernel", SY_F32, sy_shape_of(2, 3L, 4L), sy_init_zeros());
     sy_node b1 = sy_graph_param(g, "dense/bias", SY_F32, sy_shape_of(1, 4L), sy_init_zeros());
-    sy_node w2 = sy_graph_param(g, "dense_1/kernel", SY_F32, sy_shape_of(2, 4L, 2L), sy_init_zeros());
+    sy_node w2 =
+        sy_graph_param(g, "dense_1/kernel", SY_F32, sy_shape_of(2, 4L, 2L), sy_init_zeros());
     sy_node b2 = sy_graph_param(g, "dense_1/bias", SY_F32, sy_shape_of(1, 2L), sy_init_zeros());
-    sy_node h = sy_graph_tanh(g, sy_graph_bias_add(g, sy_graph_matmul(g, m.x, w1, false, false), b1));
+    sy_node h =
+        sy_graph_tanh(g, sy_graph_bias_add(g, sy_graph_matmul(g, m.x, w1, false, false), b1));
     sy_node p = sy_graph_bias_add(g, sy_graph_matmul(g, h, w2, false, false), b2);
     sy_node d = sy_graph_sub(g, p, m.y);
     m.loss = sy_graph_reduce_mean(g, sy_graph_mul(g, d, d), NULL, 0, false);
@@ -96,7 +100,8 @@ static void set_weights(const sy_npz *z, sy_vars *v) {
 
 /* Every weight after step `step` against Keras's; the worst error relative to
  * each weight's largest value goes to *worst. */
-static void compare(const sy_npz *z, sy_vars *v, const char *name, const char *where, int step, double *worst) {
+static void compare(const sy_npz *z, sy_vars *v, const char *name, const char *where, int step,
+                    double *worst) {
     for (int i = 0; i < N_WEIGHTS; i++) {
         char key[128];
         snprintf(key, sizeof key, "%s_s%d_%s", name, step, weight_keys[i]);
@@ -113,8 +118,8 @@ static void compare(const sy_npz *z, sy_vars *v, const char *name, const char *w
         for (int64_t j = 0; j < n; j++) {
             double e = fabs((double)got[j] - want[j]);
             *worst = fmax(*worst, e / scale);
-            CHECK_CLOSE(got[j], want[j], 2e-5, 2e-6 * scale, "%s (%s): %s[%lld] after step %d", name, where,
-                        weight_names[i], (long long)j, step);
+            CHECK_CLOSE(got[j], want[j], 2e-5, 2e-6 * scale, "%s (%s): %s[%lld] after step %d",
+                        name, where, weight_names[i], (long long)j, step);
         }
         sy_tensor_free(t);
     }
@@ -127,7 +132,8 @@ static void feed(sy_plan *p, const model *m, const float *x, const float *y, int
 }
 
 /* One plan on `backend`, five steps of the whole batch. */
-static void run_single(const sy_npz *z, const opt_case *c, const char *backend, const float *x, const float *y) {
+static void run_single(const sy_npz *z, const opt_case *c, const char *backend, const float *x,
+                       const float *y) {
     model m = build(8);
     sy_plan_options o = sy_plan_options_default();
     o.backend = backend;
@@ -144,7 +150,8 @@ static void run_single(const sy_npz *z, const opt_case *c, const char *backend, 
             CHECK_OK(sy_plan_run(p));
             compare(z, sy_plan_vars(p), c->name, backend, s, &worst);
         }
-        fprintf(stderr, "  %-34s %-4s max error %.2e of the weights' scale\n", c->name, backend, worst);
+        fprintf(stderr, "  %-34s %-4s max error %.2e of the weights' scale\n", c->name, backend,
+                worst);
         worst_error = fmax(worst_error, worst);
     }
     sy_plan_free(p);
@@ -164,9 +171,12 @@ static void feed_shard(void *ctx, int64_t step, int32_t replica, sy_plan *p) {
     feed(p, c->m, c->x + replica * 4 * 3, c->y + replica * 4 * 2, 4);
 }
 
-static void read_nothing(void *ctx, int64_t step, int32_t replica, sy_plan *p) { (void)ctx, (void)step, (void)replica, (void)p; }
+static void read_nothing(void *ctx, int64_t step, int32_t replica, sy_plan *p) {
+    (void)ctx, (void)step, (void)replica, (void)p;
+}
 
-static void run_replicas(const sy_npz *z, const opt_case *c, sy_strategy *s, const float *x, const float *y) {
+static void run_replicas(const sy_npz *z, const opt_case *c, sy_strategy *s, const float *x,
+                         const float *y) {
     model m = build(4);
     sy_plan_options o = sy_plan_options_default();
     o.loss = m.loss;
@@ -257,19 +267,21 @@ static int cases(opt_case *out) {
 /* ---- names, defaults and refusals ------------------------------------------------------ */
 
 static void check_names_and_refusals(void) {
-    static const char *const names[] = {"sgd",     "adam",      "rmsprop", "adamw", "adadelta", "adagrad",
-                                        "adamax",  "adafactor", "nadam",   "ftrl",  "lion"};
+    static const char *const names[] = {"sgd",      "adam",    "rmsprop", "adamw",
+                                        "adadelta", "adagrad", "adamax",  "adafactor",
+                                        "nadam",    "ftrl",    "lion"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         sy_optimizer o;
         CHECK_OK(sy_optimizer_from_name(names[i], &o));
-        CHECK(o.kind == (sy_optimizer_kind)(SY_OPTIMIZER_SGD + (int)i), "%s: kind %d", names[i], (int)o.kind);
+        CHECK(o.kind == (sy_optimizer_kind)(SY_OPTIMIZER_SGD + (int)i), "%s: kind %d", names[i],
+              (int)o.kind);
         CHECK(strcasecmp(sy_optimizer_class_name(o.kind), names[i]) == 0, "%s: class %s", names[i],
               sy_optimizer_class_name(o.kind));
     }
     sy_optimizer o;
     CHECK_OK(sy_optimizer_from_name("Lion", &o));
-    CHECK(o.learning_rate == 1e-4f && o.beta_1 == 0.9 && o.beta_2 == 0.99, "Lion's defaults: lr %g, betas %g %g",
-          (double)o.learning_rate, o.beta_1, o.beta_2);
+    CHECK(o.learning_rate == 1e-4f && o.beta_1 == 0.9 && o.beta_2 == 0.99,
+          "Lion's defaults: lr %g, betas %g %g", (double)o.learning_rate, o.beta_1, o.beta_2);
     CHECK_OK(sy_optimizer_from_name("AdamW", &o));
     CHECK(o.weight_decay == 0.004, "AdamW's default weight_decay %g", o.weight_decay);
     CHECK_ERR(sy_optimizer_from_name("adamx", &o), SY_ERR_NOT_FOUND, "adamx", "adafactor", "lion");
@@ -281,14 +293,16 @@ static void check_names_and_refusals(void) {
     sy_plan *p = NULL;
     po.optimizer = sy_optimizer_adam(0.01f);
     po.optimizer.clipnorm = 1, po.optimizer.global_clipnorm = 2;
-    CHECK_ERR(sy_plan_compile(m.g, &po, &p), SY_ERR_INVALID_ARGUMENT, "Adam", "at most one of clipnorm and global_clipnorm",
-              "clipnorm=1", "global_clipnorm=2");
+    CHECK_ERR(sy_plan_compile(m.g, &po, &p), SY_ERR_INVALID_ARGUMENT, "Adam",
+              "at most one of clipnorm and global_clipnorm", "clipnorm=1", "global_clipnorm=2");
     po.optimizer = sy_optimizer_keras(SY_OPTIMIZER_LION);
     po.optimizer.beta_1 = 0;
-    CHECK_ERR(sy_plan_compile(m.g, &po, &p), SY_ERR_INVALID_ARGUMENT, "Lion", "beta_1 0", "SignSGD");
+    CHECK_ERR(sy_plan_compile(m.g, &po, &p), SY_ERR_INVALID_ARGUMENT, "Lion", "beta_1 0",
+              "SignSGD");
     po.optimizer = sy_optimizer_keras(SY_OPTIMIZER_FTRL);
     po.optimizer.learning_rate_power = 0.5;
-    CHECK_ERR(sy_plan_compile(m.g, &po, &p), SY_ERR_INVALID_ARGUMENT, "Ftrl", "learning_rate_power 0.5");
+    CHECK_ERR(sy_plan_compile(m.g, &po, &p), SY_ERR_INVALID_ARGUMENT, "Ftrl",
+              "learning_rate_power 0.5");
     po.optimizer = sy_optimizer_sgd(0.1f, 0, false);
     po.optimizer.clipvalue = -1;
     CHECK_ERR(sy_plan_compile(m.g, &po, &p), SY_ERR_INVALID_ARGUMENT, "SGD", "clipvalue -1");
@@ -307,22 +321,26 @@ static void check_slots(void) {
     sy_plan *p = NULL;
     CHECK_OK(sy_plan_compile(m.g, &po, &p));
     sy_vars *v = p ? sy_plan_vars(p) : NULL;
-    int32_t r = v ? sy_vars_find(v, "dense/kernel/r") : -1, c = v ? sy_vars_find(v, "dense/kernel/c") : -1;
+    int32_t r = v ? sy_vars_find(v, "dense/kernel/r") : -1,
+            c = v ? sy_vars_find(v, "dense/kernel/c") : -1;
     CHECK(r >= 0 && var_count(v, r) == 3, "Adafactor r of dense/kernel: (3,)");
     CHECK(c >= 0 && var_count(v, c) == 4, "Adafactor c of dense/kernel: (4,)");
-    CHECK(v && sy_vars_find(v, "dense/bias/r") < 0 && sy_vars_find(v, "dense/bias/v") >= 0, "a bias keeps a whole v");
+    CHECK(v && sy_vars_find(v, "dense/bias/r") < 0 && sy_vars_find(v, "dense/bias/v") >= 0,
+          "a bias keeps a whole v");
     sy_plan_free(p);
     po.optimizer = sy_optimizer_keras(SY_OPTIMIZER_ADAGRAD);
     CHECK_OK(sy_plan_compile(m.g, &po, &p));
     v = p ? sy_plan_vars(p) : NULL;
     int32_t a = v ? sy_vars_find(v, "dense/kernel/accumulator") : -1;
-    CHECK(a >= 0 && ((const float *)sy_vars_data(v, a))[0] == 0.1f, "Adagrad's accumulator starts at 0.1");
+    CHECK(a >= 0 && ((const float *)sy_vars_data(v, a))[0] == 0.1f,
+          "Adagrad's accumulator starts at 0.1");
     sy_plan_free(p);
     sy_graph_free(m.g);
 }
 
-/* Adafactor on one weight of rank 3 and one of rank 4 under Keras's given gradients (loss sum(w * g):
- * its gradient is g): the factored second moment over the last two axes, as a Conv2D kernel has it. */
+/* Adafactor on one weight of rank 3 and one of rank 4 under Keras's given gradients (loss sum(w *
+ * g): its gradient is g): the factored second moment over the last two axes, as a Conv2D kernel has
+ * it. */
 static void check_factored(const sy_npz *z) {
     static const struct {
         const char *tag;
@@ -349,18 +367,21 @@ static void check_factored(const sy_npz *z) {
         for (int s = 1; p && w0 && grads && s <= STEPS; s++) {
             float *wd = sy_vars_data(sy_plan_vars(p), sy_vars_find(sy_plan_vars(p), "w"));
             if (s == 1) memcpy(wd, sy_tensor_data(w0), (size_t)n * sizeof *wd);
-            memcpy(sy_plan_input(p, gin), (const float *)sy_tensor_data(grads) + (s - 1) * n, (size_t)n * sizeof *wd);
+            memcpy(sy_plan_input(p, gin), (const float *)sy_tensor_data(grads) + (s - 1) * n,
+                   (size_t)n * sizeof *wd);
             CHECK_OK(sy_plan_run(p));
             snprintf(key, sizeof key, "adafactor_%s_s%d", cases[c].tag, s);
             sy_tensor *want = get(z, key);
             const float *wv = want ? sy_tensor_data(want) : NULL;
             for (int64_t i = 0; wv && i < n; i++) {
                 worst = fmax(worst, fabs(wd[i] - wv[i]));
-                CHECK_CLOSE(wd[i], wv[i], 2e-5, 2e-6, "Adafactor %s: w[%lld] after step %d", cases[c].tag, (long long)i, s);
+                CHECK_CLOSE(wd[i], wv[i], 2e-5, 2e-6, "Adafactor %s: w[%lld] after step %d",
+                            cases[c].tag, (long long)i, s);
             }
             sy_tensor_free(want);
         }
-        fprintf(stderr, "  adafactor %s                    cpu  max error %.2e\n", cases[c].tag, worst);
+        fprintf(stderr, "  adafactor %s                    cpu  max error %.2e\n", cases[c].tag,
+                worst);
         sy_plan_free(p);
         sy_graph_free(g);
         sy_tensor_free(w0);

@@ -35,7 +35,8 @@
 #include <math.h>
 #include <string.h>
 
-/* One entry of Keras's list: its name and shape, and the store variable that holds it (ours; absent: zeros) */
+/* One entry of Keras's list: its name and shape, and the store variable that holds it (ours;
+ * absent: zeros) */
 typedef struct opt_entry {
     char keras[4 * LAYER_NAME_MAX + 64];
     char ours[4 * LAYER_NAME_MAX + 32];
@@ -54,7 +55,9 @@ static int slot_groups(const sy_optimizer *o, slot_spec groups[3][3], int sizes[
     memset(sizes, 0, 3 * sizeof *sizes);
 #define ADD(g, k, s) (groups[g][sizes[g]++] = (slot_spec){k, s})
     switch (o->kind) {
-    case SY_OPTIMIZER_SGD: ADD(0, "m", "momentum"); return 1;
+    case SY_OPTIMIZER_SGD:
+        ADD(0, "m", "momentum");
+        return 1;
     case SY_OPTIMIZER_ADAM:
     case SY_OPTIMIZER_ADAMW:
         ADD(0, "m", "m"), ADD(0, "v", "v");
@@ -67,14 +70,30 @@ static int slot_groups(const sy_optimizer *o, slot_spec groups[3][3], int sizes[
         if (o->centered) ADD(n, "average_gradient", "average_gradient"), n++;
         return n;
     }
-    case SY_OPTIMIZER_ADADELTA: ADD(0, "accumulated_grad", "accumulated_grad"), ADD(0, "accumulated_delta_var", "accumulated_delta_var"); return 1;
-    case SY_OPTIMIZER_ADAGRAD: ADD(0, "accumulator", "accumulator"); return 1;
-    case SY_OPTIMIZER_ADAMAX: ADD(0, "m", "m"), ADD(0, "u", "u"); return 1;
-    case SY_OPTIMIZER_ADAFACTOR: ADD(0, "r", "r"), ADD(0, "c", "c"), ADD(0, "v", "v"); return 1;
-    case SY_OPTIMIZER_NADAM: ADD(0, "m", "m"), ADD(0, "v", "v"); return 1;
-    case SY_OPTIMIZER_FTRL: ADD(0, "accumulator", "accumulator"), ADD(0, "linear", "linear"); return 1;
-    case SY_OPTIMIZER_LION: ADD(0, "m", "m"); return 1;
-    default: return 0;
+    case SY_OPTIMIZER_ADADELTA:
+        ADD(0, "accumulated_grad", "accumulated_grad"),
+            ADD(0, "accumulated_delta_var", "accumulated_delta_var");
+        return 1;
+    case SY_OPTIMIZER_ADAGRAD:
+        ADD(0, "accumulator", "accumulator");
+        return 1;
+    case SY_OPTIMIZER_ADAMAX:
+        ADD(0, "m", "m"), ADD(0, "u", "u");
+        return 1;
+    case SY_OPTIMIZER_ADAFACTOR:
+        ADD(0, "r", "r"), ADD(0, "c", "c"), ADD(0, "v", "v");
+        return 1;
+    case SY_OPTIMIZER_NADAM:
+        ADD(0, "m", "m"), ADD(0, "v", "v");
+        return 1;
+    case SY_OPTIMIZER_FTRL:
+        ADD(0, "accumulator", "accumulator"), ADD(0, "linear", "linear");
+        return 1;
+    case SY_OPTIMIZER_LION:
+        ADD(0, "m", "m");
+        return 1;
+    default:
+        return 0;
     }
 #undef ADD
 }
@@ -100,11 +119,13 @@ static int32_t trainable_vars(const sy_model *m, int32_t *vars, const char **nam
         if (i < 0) continue; /* an InputLayer */
         int32_t nv = model_layer_vars(m, i, true, NULL, 0);
         int32_t *lv = nv ? sy_malloc((size_t)nv * sizeof *lv) : NULL;
-        if (!lv) continue; /* none, or out of memory: the caller's count then disagrees and it stops */
+        if (!lv)
+            continue; /* none, or out of memory: the caller's count then disagrees and it stops */
         model_layer_vars(m, i, true, lv, nv);
         for (int32_t j = 0; j < nv; j++) {
             if (!var_trainable(m, lv[j])) continue;
-            bool seen = false; /* a shared layer or model lists its weights once, as Keras's trainable_variables */
+            bool seen = false; /* a shared layer or model lists its weights once, as Keras's
+                                  trainable_variables */
             for (int32_t q = 0; q < n && q < max && !seen; q++) seen = vars[q] == lv[j];
             if (seen) continue;
             if (n < max) {
@@ -123,7 +144,8 @@ static opt_entry *entry_list(const sy_model *m, int32_t *n, sy_status *st) {
     slot_spec groups[3][3];
     int sizes[3];
     int n_groups = slot_groups(&m->optimizer, groups, sizes);
-    int32_t nt = trainable_vars(m, NULL, NULL, 0); /* an upper bound: shared weights counted at each use */
+    int32_t nt =
+        trainable_vars(m, NULL, NULL, 0); /* an upper bound: shared weights counted at each use */
     int32_t *vars = sy_calloc((size_t)nt + 1, sizeof *vars);
     const char **names = sy_calloc((size_t)nt + 1, sizeof *names);
     opt_entry *e = sy_calloc((size_t)nt * 3 * 3 + 1, sizeof *e);
@@ -147,23 +169,27 @@ static opt_entry *entry_list(const sy_model *m, int32_t *n, sy_status *st) {
                 snprintf(x->keras, sizeof x->keras, "%s/%s/%s:0", opt, sp->keras, names[v]);
                 x->var = vars[v];
                 x->slot = sp->keras;
-                snprintf(x->ours, sizeof x->ours, "%s/%s", sy_vars_name(m->vars, vars[v]), sp->ours);
+                snprintf(x->ours, sizeof x->ours, "%s/%s", sy_vars_name(m->vars, vars[v]),
+                         sp->ours);
                 x->shape = s;
-                if (factored) { /* r: the shape without its last axis; c: without the next-to-last */
+                if (factored) { /* r: the shape without its last axis; c: without the next-to-last
+                                 */
                     x->shape.rank--;
                     if (sp->ours[0] == 'c') x->shape.dims[x->shape.rank - 1] = s.dims[s.rank - 1];
                 }
             }
         }
-    /* weights Keras would name alike (a nested model's layer and an outer one of the same name) take
-     * their store names ("features/dense/kernel"), which are unique; Keras reads by position */
+    /* weights Keras would name alike (a nested model's layer and an outer one of the same name)
+     * take their store names ("features/dense/kernel"), which are unique; Keras reads by position
+     */
     bool *clash = sy_calloc((size_t)*n + 1, sizeof *clash);
     for (int32_t i = 0; clash && i < *n; i++)
         for (int32_t j = i + 1; j < *n; j++)
             if (!strcmp(e[i].keras, e[j].keras)) clash[i] = clash[j] = true;
     for (int32_t i = 0; clash && i < *n; i++)
         if (clash[i])
-            snprintf(e[i].keras, sizeof e[i].keras, "%s/%s/%s:0", opt, e[i].slot, sy_vars_name(m->vars, e[i].var));
+            snprintf(e[i].keras, sizeof e[i].keras, "%s/%s/%s:0", opt, e[i].slot,
+                     sy_vars_name(m->vars, e[i].var));
     if (!clash) {
         sy_free(e);
         e = NULL;
@@ -190,7 +216,8 @@ sy_status optimizer_weights_write(h5_file *f, h5_id root, const sy_model *m) {
     if (m->vars->iterations > (1 << 24)) {
         sy_free(e);
         return sy_error(SY_ERR_UNSUPPORTED,
-                        "%s: the optimizer's iteration count %lld is past 2^24, which its optimizer_weights cannot "
+                        "%s: the optimizer's iteration count %lld is past 2^24, which its "
+                        "optimizer_weights cannot "
                         "hold exactly here; save a checkpoint instead",
                         h5_path(f), (long long)m->vars->iterations);
     }
@@ -208,8 +235,11 @@ sy_status optimizer_weights_write(h5_file *f, h5_id root, const sy_model *m) {
             int32_t v = sy_vars_find(m->vars, e[i].ours);
             int64_t count = sy_shape_count(&e[i].shape);
             float *zeros = v < 0 ? sy_calloc((size_t)count + 1, sizeof *zeros) : NULL;
-            if (v < 0 && !zeros) st = sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", h5_path(f));
-            else st = h5_dataset_write_f32(f, g, e[i].keras, &e[i].shape, v < 0 ? zeros : sy_vars_data(m->vars, v));
+            if (v < 0 && !zeros)
+                st = sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", h5_path(f));
+            else
+                st = h5_dataset_write_f32(f, g, e[i].keras, &e[i].shape,
+                                          v < 0 ? zeros : sy_vars_data(m->vars, v));
             sy_free(zeros);
         }
     }
@@ -222,14 +252,16 @@ sy_status optimizer_weights_write(h5_file *f, h5_id root, const sy_model *m) {
 /* Keras's warning when a file's optimizer state does not fit its optimizer */
 static sy_status mismatch(const char *path, const char *why) {
     sy_log(SY_LOG_WARNING,
-           "%s: error in loading the saved optimizer state (%s). As a result, your model is starting with a freshly "
+           "%s: error in loading the saved optimizer state (%s). As a result, your model is "
+           "starting with a freshly "
            "initialized optimizer.",
            path, why);
     return SY_OK;
 }
 
 sy_status optimizer_weights_read(sy_model *m, h5_file *f, h5_id root) {
-    if (!m->compiled || m->optimizer.kind == SY_OPTIMIZER_NONE || !h5_is_group(f, root, "optimizer_weights"))
+    if (!m->compiled || m->optimizer.kind == SY_OPTIMIZER_NONE ||
+        !h5_is_group(f, root, "optimizer_weights"))
         return SY_OK;
     const char *path = h5_path(f);
     sy_status st;
@@ -246,10 +278,13 @@ sy_status optimizer_weights_read(sy_model *m, h5_file *f, h5_id root) {
         (st = h5_attr_read_strings(f, g, "weight_names", &names, &found)))
         goto done;
     if (found && names.n == 1 && strcmp(names.v[0], "iteration:0") == 0)
-        n = 0; /* an optimizer that never stepped (Keras builds its slots at the first): only the count */
+        n = 0; /* an optimizer that never stepped (Keras builds its slots at the first): only the
+                  count */
     else if (!found || names.n != n + 1 || strcmp(names.v[0], "iteration:0") != 0) {
-        snprintf(why, sizeof why, "%lld weights in the file, %s expects %lld: iteration:0 and its slots",
-                 (long long)(found ? names.n : 0), sy_optimizer_class_name(m->optimizer.kind), (long long)n + 1);
+        snprintf(why, sizeof why,
+                 "%lld weights in the file, %s expects %lld: iteration:0 and its slots",
+                 (long long)(found ? names.n : 0), sy_optimizer_class_name(m->optimizer.kind),
+                 (long long)n + 1);
         st = mismatch(path, why);
         goto done;
     }
@@ -265,13 +300,16 @@ sy_status optimizer_weights_read(sy_model *m, h5_file *f, h5_id root) {
     sy_shape s, scalar = sy_shape_of(0);
     if ((st = h5_dataset_shape_ex(f, g, "iteration:0", true, &s)) || !sy_shape_equal(&s, &scalar) ||
         (st = h5_dataset_read_f32_ex(f, g, "iteration:0", true, &scalar, values))) {
-        if (!st) st = sy_error(SY_ERR_CORRUPT, "%s: optimizer_weights/iteration:0 is not a scalar", path);
+        if (!st)
+            st =
+                sy_error(SY_ERR_CORRUPT, "%s: optimizer_weights/iteration:0 is not a scalar", path);
         goto done;
     }
     int64_t off = 1;
     for (int32_t i = 0; i < n; i++) {
         const char *name = names.v[i + 1];
-        /* Keras matches by position; a slot of another kind in this place means another optimizer */
+        /* Keras matches by position; a slot of another kind in this place means another optimizer
+         */
         const char *slot = strchr(name, '/'), *want = strchr(e[i].keras, '/');
         size_t len = want ? (size_t)(strchr(want + 1, '/') - want) : 0;
         if (!slot || !want || strncmp(slot, want, len + 1) != 0) {
@@ -283,8 +321,8 @@ sy_status optimizer_weights_read(sy_model *m, h5_file *f, h5_id root) {
         if ((st = h5_dataset_shape(f, g, name, &s))) goto done;
         if (!sy_shape_equal(&s, &e[i].shape)) {
             char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
-            snprintf(why, sizeof why, "'%s' is %s, the model's %s", name, sy_shape_format(&s, a, sizeof a),
-                     sy_shape_format(&e[i].shape, b, sizeof b));
+            snprintf(why, sizeof why, "'%s' is %s, the model's %s", name,
+                     sy_shape_format(&s, a, sizeof a), sy_shape_format(&e[i].shape, b, sizeof b));
             st = mismatch(path, why);
             goto done;
         }
@@ -296,10 +334,12 @@ sy_status optimizer_weights_read(sy_model *m, h5_file *f, h5_id root) {
     for (int32_t i = 0; i < n; i++) {
         bool sgd_unused = m->optimizer.kind == SY_OPTIMIZER_SGD && !(m->optimizer.momentum > 0);
         if (sgd_unused) continue; /* Keras's zeros for a momentum SGD does not have */
-        req[k++] = (sy_var_request){e[i].ours, SY_VAR_SLOT, SY_F32, e[i].shape, sy_init_zeros(), -1};
+        req[k++] =
+            (sy_var_request){e[i].ours, SY_VAR_SLOT, SY_F32, e[i].shape, sy_init_zeros(), -1};
     }
     if (m->optimizer.kind == SY_OPTIMIZER_NADAM)
-        req[k++] = (sy_var_request){NADAM_U_PRODUCT, SY_VAR_SLOT, SY_F32, scalar, sy_init_constant(1), -1};
+        req[k++] =
+            (sy_var_request){NADAM_U_PRODUCT, SY_VAR_SLOT, SY_F32, scalar, sy_init_constant(1), -1};
     if ((st = vars_resolve(m->vars, req, k))) goto done;
     int64_t iterations = (int64_t)values[0];
     off = 1;
@@ -312,7 +352,8 @@ sy_status optimizer_weights_read(sy_model *m, h5_file *f, h5_id root) {
     }
     if (m->optimizer.kind == SY_OPTIMIZER_NADAM) { /* u_1 ... u_t, as the steps multiplied it */
         float prod = 1, b1 = (float)m->optimizer.beta_1;
-        for (int64_t t = 1; t <= iterations; t++) prod = prod * (b1 * (1.0f - 0.5f * powf(0.96f, (float)t)));
+        for (int64_t t = 1; t <= iterations; t++)
+            prod = prod * (b1 * (1.0f - 0.5f * powf(0.96f, (float)t)));
         *(float *)sy_vars_data(m->vars, req[k].index) = prod;
     }
     m->vars->iterations = iterations;
