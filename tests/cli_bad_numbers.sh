@@ -82,7 +82,7 @@ expect 2 "^systolic train: --min-delta expects a number .*got 'nan'\$" train $m 
 
 # names the library looks up: usage errors too, naming the flag
 json=$src/tests/data/keras/fashion_mnist_cnn.json
-expect 2 "^systolic train: --optimizer: unknown optimizer 'adagrad'" train $m --optimizer adagrad
+expect 2 "^systolic train: --optimizer: unknown optimizer 'adagradd'" train $m --optimizer adagradd
 expect 2 "^systolic train: --tpu: unknown device spec 'v9'" train $m --tpu v9
 expect 2 "^systolic evaluate: --tpu: " evaluate $m --tpu cpu:0
 expect 2 "^systolic devices: --tpu: unknown device spec 'nope'" devices --tpu nope

@@ -108,11 +108,22 @@ typedef struct run_spec {
 
 /* 600 samples, batches of 40 (a pass is 15 batches; with arrays and 7
  * steps per epoch the passes run across epochs). */
+/* issue 17, optimizers: the optimizer run() compiles with instead of make_mlp's Adam (NULL: Adam) */
+static const sy_optimizer *run_optimizer;
+
 static sy_status run(sy_strategy *s, const run_spec *r, const char *dir, int32_t epochs, bool resume, int64_t crash,
                      sy_model **out) {
     sy_tensor *x, *y;
     make_data(600, &x, &y, 11);
     sy_model *m = make_mlp(s, 5, 16, true, 2); /* dropout on; 2 steps per execution */
+    if (run_optimizer) {
+        sy_compile_options c = sy_compile_options_default();
+        c.optimizer = *run_optimizer;
+        c.loss = "sparse_categorical_crossentropy";
+        c.steps_per_execution = 2;
+        c.threads = 2;
+        CHECK_OK(sy_model_compile(m, &c));
+    }
     sy_fit_options o = sy_fit_options_default();
     o.batch_size = 40;
     o.epochs = epochs;
@@ -571,6 +582,12 @@ int main(int argc, char **argv) {
     test_resume(s, &arrays, "arrays-epoch", 14);
     test_resume(s, &per_pass, "dataset-pass", 20);
     test_resume(s, &across, "dataset-across", 16);
+    /* issue 17: Nadam's one u_product slot, global clipping and weight decay resume bit for bit too */
+    sy_optimizer nadam = sy_optimizer_keras(SY_OPTIMIZER_NADAM);
+    nadam.learning_rate = 0.01f, nadam.global_clipnorm = 0.5, nadam.weight_decay = 0.01;
+    run_optimizer = &nadam;
+    test_resume(s, &arrays, "nadam", 12);
+    run_optimizer = NULL;
     test_refusals(s);
     test_lock();
     test_resume_past_damage(s);

@@ -175,7 +175,7 @@ static void test_compile_errors(void) {
     c.n_metrics = 1;
     CHECK_ERROR(sy_model_compile(m, &c), SY_ERR_INVALID_ARGUMENT, "categorical_accuracy", "sparse");
     sy_optimizer o;
-    CHECK_ERROR(sy_optimizer_from_name("adamw", &o), SY_ERR_NOT_FOUND, "adamw", "sgd, adam, rmsprop");
+    CHECK_ERROR(sy_optimizer_from_name("adamx", &o), SY_ERR_NOT_FOUND, "adamx", "sgd, adam, rmsprop");
     CHECK_OK(sy_optimizer_from_name("Adam", &o));
     CHECK(o.kind == SY_OPTIMIZER_ADAM && o.learning_rate == 0.001f && o.epsilon == 1e-7 && o.beta_1 == 0.9 && o.beta_2 == 0.999 && !o.amsgrad, "Keras's Adam defaults");
     c.optimizer = sy_optimizer_adam(-1);

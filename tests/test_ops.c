@@ -1269,6 +1269,70 @@ static void check_optimizers(bool *covered) {
     check_optimizer("RMSprop momentum centered", rms, covered);
 }
 
+/* issue 17, optimizers: the update ops of the other optimizers, whose one
+ * kernel serves ref and cpu: its float64 instance against its float32 one
+ * over five steps of a varying gradient on a (3, 5) weight and a (5,) one
+ * (Adafactor's factored and whole second moments), with weight decay and
+ * global clipping in the prologue. test_optimizers checks the float32
+ * results against tf.keras's own. */
+static void run_update_dtype(sy_optimizer opt, sy_dtype dt, double *out /* 20 */) {
+    sy_graph *g;
+    sy_graph_new(&g);
+    sy_node w = sy_graph_param(g, "w", dt, R(2, 3L, 5L), sy_init_uniform(-1, 1, 5));
+    sy_node b = sy_graph_param(g, "b", dt, R(1, 5L), sy_init_uniform(-1, 1, 6));
+    sy_node gin = sy_graph_input(g, "g", dt, R(2, 3L, 5L));
+    /* loss = sum(w * g) + sum(b * g[0]) through a mean: gradients g and g's column means, times 3 */
+    int32_t axis0 = 0;
+    sy_node loss = sy_graph_add(g, sy_graph_reduce_sum(g, sy_graph_mul(g, w, gin), NULL, 0, false),
+                                sy_graph_reduce_sum(g, sy_graph_mul(g, b, sy_graph_reduce_sum(g, gin, &axis0, 1, false)), NULL, 0, false));
+    sy_plan_options o = sy_plan_options_default();
+    o.backend = "ref";
+    o.loss = loss;
+    o.optimizer = opt;
+    sy_plan *p = NULL;
+    CHECK_OK(sy_plan_compile(g, &o, &p));
+    for (int s = 0; p && s < 5; s++) {
+        void *gi = sy_plan_input(p, gin);
+        for (int64_t i = 0; i < 15; i++) {
+            double v = 0.3 * sin((double)(i + 7 * s)) + (i % 4 == 0 ? 1e-3 : 0.2);
+            if (dt == SY_F64) ((double *)gi)[i] = (float)v;
+            else ((float *)gi)[i] = (float)v;
+        }
+        CHECK_OK(sy_plan_run(p));
+    }
+    sy_vars *v = p ? sy_plan_vars(p) : NULL;
+    for (int k = 0; v && k < 2; k++) {
+        const void *d = sy_vars_data(v, sy_vars_find(v, k ? "b" : "w"));
+        for (int64_t i = 0; i < (k ? 5 : 15); i++)
+            out[k * 15 + i] = dt == SY_F64 ? ((const double *)d)[i] : ((const float *)d)[i];
+    }
+    sy_plan_free(p);
+    sy_graph_free(g);
+}
+
+static void check_more_optimizers(bool *covered) {
+    static const struct {
+        sy_optimizer_kind kind;
+        sy_op op;
+    } opt_rows[] = {{SY_OPTIMIZER_ADADELTA, SY_OP_ADADELTA_UPDATE}, {SY_OPTIMIZER_ADAGRAD, SY_OP_ADAGRAD_UPDATE},
+                {SY_OPTIMIZER_ADAMAX, SY_OP_ADAMAX_UPDATE},     {SY_OPTIMIZER_ADAFACTOR, SY_OP_ADAFACTOR_UPDATE},
+                {SY_OPTIMIZER_NADAM, SY_OP_NADAM_UPDATE},       {SY_OPTIMIZER_FTRL, SY_OP_FTRL_UPDATE},
+                {SY_OPTIMIZER_LION, SY_OP_LION_UPDATE}};
+    for (size_t r = 0; r < sizeof opt_rows / sizeof opt_rows[0]; r++) {
+        sy_optimizer opt = sy_optimizer_keras(opt_rows[r].kind);
+        opt.learning_rate = 0.05f;
+        opt.weight_decay = 0.01;
+        opt.global_clipnorm = 2;
+        double a[20] = {0}, b[20] = {0};
+        run_update_dtype(opt, SY_F32, a);
+        run_update_dtype(opt, SY_F64, b);
+        for (int i = 0; i < 20; i++)
+            CHECK_CLOSE(a[i], b[i], 1e-5, 1e-6, "%s: float32 against float64, weight %d after 5 steps",
+                        sy_optimizer_class_name(opt_rows[r].kind), i);
+        covered[opt_rows[r].op] = true;
+    }
+}
+
 /* The moving-average state update (normalization layers): a non-trainable
  * p (5) moves towards the column means v of an input x (4, 5), planned like
  * a gradient (v readable as p's "gradient"), on every backend, three runs. */
@@ -1487,6 +1551,7 @@ int main(int argc, char **argv) {
     }
     check_bf16_rounding(); /* issue 16, MXU numerics */
     check_optimizers(covered);
+    check_more_optimizers(covered); /* issue 17, optimizers */
     check_moving_average(covered);
     if (!only) check_nan_propagates(pool2);
     for (int op = 0; op < SY_OP_COUNT; op++)

@@ -33,20 +33,48 @@ extern "C" {
 
 /* ---- optimizers (tf.keras 2.x update rules and defaults) ---------------- */
 
-typedef enum sy_optimizer_kind { SY_OPTIMIZER_NONE, SY_OPTIMIZER_SGD, SY_OPTIMIZER_ADAM, SY_OPTIMIZER_RMSPROP } sy_optimizer_kind;
+typedef enum sy_optimizer_kind {
+    SY_OPTIMIZER_NONE,
+    SY_OPTIMIZER_SGD,
+    SY_OPTIMIZER_ADAM,
+    SY_OPTIMIZER_RMSPROP,
+    /* issue 17, optimizers: the rest of tf.keras 2.15's built-ins */
+    SY_OPTIMIZER_ADAMW,
+    SY_OPTIMIZER_ADADELTA,
+    SY_OPTIMIZER_ADAGRAD,
+    SY_OPTIMIZER_ADAMAX,
+    SY_OPTIMIZER_ADAFACTOR,
+    SY_OPTIMIZER_NADAM,
+    SY_OPTIMIZER_FTRL,
+    SY_OPTIMIZER_LION,
+    SY_OPTIMIZER_KIND_COUNT
+} sy_optimizer_kind;
 
 /* The hyperparameters are doubles because Keras computes 1 - beta_1 and
  * 1 - rho from the Python floats (0.9, not 0.9f) before rounding to
- * float32; the update kernels see exactly Keras's float32 constants. */
+ * float32; the update kernels see exactly Keras's float32 constants.
+ * A field an optimizer does not have is ignored. docs/design/optimizers.md
+ * gives each update rule. */
 typedef struct sy_optimizer {
     sy_optimizer_kind kind;
     float learning_rate;
     double momentum; /* SGD, RMSprop */
     bool nesterov;  /* SGD */
-    double beta_1, beta_2, epsilon; /* Adam; epsilon also RMSprop */
-    bool amsgrad;   /* Adam: use the maximum of past second moments */
-    double rho;     /* RMSprop */
+    double beta_1, beta_2, epsilon; /* Adam, AdamW, Adamax, Nadam, Lion (betas); epsilon also RMSprop, Adadelta, Adagrad */
+    bool amsgrad;   /* Adam, AdamW: use the maximum of past second moments */
+    double rho;     /* RMSprop, Adadelta */
     bool centered;  /* RMSprop */
+    /* issue 17, optimizers. Every optimizer: 0 means "not set" (Keras's None). weight_decay
+     * is decoupled (w -= w * weight_decay * lr before the update, on every trained weight);
+     * clipnorm clips each gradient's L2 norm, global_clipnorm the norm of all gradients
+     * together (after the replicas' all-reduce), clipvalue each element; clipnorm and
+     * global_clipnorm exclude each other, as in Keras. */
+    double weight_decay, clipnorm, clipvalue, global_clipnorm;
+    double initial_accumulator_value; /* Adagrad, Ftrl (0.1) */
+    double beta_2_decay, epsilon_1, epsilon_2, clip_threshold; /* Adafactor */
+    bool relative_step;                                        /* Adafactor */
+    double learning_rate_power, l1_regularization_strength, l2_regularization_strength; /* Ftrl */
+    double l2_shrinkage_regularization_strength, beta;                                  /* Ftrl */
 } sy_optimizer;
 
 /* Keras defaults: SGD(lr 0.01, momentum 0, nesterov False); Adam(lr 0.001,
@@ -56,6 +84,11 @@ typedef struct sy_optimizer {
 sy_optimizer sy_optimizer_sgd(float learning_rate, double momentum, bool nesterov);
 sy_optimizer sy_optimizer_adam(float learning_rate);
 sy_optimizer sy_optimizer_rmsprop(float learning_rate);
+/* issue 17, optimizers: any kind with every hyperparameter at tf.keras 2.15's default,
+ * learning rate included (Lion 1e-4, SGD 0.01, the others 1e-3; AdamW weight_decay 0.004). */
+sy_optimizer sy_optimizer_keras(sy_optimizer_kind kind);
+/* Keras's class name of a kind ("AdamW"), or NULL for NONE and unknown kinds. */
+const char *sy_optimizer_class_name(sy_optimizer_kind kind);
 
 /* ---- variable stores ------------------------------------------------------ */
 

@@ -549,8 +549,9 @@ typedef struct sy_compile_options {
 
 sy_compile_options sy_compile_options_default(void);
 
-/* Parse an optimizer name ("adam", "sgd", "rmsprop"; any case) with Keras's
- * defaults. SY_ERR_NOT_FOUND lists the names. */
+/* Parse an optimizer name (Keras's: "sgd", "adam", "rmsprop", "adamw", "adadelta", "adagrad",
+ * "adamax", "adafactor", "nadam", "ftrl", "lion"; any case) with tf.keras 2.15's defaults.
+ * SY_ERR_NOT_FOUND lists the names. */
 sy_status sy_optimizer_from_name(const char *name, sy_optimizer *out);
 
 /* Configure training. The model must have its input shape. Unknown names

@@ -115,6 +115,10 @@ typedef union sy_attrs {
         float momentum, beta_1, beta_2, epsilon, rho;
         float one_minus_beta_1, one_minus_beta_2, one_minus_rho; /* from the doubles, as Keras rounds them */
         uint8_t nesterov, centered, amsgrad;
+        /* issue 17, optimizers: the other rules' float32 constants, each rounded where Keras rounds it */
+        float beta_2_decay, epsilon_1, epsilon_2, clip_threshold; /* Adafactor */
+        uint8_t relative_step;                                    /* Adafactor */
+        float lr_power, l1, l2, two_l2_shrinkage, ftrl_beta;      /* Ftrl */
     } opt;
     sy_eprog *fused;                                               /* FUSED_ELTWISE (owned by the graph) */
     struct { float decay; } moving;                                /* MOVING_AVERAGE: 1 - momentum, rounded as Keras does */

@@ -68,7 +68,10 @@ static void make_flags(flag *f, run_opts *o) {
     f[F_EPOCHS] = (flag){"--epochs", FLAG_INT, &o->epochs, "N", "epochs to train", .set = false, .min = 0, .max = INT32_MAX};
     f[F_STEPS] = (flag){"--steps-per-epoch", FLAG_INT, &o->steps_per_epoch, "N", "steps per epoch (0: one pass over the training set)", .set = false, .min = 0, .max = INT64_MAX};
     f[F_BATCH] = (flag){"--batch-size", FLAG_INT, &o->batch_size, "N", "global batch size", .set = false, .min = 1, .max = INT64_MAX};
-    f[F_OPTIMIZER] = (flag){"--optimizer", FLAG_STRING, &o->optimizer, "NAME", "sgd, adam or rmsprop, with Keras's defaults", .set = false};
+    f[F_OPTIMIZER] = (flag){"--optimizer", FLAG_STRING, &o->optimizer, "NAME",
+                            "a Keras optimizer (sgd, adam, rmsprop, adamw, adadelta, adagrad, adamax, adafactor, "
+                            "nadam, ftrl, lion), with tf.keras 2.15's defaults",
+                            .set = false};
     f[F_LR] = (flag){"--learning-rate", FLAG_FLOAT, &o->learning_rate, "X", "the optimizer's learning rate", .set = false, .lo = 0, .hi = FLT_MAX};
     f[F_VALFREQ] = (flag){"--validation-freq", FLAG_INT, &o->validation_freq, "N", "validate on the test split after every N-th epoch", .set = false, .min = 1, .max = INT32_MAX};
     f[F_VALSTEPS] = (flag){"--validation-steps", FLAG_INT, &o->validation_steps, "N",

@@ -77,6 +77,19 @@ sy_status fusion_grow(sy_fusion_state *s, int64_t need);
  * variables) for one parameter. */
 sy_status optimizer_check(const sy_optimizer *o);
 sy_node optimizer_add_update(sy_graph *g, const sy_optimizer *o, sy_node param, sy_node grad);
+/* issue 17, optimizers: what runs once a step before the update ops, on the
+ * gradients after the replicas' all-reduce -- gradient clipping, weight decay,
+ * Nadam's u_product -- over every (weight, gradient) pair the updates take, in
+ * update order. optimizer_has_prologue: whether o needs it at all. */
+typedef struct optimizer_var {
+    void *w, *g; /* of dtype, n elements each */
+    int64_t n;
+    sy_dtype dtype;
+} optimizer_var;
+#define NADAM_U_PRODUCT "Nadam/u_product" /* the store's name of Nadam's u_product */
+bool optimizer_has_prologue(const sy_optimizer *o);
+void optimizer_before_update(const sy_optimizer *o, float lr, int64_t iterations, const optimizer_var *vars,
+                             int32_t n, void *u_product);
 
 /* Offsets for buffers with lifetimes [first, last] (inclusive step indices)
  * so that no two buffers alive at the same step overlap; greedy by size.
@@ -101,6 +114,9 @@ sy_status plan_run_steps(sy_plan *p, int32_t first, int32_t last);
 int32_t plan_step_count(const sy_plan *p);
 int32_t plan_first_update(const sy_plan *p);
 int64_t plan_step_elements(const sy_plan *p, int32_t step); /* of the step's first input */
+/* issue 17, optimizers: once a step, after the all-reduce and before the update steps */
+void plan_before_update(sy_plan *p);
+bool plan_has_before_update(const sy_plan *p);
 /* issue 16, cost model: the plan's rewritten graph, and the node step `step` computes */
 const sy_graph *plan_graph(const sy_plan *p);
 sy_node plan_step_node(const sy_plan *p, int32_t step);

@@ -79,6 +79,11 @@ struct sy_plan {
     double *profile;      /* seconds per step, summed over runs, when $SYSTOLIC_PROFILE is set */
     int64_t profile_runs;
     sy_plan_info info;
+    /* issue 17, optimizers: the prologue of the updates (optimizer_before_update) */
+    sy_optimizer optimizer;
+    optimizer_var *opt_vars; /* per optimizer update step, rebound with the store */
+    int32_t n_opt_vars;
+    void *u_product; /* Nadam's, in the slot block */
 };
 
 sy_plan_options sy_plan_options_default(void) {
@@ -127,7 +132,24 @@ static void bind(sy_plan *p) {
         st->args.out = resolve(p, p->places[storage_of(p, st->node)]);
         st->args.ws = st->ws_bytes ? resolve(p, st->ws) : NULL;
     }
+    p->n_opt_vars = 0;
+    p->u_product = NULL;
+    for (int32_t s = p->first_update; p->opt_vars && s < p->n_steps; s++) {
+        const step *st = &p->steps[s];
+        if (p->g->nodes[st->node].op == SY_OP_MOVING_AVERAGE) continue;
+        p->opt_vars[p->n_opt_vars++] = (optimizer_var){p->in_ptrs[st->in_first], p->in_ptrs[st->in_first + 1],
+                                                       sy_shape_count(&st->args.in_shape[0]), st->args.in_dtype[0]};
+        if (p->g->nodes[st->node].op == SY_OP_NADAM_UPDATE) p->u_product = p->in_ptrs[st->in_first + 4];
+    }
     p->bound_generation = p->vars->generation;
+}
+
+bool plan_has_before_update(const sy_plan *p) { return p->opt_vars != NULL; }
+
+void plan_before_update(sy_plan *p) {
+    if (p->n_opt_vars)
+        optimizer_before_update(&p->optimizer, p->ex.learning_rate, p->ex.iterations, p->opt_vars, p->n_opt_vars,
+                                p->u_product);
 }
 
 /* $SYSTOLIC_PROFILE: at plan_free, the steps that took the most time, then the time summed by op. */
@@ -174,6 +196,7 @@ void sy_plan_free(sy_plan *p) {
     if (!p) return;
     if (p->profile) profile_report(p);
     sy_free(p->profile);
+    sy_free(p->opt_vars);
     if (p->owns_vars) sy_vars_free(p->vars);
     sy_graph_free(p->g);
     sy_free(p->steps);
@@ -804,6 +827,12 @@ sy_status sy_plan_compile(const sy_graph *graph, const sy_plan_options *o, sy_pl
         }
     for (int32_t s = p->first_update; s < p->n_steps; s++) /* updates are scheduled last */
         SY_ASSERT(sy_op_def_of(p->g->nodes[p->steps[s].node].op)->flags & SY_OPF_UPDATE);
+    p->optimizer = o->optimizer;
+    if (p->has_optimizer && optimizer_has_prologue(&o->optimizer) &&
+        !(p->opt_vars = sy_calloc((size_t)(p->n_steps - p->first_update), sizeof *p->opt_vars))) {
+        st = sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+        goto fail;
+    }
     p->info.steps = p->n_steps;
     if (getenv("SYSTOLIC_PROFILE") && *getenv("SYSTOLIC_PROFILE")) p->profile = sy_calloc((size_t)(p->n_steps ? p->n_steps : 1), sizeof *p->profile);
     bind(p);
@@ -875,7 +904,11 @@ sy_status plan_run_steps(sy_plan *p, int32_t first, int32_t last) {
 
 sy_status sy_plan_run(sy_plan *p) {
     plan_prepare(p);
-    sy_status st = plan_run_steps(p, 0, p->n_steps);
+    sy_status st = plan_run_steps(p, 0, p->first_update);
+    if (st == SY_OK && p->first_update < p->n_steps) {
+        plan_before_update(p);
+        st = plan_run_steps(p, p->first_update, p->n_steps);
+    }
     if (st == SY_OK && p->has_optimizer) p->vars->iterations++;
     return st;
 }
@@ -888,6 +921,7 @@ sy_status sy_plan_run_gradients(sy_plan *p) {
 sy_status sy_plan_run_update(sy_plan *p) {
     if (!p->has_updates) return sy_error(SY_ERR_STATE, "this plan has no optimizer update to run");
     plan_prepare(p);
+    plan_before_update(p);
     sy_status st = plan_run_steps(p, p->first_update, p->n_steps);
     if (st == SY_OK && p->has_optimizer) p->vars->iterations++;
     return st;

@@ -14,6 +14,9 @@
  *   2. all-reduce: replica 0's gradient block becomes the mean of all the
  *      blocks, summed in replica order; the elements are split into fixed
  *      chunks among the threads;                                barrier
+ *   2b. (issue 17) with gradient clipping, weight decay or Nadam, thread 0
+ *      runs the optimizer's once-a-step prologue on replica 0's block: a
+ *      global norm must see every mean gradient;              barrier
  *   3. the optimizer's update from that block: its update ops are spread
  *      over the threads (each writes only its own parameter), or run by
  *      thread 0 when the kernels have a pool of their own;      barrier
@@ -202,6 +205,10 @@ static void region(void *arg, int t, int count) {
             if (t == 0) sy_plan_vars(r->plans[0])->iterations++;
         }
         sy_barrier_wait(&c->barrier);
+        if (plan_has_before_update(r->plans[0])) { /* issue 17: clipping and weight decay see the mean gradients */
+            if (t == 0 && !failed(c)) plan_before_update(r->plans[0]);
+            sy_barrier_wait(&c->barrier);
+        }
         if (!failed(c)) update(c, t);
         sy_barrier_wait(&c->barrier);
     }

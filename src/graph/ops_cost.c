@@ -209,6 +209,28 @@ COST(ADAM_UPDATE) {
 COST(RMSPROP_UPDATE) {
     update(g, n, c, 8);
 }
+/* issue 17, optimizers: operations per weight of each rule as written */
+COST(ADADELTA_UPDATE) {
+    update(g, n, c, 14);
+}
+COST(ADAGRAD_UPDATE) {
+    update(g, n, c, 6);
+}
+COST(ADAMAX_UPDATE) {
+    update(g, n, c, 9);
+}
+COST(ADAFACTOR_UPDATE) {
+    update(g, n, c, 16);
+}
+COST(NADAM_UPDATE) {
+    update(g, n, c, 16);
+}
+COST(FTRL_UPDATE) {
+    update(g, n, c, 16);
+}
+COST(LION_UPDATE) {
+    update(g, n, c, 8);
+}
 COST(MOVING_AVERAGE) {
     update(g, n, c, 3);
 }

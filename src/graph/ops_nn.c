@@ -528,12 +528,12 @@ sy_node sy_graph_loss(sy_graph *g, sy_loss_fn fn, sy_node y_pred, sy_node target
 
 /* ---- optimizer updates (added by the compiler) ----------------------------------------- */
 
-/* (param, grad, slots...): all float, all of the param's shape. */
-static sy_status infer_update(sy_graph *g, sy_node_rec *n) {
+/* (param, grad, slots...): all float, the first `same` of the param's shape. */
+static sy_status infer_update_first(sy_graph *g, sy_node_rec *n, int same) {
     sy_status st = require_float_inputs(g, n, n->n_in);
     if (st) return st;
     const sy_shape *p = &graph_in_rec(g, n, 0)->shape;
-    for (int i = 1; i < n->n_in; i++)
+    for (int i = 1; i < same; i++)
         if (!sy_shape_equal(p, &graph_in_rec(g, n, i)->shape)) {
             char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
             return graph_fail(g, n, SY_ERR_SHAPE, "input %d %s does not match the parameter %s", i,
@@ -542,6 +542,43 @@ static sy_status infer_update(sy_graph *g, sy_node_rec *n) {
     n->shape = sy_shape_of(0);
     return SY_OK;
 }
+static sy_status infer_update(sy_graph *g, sy_node_rec *n) { return infer_update_first(g, n, n->n_in); }
 sy_status infer_SGD_UPDATE(sy_graph *g, sy_node_rec *n) { return infer_update(g, n); }
 sy_status infer_ADAM_UPDATE(sy_graph *g, sy_node_rec *n) { return infer_update(g, n); }
 sy_status infer_RMSPROP_UPDATE(sy_graph *g, sy_node_rec *n) { return infer_update(g, n); }
+/* issue 17, optimizers */
+sy_status infer_ADADELTA_UPDATE(sy_graph *g, sy_node_rec *n) { return infer_update(g, n); }
+sy_status infer_ADAGRAD_UPDATE(sy_graph *g, sy_node_rec *n) { return infer_update(g, n); }
+sy_status infer_ADAMAX_UPDATE(sy_graph *g, sy_node_rec *n) { return infer_update(g, n); }
+sy_status infer_FTRL_UPDATE(sy_graph *g, sy_node_rec *n) { return infer_update(g, n); }
+sy_status infer_LION_UPDATE(sy_graph *g, sy_node_rec *n) { return infer_update(g, n); }
+/* (param, grad, m, v, u_product): the last a scalar shared by every weight */
+sy_status infer_NADAM_UPDATE(sy_graph *g, sy_node_rec *n) {
+    char a[SY_SHAPE_STR_MAX];
+    if (graph_in_rec(g, n, 4)->shape.rank != 0)
+        return graph_fail(g, n, SY_ERR_SHAPE, "u_product %s must be a scalar", graph_in_shape_str(g, n, 4, a));
+    return infer_update_first(g, n, 4);
+}
+/* (param, grad, v [, r, c]): r and c, Adafactor's factored second moments of a
+ * rank >= 2 weight, are its shape without the last axis and without the next-to-last */
+sy_status infer_ADAFACTOR_UPDATE(sy_graph *g, sy_node_rec *n) {
+    if (n->n_in != 3 && n->n_in != 5)
+        return graph_fail(g, n, SY_ERR_INVALID_ARGUMENT, "takes 3 or 5 inputs, not %d", n->n_in);
+    sy_status st = infer_update_first(g, n, 3);
+    if (st || n->n_in == 3) return st;
+    const sy_shape *p = &graph_in_rec(g, n, 0)->shape;
+    if (p->rank < 2) return graph_fail(g, n, SY_ERR_SHAPE, "factored slots need a weight of rank >= 2, not %d", p->rank);
+    sy_shape r = *p, c = *p;
+    r.rank--;
+    c.rank--;
+    c.dims[c.rank - 1] = p->dims[p->rank - 1];
+    for (int i = 0; i < 2; i++) {
+        const sy_shape *want = i ? &c : &r;
+        if (!sy_shape_equal(want, &graph_in_rec(g, n, 3 + i)->shape)) {
+            char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
+            return graph_fail(g, n, SY_ERR_SHAPE, "slot %s is %s; expected %s", i ? "c" : "r",
+                              graph_in_shape_str(g, n, 3 + i, a), sy_shape_format(want, b, sizeof b));
+        }
+    }
+    return SY_OK;
+}

@@ -36,12 +36,18 @@ sy_compile_options sy_compile_options_default(void) {
     return o;
 }
 
+/* issue 17, optimizers: Keras's names (tf.keras.optimizers.get): the class
+ * name in any case, each at tf.keras 2.15's defaults */
 sy_status sy_optimizer_from_name(const char *name, sy_optimizer *out) {
-    if (name && strcasecmp(name, "sgd") == 0) *out = sy_optimizer_sgd(0.01f, 0.0f, false);
-    else if (name && strcasecmp(name, "adam") == 0) *out = sy_optimizer_adam(0.001f);
-    else if (name && strcasecmp(name, "rmsprop") == 0) *out = sy_optimizer_rmsprop(0.001f);
-    else return sy_error(SY_ERR_NOT_FOUND, "unknown optimizer '%s'; known: sgd, adam, rmsprop", name ? name : "(null)");
-    return SY_OK;
+    for (int k = SY_OPTIMIZER_SGD; name && k < SY_OPTIMIZER_KIND_COUNT; k++)
+        if (strcasecmp(name, sy_optimizer_class_name((sy_optimizer_kind)k)) == 0) {
+            *out = sy_optimizer_keras((sy_optimizer_kind)k);
+            return SY_OK;
+        }
+    return sy_error(SY_ERR_NOT_FOUND,
+                    "unknown optimizer '%s'; known: sgd, adam, rmsprop, adamw, adadelta, adagrad, adamax, adafactor, "
+                    "nadam, ftrl, lion",
+                    name ? name : "(null)");
 }
 
 /* Keras resolves "accuracy" by the shapes: a one-unit output is binary,
@@ -224,7 +230,8 @@ sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
     if (st) return st;
     if ((st = optimizer_check(&o->optimizer))) return st;
     if (o->optimizer.kind == SY_OPTIMIZER_NONE)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: an optimizer is required (sgd, adam or rmsprop)");
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: an optimizer is required (sgd, adam, rmsprop, adamw, "
+                                                 "adadelta, adagrad, adamax, adafactor, nadam, ftrl or lion)");
     if (o->n_metrics < 0 || o->n_metrics > HEAD_MAX_METRICS || (o->n_metrics > 0 && !o->metrics))
         return sy_error(SY_ERR_INVALID_ARGUMENT, "compile: %d metrics given; at most %d", o->n_metrics, HEAD_MAX_METRICS);
     if (o->threads < 0 || o->threads > 1024)

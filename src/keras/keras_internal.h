@@ -450,6 +450,12 @@ int32_t model_layer_vars(const sy_model *m, int64_t i, bool legacy, int32_t *var
 /* Keras's name of variable v of layer i, without ":0": "dense/kernel" --
  * a nested model's variables are named as the inner model names them. */
 const char *model_var_keras_name(const sy_model *m, int64_t i, int32_t v);
+/* issue 17, optimizers (optimizer_weights.c): a full model file's optimizer_weights group as tf.keras 2.15
+ * writes it (iteration:0, then the slots), written when m has trained; read after m was compiled from the
+ * file's training_config (a list that does not fit the optimizer is skipped with Keras's warning). */
+typedef struct h5_file h5_file;
+sy_status optimizer_weights_write(h5_file *f, int64_t root, const sy_model *m);
+sy_status optimizer_weights_read(sy_model *m, h5_file *f, int64_t root);
 /* "Functional" or "Sequential": a layer's class as Keras prints it. */
 const char *model_layer_class(const model_layer *L);
 /* A layer's call number as Keras's JSON writes it: a nested model's own

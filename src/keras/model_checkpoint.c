@@ -41,13 +41,10 @@
 
 #define FORMAT "systolic checkpoint"
 
+/* Keras's class name of the model's optimizer (issue 17: any of them), "none" without one */
 static const char *optimizer_name(const sy_model *m) {
-    switch (m->optimizer.kind) {
-    case SY_OPTIMIZER_SGD: return "SGD";
-    case SY_OPTIMIZER_ADAM: return "Adam";
-    case SY_OPTIMIZER_RMSPROP: return "RMSprop";
-    default: return "none";
-    }
+    const char *name = sy_optimizer_class_name(m->optimizer.kind);
+    return name ? name : "none";
 }
 
 /* uint64 values exactly (JSON numbers are doubles to most readers). */

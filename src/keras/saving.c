@@ -16,15 +16,13 @@
  * with its learning rate, in Keras's serialized form), backend and
  * keras_version; the weights go under "model_weights".
  *
- * optimizer_weights. Keras 2.15 also writes the optimizer's variables
- * (iteration, then m and v of each weight for Adam) when include_optimizer
- * is true. They are not written here and are ignored when read: a .h5
- * model here is for exchange and inference (resuming a run is what
- * checkpoints are for, with the RNG and input state that .h5 lacks), and
- * Keras loads a file without them by starting its optimizer afresh, as it
- * does when they do not match. So a file written here is what Keras
- * writes with include_optimizer=False, plus the training_config that lets
- * load_model compile the model.
+ * optimizer_weights (issue 17, optimizer_weights.c). As Keras 2.15 with
+ * include_optimizer=True: once the model has trained, its optimizer's
+ * variables (iteration, then the slots in the order the optimizer built
+ * them, "Adam/m/dense/kernel:0") go under optimizer_weights; load_model reads
+ * them back after compiling from the training_config, so a run resumes in
+ * either program with its optimizer state. A list that does not fit is
+ * skipped with Keras's warning (a fresh optimizer), as Keras does.
  *
  * Loading matches as Keras's load_weights_from_hdf5_group: the file's
  * layers with at least one weight, in layer_names order, against the
@@ -422,35 +420,76 @@ static const char *metric_fn(keras_metric kind) {
  * value widened to a double (0.0010000000474974513). */
 static json_t *f32_real(double v) { return json_real((double)(float)v); }
 
+/* 0 (not set) as Keras's None, else the number */
+static json_t *real_or_null(double v) { return v != 0 ? json_real(v) : json_null(); }
+
+/* The optimizer as tf.keras 2.15's get_config gives it (issue 17: every
+ * built-in): the base optimizer's arguments in its order, then the class's
+ * own, compared byte for byte with files Keras wrote (tests/keras_h5_*). */
 static json_t *optimizer_config(const sy_optimizer *o) {
-    static const char *const names[] = {"", "SGD", "Adam", "RMSprop"};
-    const char *name = names[o->kind];
+    const char *name = sy_optimizer_class_name(o->kind);
+    sy_optimizer_kind k = o->kind;
     json_t *c = json_object();
     json_object_set_new(c, "name", json_string(name));
-    json_object_set_new(c, "weight_decay", json_null());
-    json_object_set_new(c, "clipnorm", json_null());
-    json_object_set_new(c, "global_clipnorm", json_null());
-    json_object_set_new(c, "clipvalue", json_null());
+    /* AdamW's weight_decay is required: written even when 0 */
+    json_object_set_new(c, "weight_decay", k == SY_OPTIMIZER_ADAMW ? json_real(o->weight_decay) : real_or_null(o->weight_decay));
+    json_object_set_new(c, "clipnorm", real_or_null(o->clipnorm));
+    json_object_set_new(c, "global_clipnorm", real_or_null(o->global_clipnorm));
+    json_object_set_new(c, "clipvalue", real_or_null(o->clipvalue));
     json_object_set_new(c, "use_ema", json_false());
     json_object_set_new(c, "ema_momentum", json_real(0.99));
-    json_object_set_new(c, "ema_overwrite_frequency",
-                        o->kind == SY_OPTIMIZER_RMSPROP ? json_integer(100) : json_null());
+    json_object_set_new(c, "ema_overwrite_frequency", k == SY_OPTIMIZER_RMSPROP ? json_integer(100) : json_null());
     json_object_set_new(c, "jit_compile", json_false());
     json_object_set_new(c, "is_legacy_optimizer", json_false());
     json_object_set_new(c, "learning_rate", f32_real(o->learning_rate));
-    if (o->kind == SY_OPTIMIZER_SGD) {
+    switch (k) {
+    case SY_OPTIMIZER_SGD:
         json_object_set_new(c, "momentum", json_real(o->momentum));
         json_object_set_new(c, "nesterov", json_boolean(o->nesterov));
-    } else if (o->kind == SY_OPTIMIZER_ADAM) {
-        json_object_set_new(c, "beta_1", json_real(o->beta_1));
-        json_object_set_new(c, "beta_2", json_real(o->beta_2));
-        json_object_set_new(c, "epsilon", json_real(o->epsilon));
-        json_object_set_new(c, "amsgrad", json_boolean(o->amsgrad));
-    } else {
+        break;
+    case SY_OPTIMIZER_RMSPROP:
         json_object_set_new(c, "rho", json_real(o->rho));
         json_object_set_new(c, "momentum", json_real(o->momentum));
         json_object_set_new(c, "epsilon", json_real(o->epsilon));
         json_object_set_new(c, "centered", json_boolean(o->centered));
+        break;
+    case SY_OPTIMIZER_ADAM:
+    case SY_OPTIMIZER_ADAMW:
+    case SY_OPTIMIZER_ADAMAX:
+    case SY_OPTIMIZER_NADAM:
+        json_object_set_new(c, "beta_1", json_real(o->beta_1));
+        json_object_set_new(c, "beta_2", json_real(o->beta_2));
+        json_object_set_new(c, "epsilon", json_real(o->epsilon));
+        if (k == SY_OPTIMIZER_ADAM || k == SY_OPTIMIZER_ADAMW) json_object_set_new(c, "amsgrad", json_boolean(o->amsgrad));
+        break;
+    case SY_OPTIMIZER_ADADELTA:
+        json_object_set_new(c, "rho", json_real(o->rho));
+        json_object_set_new(c, "epsilon", json_real(o->epsilon));
+        break;
+    case SY_OPTIMIZER_ADAGRAD:
+        json_object_set_new(c, "initial_accumulator_value", json_real(o->initial_accumulator_value));
+        json_object_set_new(c, "epsilon", json_real(o->epsilon));
+        break;
+    case SY_OPTIMIZER_ADAFACTOR:
+        json_object_set_new(c, "beta_2_decay", json_real(o->beta_2_decay));
+        json_object_set_new(c, "epsilon_1", json_real(o->epsilon_1));
+        json_object_set_new(c, "epsilon_2", json_real(o->epsilon_2));
+        json_object_set_new(c, "clip_threshold", json_real(o->clip_threshold));
+        json_object_set_new(c, "relative_step", json_boolean(o->relative_step));
+        break;
+    case SY_OPTIMIZER_FTRL:
+        json_object_set_new(c, "learning_rate_power", json_real(o->learning_rate_power));
+        json_object_set_new(c, "initial_accumulator_value", json_real(o->initial_accumulator_value));
+        json_object_set_new(c, "l1_regularization_strength", json_real(o->l1_regularization_strength));
+        json_object_set_new(c, "l2_regularization_strength", json_real(o->l2_regularization_strength));
+        json_object_set_new(c, "l2_shrinkage_regularization_strength",
+                            json_real(o->l2_shrinkage_regularization_strength));
+        json_object_set_new(c, "beta", json_real(o->beta));
+        break;
+    default: /* Lion */
+        json_object_set_new(c, "beta_1", json_real(o->beta_1));
+        json_object_set_new(c, "beta_2", json_real(o->beta_2));
+        break;
     }
     json_t *wrap = json_object();
     char class_name[32];
@@ -552,8 +591,8 @@ sy_status sy_model_save(const sy_model *m, const char *path) {
             !(st = h5_attr_write_string(f, root, "backend", SAVED_BACKEND, true)) &&
             !(st = h5_attr_write_string(f, root, "model_config", config, false)) &&
             !(st = training ? h5_attr_write_string(f, root, "training_config", training, false) : SY_OK) &&
-            !(st = h5_group_create(f, root, "model_weights", &weights)))
-            st = write_weights(f, weights, m);
+            !(st = h5_group_create(f, root, "model_weights", &weights)) && !(st = write_weights(f, weights, m)))
+            st = optimizer_weights_write(f, root, m); /* issue 17 */
         h5_group_close(f, weights);
         if (st) h5_close(f);
         else st = h5_commit(f);
@@ -727,6 +766,40 @@ static sy_status outputs_from_config(const sy_model *m, const char *path, const 
     return SY_OK;
 }
 
+/* issue 17, optimizers: the arguments of a Keras optimizer config that
+ * every optimizer or only the newer ones take (the rest are read by
+ * compile_from); Keras's None reads as 0, "not set". What Keras can do and
+ * this library cannot (use_ema, a learning-rate schedule) is refused. */
+static double num_or_zero(const json_t *oc, const char *key, double fallback) {
+    const json_t *v = json_object_get(oc, key);
+    return json_is_null(v) ? 0 : num(oc, key, fallback);
+}
+
+static sy_status optimizer_from_config(sy_optimizer *o, const char *path, const json_t *oc) {
+    if (json_is_true(json_object_get(oc, "use_ema")))
+        return sy_error(SY_ERR_UNSUPPORTED,
+                        "%s: training_config: the optimizer's use_ema=True (a moving average of the weights) is not "
+                        "supported; save the model with use_ema=False",
+                        path);
+    o->weight_decay = num_or_zero(oc, "weight_decay", o->weight_decay);
+    o->clipnorm = num_or_zero(oc, "clipnorm", 0);
+    o->clipvalue = num_or_zero(oc, "clipvalue", 0);
+    o->global_clipnorm = num_or_zero(oc, "global_clipnorm", 0);
+    o->initial_accumulator_value = num(oc, "initial_accumulator_value", o->initial_accumulator_value);
+    o->beta_2_decay = num(oc, "beta_2_decay", o->beta_2_decay);
+    o->epsilon_1 = num(oc, "epsilon_1", o->epsilon_1);
+    o->epsilon_2 = num(oc, "epsilon_2", o->epsilon_2);
+    o->clip_threshold = num(oc, "clip_threshold", o->clip_threshold);
+    if (json_object_get(oc, "relative_step")) o->relative_step = json_is_true(json_object_get(oc, "relative_step"));
+    o->learning_rate_power = num(oc, "learning_rate_power", o->learning_rate_power);
+    o->l1_regularization_strength = num(oc, "l1_regularization_strength", o->l1_regularization_strength);
+    o->l2_regularization_strength = num(oc, "l2_regularization_strength", o->l2_regularization_strength);
+    o->l2_shrinkage_regularization_strength =
+        num(oc, "l2_shrinkage_regularization_strength", o->l2_shrinkage_regularization_strength);
+    o->beta = num(oc, "beta", o->beta);
+    return SY_OK;
+}
+
 /* Compile m with a training_config's loss, metrics and optimizer. */
 static sy_status compile_from(sy_model *m, const char *path, const char *text) {
     json_error_t err;
@@ -764,6 +837,7 @@ static sy_status compile_from(sy_model *m, const char *path, const char *text) {
                           path);
         } else {
             sy_optimizer *o = &c.optimizer;
+            st = optimizer_from_config(o, path, oc);
             o->learning_rate = (float)json_number_value(lr);
             o->momentum = num(oc, "momentum", o->momentum);
             o->nesterov = json_is_true(json_object_get(oc, "nesterov"));
@@ -810,6 +884,7 @@ sy_status sy_model_load(const char *path, sy_model **out) {
     if (st) goto done;
     if (h5_attr_exists(f, root, "training_config") && !(st = h5_attr_read_string(f, root, "training_config", &training)))
         st = compile_from(m, path, training);
+    if (!st && training) st = optimizer_weights_read(m, f, root); /* issue 17 */
 done:
     h5_group_close(f, weights);
     sy_status lost = h5_lost(f); /* libhdf5 died: a "no" it answered meant nothing */
