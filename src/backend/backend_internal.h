@@ -291,6 +291,8 @@ static inline float sy_bf16_round(float x) {
     memcpy(&x, &u, sizeof x);
     return x;
 }
+/* issue 16, mixed_bfloat16: each of x[0 .. n) rounded to bfloat16 in place (docs/design/mixed-precision.md). */
+void sy_bf16_round_all(float *x, int64_t n);
 /* The depth of the MXU's systolic array: its products sum in chunks of this many terms. */
 #define SY_MXU_DEPTH 128
 

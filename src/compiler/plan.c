@@ -51,6 +51,7 @@ typedef struct step {
     place out, ws;
     int64_t ws_bytes;
     sy_kargs args;
+    bool round_bf16; /* issue 16, mixed_bfloat16: the output is rounded to bfloat16 after the kernel */
 } step;
 
 struct sy_plan {
@@ -700,6 +701,8 @@ static sy_status bind_kernels(compile_ctx *c) {
         sy_dtype dt = r->dtype;
         if (sy_op_def_of(r->op)->flags & SY_OPF_UPDATE) dt = graph_in_rec(g, r, 0)->dtype;
         st->kernel = p->backend->kernel(r->op, dt);
+        /* a view (reshape) shares its already rounded source; an update has no output */
+        st->round_bf16 = r->bf16 && dt == SY_F32 && !(sy_op_def_of(r->op)->flags & (SY_OPF_UPDATE | SY_OPF_ALIAS));
         if (!st->kernel)
             return sy_error(SY_ERR_UNSUPPORTED, "%s (%s): the '%s' backend has no %s kernel for this op", sy_op_name(r->op),
                             r->name, p->backend->name, sy_dtype_name(dt));
@@ -864,6 +867,7 @@ sy_status plan_run_steps(sy_plan *p, int32_t first, int32_t last) {
         step *st = &p->steps[s];
         double t0 = p->profile ? sy_now() : 0;
         st->kernel->run(&st->args);
+        if (st->round_bf16) sy_bf16_round_all(st->args.out, sy_shape_count(st->args.out_shape));
         if (p->profile) p->profile[s] += sy_now() - t0;
         if (atomic_load_explicit(&p->ex.failed, memory_order_relaxed)) {
             const sy_node_rec *r = &p->g->nodes[st->node];

@@ -415,7 +415,7 @@ static bool build_model(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node
         layer_ctx ctx = {training,
                          L->cfg.seed ? L->cfg.seed : sy_mix64(m->seed ^ sy_mix64((uint64_t)L->born + 0xD0D0ull)) + (uint64_t)n->call,
                          gradients};
-        value[i] = impl->build(g, &L->cfg, in, n->n_in, w, &ctx);
+        value[i] = keras_policy_build(g, impl, &L->cfg, in, n->n_in, w, L->n_weights, &ctx);
         /* the layer's weight penalties once (at its first call), its activity penalty at every call */
         if (penalties && value[i] != SY_NONE)
             *penalties = keras_layer_penalties(g, &L->cfg, in[0], n->call == 0 && first ? w : NULL, value[i], *penalties);
@@ -443,6 +443,9 @@ static sy_node build_loss(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_
     sy_node l;
     const model_head *h = &m->heads[j];
     keras_loss_warn_logits(m, j, g, pred);
+    /* issue 16, mixed_bfloat16: tf.keras 2.15 computes a loss in y_pred's dtype, so a bfloat16 output gets a
+     * bfloat16 loss (docs/design/mixed-precision.md) */
+    bool was_bf16 = sy_graph_set_bf16(g, sy_graph_is_bf16(g, pred));
     switch (h->loss) {
     case KERAS_LOSS_SPARSE_CATEGORICAL_CE: l = sy_graph_sparse_categorical_crossentropy(g, pred, y, h->from_logits); break;
     case KERAS_LOSS_CATEGORICAL_CE: l = sy_graph_categorical_crossentropy(g, pred, y, h->from_logits); break;
@@ -455,6 +458,7 @@ static sy_node build_loss(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_
         for (int i = 1; i < ls.rank; i++) axes[i - 1] = i;
         l = sy_graph_reduce_mean(g, l, axes, ls.rank - 1, false);
     }
+    sy_graph_set_bf16(g, was_bf16);
     return l;
 }
 
@@ -503,7 +507,10 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
         outputs[n_out++] = p->per_example;
         for (int32_t j = 0; m->n_outputs > 1 && j < m->n_outputs; j++) outputs[n_out++] = p->out_loss[j];
         if (mode == MODE_TRAIN) {
+            /* issue 16, mixed_bfloat16: Keras's reduction of a bfloat16 loss is bfloat16 too */
+            bool was_bf16 = sy_graph_set_bf16(g, sy_graph_is_bf16(g, p->per_example));
             p->loss = sy_graph_reduce_mean(g, p->per_example, NULL, 0, false);
+            sy_graph_set_bf16(g, was_bf16);
             o.loss = p->loss;
             o.optimizer = m->optimizer;
         }

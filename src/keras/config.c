@@ -408,7 +408,7 @@ static const char *write_layer_config(jw *w, const model_layer *L) {
     jw_key(w, "trainable");
     jw_bool(w, true);
     jw_key(w, "dtype");
-    jw_str(w, "float32");
+    keras_policy_write(w, l->dtype_policy); /* issue 16, mixed_bfloat16 */
     if (l->input_shape.rank > 0) {
         jw_key(w, "batch_input_shape");
         jw_shape(w, &l->input_shape, true);

@@ -93,4 +93,9 @@ void jw_numbers(jw *w, const sy_numbers *v);
 /* Each key with the value null. */
 void jw_nulls(jw *w, const char *const *keys);
 
+/* issue 16, mixed_bfloat16 (dtype_policy.c): a layer's dtype argument -- null (the global policy), a
+ * policy's name, or Keras's Policy object -- and its writing as tf.keras 2.15's policy.serialize does. */
+sy_status keras_policy_read(const rd *r, const json_t *v, sy_dtype_policy *out);
+void keras_policy_write(jw *w, sy_dtype_policy p);
+
 #endif
