@@ -95,12 +95,12 @@ static sy_status fuse_epilogues(sy_graph *g, sy_fusion_state *s, int32_t *folded
         if ((r->op == SY_OP_MATMUL && r->attr.matmul.act) || (r->op == SY_OP_CONV2D && r->attr.conv.act)) continue;
         sy_node last = (sy_node)m, bias = SY_NONE;
         int act = SY_ACT_NONE, absorbed = 0;
-        /* issue 16, mixed_bfloat16: a bf16 product is rounded before its bias is added, so the bias stays a
-         * separate op; relu commutes with rounding (round(relu(v)) == relu(round(v))), sigmoid and tanh do not */
+        /* issue 16, mixed_bfloat16: a bf16 product takes a bf16 bias and activation only, which the plan then
+         * applies with TensorFlow's roundings between them (sy_bf16_epilogue) */
         bool bf16 = r->bf16;
-        if (!bf16 && sole_use(s, uses, last)) {
+        if (sole_use(s, uses, last)) {
             sy_node c = user[last];
-            if (g->nodes[c].op == SY_OP_BIAS_ADD && !g->nodes[c].bf16 && graph_input(g, c, 0) == last) {
+            if (g->nodes[c].op == SY_OP_BIAS_ADD && g->nodes[c].bf16 == bf16 && graph_input(g, c, 0) == last) {
                 bias = graph_input(g, c, 1);
                 last = c;
                 absorbed++;
@@ -110,8 +110,7 @@ static sy_status fuse_epilogues(sy_graph *g, sy_fusion_state *s, int32_t *folded
         if (sole_use(s, uses, last)) {
             sy_node c = user[last];
             sy_op op = g->nodes[c].op;
-            if ((op == SY_OP_RELU || op == SY_OP_SIGMOID || op == SY_OP_TANH) && g->nodes[c].bf16 == bf16 &&
-                (!bf16 || op == SY_OP_RELU)) {
+            if ((op == SY_OP_RELU || op == SY_OP_SIGMOID || op == SY_OP_TANH) && g->nodes[c].bf16 == bf16) {
                 act = op == SY_OP_RELU ? SY_ACT_RELU : op == SY_OP_SIGMOID ? SY_ACT_SIGMOID : SY_ACT_TANH;
                 last = c;
                 absorbed++;
