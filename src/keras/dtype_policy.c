@@ -74,8 +74,10 @@ sy_status keras_policy_fix(sy_layer *l, const char *name) {
     return SY_OK;
 }
 
-/* Keras computes these in float32 under a mixed policy: BatchNormalization and LayerNormalization cast a
- * bfloat16 input to float32, normalise with float32 variables, and cast the result back. */
+/* Keras computes these in float32 under a mixed policy: BatchNormalization casts a bfloat16 input to
+ * float32, normalises with float32 variables and casts the result back; LayerNormalization normalises in a
+ * fused op (float32 inside) but scales and shifts in bfloat16 -- here float32 too, rounded once
+ * (docs/design/mixed-precision.md, "Not done"). */
 static bool float32_inside(sy_layer_kind kind) {
     return kind == SY_LAYER_BATCH_NORMALIZATION || kind == SY_LAYER_LAYER_NORMALIZATION;
 }
