@@ -216,10 +216,58 @@ done:
     sy_npz_close(z);
 }
 
+/* A bf16 product's epilogue (sy_bf16_epilogue): Dense with sigmoid and tanh, whose bias add and activation
+ * TensorFlow rounds one after the other. */
+static void test_dense_epilogue(const char *act_name, sy_activation act) {
+    sy_npz *z = NULL;
+    CHECK_OK(sy_npz_open(SY_GOLDEN_DIR "/mixed_bfloat16_cnn.npz", &z));
+    char key[64];
+    sy_tensor *x = get(z, "xd"), *k, *b, *want;
+    snprintf(key, sizeof key, "%s_kernel", act_name);
+    k = get(z, key);
+    snprintf(key, sizeof key, "%s_bias", act_name);
+    b = get(z, key);
+    snprintf(key, sizeof key, "%s_pred", act_name);
+    want = get(z, key);
+    sy_model *m = NULL;
+    CHECK_OK(sy_model_new(NULL, &m));
+    sy_layer d = sy_layer_dense(7);
+    d.activation = act;
+    d.input_shape = sy_shape_of(1, 5);
+    d.dtype_policy = SY_POLICY_MIXED_BFLOAT16;
+    CHECK_OK(sy_model_add(m, &d));
+    if (x && k && b && want && sy_model_weight_count(m) == 2) {
+        memcpy(sy_model_weight_data(m, 0), sy_tensor_data(k), sy_tensor_bytes(k));
+        memcpy(sy_model_weight_data(m, 1), sy_tensor_data(b), sy_tensor_bytes(b));
+        sy_evaluate_options eo = sy_evaluate_options_default();
+        eo.verbose = 0;
+        sy_tensor *p = NULL;
+        CHECK_OK(sy_model_predict(m, x, &eo, &p));
+        if (p) {
+            const float *got = sy_tensor_data(p), *w = sy_tensor_data(want);
+            int64_t n = sy_tensor_count(want), same = 0;
+            for (int64_t i = 0; i < n; i++) same += got[i] == w[i];
+            fprintf(stderr, "  Dense(%s): %lld of %lld outputs as Keras's, max diff %.3g\n", act_name, (long long)same,
+                    (long long)n, max_diff(got, want));
+            CHECK(same == n, "Dense(%s) under mixed_bfloat16: %lld of %lld outputs differ from Keras's", act_name,
+                  (long long)(n - same), (long long)n);
+        }
+        sy_tensor_free(p);
+    }
+    sy_model_free(m);
+    sy_tensor_free(x);
+    sy_tensor_free(k);
+    sy_tensor_free(b);
+    sy_tensor_free(want);
+    sy_npz_close(z);
+}
+
 int main(void) {
     test_policy_names();
     test_json();
     test_cnn("cpu:1");
     test_cnn("sim:v2-8");
+    test_dense_epilogue("sigmoid", SY_ACTIVATION_SIGMOID);
+    test_dense_epilogue("tanh", SY_ACTIVATION_TANH);
     return check_report("test_mixed_precision");
 }

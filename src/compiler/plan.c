@@ -935,7 +935,9 @@ sy_status plan_run_steps(sy_plan *p, int32_t first, int32_t last) {
             int64_t n = os->dims[os->rank - 1];
             sy_bf16_epilogue(st->args.out, sy_shape_count(os) / n, n, p->g->nodes[st->node].n_in == 3 ? st->args.in[2] : NULL,
                              st->bf16_act);
-        } else if (st->round_bf16) sy_bf16_round_all(st->args.out, sy_shape_count(st->args.out_shape));
+        } else if (st->round_bf16 && st->args.op == SY_OP_SIGMOID)
+            sy_bf16_sigmoid(st->args.out, st->args.in[0], sy_shape_count(st->args.out_shape));
+        else if (st->round_bf16) sy_bf16_round_all(st->args.out, sy_shape_count(st->args.out_shape));
         if (p->profile) p->profile[s] += sy_now() - t0;
         if (atomic_load_explicit(&p->ex.failed, memory_order_relaxed)) {
             const sy_node_rec *r = &p->g->nodes[st->node];

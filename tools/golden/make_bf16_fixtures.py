@@ -22,6 +22,8 @@ Writes:
                              nearer pred than pred_f32 is, so it can fail)
         loss                 train_on_batch's loss of one SGD(0.1) step
         w1_<layer>_<weight>  the weights after that step
+        xd (64, 5); <act>_kernel, <act>_bias, <act>_pred for act sigmoid and
+                             tanh: a Dense(7, activation=act) under the policy
 
 Every case starts from keras.backend.clear_session() so automatic names
 start afresh. Usage (from the repository root, TensorFlow 2.15 installed):
@@ -85,6 +87,18 @@ def main():
     arrays.update(weights_of(m, "w1"))
     for w in m.weights:
         assert w.dtype == tf.float32, w.name  # variables stay float32 under the policy
+    # a product's epilogue: Dense with sigmoid and with tanh, the bias add and the activation each rounded
+    xd = rng.normal(0, 2, size=(64, 5)).astype(np.float32)
+    arrays["xd"] = xd
+    for act in ("sigmoid", "tanh"):
+        keras.backend.clear_session()
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
+        d = keras.Sequential([keras.layers.Dense(7, activation=act, input_shape=(5,),
+                                                 bias_initializer=keras.initializers.RandomUniform(-1, 1))])
+        keras.mixed_precision.set_global_policy("float32")
+        arrays["%s_kernel" % act] = d.weights[0].numpy()
+        arrays["%s_bias" % act] = d.weights[1].numpy()
+        arrays["%s_pred" % act] = d.predict(xd, verbose=0).astype(np.float32)
     np.savez(os.path.join(ROOT, "tests", "golden", "mixed_bfloat16_cnn.npz"), **arrays)
     print("pred", arrays["pred"][:2], "\npred_f32", arrays["pred_f32"][:2], "\nloss", arrays["loss"])
     print("max |pred - pred_f32|", np.abs(arrays["pred"] - arrays["pred_f32"]).max())
