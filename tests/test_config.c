@@ -588,10 +588,10 @@ static const refusal refusals[] = {
      "{\"class_name\": \"VarianceScaling\", \"config\": {\"scale\": 3.0, \"mode\": \"fan_sideways\"}}",
      SY_ERR_INVALID_ARGUMENT, {"VarianceScaling(scale=3", "mode one of fan_in, fan_out, fan_avg"}},
     {"fashion_mnist_cnn.json", 1, "dtype", "\"float16\"", SY_ERR_UNSUPPORTED,
-     {"dtype \"float16\" is not supported (supported: \"float32\")"}},
+     {"dtype policy 'float16' is not supported (supported: \"float32\", \"mixed_bfloat16\")"}},
     {"fashion_mnist_cnn.json", 1, "dtype",
      "{\"module\": \"keras.mixed_precision\", \"class_name\": \"Policy\", \"config\": {\"name\": \"mixed_float16\"}}",
-     SY_ERR_UNSUPPORTED, {"dtype {\"module\""}},
+     SY_ERR_UNSUPPORTED, {"dtype policy 'mixed_float16' is not supported"}}, /* issue 16, mixed_bfloat16 */
     {"fashion_mnist_cnn.json", 5, "trainable", "false", SY_ERR_UNSUPPORTED,
      {"layer 'dense' (Dense): trainable false is not supported (supported: true)"}},
     {"fashion_mnist_cnn.json", 0, "sparse", "true", SY_ERR_UNSUPPORTED, {"(InputLayer): sparse true"}},

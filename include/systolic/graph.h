@@ -52,6 +52,18 @@ sy_dtype sy_graph_dtype(const sy_graph *g, sy_node node);
 const char *sy_graph_name(const sy_graph *g, sy_node node);
 const char *sy_graph_op_name(const sy_graph *g, sy_node node); /* "matmul" */
 
+/* issue 16, mixed_bfloat16 (docs/design/mixed-precision.md). While on, every
+ * node added computes in bfloat16 as TensorFlow's bfloat16 ops do: its
+ * float32 result is rounded to bfloat16 (to nearest, ties to even) before
+ * anything reads it; the values stay float32 in memory. Gradients follow
+ * their forward op. Returns the previous setting. */
+bool sy_graph_set_bf16(sy_graph *g, bool on);
+/* Whether node's output is rounded to bfloat16. */
+bool sy_graph_is_bf16(const sy_graph *g, sy_node node);
+/* tf.cast(x, bfloat16): x (any shape, float32) rounded to bfloat16; its
+ * gradient passes through (the cast back to float32 is exact). */
+sy_node sy_graph_cast_bf16(sy_graph *g, sy_node x);
+
 /* ---- leaves ------------------------------------------------------------ */
 
 /* How a parameter's first value is drawn (tf.keras initializers). fan_in and

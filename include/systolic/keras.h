@@ -190,6 +190,31 @@ typedef enum sy_merge_mode {
  * sy_layer_<kind>() function, which fills in Keras's defaults, then change
  * fields as Keras's keyword arguments would. Fields a kind does not use are
  * ignored. */
+/* issue 16, mixed_bfloat16: Keras's dtype policies (tf.keras.mixed_precision.Policy), see
+ * docs/design/mixed-precision.md. Under mixed_bfloat16 a layer keeps its variables in float32 and computes in
+ * bfloat16: its inputs and variables are cast to bfloat16 and every op's result is rounded to bfloat16. */
+typedef enum sy_dtype_policy {
+    SY_POLICY_GLOBAL = 0,      /* the global policy when the layer joins a model (sy_keras_set_global_policy) */
+    SY_POLICY_FLOAT32,         /* "float32" */
+    SY_POLICY_MIXED_BFLOAT16,  /* "mixed_bfloat16" */
+} sy_dtype_policy;
+
+/* tf.keras.mixed_precision.set_global_policy(name): "float32" or "mixed_bfloat16"; other names are refused
+ * (SY_ERR_UNSUPPORTED for Keras's other policies, SY_ERR_INVALID_ARGUMENT for unknown ones). It applies to
+ * the layers added to models afterwards (sy_model_add, sy_model_call, model files read), as in Keras, where it
+ * applies to layers constructed afterwards; process-wide. */
+sy_status sy_keras_set_global_policy(const char *name);
+const char *sy_keras_global_policy(void); /* "float32" or "mixed_bfloat16" */
+/* A policy's name -> value, refused as sy_keras_set_global_policy refuses; what (NULL: nothing) begins the
+ * error message. */
+sy_status sy_dtype_policy_from_name(const char *name, const char *what, sy_dtype_policy *out);
+const char *sy_dtype_policy_name(sy_dtype_policy p); /* SY_POLICY_GLOBAL: the global one's */
+struct sy_model;
+/* Every layer of m (and of the models nested in it) given the policy `name`, as if each had been made with
+ * dtype=name; what the CLI's --dtype-policy does, for a model file whose layers say "float32". The weights
+ * are kept; plans are compiled again on their next use. */
+sy_status sy_model_set_dtype_policy(struct sy_model *m, const char *name);
+
 typedef struct sy_layer {
     sy_layer_kind kind;
     const char *name;         /* NULL: Keras's automatic name (conv2d, conv2d_1, ...) */
@@ -292,6 +317,8 @@ typedef struct sy_layer {
     bool invert;      /* y = mean + x * sqrt(variance) instead of (x - mean) / sqrt(variance) */
     /* issue 15, nested models: the model this layer is (SY_LAYER_MODEL) */
     const struct sy_model *model;
+    /* issue 16, mixed_bfloat16: Keras's dtype argument; SY_POLICY_GLOBAL (0): the global policy */
+    sy_dtype_policy dtype_policy;
 } sy_layer;
 
 sy_layer sy_layer_dense(int32_t units);

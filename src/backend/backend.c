@@ -92,3 +92,9 @@ const char *sy_backend_description(int index) {
 }
 int sy_op_count(void) { return SY_OP_COUNT; }
 const char *sy_op_name_at(int index) { return index >= 0 && index < SY_OP_COUNT ? op_names[index] : NULL; }
+
+/* issue 16, mixed_bfloat16: the plan's rounding of a bf16 op's output, one pass over it while it is still in
+ * cache from the kernel that wrote it (a kernel-agnostic pass, so every op on every backend gets it). */
+void sy_bf16_round_all(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] = sy_bf16_round(x[i]);
+}

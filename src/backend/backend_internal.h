@@ -297,6 +297,16 @@ static inline float sy_bf16_round(float x) {
     memcpy(&x, &u, sizeof x);
     return x;
 }
+/* issue 16, mixed_bfloat16: each of x[0 .. n) rounded to bfloat16 in place (docs/design/mixed-precision.md). */
+void sy_bf16_round_all(float *x, int64_t n);
+/* issue 16, mixed_bfloat16: a bf16 product's epilogue as tf.keras 2.15 runs it on CPU, where grappler fuses
+ * MatMul/Conv2D with its BiasAdd (the bias added in float32, one rounding) and the activation is a bf16 op
+ * of its own: y (rows, n) = round(act(round(y + bias))) (relu needs no rounding; sigmoid as
+ * sy_bf16_sigmoid). bias (n) or NULL; act a sy_act. */
+void sy_bf16_epilogue(float *y, int64_t rows, int64_t n, const float *bias, int act);
+/* TensorFlow's bfloat16 sigmoid on CPU (Eigen's, in bfloat16 arithmetic): e = round(exp(x)), y =
+ * round(e / round(1 + e)); y (n), x (n), may be the same. */
+void sy_bf16_sigmoid(float *y, const float *x, int64_t n);
 /* The depth of the MXU's systolic array: its products sum in chunks of this many terms. */
 #define SY_MXU_DEPTH 128
 

@@ -47,6 +47,7 @@ typedef struct run_opts {
     double min_delta;
     /* predict on a user's array: --input FILE.npy|FILE.npz:KEY, --output FILE.npy */
     const char *input, *output;
+    const char *dtype_policy; /* issue 16, mixed_bfloat16: --dtype-policy */
 } run_opts;
 
 enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_EVALSTEPS, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE,
@@ -58,6 +59,7 @@ enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_E
        F_CSV_LOG, F_CSV_APPEND, F_PATIENCE, F_MONITOR, F_MIN_DELTA, F_RESTORE_BEST,
        F_TERMINATE_ON_NAN, F_INPUT, F_OUTPUT,
        F_LABEL_SMOOTHING, /* issue 17, losses and metrics */
+       F_DTYPE_POLICY, /* issue 16, mixed_bfloat16 */
        F_N };
 
 static void make_flags(flag *f, run_opts *o) {
@@ -158,6 +160,12 @@ static void make_flags(flag *f, run_opts *o) {
                          "write the model's whole output for --input's samples to FILE.npy: float32 (samples, "
                          "output shape...), model.predict's array (written whole or not at all)",
                          .set = false};
+    /* issue 16, mixed_bfloat16 */
+    f[F_DTYPE_POLICY] = (flag){"--dtype-policy", FLAG_STRING, &o->dtype_policy, "NAME",
+                               "Keras's dtype policy for every layer: float32 or mixed_bfloat16 (variables float32, "
+                               "computation and activations bfloat16); default: the model's own (float32 for a "
+                               "built-in one)",
+                               .set = false};
     f[F_SPE] = (flag){"--steps-per-execution", FLAG_INT, &o->steps_per_execution, "N",
                       "steps per host round trip; the progress bar updates every N steps (default 1)", .set = false, .min = 1, .max = INT32_MAX};
 }
@@ -172,11 +180,11 @@ static const int train_flags[] = {F_EPOCHS,     F_STEPS,      F_BATCH,      F_OP
                                   F_DATA_COMPRESSION, F_SKIP_CORRUPT, F_DATASET, F_LOSS,    F_METRICS,      F_SAVE_WEIGHTS,
                                   F_LOAD_WEIGHTS, F_SAVE_MODEL, F_MODEL_DIR, F_CKPT_STEPS,  F_KEEP_CKPT,    F_RESUME,
                                   F_LOGDIR,     F_UPDATE_FREQ, F_CSV_LOG,   F_CSV_APPEND,  F_PATIENCE,     F_MONITOR,
-                                  F_MIN_DELTA,  F_RESTORE_BEST, F_TERMINATE_ON_NAN, F_LABEL_SMOOTHING, -1};
+                                  F_MIN_DELTA,  F_RESTORE_BEST, F_TERMINATE_ON_NAN, F_LABEL_SMOOTHING, F_DTYPE_POLICY, -1};
 static const int eval_flags[] = {F_BATCH, F_EVALSTEPS, F_SEED, F_VERBOSE, F_TPU, F_SPE, F_DATASET, F_LOSS, F_METRICS,
-                                 F_LOAD_WEIGHTS, F_LABEL_SMOOTHING, -1};
+                                 F_LOAD_WEIGHTS, F_LABEL_SMOOTHING, F_DTYPE_POLICY, -1};
 static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, F_DATASET, F_LOAD_WEIGHTS,
-                                    F_INPUT, F_OUTPUT, -1};
+                                    F_INPUT, F_OUTPUT, F_DTYPE_POLICY, -1};
 static const int summary_flags[] = {F_SEED, F_LOAD_WEIGHTS, -1};
 
 static void print_models(FILE *out, bool with_defaults) {
@@ -248,6 +256,9 @@ static int check_names(const command_spec *c, const run_opts *o) {
     if (o->data_compression && sy_compression_from_name(o->data_compression, &compression))
         return flag_refused(c->name, "--data-compression");
     if (o->data && records_check_spec(o->data)) return flag_refused(c->name, "--data");
+    sy_dtype_policy policy;
+    if (o->dtype_policy && sy_dtype_policy_from_name(o->dtype_policy, NULL, &policy))
+        return flag_refused(c->name, "--dtype-policy");
     sy_clear_error();
     return -1;
 }
@@ -361,6 +372,7 @@ static int prepare(const char *command, const builtin_model *b, file_model *fm, 
     if (st) return fail(command, NULL);
     sy_strategy_scope_enter(*s);
     st = fm ? file_model_load(fm, (uint64_t)o->seed, m) : b->build((uint64_t)o->seed, m);
+    if (st == SY_OK && o->dtype_policy) st = sy_model_set_dtype_policy(*m, o->dtype_policy);
     sy_strategy_scope_exit(*s);
     if (st) return fail(command, b->name);
     sy_compile_options c = sy_compile_options_default();

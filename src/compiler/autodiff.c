@@ -59,6 +59,9 @@ sy_status autodiff(sy_graph *g, sy_node loss, const sy_node *params, int n_param
 
     for (int64_t i = loss; i >= 0; i--) {
         if (!path[i] || acc[i].n == 0) continue;
+        /* issue 16, mixed_bfloat16: a bf16 op's gradient ops are bf16 ops too, as TensorFlow's gradients of a
+         * bfloat16 op are (the sum of its consumers' gradients included) */
+        sy_graph_set_bf16(g, g->nodes[i].bf16);
         sy_node dy = acc[i].items[0];
         for (int64_t j = 1; j < acc[i].n; j++) dy = sy_graph_add(g, dy, acc[i].items[j]);
         if (dy == SY_NONE) {
@@ -110,6 +113,7 @@ sy_status autodiff(sy_graph *g, sy_node loss, const sy_node *params, int n_param
     for (int i = 0; i < n_params; i++) grads[i] = total[params[i]];
 
 done:
+    sy_graph_set_bf16(g, false);
     if (acc)
         for (int64_t i = 0; i < n; i++) sy_free(acc[i].items);
     sy_free(acc);

@@ -95,9 +95,12 @@ static sy_status fuse_epilogues(sy_graph *g, sy_fusion_state *s, int32_t *folded
         if ((r->op == SY_OP_MATMUL && r->attr.matmul.act) || (r->op == SY_OP_CONV2D && r->attr.conv.act)) continue;
         sy_node last = (sy_node)m, bias = SY_NONE;
         int act = SY_ACT_NONE, absorbed = 0;
+        /* issue 16, mixed_bfloat16: a bf16 product takes a bf16 bias and activation only, which the plan then
+         * applies with TensorFlow's roundings between them (sy_bf16_epilogue) */
+        bool bf16 = r->bf16;
         if (sole_use(s, uses, last)) {
             sy_node c = user[last];
-            if (g->nodes[c].op == SY_OP_BIAS_ADD && graph_input(g, c, 0) == last) {
+            if (g->nodes[c].op == SY_OP_BIAS_ADD && g->nodes[c].bf16 == bf16 && graph_input(g, c, 0) == last) {
                 bias = graph_input(g, c, 1);
                 last = c;
                 absorbed++;
@@ -107,7 +110,7 @@ static sy_status fuse_epilogues(sy_graph *g, sy_fusion_state *s, int32_t *folded
         if (sole_use(s, uses, last)) {
             sy_node c = user[last];
             sy_op op = g->nodes[c].op;
-            if (op == SY_OP_RELU || op == SY_OP_SIGMOID || op == SY_OP_TANH) {
+            if ((op == SY_OP_RELU || op == SY_OP_SIGMOID || op == SY_OP_TANH) && g->nodes[c].bf16 == bf16) {
                 act = op == SY_OP_RELU ? SY_ACT_RELU : op == SY_OP_SIGMOID ? SY_ACT_SIGMOID : SY_ACT_TANH;
                 last = c;
                 absorbed++;
@@ -123,6 +126,7 @@ static sy_status fuse_epilogues(sy_graph *g, sy_fusion_state *s, int32_t *folded
             st = sy_graph_status(g);
             break;
         }
+        g->nodes[fresh].bf16 = g->nodes[last].bf16;
         if ((st = fusion_grow(s, g->n_nodes))) break;
         /* the matmul and bias_add die; the activation's consumers now read fresh */
         s->live[m] = false;
@@ -244,7 +248,10 @@ static sy_status fuse_chains(sy_graph *g, sy_fusion_state *s, int32_t *folded) {
         parent[e] = SY_NONE;
         if (!eligible(g, s, (sy_node)e) || !sole_use(s, uses, (sy_node)e)) continue;
         sy_node c = user[e];
-        if (eligible(g, s, c) && sy_shape_equal(&g->nodes[e].shape, &g->nodes[c].shape)) parent[e] = c;
+        /* issue 16, mixed_bfloat16: a fused chain rounds only its result, so a bf16 op folds only into a bf16
+         * relu, which commutes with the rounding */
+        bool exact = !g->nodes[e].bf16 || (g->nodes[c].op == SY_OP_RELU && g->nodes[c].bf16);
+        if (exact && eligible(g, s, c) && sy_shape_equal(&g->nodes[e].shape, &g->nodes[c].shape)) parent[e] = c;
     }
     /* Each chain is a tree whose root folds into nobody. A consumer comes
      * after its producers, so one backward sweep finds every node's root, and
@@ -293,6 +300,7 @@ static sy_status fuse_chains(sy_graph *g, sy_fusion_state *s, int32_t *folded) {
             st = sy_graph_status(g);
             break;
         }
+        g->nodes[fresh].bf16 = g->nodes[root].bf16;
         if ((st = fusion_grow(s, g->n_nodes))) break;
         for (int i = 0; i < gr.n - 1; i++) s->live[gr.members[i]] = false;
         replace(g, s, (sy_node)root, fresh);

@@ -51,6 +51,10 @@ typedef struct step {
     place out, ws;
     int64_t ws_bytes;
     sy_kargs args;
+    bool round_bf16; /* issue 16, mixed_bfloat16: the output is rounded to bfloat16 after the kernel */
+    int8_t bf16_act; /* a bf16 matmul/conv2d with a fused epilogue: its act (the kernel runs without bias and
+                        act, sy_bf16_epilogue after it); -1: none */
+    sy_attrs bf16_attr; /* the kernel's attributes then, act cleared */
 } step;
 
 struct sy_plan {
@@ -706,6 +710,48 @@ done:
 }
 
 /* 7a: a kernel and an argument block per step; workspace sizes. */
+/* issue 16, mixed_bfloat16: ops whose output values are copies of one input's values (or zeros): relu,
+ * pooling by max, views, and their gradients, which route dy. -1: none; -2: every input. */
+static int selected_input(sy_op op) {
+    switch (op) {
+    case SY_OP_RELU: case SY_OP_MAX_POOL2D: case SY_OP_RESHAPE: case SY_OP_TRANSPOSE: case SY_OP_SLICE:
+    case SY_OP_BROADCAST_TO: case SY_OP_REVERSE: case SY_OP_NEG: case SY_OP_PAD: case SY_OP_COPY:
+    case SY_OP_RELU_GRAD: case SY_OP_REDUCE_MAX: case SY_OP_SLICE_GRAD: return 0;
+    case SY_OP_MAX_POOL2D_GRAD: return 2;
+    case SY_OP_CONCAT: return -2;
+    default: return -1;
+    }
+}
+
+/* Whether node n holds bfloat16 numbers whatever its inputs' values were: a bf16 op that rounds, or a
+ * selection of such values. A bf16 selection of bf16 numbers needs no rounding pass -- the passes over
+ * max_pool2d_grad's and relu_grad's large outputs cost as much as the ops. memo: 0 unknown, 1 yes, 2 no. */
+static bool holds_bf16(const sy_graph *g, sy_node n, uint8_t *memo) {
+    if (memo[n]) return memo[n] == 1;
+    const sy_node_rec *r = &g->nodes[n];
+    int sel = selected_input(r->op);
+    bool yes;
+    if (sel == -1) yes = r->bf16 && r->dtype == SY_F32 && !(sy_op_def_of(r->op)->flags & (SY_OPF_LEAF | SY_OPF_UPDATE));
+    else {
+        yes = r->n_in > 0;
+        for (int j = sel == -2 ? 0 : sel; yes && j < (sel == -2 ? r->n_in : sel + 1); j++)
+            yes = holds_bf16(g, graph_input(g, n, j), memo);
+        yes = yes || (r->bf16 && r->dtype == SY_F32);
+    }
+    memo[n] = yes ? 1 : 2;
+    return yes;
+}
+
+static bool needs_rounding(const sy_graph *g, sy_node n, uint8_t *memo) {
+    const sy_node_rec *r = &g->nodes[n];
+    if (!r->bf16 || r->dtype != SY_F32 || (sy_op_def_of(r->op)->flags & (SY_OPF_UPDATE | SY_OPF_ALIAS))) return false;
+    int sel = selected_input(r->op);
+    if (sel == -1) return true;
+    for (int j = sel == -2 ? 0 : sel; j < (sel == -2 ? r->n_in : sel + 1); j++)
+        if (j >= r->n_in || !holds_bf16(g, graph_input(g, n, j), memo)) return true;
+    return false;
+}
+
 static sy_status bind_kernels(compile_ctx *c) {
     sy_plan *p = c->p;
     sy_graph *g = c->g;
@@ -715,7 +761,11 @@ static sy_status bind_kernels(compile_ctx *c) {
     p->in_ptrs = sy_calloc(cnt, sizeof *p->in_ptrs);
     p->in_shapes = sy_calloc(cnt, sizeof *p->in_shapes);
     p->in_dtypes = sy_calloc(cnt, sizeof *p->in_dtypes);
-    if (!p->in_ptrs || !p->in_shapes || !p->in_dtypes) return sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+    uint8_t *memo = sy_calloc((size_t)g->n_nodes + 1, 1);
+    if (!p->in_ptrs || !p->in_shapes || !p->in_dtypes || !memo) {
+        sy_free(memo);
+        return sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+    }
     int32_t next = 0;
     for (int32_t s = 0; s < p->n_steps; s++) {
         step *st = &p->steps[s];
@@ -723,9 +773,13 @@ static sy_status bind_kernels(compile_ctx *c) {
         sy_dtype dt = r->dtype;
         if (sy_op_def_of(r->op)->flags & SY_OPF_UPDATE) dt = graph_in_rec(g, r, 0)->dtype;
         st->kernel = p->backend->kernel(r->op, dt);
-        if (!st->kernel)
+        st->round_bf16 = needs_rounding(g, st->node, memo);
+        st->bf16_act = -1;
+        if (!st->kernel) {
+            sy_free(memo);
             return sy_error(SY_ERR_UNSUPPORTED, "%s (%s): the '%s' backend has no %s kernel for this op", sy_op_name(r->op),
                             r->name, p->backend->name, sy_dtype_name(dt));
+        }
         st->in_first = next;
         for (int j = 0; j < r->n_in; j++) {
             const sy_node_rec *in = graph_in_rec(g, r, j);
@@ -736,15 +790,27 @@ static sy_status bind_kernels(compile_ctx *c) {
         sy_kargs *a = &st->args;
         a->op = r->op;
         a->attr = &r->attr;
+        /* issue 16, mixed_bfloat16: a bf16 product's fused bias and activation need roundings between them,
+         * which no kernel's own epilogue has: the kernel gives the bare product, sy_bf16_epilogue the rest */
+        bool product = r->op == SY_OP_MATMUL || r->op == SY_OP_CONV2D;
+        int act = r->op == SY_OP_MATMUL ? r->attr.matmul.act : r->op == SY_OP_CONV2D ? r->attr.conv.act : 0;
+        if (st->round_bf16 && product && (r->n_in == 3 || act != SY_ACT_NONE)) {
+            st->bf16_act = (int8_t)act;
+            st->bf16_attr = r->attr;
+            if (r->op == SY_OP_MATMUL) st->bf16_attr.matmul.act = SY_ACT_NONE;
+            else st->bf16_attr.conv.act = SY_ACT_NONE;
+            a->attr = &st->bf16_attr;
+        }
         a->dtype = dt;
         a->out_shape = &r->shape;
-        a->n_in = r->n_in;
+        a->n_in = st->bf16_act >= 0 ? 2 : r->n_in;
         a->in = p->in_ptrs + st->in_first;
         a->in_shape = p->in_shapes + st->in_first;
         a->in_dtype = p->in_dtypes + st->in_first;
         a->ex = &p->ex;
         st->ws_bytes = st->kernel->workspace ? (int64_t)st->kernel->workspace(a, p->ex.threads) : 0;
     }
+    sy_free(memo);
     return SY_OK;
 }
 
@@ -893,6 +959,14 @@ sy_status plan_run_steps(sy_plan *p, int32_t first, int32_t last) {
         step *st = &p->steps[s];
         double t0 = p->profile ? sy_now() : 0;
         st->kernel->run(&st->args);
+        if (st->bf16_act >= 0) {
+            const sy_shape *os = st->args.out_shape;
+            int64_t n = os->dims[os->rank - 1];
+            sy_bf16_epilogue(st->args.out, sy_shape_count(os) / n, n, p->g->nodes[st->node].n_in == 3 ? st->args.in[2] : NULL,
+                             st->bf16_act);
+        } else if (st->round_bf16 && st->args.op == SY_OP_SIGMOID)
+            sy_bf16_sigmoid(st->args.out, st->args.in[0], sy_shape_count(st->args.out_shape));
+        else if (st->round_bf16) sy_bf16_round_all(st->args.out, sy_shape_count(st->args.out_shape));
         if (p->profile) p->profile[s] += sy_now() - t0;
         if (atomic_load_explicit(&p->ex.failed, memory_order_relaxed)) {
             const sy_node_rec *r = &p->g->nodes[st->node];

@@ -56,6 +56,19 @@ sy_shape sy_graph_shape(const sy_graph *g, sy_node n) {
     return valid(g, n) ? g->nodes[n].shape : none;
 }
 sy_dtype sy_graph_dtype(const sy_graph *g, sy_node n) { return valid(g, n) ? g->nodes[n].dtype : SY_F32; }
+/* issue 16, mixed_bfloat16 */
+bool sy_graph_set_bf16(sy_graph *g, bool on) {
+    bool was = g->bf16;
+    g->bf16 = on;
+    return was;
+}
+bool sy_graph_is_bf16(const sy_graph *g, sy_node n) { return valid(g, n) && g->nodes[n].bf16; }
+sy_node sy_graph_cast_bf16(sy_graph *g, sy_node x) {
+    bool was = sy_graph_set_bf16(g, true);
+    sy_node y = graph_add(g, SY_OP_COPY, &x, 1, NULL, NULL);
+    g->bf16 = was;
+    return y;
+}
 const char *sy_graph_name(const sy_graph *g, sy_node n) { return valid(g, n) ? g->nodes[n].name : ""; }
 const char *sy_graph_op_name(const sy_graph *g, sy_node n) {
     return valid(g, n) ? sy_op_name(g->nodes[n].op) : "";
@@ -112,6 +125,7 @@ sy_node graph_add(sy_graph *g, sy_op op, const sy_node *in, int n_in, const sy_a
     sy_node_rec *n = &g->nodes[id];
     memset(n, 0, sizeof *n);
     n->op = op;
+    n->bf16 = g->bf16;
     if (attr) n->attr = *attr;
     if (shape) n->shape = *shape;
     n->in_off = (int32_t)g->n_edges;

@@ -19,6 +19,7 @@ typedef struct sy_node_rec {
     char *name;           /* scoped name, owned */
     sy_init init;         /* PARAM */
     bool trainable;       /* PARAM */
+    bool bf16;            /* issue 16, mixed_bfloat16: the output is rounded to bfloat16 (a bf16 op in Keras) */
 } sy_node_rec;
 
 struct sy_graph {
@@ -33,6 +34,7 @@ struct sy_graph {
     int64_t n_progs, cap_progs;
     sy_status status;
     char error[1024];
+    bool bf16; /* issue 16, mixed_bfloat16: nodes added now get bf16 (sy_graph_set_bf16) */
 };
 
 /* Shape inference: check the inputs of n (already linked) and set n->shape

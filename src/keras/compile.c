@@ -424,7 +424,7 @@ static bool build_model(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node
         layer_ctx ctx = {training,
                          L->cfg.seed ? L->cfg.seed : sy_mix64(m->seed ^ sy_mix64((uint64_t)L->born + 0xD0D0ull)) + (uint64_t)n->call,
                          gradients};
-        value[i] = impl->build(g, &L->cfg, in, n->n_in, w, &ctx);
+        value[i] = keras_policy_build(g, impl, &L->cfg, in, n->n_in, w, L->n_weights, &ctx);
         /* the layer's weight penalties once (at its first call), its activity penalty at every call */
         if (penalties && value[i] != SY_NONE)
             *penalties = keras_layer_penalties(g, &L->cfg, in[0], n->call == 0 && first ? w : NULL, value[i], *penalties);
@@ -492,7 +492,10 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
         outputs[n_out++] = p->per_example;
         for (int32_t j = 0; m->n_outputs > 1 && j < m->n_outputs; j++) outputs[n_out++] = p->out_loss[j];
         if (mode == MODE_TRAIN) {
+            /* issue 16, mixed_bfloat16: Keras's reduction of a bfloat16 loss is bfloat16 too */
+            bool was_bf16 = sy_graph_set_bf16(g, sy_graph_is_bf16(g, p->per_example));
             p->loss = sy_graph_reduce_mean(g, p->per_example, NULL, 0, false);
+            sy_graph_set_bf16(g, was_bf16);
             o.loss = p->loss;
             o.optimizer = m->optimizer;
         }

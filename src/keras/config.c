@@ -409,7 +409,7 @@ const char *keras_layer_config_write(jw *w, const sy_layer *l, const char *name)
     jw_key(w, "trainable");
     jw_bool(w, true);
     jw_key(w, "dtype");
-    jw_str(w, "float32");
+    keras_policy_write(w, l->dtype_policy); /* issue 16, mixed_bfloat16 */
     if (l->input_shape.rank > 0) {
         jw_key(w, "batch_input_shape");
         jw_shape(w, &l->input_shape, true);

@@ -428,25 +428,15 @@ static bool in_list(const char *const *list, const char *key) {
     return false;
 }
 
-/* The dtype argument: "float32", null, or a float32 Policy. */
-static sy_status rd_dtype(const rd *r) {
-    json_t *v = rd_get(r, "dtype");
-    if (!v || json_is_null(v)) return SY_OK;
-    json_t *name = v;
-    if (json_is_object(v)) {
-        json_t *cfg = json_object_get(v, "config");
-        name = json_is_object(cfg) ? json_object_get(cfg, "name") : NULL;
-    }
-    if (name && json_is_string(name) && !strcmp(json_string_value(name), "float32")) return SY_OK;
-    return rd_err(r, SY_ERR_UNSUPPORTED, "dtype %s is not supported (supported: \"float32\")", keras_json_show(v).s);
-}
+/* The dtype argument: null, a policy's name, or a Policy (issue 16, mixed_bfloat16: dtype_policy.c). */
+static sy_status rd_dtype(const rd *r, sy_layer *l) { return keras_policy_read(r, rd_get(r, "dtype"), &l->dtype_policy); }
 
 /* The arguments every kind shares: trainable, dtype, the input shape a first
  * layer may carry (batch_input_shape, input_shape, or Dense's legacy
  * input_dim), weights, autocast. */
 static sy_status rd_common(const rd *r, sy_layer_kind kind, sy_layer *l) {
     sy_status st;
-    if ((st = rd_bool_only(r, "trainable", true)) || (st = rd_dtype(r)) || (st = rd_null(r, "weights")))
+    if ((st = rd_bool_only(r, "trainable", true)) || (st = rd_dtype(r, l)) || (st = rd_null(r, "weights")))
         return st;
     /* issue 15: an activity regularizer on the kinds whose config holds one */
     if (kind == SY_LAYER_DENSE || kind == SY_LAYER_CONV2D || kind == SY_LAYER_EMBEDDING)

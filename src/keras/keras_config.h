@@ -101,5 +101,9 @@ const char *keras_layer_config_write(jw *w, const sy_layer *l, const char *name)
 /* And read: a {"class_name", "config"} entry into *l (l->name points into
  * the JSON), its keys checked as a model's layer's are. */
 sy_status keras_layer_entry_read(json_t *entry, size_t index, sy_layer *l);
+/* issue 16, mixed_bfloat16 (dtype_policy.c): a layer's dtype argument -- null (the global policy), a
+ * policy's name, or Keras's Policy object -- and its writing as tf.keras 2.15's policy.serialize does. */
+sy_status keras_policy_read(const rd *r, const json_t *v, sy_dtype_policy *out);
+void keras_policy_write(jw *w, sy_dtype_policy p);
 
 #endif

@@ -143,6 +143,13 @@ sy_node keras_penalty(sy_graph *g, const sy_regularizer *r, sy_node w);
  * weights w (its weights() order) into y: each regularized weight's (a
  * scalar) and its activity regularizer's on y per sample (batch,), added to
  * acc (SY_NONE: nothing yet). Returns the new total, SY_NONE if still none. */
+/* issue 16, mixed_bfloat16 (dtype_policy.c). A layer joining a model takes the global policy if it has none
+ * (refusing a value that is no policy); name names it. */
+sy_status keras_policy_fix(sy_layer *l, const char *name);
+/* impl->build under l's policy: under mixed_bfloat16 its inputs and its n_w weights cast to bfloat16 and its
+ * ops bfloat16 ops (the normalization layers: float32 inside, the output rounded). */
+sy_node keras_policy_build(sy_graph *g, const layer_impl *impl, const sy_layer *l, const sy_node *x, int n_in,
+                           const sy_node *w, int n_w, const layer_ctx *ctx);
 sy_node keras_layer_penalties(sy_graph *g, const sy_layer *l, sy_node x, const sy_node *w, sy_node y, sy_node acc);
 /* The per-sample loss (batch,) with the penalties (keras_layer_penalties'
  * total, SY_NONE: none) added to every sample, so that its mean -- the loss

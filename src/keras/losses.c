@@ -182,6 +182,9 @@ sy_node keras_loss_build(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_n
     const model_head *h = &m->heads[j];
     const loss_def *d = def_of(h);
     keras_loss_warn_logits(m, j, g, pred);
+    /* issue 16, mixed_bfloat16: tf.keras 2.15 computes a loss in y_pred's dtype, so a bfloat16 output gets a
+     * bfloat16 loss (docs/design/mixed-precision.md) */
+    bool was_bf16 = sy_graph_set_bf16(g, sy_graph_is_bf16(g, pred));
     double s = h->args.label_smoothing;
     if (s != 0) { /* y (1 - s) + s / C, or s / 2 for the binary losses */
         sy_shape ps = sy_graph_shape(g, pred);
@@ -208,6 +211,7 @@ sy_node keras_loss_build(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_n
         for (int i = 1; i < ls.rank; i++) axes[i - 1] = i;
         l = sy_graph_reduce_mean(g, l, axes, ls.rank - 1, false);
     }
+    sy_graph_set_bf16(g, was_bf16);
     return l;
 }
 

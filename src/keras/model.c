@@ -194,6 +194,8 @@ sy_status model_new_layer(sy_model *m, const sy_layer *layer, int32_t *index) {
     memset(L, 0, sizeof *L);
     L->cfg = *layer;
     L->born = (int32_t)i;
+    sy_status pst = keras_policy_fix(&L->cfg, layer->name ? layer->name : impl->prefix); /* issue 16, mixed_bfloat16 */
+    if (pst) return pst;
     if (layer->name && *layer->name) {
         /* '/' is allowed, as Keras allows it (DenseNet's "conv1/conv"): the
          * layer's .h5 group is then a path of nested groups, as h5py makes it */

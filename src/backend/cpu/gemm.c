@@ -59,6 +59,31 @@ void sy_epilogue_f32(float *c, int64_t rows, int64_t n, int64_t ldc, const float
     }
 }
 
+/* issue 16, mixed_bfloat16 (backend_internal.h) */
+void sy_bf16_sigmoid(float *y, const float *x, int64_t n) {
+    for (int64_t j = 0; j < n; j++) {
+        float e = sy_bf16_round(sy_vexpf(x[j]));
+        y[j] = sy_bf16_round(e / sy_bf16_round(1.0f + e));
+    }
+}
+
+void sy_bf16_epilogue(float *y, int64_t rows, int64_t n, const float *bias, int act) {
+    /* row by row, each loop simple enough to vectorise (sy_bf16_round is branch-free) */
+    for (int64_t i = 0; i < rows; i++) {
+        float *restrict r = y + i * n;
+        if (bias)
+            for (int64_t j = 0; j < n; j++) r[j] = sy_bf16_round(r[j] + bias[j]);
+        else
+            for (int64_t j = 0; j < n; j++) r[j] = sy_bf16_round(r[j]);
+        if (act == SY_ACT_RELU)
+            for (int64_t j = 0; j < n; j++) r[j] = r[j] > 0 ? r[j] : 0;
+        else if (act == SY_ACT_SIGMOID)
+            sy_bf16_sigmoid(r, r, n);
+        else if (act != SY_ACT_NONE)
+            for (int64_t j = 0; j < n; j++) r[j] = sy_bf16_round(sy_act_f32(r[j], act));
+    }
+}
+
 typedef struct parts_job {
     sy_part_fn fn;
     void *ctx;
