@@ -382,6 +382,26 @@ void jw_nulls(jw *w, const char *const *keys) {
     }
 }
 
+/* The RNN layers' (LSTM, GRU, SimpleRNN) config from return_sequences to
+ * units, in Keras's base RNN order; stateful and time_major are refused on
+ * reading, unroll is kept where the layer reads it. */
+void keras_rnn_json_head(jw *w, const sy_layer *l) {
+    jw_key(w, "return_sequences");
+    jw_bool(w, l->return_sequences);
+    jw_key(w, "return_state");
+    jw_bool(w, l->return_state);
+    jw_key(w, "go_backwards");
+    jw_bool(w, l->go_backwards);
+    jw_key(w, "stateful");
+    jw_bool(w, false);
+    jw_key(w, "unroll");
+    jw_bool(w, l->unroll);
+    jw_key(w, "time_major");
+    jw_bool(w, false);
+    jw_key(w, "units");
+    jw_int(w, l->units);
+}
+
 /* A layer's config dict, in the order of Keras's get_config(). Returns the
  * name of an initializer argument Keras cannot hold, else NULL. */
 static const char *write_layer_config(jw *w, const model_layer *L) { return keras_layer_config_write(w, &L->cfg, L->name); }
@@ -500,19 +520,7 @@ const char *keras_layer_config_write(jw *w, const sy_layer *l, const char *name)
         static const char *const nulls[] = {"kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
                                             "activity_regularizer", "kernel_constraint", "recurrent_constraint",
                                             "bias_constraint", NULL};
-        static const char *const flags[] = {"stateful", "unroll", "time_major", NULL};
-        jw_key(w, "return_sequences");
-        jw_bool(w, l->return_sequences);
-        jw_key(w, "return_state");
-        jw_bool(w, l->return_state);
-        jw_key(w, "go_backwards");
-        jw_bool(w, l->go_backwards);
-        for (const char *const *f = flags; *f; f++) {
-            jw_key(w, *f);
-            jw_bool(w, false);
-        }
-        jw_key(w, "units");
-        jw_int(w, l->units);
+        keras_rnn_json_head(w, l);
         jw_key(w, "activation");
         jw_str(w, sy_activation_name(l->activation));
         jw_key(w, "recurrent_activation");

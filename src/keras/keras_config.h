@@ -90,6 +90,8 @@ bool jw_init(jw *w, const sy_init *in);
 void jw_regularizer(jw *w, const sy_regularizer *r);
 /* A number or list of numbers as read (integers stay integers). */
 void jw_numbers(jw *w, const sy_numbers *v);
+/* The RNN layers' config from return_sequences to units (config.c). */
+void keras_rnn_json_head(jw *w, const sy_layer *l);
 /* Each key with the value null. */
 void jw_nulls(jw *w, const char *const *keys);
 
