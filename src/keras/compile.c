@@ -467,7 +467,8 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
         p->x[i] = sy_graph_input(g, io_name("x", i, name, sizeof name), model_input_dtype(m, i),
                                  keras_batch_shape(batch, &in));
     }
-    p->per_example = p->loss = SY_NONE;
+    p->per_example = p->loss = p->sw = SY_NONE; /* issue 17, fit arguments: sw */
+    p->weighted = false;
     for (int32_t j = 0; j < MODEL_MAX_IO; j++) p->y[j] = p->pred[j] = p->out_loss[j] = SY_NONE;
     sy_node penalties = SY_NONE;
     keras_build_layers(m, g, p->x, p->pred, mode == MODE_TRAIN, mode == MODE_TRAIN,
@@ -486,6 +487,13 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
             if (m->heads[j].weight != 1.0)
                 l = sy_graph_mul(g, l, sy_graph_fill(g, SY_F32, sy_shape_of(0), m->heads[j].weight));
             total = total == SY_NONE ? l : sy_graph_add(g, total, l);
+        }
+        /* issue 17, fit arguments: each sample's weight multiplies its loss, before the penalties (Keras's
+         * compute_weighted_loss, then the regularization losses added) */
+        p->weighted = m->sample_weighted;
+        if (p->weighted) {
+            p->sw = sy_graph_input(g, "sample_weight", SY_F32, sy_shape_of(1, (int64_t)batch));
+            total = sy_graph_mul(g, total, p->sw);
         }
         /* issue 15, regularizers: Keras's loss includes them, in fit and in evaluate */
         p->per_example = keras_regularization_loss(g, total, penalties);
@@ -534,7 +542,7 @@ sy_status model_plan_get(sy_model *m, plan_mode mode, int64_t batch, model_plan 
     if (!m->built) return sy_error(SY_ERR_STATE, "model '%s' has no input shape yet", m->name);
     sy_status runnable = model_runnable(m, mode == MODE_PREDICT ? "predict" : "fit");
     if (runnable) return runnable;
-    if (p->rs && p->batch == batch) {
+    if (p->rs && p->batch == batch && p->weighted == (m->sample_weighted && mode != MODE_PREDICT)) { /* issue 17: sw */
         *out = p;
         return SY_OK;
     }
