@@ -112,6 +112,34 @@ static void test_weights_golden(void) {
     sy_tensor_free(ea);
     sy_model_free(m);
 
+    /* weighted_metrics: "accuracy" again is "weighted_accuracy", weighted where "accuracy" is not */
+    m = golden_model(z);
+    sy_compile_options c = sy_compile_options_default();
+    c.optimizer = sy_optimizer_sgd(0.1f, 0.0, false);
+    c.loss = "sparse_categorical_crossentropy";
+    const char *metrics[] = {"accuracy"};
+    c.metrics = c.weighted_metrics = metrics;
+    c.n_metrics = c.n_weighted_metrics = 1;
+    CHECK_OK(sy_model_compile(m, &c));
+    sy_fit_options wo = golden_fit();
+    wo.sample_weight = w;
+    sy_history *wh = NULL;
+    CHECK_OK(sy_model_fit(m, x, y, &wo, &wh));
+    sy_tensor *wacc = get(z, "wm_weighted_acc"), *weval = get(z, "wm_eval_weighted_acc");
+    for (int32_t ep = 0; wh && ep < 2; ep++) {
+        const sy_logs *hl = sy_history_logs(wh, ep);
+        CHECK(hl->n == 3 && !strcmp(hl->names[1], "accuracy") && !strcmp(hl->names[2], "weighted_accuracy"),
+              "Keras's logs: loss, accuracy, weighted_accuracy (%d names)", hl->n);
+        CHECK_CLOSE(sy_logs_get(hl, "weighted_accuracy"), sy_tensor_get(wacc, ep), 1e-6, 1e-6, "epoch %d weighted_accuracy", ep);
+    }
+    check_case(z, "wm", wh, m);
+    CHECK_OK(sy_model_evaluate(m, x, y, &e, &l));
+    CHECK_CLOSE(sy_logs_get(&l, "weighted_accuracy"), sy_tensor_get(weval, 0), 1e-6, 1e-6, "evaluate's weighted_accuracy");
+    sy_tensor_free(wacc);
+    sy_tensor_free(weval);
+    sy_history_free(wh);
+    sy_model_free(m);
+
     /* the same weights as a dataset's third component: the same run as the arrays' */
     sy_tensor *parts[3] = {x, y, w};
     sy_dataset *d = NULL, *batched = NULL;
@@ -126,6 +154,23 @@ static void test_weights_golden(void) {
     sy_model_free(m);
     sy_dataset_free(batched);
     sy_dataset_free(d);
+
+    /* two replicas, each with its shard of every batch and of its weights: Keras's numbers still */
+    sy_cluster *cluster = NULL;
+    sy_strategy *strategy = NULL;
+    CHECK_OK(sy_cluster_resolve("cpu:2", &cluster));
+    CHECK_OK(sy_strategy_new(cluster, &strategy));
+    sy_strategy_scope_enter(strategy);
+    m = golden_model(z);
+    sy_strategy_scope_exit(strategy);
+    o = golden_fit();
+    o.sample_weight = w;
+    CHECK_OK(sy_model_fit(m, x, y, &o, &h));
+    check_case(z, "sw", h, m);
+    sy_history_free(h);
+    sy_model_free(m);
+    sy_strategy_free(strategy);
+    sy_cluster_free(cluster);
 
     /* weights of 1 change nothing, bit for bit */
     sy_tensor *ones = NULL;

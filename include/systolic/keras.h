@@ -572,6 +572,12 @@ typedef struct sy_compile_options {
     const double *loss_weights;
     int32_t n_loss_weights;
     const sy_loss_args *loss_args; /* issue 17: the loss's arguments (NULL: Keras's defaults, the plain name) */
+    /* issue 17, fit arguments: Keras's weighted_metrics, for every output: weighted by fit's and evaluate's
+     * sample weights (class_weight's too), where `metrics` are not (Keras 2.15). Logged after every output's
+     * metrics, named as Keras names them: "weighted_<name>" when a metric already has the name. Not written to
+     * a saved model's training_config (its weighted_metrics stays null). */
+    const char *const *weighted_metrics;
+    int32_t n_weighted_metrics;
 } sy_compile_options;
 
 sy_compile_options sy_compile_options_default(void);

@@ -200,6 +200,30 @@ static sy_status resolve_head(const sy_model *m, const sy_compile_options *o, in
                 return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: metric '%s' is listed twice", where, h->metrics[i].name);
         h->n_metrics = i + 1;
     }
+    /* issue 17, fit arguments: weighted_metrics after them, "weighted_" when the name is taken (Keras's
+     * _set_metric_names) */
+    if (o->n_weighted_metrics < 0 || h->n_metrics + o->n_weighted_metrics > HEAD_MAX_METRICS ||
+        (o->n_weighted_metrics > 0 && !o->weighted_metrics))
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %d metrics and %d weighted_metrics given; at most %d together",
+                        where, h->n_metrics, o->n_weighted_metrics, HEAD_MAX_METRICS);
+    for (int32_t i = 0; i < o->n_weighted_metrics; i++) {
+        metric_spec *ms = &h->metrics[h->n_metrics];
+        if ((st = resolve_metric(where, &out, h, o->weighted_metrics[i], ms))) return st;
+        snprintf(ms->given, sizeof ms->given, "%s", o->weighted_metrics[i]);
+        ms->weighted = true;
+        for (int32_t k = 0; k < h->n_metrics; k++)
+            if (strcmp(h->metrics[k].name, ms->name) == 0) {
+                char renamed[sizeof ms->name];
+                snprintf(renamed, sizeof renamed, "weighted_%.30s", ms->name);
+                memcpy(ms->name, renamed, sizeof renamed);
+                break;
+            }
+        for (int32_t k = 0; k < h->n_metrics; k++)
+            if (strcmp(h->metrics[k].name, ms->name) == 0)
+                return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: Found two weighted metrics with the same name: %s", where,
+                                ms->name);
+        h->n_metrics++;
+    }
     return SY_OK;
 }
 
@@ -210,7 +234,7 @@ static sy_status place_metric_states(model_head *heads, int32_t n_outputs) {
         for (int32_t i = 0; i < heads[j].n_metrics; i++) {
             metric_spec *ms = &heads[j].metrics[i];
             ms->state = at;
-            ms->n_state = metric_state_size(ms);
+            ms->n_state = metric_state_size(ms) + ms->weighted; /* issue 17: the weights' sum */
             at += ms->n_state;
             if (at > METRIC_STATE_MAX)
                 return sy_error(SY_ERR_INVALID_ARGUMENT,

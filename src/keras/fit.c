@@ -363,7 +363,11 @@ static void read_sums(void *ctx, int64_t step, int32_t replica, sy_plan *plan) {
         output_rows(m, j, rows, &per_row, &rows_of_pred);
         for (int32_t i = 0; i < m->heads[j].n_metrics; i++) { /* issue 17: each metric's own state */
             const metric_spec *ms = &m->heads[j].metrics[i];
-            metric_update(ms, pred, labels, rows_of_pred, per_row, &s->metric[ms->state]);
+            if (ms->weighted) /* issue 17, fit arguments: weighted_metrics */
+                metric_update_weighted(ms, pred, labels, w, rows, rows ? rows_of_pred / rows : 0, per_row,
+                                       &s->metric[ms->state]);
+            else
+                metric_update(ms, pred, labels, rows_of_pred, per_row, &s->metric[ms->state]);
         }
     }
     s->seen = rows;
@@ -407,14 +411,17 @@ static void sums_to_logs(const sy_model *m, const sums *s, const char *prefix, s
         snprintf(name, sizeof name, "%s%s_loss", prefix, model_output_name(m, j));
         logs_set(logs, name, s->out_loss[j] / n);
     }
+    for (int32_t pass = 0; pass < 2; pass++) /* issue 17, fit arguments: every output's metrics, then weighted ones */
     for (int32_t j = 0; j < m->n_outputs; j++) {
         int64_t per_row, rows_of_pred;
         output_rows(m, j, 1, &per_row, &rows_of_pred);
         for (int32_t i = 0; i < m->heads[j].n_metrics; i++) {
+            if (m->heads[j].metrics[i].weighted != (pass == 1)) continue;
             if (several) snprintf(name, sizeof name, "%s%s_%s", prefix, model_output_name(m, j), m->heads[j].metrics[i].name);
             else snprintf(name, sizeof name, "%s%s", prefix, m->heads[j].metrics[i].name);
             const metric_spec *ms = &m->heads[j].metrics[i]; /* issue 17: from the epoch's state, as Keras's result() */
-            logs_set(logs, name, metric_value(ms, &s->metric[ms->state], n * (double)rows_of_pred));
+            double count = ms->weighted ? s->metric[ms->state + ms->n_state - 1] : n * (double)rows_of_pred;
+            logs_set(logs, name, ms->weighted && count == 0 ? 0.0 : metric_value(ms, &s->metric[ms->state], count));
         }
     }
 }

@@ -200,6 +200,7 @@ typedef struct metric_spec {
     bool has_threshold;     /* Precision, Recall: thresholds given (else null: 0.5) */
     double threshold;
     int32_t state, n_state;
+    bool weighted; /* issue 17, fit arguments: compile's weighted_metrics (state[n_state - 1]: the weights' sum) */
     char given[64]; /* as compile() got it ("AUC(curve='PR')"), to compile again with */
 } metric_spec;
 
@@ -573,6 +574,10 @@ sy_status fit_check_weights(const sy_model *m, const char *what, const sy_tensor
 /* The weight class_weight gives row `row` of labels y (its class: argmax, or the label rounded). */
 sy_status fit_class_weight_of(const char *what, const double *cw, int32_t n_cw, const sy_tensor *y, int64_t row,
                               float *out);
+/* A weighted metric's update (ms->weighted): rows samples, each pred_rows rows of per_row predictions, sample r
+ * weighing w[r] (NULL: 1 each); the weights' sum goes to state[ms->n_state - 1]. */
+void metric_update_weighted(const metric_spec *ms, const float *pred, const void *labels, const float *w, int64_t rows,
+                            int64_t pred_rows, int64_t per_row, double *state);
 /* Every sample's weight (n floats, a new array the caller sy_frees) from sample_weight or from class_weight and
  * the labels y; *out NULL when neither is given. */
 sy_status fit_sample_weights(const char *what, const sy_tensor *sw, const double *cw, int32_t n_cw, const sy_tensor *y,

@@ -142,3 +142,22 @@ sy_status fit_validation_split(double split, const sy_tensor *const *arrays, int
         }
     return st;
 }
+
+/* A weighted metric: each sample's own update, in a scratch state, added in times its weight -- Keras's
+ * update_state(y, pred, sample_weight) for the means (sum(w v) / sum(w)) and the confusion counts alike. */
+void metric_update_weighted(const metric_spec *ms, const float *pred, const void *labels, const float *w, int64_t rows,
+                            int64_t pred_rows, int64_t per_row, double *state) {
+    static _Thread_local double one[METRIC_STATE_MAX];
+    int32_t n = ms->n_state - 1;
+    bool sparse = ms->kind == KERAS_METRIC_SPARSE_CATEGORICAL_ACCURACY || ms->kind == KERAS_METRIC_SPARSE_TOP_K;
+    int64_t label_row = sparse ? pred_rows : pred_rows * per_row; /* int32 class indices, or float targets */
+    for (int64_t r = 0; r < rows; r++) {
+        double wr = w ? w[r] : 1.0;
+        memset(one, 0, (size_t)n * sizeof *one);
+        const void *lab = sparse ? (const void *)((const int32_t *)labels + r * label_row)
+                                 : (const void *)((const float *)labels + r * label_row);
+        metric_update(ms, pred + r * pred_rows * per_row, lab, pred_rows, per_row, one);
+        for (int32_t k = 0; k < n; k++) state[k] += wr * one[k];
+        state[n] += wr * (double)pred_rows;
+    }
+}

@@ -13,6 +13,8 @@ weighted_metrics none (Keras 2.15 does not weight `metrics`), shuffle off:
   <case>_kernel, _bias    the weights after fit
   <case>_val_loss         (validation_split case) each epoch's val_loss
   eval_loss, eval_acc     evaluate(x, y, sample_weight=w, batch_size=5)
+  wm_...                  compile(weighted_metrics=["accuracy"]): fit with sample_weight=w
+                          (wm_weighted_acc per epoch) and evaluate (wm_eval_weighted_acc)
 cases: plain, sw (sample_weight=w), cw (class_weight {0: 1, 1: 3, 2: 0.5}),
 split (validation_split=0.333, 8 samples left for training, with sample_weight=w).
 
@@ -39,10 +41,11 @@ import tensorflow as tf  # noqa: E402
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 
-def model_of(kernel, bias):
+def model_of(kernel, bias, weighted=None):
     m = tf.keras.Sequential([tf.keras.layers.Dense(3, activation="softmax", input_shape=(4,))])
     m.set_weights([kernel, bias])
-    m.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    m.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy", metrics=["accuracy"],
+              weighted_metrics=weighted)
     return m
 
 
@@ -68,6 +71,17 @@ def fit_fixtures():
     m = model_of(kernel0, bias0)
     loss, acc = m.evaluate(x, y, sample_weight=w, batch_size=5, verbose=0)
     out["eval_loss"], out["eval_acc"] = np.array([loss]), np.array([acc])
+    # weighted_metrics: "accuracy" again, logged as weighted_accuracy (the name is taken), and a weighted mse
+    # metric on the same output would need one-hot labels, so the confusion-count kind is covered by AUC in C only
+    m = model_of(kernel0, bias0, weighted=["accuracy"])
+    h = m.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0, sample_weight=w)
+    assert list(h.history) == ["loss", "accuracy", "weighted_accuracy"], list(h.history)
+    out["wm_loss"] = np.array(h.history["loss"], np.float64)
+    out["wm_acc"] = np.array(h.history["accuracy"], np.float64)
+    out["wm_weighted_acc"] = np.array(h.history["weighted_accuracy"], np.float64)
+    out["wm_kernel"], out["wm_bias"] = m.get_weights()
+    r = m.evaluate(x, y, sample_weight=w, batch_size=5, verbose=0, return_dict=True)
+    out["wm_eval_weighted_acc"] = np.array([r["weighted_accuracy"]])
     np.savez(os.path.join(ROOT, "tests", "golden", "fit_args.npz"), **out)
 
 
