@@ -48,23 +48,28 @@ static sy_model *golden_model(const sy_npz *z) {
 }
 
 static void check_case(const sy_npz *z, const char *name, const sy_history *h, sy_model *m) {
-    sy_tensor *loss = getp(z, name, "loss"), *acc = getp(z, name, "acc"), *k = getp(z, name, "kernel"),
-              *b = getp(z, name, "bias");
+    sy_tensor *loss = getp(z, name, "loss"), *acc = getp(z, name, "acc"),
+              *k = getp(z, name, "kernel"), *b = getp(z, name, "bias");
     CHECK(h && sy_history_epochs(h) == 2, "%s: 2 epochs", name);
     for (int32_t e = 0; h && e < 2; e++) {
         const sy_logs *l = sy_history_logs(h, e);
-        CHECK_CLOSE(sy_logs_get(l, "loss"), sy_tensor_get(loss, e), 1e-5, 1e-6, "%s epoch %d loss", name, e);
-        CHECK_CLOSE(sy_logs_get(l, "accuracy"), sy_tensor_get(acc, e), 1e-6, 1e-6, "%s epoch %d accuracy", name, e);
+        CHECK_CLOSE(sy_logs_get(l, "loss"), sy_tensor_get(loss, e), 1e-5, 1e-6, "%s epoch %d loss",
+                    name, e);
+        CHECK_CLOSE(sy_logs_get(l, "accuracy"), sy_tensor_get(acc, e), 1e-6, 1e-6,
+                    "%s epoch %d accuracy", name, e);
         if (has(z, "split_val_loss") && !strcmp(name, "split")) {
             sy_tensor *v = getp(z, name, "val_loss");
-            CHECK_CLOSE(sy_logs_get(l, "val_loss"), sy_tensor_get(v, e), 1e-5, 1e-6, "%s epoch %d val_loss", name, e);
+            CHECK_CLOSE(sy_logs_get(l, "val_loss"), sy_tensor_get(v, e), 1e-5, 1e-6,
+                        "%s epoch %d val_loss", name, e);
             sy_tensor_free(v);
         }
     }
     for (int i = 0; i < 12; i++)
-        CHECK_CLOSE(sy_model_weight_data(m, 0)[i], sy_tensor_get(k, i), 1e-5, 1e-6, "%s kernel[%d]", name, i);
+        CHECK_CLOSE(sy_model_weight_data(m, 0)[i], sy_tensor_get(k, i), 1e-5, 1e-6, "%s kernel[%d]",
+                    name, i);
     for (int i = 0; i < 3; i++)
-        CHECK_CLOSE(sy_model_weight_data(m, 1)[i], sy_tensor_get(b, i), 1e-5, 1e-6, "%s bias[%d]", name, i);
+        CHECK_CLOSE(sy_model_weight_data(m, 1)[i], sy_tensor_get(b, i), 1e-5, 1e-6, "%s bias[%d]",
+                    name, i);
     sy_tensor_free(loss);
     sy_tensor_free(acc);
     sy_tensor_free(k);
@@ -97,7 +102,8 @@ static void test_weights_golden(void) {
         sy_history_free(h);
         sy_model_free(m);
     }
-    /* evaluate(x, y, sample_weight=w, batch_size=5): a padded last batch, weights left out with it */
+    /* evaluate(x, y, sample_weight=w, batch_size=5): a padded last batch, weights left out with it
+     */
     sy_model *m = golden_model(z);
     sy_evaluate_options e = sy_evaluate_options_default();
     e.batch_size = 5;
@@ -106,13 +112,16 @@ static void test_weights_golden(void) {
     sy_logs l;
     CHECK_OK(sy_model_evaluate(m, x, y, &e, &l));
     sy_tensor *el = get(z, "eval_loss"), *ea = get(z, "eval_acc");
-    CHECK_CLOSE(sy_logs_get(&l, "loss"), sy_tensor_get(el, 0), 1e-5, 1e-6, "evaluate's weighted loss");
-    CHECK_CLOSE(sy_logs_get(&l, "accuracy"), sy_tensor_get(ea, 0), 1e-6, 1e-6, "evaluate's accuracy (metrics unweighted)");
+    CHECK_CLOSE(sy_logs_get(&l, "loss"), sy_tensor_get(el, 0), 1e-5, 1e-6,
+                "evaluate's weighted loss");
+    CHECK_CLOSE(sy_logs_get(&l, "accuracy"), sy_tensor_get(ea, 0), 1e-6, 1e-6,
+                "evaluate's accuracy (metrics unweighted)");
     sy_tensor_free(el);
     sy_tensor_free(ea);
     sy_model_free(m);
 
-    /* weighted_metrics: "accuracy" again is "weighted_accuracy", weighted where "accuracy" is not */
+    /* weighted_metrics: "accuracy" again is "weighted_accuracy", weighted where "accuracy" is not
+     */
     m = golden_model(z);
     sy_compile_options c = sy_compile_options_default();
     c.optimizer = sy_optimizer_sgd(0.1f, 0.0, false);
@@ -128,13 +137,16 @@ static void test_weights_golden(void) {
     sy_tensor *wacc = get(z, "wm_weighted_acc"), *weval = get(z, "wm_eval_weighted_acc");
     for (int32_t ep = 0; wh && ep < 2; ep++) {
         const sy_logs *hl = sy_history_logs(wh, ep);
-        CHECK(hl->n == 3 && !strcmp(hl->names[1], "accuracy") && !strcmp(hl->names[2], "weighted_accuracy"),
+        CHECK(hl->n == 3 && !strcmp(hl->names[1], "accuracy") &&
+                  !strcmp(hl->names[2], "weighted_accuracy"),
               "Keras's logs: loss, accuracy, weighted_accuracy (%d names)", hl->n);
-        CHECK_CLOSE(sy_logs_get(hl, "weighted_accuracy"), sy_tensor_get(wacc, ep), 1e-6, 1e-6, "epoch %d weighted_accuracy", ep);
+        CHECK_CLOSE(sy_logs_get(hl, "weighted_accuracy"), sy_tensor_get(wacc, ep), 1e-6, 1e-6,
+                    "epoch %d weighted_accuracy", ep);
     }
     check_case(z, "wm", wh, m);
     CHECK_OK(sy_model_evaluate(m, x, y, &e, &l));
-    CHECK_CLOSE(sy_logs_get(&l, "weighted_accuracy"), sy_tensor_get(weval, 0), 1e-6, 1e-6, "evaluate's weighted_accuracy");
+    CHECK_CLOSE(sy_logs_get(&l, "weighted_accuracy"), sy_tensor_get(weval, 0), 1e-6, 1e-6,
+                "evaluate's weighted_accuracy");
     sy_tensor_free(wacc);
     sy_tensor_free(weval);
     sy_history_free(wh);
@@ -201,22 +213,25 @@ static void test_refusals(void) {
     o.sample_weight = w;
     o.class_weight = cw;
     o.n_class_weight = 3;
-    CHECK_ERR(sy_model_fit(m, x, y, &o, NULL), SY_ERR_INVALID_ARGUMENT, "You cannot `class_weight` and `sample_weight`");
+    CHECK_ERR(sy_model_fit(m, x, y, &o, NULL), SY_ERR_INVALID_ARGUMENT,
+              "You cannot `class_weight` and `sample_weight`");
     o = golden_fit();
     o.class_weight = cw2;
     o.n_class_weight = 2;
-    CHECK_ERR(sy_model_fit(m, x, y, &o, NULL), SY_ERR_INVALID_ARGUMENT, "class_weight gives weights for classes 0 to 1");
+    CHECK_ERR(sy_model_fit(m, x, y, &o, NULL), SY_ERR_INVALID_ARGUMENT,
+              "class_weight gives weights for classes 0 to 1");
     o = golden_fit();
     o.validation_split = 0.95;
-    CHECK_ERR(sy_model_fit(m, x, y, &o, NULL), SY_ERR_INVALID_ARGUMENT, "Training data contains 12 samples",
-              "`validation_split=0.95`");
+    CHECK_ERR(sy_model_fit(m, x, y, &o, NULL), SY_ERR_INVALID_ARGUMENT,
+              "Training data contains 12 samples", "`validation_split=0.95`");
     o.validation_split = 1.5;
     CHECK_ERR(sy_model_fit(m, x, y, &o, NULL), SY_ERR_INVALID_ARGUMENT, "validation_split", "1.5");
     sy_tensor *short_w = NULL;
     CHECK_OK(sy_tensor_new(SY_F32, sy_shape_of(1, (int64_t)5), &short_w));
     o = golden_fit();
     o.sample_weight = short_w;
-    CHECK_ERR(sy_model_fit(m, x, y, &o, NULL), SY_ERR_SHAPE, "sample_weight has shape (5,)", "(12,)");
+    CHECK_ERR(sy_model_fit(m, x, y, &o, NULL), SY_ERR_SHAPE, "sample_weight has shape (5,)",
+              "(12,)");
     sy_tensor *parts[2] = {x, y};
     sy_dataset *d = NULL, *batched = NULL;
     CHECK_OK(sy_dataset_from_tensor_slices(parts, 2, &d));
@@ -256,7 +271,8 @@ static void test_model_checkpoint_golden(void) {
     char path[1024];
     snprintf(path, sizeof path, "%s/fit_args/model_checkpoint.txt", fixture_dir);
     FILE *f = fopen(path, "r");
-    CHECK(f != NULL, "the fixture %s (tools/golden/make_fit_args_fixtures.py) cannot be read", path);
+    CHECK(f != NULL, "the fixture %s (tools/golden/make_fit_args_fixtures.py) cannot be read",
+          path);
     if (!f) return;
     char cwd[1024];
     CHECK(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
@@ -266,7 +282,8 @@ static void test_model_checkpoint_golden(void) {
     sy_layer d = sy_layer_dense(2);
     d.input_shape = sy_shape_of(1, (int64_t)3);
     CHECK_OK(sy_model_add(m, &d));
-    char line[2048], name[2048] = "", filepath[512] = "", monitor[128] = "val_loss", mode[16] = "auto";
+    char line[2048], name[2048] = "", filepath[512] = "", monitor[128] = "val_loss",
+                     mode[16] = "auto";
     sy_model_checkpoint_options o = sy_model_checkpoint_options_default();
     sy_callback cb = {0};
     FILE *out = NULL;
@@ -289,13 +306,20 @@ static void test_model_checkpoint_golden(void) {
         if (!strncmp(line, "option ", 7)) {
             char *k = line + 7, *v = strchr(k, ' ');
             *v++ = 0;
-            if (!strcmp(k, "filepath")) snprintf(filepath, sizeof filepath, "%s", v), o.filepath = filepath;
-            else if (!strcmp(k, "verbose")) o.verbose = atoi(v);
-            else if (!strcmp(k, "save_best_only")) o.save_best_only = !strcmp(v, "True");
-            else if (!strcmp(k, "monitor")) snprintf(monitor, sizeof monitor, "%s", v);
-            else if (!strcmp(k, "mode")) snprintf(mode, sizeof mode, "%s", v);
-            else if (!strcmp(k, "save_freq")) o.save_freq = atoll(v);
-            else if (!strcmp(k, "initial_value_threshold")) o.has_initial_value_threshold = true, o.initial_value_threshold = atof(v);
+            if (!strcmp(k, "filepath"))
+                snprintf(filepath, sizeof filepath, "%s", v), o.filepath = filepath;
+            else if (!strcmp(k, "verbose"))
+                o.verbose = atoi(v);
+            else if (!strcmp(k, "save_best_only"))
+                o.save_best_only = !strcmp(v, "True");
+            else if (!strcmp(k, "monitor"))
+                snprintf(monitor, sizeof monitor, "%s", v);
+            else if (!strcmp(k, "mode"))
+                snprintf(mode, sizeof mode, "%s", v);
+            else if (!strcmp(k, "save_freq"))
+                o.save_freq = atoll(v);
+            else if (!strcmp(k, "initial_value_threshold"))
+                o.has_initial_value_threshold = true, o.initial_value_threshold = atof(v);
             continue;
         }
         bool is_epoch = !strncmp(line, "epoch ", 6), is_batch = !strncmp(line, "batch ", 6);
@@ -337,15 +361,17 @@ static void test_model_checkpoint_golden(void) {
             continue;
         }
         if (!strncmp(line, "save ", 5)) {
-            CHECK(access(line + 5, F_OK) == 0, "%s: Keras saved '%s'; no such file here", name, line + 5);
+            CHECK(access(line + 5, F_OK) == 0, "%s: Keras saved '%s'; no such file here", name,
+                  line + 5);
             unlink(line + 5);
         } else if (!strncmp(line, "print ", 6)) {
             const char *at = printed ? strstr(printed + printed_at, line + 6) : NULL;
-            CHECK(at != NULL, "%s: Keras printed '%s'; here: '%s'", name, line + 6, printed ? printed + printed_at : "");
+            CHECK(at != NULL, "%s: Keras printed '%s'; here: '%s'", name, line + 6,
+                  printed ? printed + printed_at : "");
             if (at) printed_at = (size_t)(at - printed) + strlen(line + 6);
         } else if (!strncmp(line, "error ", 6)) {
-            CHECK(failed && strstr(sy_last_error(), line + 6), "%s: Keras raised '%s'; here: %s", name, line + 6,
-                  failed ? sy_last_error() : "no error");
+            CHECK(failed && strstr(sy_last_error(), line + 6), "%s: Keras raised '%s'; here: %s",
+                  name, line + 6, failed ? sy_last_error() : "no error");
         } else if (!strcmp(line, "end")) {
             sy_callback_free(&cb);
             memset(&cb, 0, sizeof cb);
@@ -359,7 +385,8 @@ static void test_model_checkpoint_golden(void) {
     /* every save was one Keras made (each was removed when matched): nothing else is left */
     DIR *dir = opendir(".");
     for (struct dirent *e; dir && (e = readdir(dir));)
-        CHECK(!strstr(e->d_name, ".h5"), "ModelCheckpoint saved '%s', which Keras did not", e->d_name);
+        CHECK(!strstr(e->d_name, ".h5"), "ModelCheckpoint saved '%s', which Keras did not",
+              e->d_name);
     if (dir) closedir(dir);
     sy_model_free(m);
     CHECK(chdir(cwd) == 0, "chdir back");
@@ -394,11 +421,12 @@ static void test_model_checkpoint_files(void) {
     /* a pattern naming a log fit never gives fails with Keras's words */
     in_tmp(pattern, sizeof pattern, "x-{val_acc:.2f}.h5");
     CHECK_OK(sy_callback_model_checkpoint(&c, &cb));
-    CHECK_ERR(sy_model_fit(m, x, y, &o, NULL), SY_ERR_NOT_FOUND, "Failed to format this callback filepath",
-              "Reason: 'val_acc'");
+    CHECK_ERR(sy_model_fit(m, x, y, &o, NULL), SY_ERR_NOT_FOUND,
+              "Failed to format this callback filepath", "Reason: 'val_acc'");
     sy_callback_free(&cb);
     c.filepath = "bad-{loss:.q}.h5";
-    CHECK_ERR(sy_callback_model_checkpoint(&c, &cb), SY_ERR_INVALID_ARGUMENT, "Invalid format specifier");
+    CHECK_ERR(sy_callback_model_checkpoint(&c, &cb), SY_ERR_INVALID_ARGUMENT,
+              "Invalid format specifier");
     sy_model_free(back);
     sy_model_free(m);
     sy_tensor_free(x);
@@ -410,7 +438,8 @@ static void test_model_checkpoint_files(void) {
 
 static sy_status fail_after(void *ctx, sy_model *m, int32_t epoch, const sy_logs *logs) {
     (void)m, (void)logs;
-    if (epoch == *(int32_t *)ctx) return sy_error(SY_ERR_INTERNAL, "interrupted after epoch %d", epoch + 1);
+    if (epoch == *(int32_t *)ctx)
+        return sy_error(SY_ERR_INTERNAL, "interrupted after epoch %d", epoch + 1);
     return SY_OK;
 }
 
@@ -438,11 +467,14 @@ static void test_backup_and_restore(void) {
         sy_history *h = NULL;
         CHECK_OK(sy_model_fit(cut, x, y, &o, &h));
         CHECK(h && sy_history_epochs(h) >= 1 && sy_history_epoch(h, 0) == (freq ? 1 : 1),
-              "save_freq %lld: the resumed run goes on at epoch 2 (0-based 1), got %d", (long long)freq,
-              h ? sy_history_epoch(h, 0) : -1);
-        CHECK(!memcmp(sy_model_weight_data(whole, 0), sy_model_weight_data(cut, 0), 12 * sizeof(float)) &&
-                  !memcmp(sy_model_weight_data(whole, 1), sy_model_weight_data(cut, 1), 3 * sizeof(float)),
-              "save_freq %lld: resumed weights identical to the uninterrupted run's", (long long)freq);
+              "save_freq %lld: the resumed run goes on at epoch 2 (0-based 1), got %d",
+              (long long)freq, h ? sy_history_epoch(h, 0) : -1);
+        CHECK(!memcmp(sy_model_weight_data(whole, 0), sy_model_weight_data(cut, 0),
+                      12 * sizeof(float)) &&
+                  !memcmp(sy_model_weight_data(whole, 1), sy_model_weight_data(cut, 1),
+                          3 * sizeof(float)),
+              "save_freq %lld: resumed weights identical to the uninterrupted run's",
+              (long long)freq);
         CHECK(access(dir, F_OK) != 0, "the backup is deleted when training ends");
         sy_history_free(h);
         sy_callback_free(&cbs[0]);

@@ -42,7 +42,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* ---- Python's str.format for ModelCheckpoint's filepath ------------------------------------------ */
+/* ---- Python's str.format for ModelCheckpoint's filepath
+ * ------------------------------------------ */
 
 typedef struct fmt_spec {
     char fill, align, sign, type;
@@ -53,8 +54,10 @@ typedef struct fmt_spec {
 static bool parse_spec(const char *s, size_t n, fmt_spec *f) {
     *f = (fmt_spec){.fill = ' ', .width = -1, .precision = -1};
     size_t i = 0;
-    if (n >= 2 && strchr("<>=^", s[1])) f->fill = s[0], f->align = s[1], i = 2;
-    else if (n >= 1 && strchr("<>=^", s[0])) f->align = s[0], i = 1;
+    if (n >= 2 && strchr("<>=^", s[1]))
+        f->fill = s[0], f->align = s[1], i = 2;
+    else if (n >= 1 && strchr("<>=^", s[0]))
+        f->align = s[0], i = 1;
     if (i < n && strchr("+- ", s[i])) f->sign = s[i++];
     if (i < n && s[i] == '0') {
         f->zero = true;
@@ -62,19 +65,22 @@ static bool parse_spec(const char *s, size_t n, fmt_spec *f) {
     }
     if (i < n && isdigit((unsigned char)s[i])) {
         f->width = 0;
-        while (i < n && isdigit((unsigned char)s[i]) && f->width < 1000) f->width = f->width * 10 + (s[i++] - '0');
+        while (i < n && isdigit((unsigned char)s[i]) && f->width < 1000)
+            f->width = f->width * 10 + (s[i++] - '0');
     }
     if (i < n && s[i] == '.') {
         i++;
         if (i >= n || !isdigit((unsigned char)s[i])) return false;
         f->precision = 0;
-        while (i < n && isdigit((unsigned char)s[i]) && f->precision < 100) f->precision = f->precision * 10 + (s[i++] - '0');
+        while (i < n && isdigit((unsigned char)s[i]) && f->precision < 100)
+            f->precision = f->precision * 10 + (s[i++] - '0');
     }
     if (i < n && strchr("dxXofFeEgG%", s[i])) f->type = s[i++];
     return i == n;
 }
 
-/* One value formatted by spec into out; false when Python would raise (an integer code for a float). */
+/* One value formatted by spec into out; false when Python would raise (an integer code for a
+ * float). */
 static bool format_value(double v, bool integer, const fmt_spec *f, char *out, size_t size) {
     char body[512], cf[16];
     const char *sign = f->sign == '+' ? "+" : f->sign == ' ' ? " " : "";
@@ -85,9 +91,17 @@ static bool format_value(double v, bool integer, const fmt_spec *f, char *out, s
     case 'X':
     case 'o':
         if (!integer || f->precision >= 0) return false;
-        snprintf(cf, sizeof cf, "%%%s%s", sign, f->type == 'd' ? "lld" : f->type == 'x' ? "llx" : f->type == 'X' ? "llX" : "llo");
+        snprintf(cf, sizeof cf, "%%%s%s", sign,
+                 f->type == 'd'   ? "lld"
+                 : f->type == 'x' ? "llx"
+                 : f->type == 'X' ? "llX"
+                                  : "llo");
         if (f->type != 'd' && v < 0) { /* Python writes -ff, not two's complement */
-            snprintf(body, sizeof body, f->type == 'x' ? "-%llx" : f->type == 'X' ? "-%llX" : "-%llo", (long long)-v);
+            snprintf(body, sizeof body,
+                     f->type == 'x'   ? "-%llx"
+                     : f->type == 'X' ? "-%llX"
+                                      : "-%llo",
+                     (long long)-v);
             break;
         }
         snprintf(body, sizeof body, cf, (long long)v);
@@ -134,8 +148,8 @@ static bool format_value(double v, bool integer, const fmt_spec *f, char *out, s
     return true;
 }
 
-sy_status keras_format_path(const char *filepath, int32_t epoch, int64_t batch, const sy_logs *logs, char *out,
-                            size_t size) {
+sy_status keras_format_path(const char *filepath, int32_t epoch, int64_t batch, const sy_logs *logs,
+                            char *out, size_t size) {
     size_t at = 0;
     bool batch_in_logs = false;
     for (int32_t i = 0; logs && i < logs->n; i++) batch_in_logs |= !strcmp(logs->names[i], "batch");
@@ -146,8 +160,10 @@ sy_status keras_format_path(const char *filepath, int32_t epoch, int64_t batch, 
             continue;
         }
         if (*s == '}')
-            return sy_error(SY_ERR_INVALID_ARGUMENT, "ModelCheckpoint: filepath \"%s\": Single '}' encountered in format "
-                            "string", filepath);
+            return sy_error(SY_ERR_INVALID_ARGUMENT,
+                            "ModelCheckpoint: filepath \"%s\": Single '}' encountered in format "
+                            "string",
+                            filepath);
         if (*s != '{') {
             if (at + 1 < size) out[at++] = *s;
             s++;
@@ -155,14 +171,18 @@ sy_status keras_format_path(const char *filepath, int32_t epoch, int64_t batch, 
         }
         const char *end = strchr(s, '}');
         if (!end)
-            return sy_error(SY_ERR_INVALID_ARGUMENT, "ModelCheckpoint: filepath \"%s\": Single '{' encountered in format "
-                            "string", filepath);
+            return sy_error(SY_ERR_INVALID_ARGUMENT,
+                            "ModelCheckpoint: filepath \"%s\": Single '{' encountered in format "
+                            "string",
+                            filepath);
         const char *colon = memchr(s + 1, ':', (size_t)(end - s - 1));
         size_t name_len = (size_t)((colon ? colon : end) - s - 1);
         char name[sizeof logs->names[0]];
         if (name_len == 0 || name_len >= sizeof name)
-            return sy_error(SY_ERR_INVALID_ARGUMENT, "ModelCheckpoint: filepath \"%s\": a field needs a name: {epoch}, "
-                            "{batch} or a log's name such as {val_loss:.2f}", filepath);
+            return sy_error(SY_ERR_INVALID_ARGUMENT,
+                            "ModelCheckpoint: filepath \"%s\": a field needs a name: {epoch}, "
+                            "{batch} or a log's name such as {val_loss:.2f}",
+                            filepath);
         memcpy(name, s + 1, name_len);
         name[name_len] = 0;
         double v = 0;
@@ -170,49 +190,63 @@ sy_status keras_format_path(const char *filepath, int32_t epoch, int64_t batch, 
         for (int32_t i = 0; logs && i < logs->n && !found; i++)
             if (!strcmp(logs->names[i], name)) v = logs->values[i], found = true;
         if (!found && !strcmp(name, "epoch")) v = epoch + 1, found = integer = true;
-        if (!found && !strcmp(name, "batch") && batch >= 0 && !batch_in_logs) v = (double)(batch + 1), found = integer = true;
+        if (!found && !strcmp(name, "batch") && batch >= 0 && !batch_in_logs)
+            v = (double)(batch + 1), found = integer = true;
         if (!found) {
             char names[SY_LOGS_MAX * 8] = "";
-            size_t len = (size_t)snprintf(names, sizeof names, "epoch%s", batch >= 0 ? ", batch" : "");
+            size_t len =
+                (size_t)snprintf(names, sizeof names, "epoch%s", batch >= 0 ? ", batch" : "");
             for (int32_t i = 0; logs && i < logs->n && len < sizeof names; i++)
                 len += (size_t)snprintf(names + len, sizeof names - len, ", %s", logs->names[i]);
-            return sy_error(SY_ERR_NOT_FOUND, "Failed to format this callback filepath: \"%s\". Reason: '%s' (the "
-                            "names it may use: %s)", filepath, name, names);
+            return sy_error(SY_ERR_NOT_FOUND,
+                            "Failed to format this callback filepath: \"%s\". Reason: '%s' (the "
+                            "names it may use: %s)",
+                            filepath, name, names);
         }
         fmt_spec f;
         char piece[1024];
         if (colon && !parse_spec(colon + 1, (size_t)(end - colon - 1), &f))
-            return sy_error(SY_ERR_INVALID_ARGUMENT, "ModelCheckpoint: filepath \"%s\": Invalid format specifier '%.*s' "
-                            "(systolic takes [[fill]align][sign][0][width][.precision][type], type one of dxXofFeEgG%%)",
+            return sy_error(SY_ERR_INVALID_ARGUMENT,
+                            "ModelCheckpoint: filepath \"%s\": Invalid format specifier '%.*s' "
+                            "(systolic takes [[fill]align][sign][0][width][.precision][type], type "
+                            "one of dxXofFeEgG%%)",
                             filepath, (int)(end - colon - 1), colon + 1);
         if (!colon) f = (fmt_spec){.fill = ' ', .width = -1, .precision = -1};
         if (!format_value(v, integer, &f, piece, sizeof piece))
-            return sy_error(SY_ERR_INVALID_ARGUMENT, "ModelCheckpoint: filepath \"%s\": Unknown format code '%c' for "
-                            "object of type 'float' ({%s} is a number with decimals)", filepath, f.type, name);
+            return sy_error(SY_ERR_INVALID_ARGUMENT,
+                            "ModelCheckpoint: filepath \"%s\": Unknown format code '%c' for "
+                            "object of type 'float' ({%s} is a number with decimals)",
+                            filepath, f.type, name);
         for (const char *c = piece; *c && at + 1 < size; c++) out[at++] = *c;
         s = end + 1;
     }
     if (at + 1 >= size)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "ModelCheckpoint: filepath \"%s\" formats to a path longer than %zu "
-                        "characters", filepath, size - 1);
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "ModelCheckpoint: filepath \"%s\" formats to a path longer than %zu "
+                        "characters",
+                        filepath, size - 1);
     out[at] = 0;
     return SY_OK;
 }
 
-/* ---- ModelCheckpoint ------------------------------------------------------------------------------ */
+/* ---- ModelCheckpoint
+ * ------------------------------------------------------------------------------ */
 
 typedef struct model_checkpoint {
     sy_model_checkpoint_options o; /* o.filepath, o.monitor point at the copies below */
-    char filepath[1024], monitor[sizeof ((sy_logs *)0)->names[0]];
+    char filepath[1024], monitor[sizeof((sy_logs *)0)->names[0]];
     bool greater;
     double best;
     int32_t epoch;
     int64_t since_save, last_batch;
 } model_checkpoint;
 
-static FILE *mc_out(const model_checkpoint *c) { return c->o.progress ? c->o.progress : stderr; }
+static FILE *mc_out(const model_checkpoint *c) {
+    return c->o.progress ? c->o.progress : stderr;
+}
 
-static sy_status mc_save(model_checkpoint *c, sy_model *m, int32_t epoch, int64_t batch, const sy_logs *logs) {
+static sy_status mc_save(model_checkpoint *c, sy_model *m, int32_t epoch, int64_t batch,
+                         const sy_logs *logs) {
     char path[1024];
     sy_status st = keras_format_path(c->o.filepath, epoch, batch, logs, path, sizeof path);
     if (st) return st;
@@ -227,16 +261,19 @@ static sy_status mc_save(model_checkpoint *c, sy_model *m, int32_t epoch, int64_
         bool present = false;
         for (int32_t i = 0; i < logs->n; i++) present |= !strcmp(logs->names[i], c->monitor);
         if (!present) {
-            sy_log(SY_LOG_WARNING, "Can save best model only with %s available, skipping.", c->monitor);
+            sy_log(SY_LOG_WARNING, "Can save best model only with %s available, skipping.",
+                   c->monitor);
             return SY_OK;
         }
         if (!(c->greater ? current > c->best : current < c->best)) {
-            if (c->o.verbose > 0) fprintf(mc_out(c), "\nEpoch %d: %s did not improve from %.5f\n", epoch + 1, c->monitor, c->best);
+            if (c->o.verbose > 0)
+                fprintf(mc_out(c), "\nEpoch %d: %s did not improve from %.5f\n", epoch + 1,
+                        c->monitor, c->best);
             return SY_OK;
         }
         if (c->o.verbose > 0)
-            fprintf(mc_out(c), "\nEpoch %d: %s improved from %.5f to %.5f, saving model to %s\n", epoch + 1, c->monitor,
-                    c->best, current, path);
+            fprintf(mc_out(c), "\nEpoch %d: %s improved from %.5f to %.5f, saving model to %s\n",
+                    epoch + 1, c->monitor, c->best, current, path);
         c->best = current;
     } else if (c->o.verbose > 0) {
         fprintf(mc_out(c), "\nEpoch %d: saving model to %s\n", epoch + 1, path);
@@ -262,7 +299,8 @@ static sy_status mc_epoch_begin(void *ctx, sy_model *m, int32_t epoch) {
     return SY_OK;
 }
 
-/* Keras's _should_save_on_batch: batches counted from the last one seen, a smaller index a new epoch's. */
+/* Keras's _should_save_on_batch: batches counted from the last one seen, a smaller index a new
+ * epoch's. */
 static sy_status mc_batch_end(void *ctx, sy_model *m, int64_t step, const sy_logs *logs) {
     model_checkpoint *c = ctx;
     if (!c->o.save_freq) return SY_OK;
@@ -282,40 +320,54 @@ sy_model_checkpoint_options sy_model_checkpoint_options_default(void) {
     return (sy_model_checkpoint_options){.monitor = "val_loss", .mode = "auto"};
 }
 
-sy_status sy_callback_model_checkpoint(const sy_model_checkpoint_options *options, sy_callback *out) {
-    if (!out) return sy_error(SY_ERR_INVALID_ARGUMENT, "ModelCheckpoint: no callback to fill in (out is NULL)");
+sy_status sy_callback_model_checkpoint(const sy_model_checkpoint_options *options,
+                                       sy_callback *out) {
+    if (!out)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "ModelCheckpoint: no callback to fill in (out is NULL)");
     memset(out, 0, sizeof *out);
     sy_model_checkpoint_options o = options ? *options : sy_model_checkpoint_options_default();
     if (!o.filepath || !*o.filepath)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "ModelCheckpoint: filepath is empty; expected a file name such as "
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "ModelCheckpoint: filepath is empty; expected a file name such as "
                         "\"w-{epoch:02d}-{val_loss:.2f}.h5\"");
-    if (strlen(o.filepath) >= sizeof ((model_checkpoint *)0)->filepath)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "ModelCheckpoint: filepath is longer than %d characters",
-                        (int)sizeof ((model_checkpoint *)0)->filepath - 1);
-    if (!o.monitor || !*o.monitor || strlen(o.monitor) >= sizeof ((model_checkpoint *)0)->monitor)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "ModelCheckpoint: monitor '%s' is not a log's name such as \"val_loss\"",
+    if (strlen(o.filepath) >= sizeof((model_checkpoint *)0)->filepath)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "ModelCheckpoint: filepath is longer than %d characters",
+                        (int)sizeof((model_checkpoint *)0)->filepath - 1);
+    if (!o.monitor || !*o.monitor || strlen(o.monitor) >= sizeof((model_checkpoint *)0)->monitor)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "ModelCheckpoint: monitor '%s' is not a log's name such as \"val_loss\"",
                         o.monitor ? o.monitor : "");
     if (o.save_freq < 0)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "ModelCheckpoint: Unrecognized save_freq: %lld. Expected save_freq are "
-                        "\"epoch\" (0) or a number of batches >= 1", (long long)o.save_freq);
-    if (o.verbose < 0) return sy_error(SY_ERR_INVALID_ARGUMENT, "ModelCheckpoint: verbose must be 0 or 1, got %d", o.verbose);
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "ModelCheckpoint: Unrecognized save_freq: %lld. Expected save_freq are "
+                        "\"epoch\" (0) or a number of batches >= 1",
+                        (long long)o.save_freq);
+    if (o.verbose < 0)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "ModelCheckpoint: verbose must be 0 or 1, got %d",
+                        o.verbose);
     if (o.has_initial_value_threshold && isnan(o.initial_value_threshold))
         return sy_error(SY_ERR_INVALID_ARGUMENT, "ModelCheckpoint: initial_value_threshold is NaN");
-    /* a test of the pattern now, on logs holding every name it asks for, so a bad spec fails before training */
+    /* a test of the pattern now, on logs holding every name it asks for, so a bad spec fails before
+     * training */
     sy_logs probe = {0};
     char path[1024];
-    for (const char *s = strchr(o.filepath, '{'); s && probe.n < SY_LOGS_MAX; s = strchr(s + 1, '{')) {
+    for (const char *s = strchr(o.filepath, '{'); s && probe.n < SY_LOGS_MAX;
+         s = strchr(s + 1, '{')) {
         if (s[1] == '{') {
             s++;
             continue;
         }
         size_t n = strcspn(s + 1, ":}");
-        if (n && n < sizeof probe.names[0] && strncmp(s + 1, "epoch", n) && strncmp(s + 1, "batch", n)) {
+        if (n && n < sizeof probe.names[0] && strncmp(s + 1, "epoch", n) &&
+            strncmp(s + 1, "batch", n)) {
             snprintf(probe.names[probe.n], sizeof probe.names[0], "%.*s", (int)n, s + 1);
             probe.values[probe.n++] = 0.5;
         }
     }
-    sy_status st = keras_format_path(o.filepath, 0, o.save_freq ? 0 : -1, &probe, path, sizeof path);
+    sy_status st =
+        keras_format_path(o.filepath, 0, o.save_freq ? 0 : -1, &probe, path, sizeof path);
     if (st) return st;
     const char *mode = o.mode ? o.mode : "auto";
     if (strcmp(mode, "auto") && strcmp(mode, "min") && strcmp(mode, "max")) {
@@ -330,9 +382,12 @@ sy_status sy_callback_model_checkpoint(const sy_model_checkpoint_options *option
     o.monitor = c->monitor;
     o.mode = !strcmp(mode, "min") ? "min" : !strcmp(mode, "max") ? "max" : "auto";
     c->o = o;
-    c->greater = !strcmp(mode, "max") ||
-                 (!strcmp(mode, "auto") && (strstr(o.monitor, "acc") || !strncmp(o.monitor, "fmeasure", 8)));
-    c->best = o.has_initial_value_threshold ? o.initial_value_threshold : c->greater ? -INFINITY : INFINITY;
+    c->greater =
+        !strcmp(mode, "max") ||
+        (!strcmp(mode, "auto") && (strstr(o.monitor, "acc") || !strncmp(o.monitor, "fmeasure", 8)));
+    c->best = o.has_initial_value_threshold ? o.initial_value_threshold
+              : c->greater                  ? -INFINITY
+                                            : INFINITY;
     c->last_batch = -1;
     *out = (sy_callback){.ctx = c,
                          .on_train_begin = mc_train_begin,
@@ -343,7 +398,8 @@ sy_status sy_callback_model_checkpoint(const sy_model_checkpoint_options *option
     return SY_OK;
 }
 
-/* ---- BackupAndRestore ----------------------------------------------------------------------------- */
+/* ---- BackupAndRestore
+ * ----------------------------------------------------------------------------- */
 
 typedef struct backup {
     char dir[1024];
@@ -356,18 +412,24 @@ static sy_status backup_train_begin(void *ctx, sy_model *m) {
     return SY_OK;
 }
 
-sy_status sy_callback_backup_and_restore(const char *backup_dir, int64_t save_freq, bool delete_checkpoint,
-                                         sy_callback *out) {
-    if (!out) return sy_error(SY_ERR_INVALID_ARGUMENT, "BackupAndRestore: no callback to fill in (out is NULL)");
+sy_status sy_callback_backup_and_restore(const char *backup_dir, int64_t save_freq,
+                                         bool delete_checkpoint, sy_callback *out) {
+    if (!out)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "BackupAndRestore: no callback to fill in (out is NULL)");
     memset(out, 0, sizeof *out);
     if (!backup_dir || !*backup_dir)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "BackupAndRestore: backup_dir is empty; expected a directory");
-    if (strlen(backup_dir) >= sizeof ((backup *)0)->dir)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "BackupAndRestore: backup_dir is longer than %d characters",
-                        (int)sizeof ((backup *)0)->dir - 1);
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "BackupAndRestore: backup_dir is empty; expected a directory");
+    if (strlen(backup_dir) >= sizeof((backup *)0)->dir)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "BackupAndRestore: backup_dir is longer than %d characters",
+                        (int)sizeof((backup *)0)->dir - 1);
     if (save_freq < 0)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "BackupAndRestore: save_freq must be \"epoch\" (0) or a number of "
-                        "batches >= 1, got %lld", (long long)save_freq);
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "BackupAndRestore: save_freq must be \"epoch\" (0) or a number of "
+                        "batches >= 1, got %lld",
+                        (long long)save_freq);
     backup *b = sy_calloc(1, sizeof *b);
     if (!b) return sy_error(SY_ERR_OUT_OF_MEMORY, "BackupAndRestore: out of memory");
     snprintf(b->dir, sizeof b->dir, "%s", backup_dir);
@@ -377,7 +439,8 @@ sy_status sy_callback_backup_and_restore(const char *backup_dir, int64_t save_fr
     return SY_OK;
 }
 
-bool keras_backup_of(const sy_callback *cb, const char **dir, int64_t *save_freq, bool *delete_checkpoint) {
+bool keras_backup_of(const sy_callback *cb, const char **dir, int64_t *save_freq,
+                     bool *delete_checkpoint) {
     if (!cb || cb->on_train_begin != backup_train_begin || !cb->ctx) return false;
     const backup *b = cb->ctx;
     *dir = b->dir;
