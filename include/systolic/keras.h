@@ -572,6 +572,12 @@ typedef struct sy_compile_options {
     const double *loss_weights;
     int32_t n_loss_weights;
     const sy_loss_args *loss_args; /* issue 17: the loss's arguments (NULL: Keras's defaults, the plain name) */
+    /* issue 17, fit arguments: Keras's weighted_metrics, for every output: weighted by fit's and evaluate's
+     * sample weights (class_weight's too), where `metrics` are not (Keras 2.15). Logged after every output's
+     * metrics, named as Keras names them: "weighted_<name>" when a metric already has the name. Not written to
+     * a saved model's training_config (its weighted_metrics stays null). */
+    const char *const *weighted_metrics;
+    int32_t n_weighted_metrics;
 } sy_compile_options;
 
 sy_compile_options sy_compile_options_default(void);
@@ -708,6 +714,46 @@ sy_status sy_callback_early_stopping_state(const sy_callback *cb, sy_early_stopp
  * NULL); sy_callback_free is harmless. */
 sy_status sy_callback_terminate_on_nan(FILE *progress, sy_callback *out);
 
+/* issue 17, fit arguments: ModelCheckpoint(filepath, monitor, verbose,
+ * save_best_only, save_weights_only, mode, save_freq,
+ * initial_value_threshold), Keras 2.15's decisions, file names and
+ * messages (docs/design/fit-arguments.md). filepath is formatted as
+ * Python's str.format(epoch=epoch + 1, batch=batch + 1, **logs):
+ * "w-{epoch:02d}-{val_loss:.2f}.h5"; a name the logs lack fails fit with
+ * Keras's words ("Failed to format this callback filepath: ... Reason:
+ * 'val_acc'"). Each save writes an HDF5 file (sy_model_save, or
+ * sy_model_save_weights with save_weights_only) atomically, making its
+ * directory when missing. */
+typedef struct sy_model_checkpoint_options {
+    const char *filepath;          /* required (copied) */
+    const char *monitor;           /* "val_loss" (copied) */
+    int32_t verbose;               /* 0; 1: "Epoch 1: val_loss improved from inf to 0.12345, saving model to ..." */
+    bool save_best_only;           /* false: every save_freq; true: only when monitor improves */
+    bool save_weights_only;        /* false: the whole model */
+    const char *mode;              /* "auto" (max when monitor contains "acc", as Keras), "min", "max" */
+    int64_t save_freq;             /* 0: Keras's 'epoch'; N: every N batches */
+    bool has_initial_value_threshold;
+    double initial_value_threshold; /* the best to beat at first (else +-inf) */
+    FILE *progress;                /* verbose messages: NULL is stderr */
+} sy_model_checkpoint_options;
+
+sy_model_checkpoint_options sy_model_checkpoint_options_default(void);
+/* SY_ERR_INVALID_ARGUMENT for an empty filepath or monitor, a filepath whose fields cannot be formatted
+ * (a bad spec, '{' unclosed), a negative save_freq. Free with sy_callback_free. */
+sy_status sy_callback_model_checkpoint(const sy_model_checkpoint_options *options, sy_callback *out);
+
+/* BackupAndRestore(backup_dir, save_freq, delete_checkpoint): fit() backs
+ * the run up in backup_dir -- a model_dir checkpoint (weights, optimizer
+ * slots, position), the newest only -- at each epoch's end (save_freq 0,
+ * Keras's 'epoch') or every save_freq steps, and a fit() started again
+ * with the callback after an interruption resumes from it: the same epoch
+ * numbering and, with the same seed, the same final weights bit for bit as
+ * a run never interrupted. When training ends (not when it fails) the
+ * backup is deleted unless delete_checkpoint is false. Not with model_dir.
+ * Free with sy_callback_free. */
+sy_status sy_callback_backup_and_restore(const char *backup_dir, int64_t save_freq, bool delete_checkpoint,
+                                         sy_callback *out);
+
 /* TensorBoard(log_dir, update_freq): event files under log_dir/train and
  * log_dir/validation with Keras's tags (epoch_loss, epoch_<metric>,
  * epoch_learning_rate; batch_<name> every update_freq steps). */
@@ -795,6 +841,23 @@ typedef struct sy_fit_options {
     int32_t n_x_val;
     const sy_tensor *const *y_val_list;
     int32_t n_y_val;
+    /* issue 17, fit arguments (docs/design/fit-arguments.md). sample_weight: each
+     * sample's weight, (samples,) or (samples, 1), any numeric dtype; the loss
+     * becomes Keras's sum(w * loss) / batch_size and weighted_metrics are
+     * weighted, `metrics` not (Keras 2.15). A dataset gives them as its
+     * elements' component after the labels: (x, y, sample_weight).
+     * class_weight: Keras's {class: weight} dict as an array for the classes
+     * 0 .. n_class_weight - 1 (every class from 0 must be there, as Keras
+     * asks); each sample weighs class_weight[its class] (the label, rounded,
+     * or the argmax of a one-hot label); one output only, never with
+     * sample_weight. validation_split: the last fraction of the arrays (x, y
+     * and sample_weight, cut before any shuffling) held out as validation
+     * data, as Keras's; ignored when x_val is given, refused for a dataset. */
+    const sy_tensor *sample_weight;
+    const double *class_weight;
+    int32_t n_class_weight;
+    double validation_split;
+    const sy_tensor *val_sample_weight; /* validation_data's third element (x_val, y_val, weights); NULL: none */
 } sy_fit_options;
 
 sy_fit_options sy_fit_options_default(void);
@@ -814,6 +877,8 @@ typedef struct sy_evaluate_options {
     int64_t steps;      /* batches to evaluate, from the first: 0 (Keras's None) all of them */
     int32_t verbose;    /* 0, 1 (progress bar) or 2: 1 */
     FILE *progress;     /* NULL: stderr */
+    /* issue 17, fit arguments: each sample's weight (samples,) as fit's sample_weight; NULL: 1 each */
+    const sy_tensor *sample_weight;
 } sy_evaluate_options;
 
 sy_evaluate_options sy_evaluate_options_default(void);

@@ -528,6 +528,7 @@ static char *training_config(const sy_model *m) {
             json_t *list = json_array();
             for (int32_t i = 0; i < m->heads[j].n_metrics; i++) {
                 const metric_spec *ms = &m->heads[j].metrics[i];
+                if (ms->weighted) continue; /* issue 17: weighted_metrics are not written */
                 char name[LAYER_NAME_MAX + sizeof ms->name + 1];
                 if (m->n_outputs > 1) snprintf(name, sizeof name, "%s_%s", model_output_name(m, j), ms->name);
                 else snprintf(name, sizeof name, "%s", ms->name);
