@@ -639,8 +639,23 @@ void sy_model_stop_training(sy_model *m);
 /* Optimizer steps applied so far (Keras's optimizer.iterations): the global
  * step, across epochs and fit() calls. 0 before the first. */
 int64_t sy_model_iterations(const sy_model *m);
-/* The compiled optimizer's learning rate (0 before compile). */
+/* The compiled optimizer's learning rate (0 before compile): Keras's optimizer.learning_rate,
+ * with a schedule the rate of the last step run (the first step's before any), or what
+ * sy_model_set_learning_rate set since. */
 double sy_model_learning_rate(const sy_model *m);
+/* issue 17, learning-rate schedules and the callbacks that set the rate */
+/* Set the learning rate (Keras's backend.set_value(optimizer.lr, v)), rounded to float32; the
+ * next step uses it. With a schedule Keras lets the value be set but the next step computes
+ * the schedule's again: so here (docs/design/lr-schedules.md). SY_ERR_STATE before compile,
+ * SY_ERR_INVALID_ARGUMENT for a negative or non-finite rate. */
+sy_status sy_model_set_learning_rate(sy_model *m, double learning_rate);
+/* A schedule from its text form, NAME:key=value,... (the CLI's --lr-schedule): NAME Keras's class
+ * name or its snake_case (exponential_decay, piecewise_constant_decay, polynomial_decay,
+ * inverse_time_decay, cosine_decay, cosine_decay_restarts), keys Keras's arguments, values numbers,
+ * true/false, or lists split by '/' (boundaries=100/200,values=0.1/0.01/0.001).
+ * initial_learning_rate, when not given, is the argument (NAN: required). Refused
+ * (SY_ERR_INVALID_ARGUMENT, SY_ERR_UNSUPPORTED for an unknown NAME) as a model file's would be. */
+sy_status sy_lr_schedule_parse(const char *text, double initial_learning_rate, sy_lr_schedule *out);
 
 /* CSVLogger(filename, separator, append), byte for byte as tf.keras 2.15
  * writes it (docs/design/callbacks.md). The file is opened at train begin --

@@ -367,6 +367,10 @@ struct sy_model {
     /* compile() */
     bool compiled;
     sy_optimizer optimizer;
+    /* issue 17, learning-rate schedules: a rate a callback set while a schedule runs
+     * (Keras's _current_learning_rate), valid while iterations + 1 == lr_set_at */
+    float lr_set;
+    int64_t lr_set_at;
     model_head heads[MODEL_MAX_IO]; /* per output (m->n_outputs); a Sequential model's one */
     loss_form form;                 /* how the losses were given */
     int32_t dict_order[MODEL_MAX_IO]; /* LOSS_DICT: the outputs in the order their keys were given */
