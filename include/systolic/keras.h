@@ -723,6 +723,48 @@ sy_status sy_callback_early_stopping_state(const sy_callback *cb, sy_early_stopp
  * NULL); sy_callback_free is harmless. */
 sy_status sy_callback_terminate_on_nan(FILE *progress, sy_callback *out);
 
+/* issue 17, learning-rate callbacks (lr_callbacks.c; docs/design/lr-schedules.md). Both set the
+ * rate with sy_model_set_learning_rate and, at each epoch's end, add "lr" (the rate, as Python
+ * shows Keras's np.float32) to fit()'s logs, which the callbacks after them and the history see. */
+
+/* ReduceLROnPlateau: Keras's arguments and defaults and Keras 2.15's behaviour step for step.
+ * At each epoch's end the monitored value improves when it beats the best by more than
+ * min_delta (below it in min mode, above in max; auto is max when the name contains "acc",
+ * as Keras's ReduceLROnPlateau reads it); after `patience` epochs without one, outside the
+ * cooldown, the rate becomes max(lr * factor, min_lr) if lr > min_lr, then `cooldown` epochs
+ * do not count. A monitor missing from the logs is a warning (sy_log) listing the names. */
+typedef struct sy_reduce_lr_options {
+    const char *monitor; /* "val_loss" (copied) */
+    double factor;       /* 0.1; must be < 1 (Keras's message) and >= 0 */
+    int32_t patience;    /* 10 */
+    int32_t verbose;     /* 0; 1: "Epoch N: ReduceLROnPlateau reducing learning rate to X." to progress */
+    const char *mode;    /* "auto", "min" or "max"; another is warned about and read as auto, as Keras */
+    double min_delta;    /* 1e-4 */
+    int32_t cooldown;    /* 0 */
+    double min_lr;       /* 0 */
+    FILE *progress;      /* NULL: stderr */
+} sy_reduce_lr_options;
+
+sy_reduce_lr_options sy_reduce_lr_options_default(void);
+/* SY_ERR_INVALID_ARGUMENT for factor >= 1 or < 0, a negative patience, cooldown or verbose, an
+ * empty monitor, a non-finite min_delta or a negative min_lr. Free with sy_callback_free. */
+sy_status sy_callback_reduce_lr_on_plateau(const sy_reduce_lr_options *options, sy_callback *out);
+/* Keras's attributes: wait, cooldown_counter, best (+-inf before a value). */
+typedef struct sy_reduce_lr_state {
+    int32_t wait, cooldown_counter;
+    double best;
+} sy_reduce_lr_state;
+sy_status sy_callback_reduce_lr_state(const sy_callback *cb, sy_reduce_lr_state *out);
+
+/* LearningRateScheduler(schedule, verbose): at each epoch's beginning the rate becomes
+ * schedule(user, epoch, lr) -- epoch 0-based, lr the current rate (a float32 widened) -- which
+ * must be a finite number >= 0 (else fit() stops with SY_ERR_INVALID_ARGUMENT naming it);
+ * verbose 1 prints "Epoch N: LearningRateScheduler setting learning rate to X." to progress
+ * (NULL: stderr). Free with sy_callback_free. */
+typedef double (*sy_lr_schedule_fn)(void *user, int32_t epoch, double learning_rate);
+sy_status sy_callback_learning_rate_scheduler(sy_lr_schedule_fn schedule, void *user, int32_t verbose, FILE *progress,
+                                              sy_callback *out);
+
 /* TensorBoard(log_dir, update_freq): event files under log_dir/train and
  * log_dir/validation with Keras's tags (epoch_loss, epoch_<metric>,
  * epoch_learning_rate; batch_<name> every update_freq steps). */

@@ -24,6 +24,7 @@
  */
 #include "compiler_internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -137,44 +138,64 @@ sy_status sy_lr_schedule_check(const sy_lr_schedule *s) {
     return SY_OK;
 }
 
+/* TensorFlow runs with denormals flushed to zero (FTZ/DAZ): a rate that
+ * decays below FLT_MIN is 0, not a denormal. */
+static float ftz(float x) { return fabsf(x) < FLT_MIN ? 0.0f : x; }
+
+/* Grappler's constant folding turns x / c, c a constant, into
+ * x * (1 / c) with 1 / c rounded to float32 (ReduceDivToReciprocalMul).
+ * It does so in every schedule's graph except inside the tf.cond branches
+ * of CosineDecay with warmup, whose operands arrive as the branch's inputs. */
+static float recip(float c) { return 1.0f / c; }
+
 /* CosineDecay's _decay_function: 0.5 * (1 + cos(pi * step / decay_steps)),
- * then (1 - alpha) * that + alpha with alpha a Python float. */
-static float cosine_decay(const sy_lr_schedule *s, float step, float decay_steps, float from) {
-    float fraction = step / decay_steps, pi = (float)M_PI;
-    float cosine = 0.5f * (1.0f + cosf(pi * fraction));
+ * then (1 - alpha) * that + alpha with alpha a Python float. Outside a
+ * tf.cond, constant folding also pushes pi into the reciprocal:
+ * pi * (step * (1 / d)) becomes (pi * (1 / d)) * step. */
+static float cosine_decay(const sy_lr_schedule *s, float step, float decay_steps, float from, bool in_cond) {
+    float pi = (float)M_PI;
+    float angle = in_cond ? pi * (step / decay_steps) : (pi * recip(decay_steps)) * step;
+    float cosine = 0.5f * (1.0f + cosf(angle));
     float decayed = (float)(1.0 - s->alpha) * cosine + (float)s->alpha;
     return from * decayed;
 }
 
-/* CosineDecayRestarts.__call__ (alpha, t_mul, m_mul cast to float32 first) */
+/* CosineDecayRestarts.__call__ (alpha, t_mul, m_mul cast to float32 first).
+ * TensorFlow's log is Eigen's, which can differ from logf in the last bit;
+ * it only decides i_restart, so only a step at a period's very edge could
+ * tell them apart. */
 static float cosine_restarts(const sy_lr_schedule *s, float step) {
     float initial = (float)s->initial_learning_rate, first = (float)s->decay_steps, alpha = (float)s->alpha;
     float t_mul = (float)s->t_mul, m_mul = (float)s->m_mul;
-    float fraction = step / first, i_restart;
+    float fraction = step * recip(first), i_restart;
     if (t_mul == 1.0f) {
         i_restart = floorf(fraction);
         fraction -= i_restart;
     } else {
-        i_restart = floorf(logf(1.0f - fraction * (1.0f - t_mul)) / logf(t_mul));
-        float sum_r = (1.0f - powf(t_mul, i_restart)) / (1.0f - t_mul);
-        fraction = (fraction - sum_r) / powf(t_mul, i_restart);
+        i_restart = floorf(recip(logf(t_mul)) * logf(1.0f - fraction * (1.0f - t_mul)));
+        float t_i = ftz(powf(t_mul, i_restart));
+        float sum_r = recip(1.0f - t_mul) * (1.0f - t_i);
+        fraction = (fraction - sum_r) / t_i;
     }
-    float m_fac = powf(m_mul, i_restart);
-    float cosine = 0.5f * m_fac * (1.0f + cosf((float)M_PI * fraction));
+    float m_fac = ftz(powf(m_mul, i_restart));
+    float cosine = (1.0f + cosf((float)M_PI * fraction)) * (0.5f * m_fac);
     float decayed = (1.0f - alpha) * cosine + alpha;
     return initial * decayed;
 }
 
-float sy_lr_schedule_value(const sy_lr_schedule *s, int64_t iteration) {
+/* Each as the graph tf.keras 2.15's fit() runs (a tf.function, after
+ * grappler), which is what training sees; eager calls of a schedule divide
+ * where the graph multiplies by a reciprocal, and differ in the last bit. */
+static float schedule_value(const sy_lr_schedule *s, int64_t iteration) {
     float step = (float)iteration, initial = (float)s->initial_learning_rate, decay_steps = (float)s->decay_steps;
     switch (s->kind) {
     case SY_LR_EXPONENTIAL_DECAY: {
-        float p = step / decay_steps;
+        float p = step * recip(decay_steps);
         if (s->staircase) p = floorf(p);
-        return initial * powf((float)s->decay_rate, p);
+        return initial * ftz(powf((float)s->decay_rate, p));
     }
     case SY_LR_INVERSE_TIME_DECAY: {
-        float p = step / decay_steps;
+        float p = step * recip(decay_steps);
         if (s->staircase) p = floorf(p);
         return initial / (1.0f + (float)s->decay_rate * p);
     }
@@ -185,24 +206,26 @@ float sy_lr_schedule_value(const sy_lr_schedule *s, int64_t iteration) {
         return (float)s->values[i];
     }
     case SY_LR_POLYNOMIAL_DECAY: {
-        float end = (float)s->end_learning_rate, power = (float)s->power;
+        float end = (float)s->end_learning_rate, power = (float)s->power, p;
         if (s->cycle) {
-            float multiplier = step == 0 ? 1.0f : ceilf(step / decay_steps);
-            decay_steps = decay_steps * multiplier;
-        } else if (step > decay_steps) {
-            step = decay_steps;
+            float multiplier = step == 0 ? 1.0f : ceilf(step * recip(decay_steps));
+            p = step / (decay_steps * multiplier);
+        } else {
+            p = (step < decay_steps ? step : decay_steps) * recip(decay_steps);
         }
-        float p = step / decay_steps;
-        return (initial - end) * powf(1.0f - p, power) + end;
+        return (initial - end) * ftz(powf(1.0f - p, power)) + end;
     }
     case SY_LR_COSINE_DECAY: {
-        if (!s->has_warmup_target) return cosine_decay(s, step < decay_steps ? step : decay_steps, decay_steps, initial);
+        if (!s->has_warmup_target)
+            return cosine_decay(s, step < decay_steps ? step : decay_steps, decay_steps, initial, false);
         float target = (float)s->warmup_target, warmup = (float)s->warmup_steps, end = decay_steps + warmup;
         if (step > end) step = end;
         if (step < warmup) return (target - initial) * (step / warmup) + initial;
-        return cosine_decay(s, step - warmup, decay_steps, target);
+        return cosine_decay(s, step - warmup, decay_steps, target, true);
     }
     case SY_LR_COSINE_DECAY_RESTARTS: return cosine_restarts(s, step);
     default: return NAN;
     }
 }
+
+float sy_lr_schedule_value(const sy_lr_schedule *s, int64_t iteration) { return ftz(schedule_value(s, iteration)); }

@@ -567,6 +567,8 @@ sy_status checkpoint_load_bytes(sy_model *m, const uint8_t *buf, size_t n, const
 
 /* Set `name` to value (added at the end if new; dropped beyond SY_LOGS_MAX). */
 void logs_set(sy_logs *logs, const char *name, double value);
+/* The names joined by commas into buf (size bytes), as Keras's warnings list them; returns buf. */
+const char *logs_names_joined(const sy_logs *logs, char *buf, size_t size);
 sy_status history_new(sy_history **out);
 sy_status history_append(sy_history *h, int32_t epoch, const sy_logs *logs);
 
