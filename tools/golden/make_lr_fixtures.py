@@ -17,7 +17,10 @@ tests/test_lr.c (issue 17, points 4 and 6).
       what it printed (verbose) and the warnings it logged;
   tests/data/lr/lr_scheduler.txt  LearningRateScheduler with the schedule
       functions named below (test_lr.c has the same in C): per epoch the
-      rate after on_epoch_begin, the "lr" of the logs, and the messages.
+      rate after on_epoch_begin, the "lr" of the logs, and the messages;
+  tests/data/lr/fit.txt  a real fit() with both callbacks, with and without
+      a schedule: the history's lr per epoch, the rate at the end, the
+      messages.
 
 Format, one item a line (numbers as Python's repr, read back with strtod):
 
@@ -204,6 +207,36 @@ def lr_scheduler_cases():
     return out
 
 
+def fit_with_schedule_cases():
+    """A real fit() with SGD(ExponentialDecay(0.1, 2, 0.5)), 8 rows in batches
+    of 4 for 3 epochs, and both callbacks: ReduceLROnPlateau(loss, patience
+    0, factor 0.5, min_delta 10: every epoch after the first reduces, whatever
+    the losses) then LearningRateScheduler(times_0_7). With a schedule their
+    settings last until the next step, so the history's lr is the schedule's
+    (as the callbacks set it at epoch end). Then the same with SGD(0.1)."""
+    out = []
+    x = np.linspace(-1, 1, 24, dtype=np.float32).reshape(8, 3)
+    y = np.zeros((8, 2), np.float32)
+    for name, lr in [("schedule", S.ExponentialDecay(0.1, 2, 0.5)), ("constant", 0.1)]:
+        tf.keras.backend.clear_session()
+        m = tf.keras.Sequential([tf.keras.layers.Dense(2, input_shape=(3,))])
+        m.compile(optimizer=tf.keras.optimizers.SGD(lr), loss="mse")
+        cbs = [tf.keras.callbacks.ReduceLROnPlateau(monitor="loss", patience=0, factor=0.5, min_delta=10, verbose=1),
+               tf.keras.callbacks.LearningRateScheduler(FUNCTIONS["times_0_7"], verbose=1)]
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            h = m.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0, callbacks=cbs)
+        out.append(f"case {name}")
+        for v in h.history["lr"]:
+            out.append(f"history_lr {float(v)!r}")
+        out.append(f"final_lr {float(m.optimizer.lr.numpy())!r}")
+        for line in printed.getvalue().splitlines():
+            if line:
+                out.append(f"print {line}")
+        out.append("end")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="tests/data/lr")
@@ -212,7 +245,7 @@ def main():
     tf.get_logger().setLevel(logging.WARNING)
     tf.get_logger().propagate = False
     for name, lines in [("schedules.txt", schedule_cases()), ("reduce_lr.txt", reduce_lr_cases()),
-                        ("lr_scheduler.txt", lr_scheduler_cases())]:
+                        ("lr_scheduler.txt", lr_scheduler_cases()), ("fit.txt", fit_with_schedule_cases())]:
         with open(os.path.join(args.out, name), "w") as f:
             f.write("\n".join(lines) + "\n")
 
