@@ -653,7 +653,8 @@ sy_status sy_model_set_learning_rate(sy_model *m, double learning_rate);
  * name or its snake_case (exponential_decay, piecewise_constant_decay, polynomial_decay,
  * inverse_time_decay, cosine_decay, cosine_decay_restarts), keys Keras's arguments, values numbers,
  * true/false, or lists split by '/' (boundaries=100/200,values=0.1/0.01/0.001).
- * initial_learning_rate, when not given, is the argument (NAN: required). Refused
+ * initial_learning_rate, when not given, is the argument (NAN: required; a float32 value such as
+ * an optimizer's learning_rate is taken as its shortest decimal, 0.001f as 0.001). Refused
  * (SY_ERR_INVALID_ARGUMENT, SY_ERR_UNSUPPORTED for an unknown NAME) as a model file's would be. */
 sy_status sy_lr_schedule_parse(const char *text, double initial_learning_rate, sy_lr_schedule *out);
 

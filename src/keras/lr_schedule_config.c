@@ -280,8 +280,12 @@ sy_status sy_lr_schedule_parse(const char *text, double initial_learning_rate, s
     }
     const schedule_form *f = form_named(name);
     if (!st && f && f->kind != SY_LR_PIECEWISE_CONSTANT_DECAY && !json_object_get(c, "initial_learning_rate") &&
-        isfinite(initial_learning_rate))
+        isfinite(initial_learning_rate)) {
+        /* an optimizer's float32 rate (0.001f) as the Python float Keras would hold (0.001) */
+        if ((double)(float)initial_learning_rate == initial_learning_rate)
+            initial_learning_rate = keras_float_as_decimal((float)initial_learning_rate);
         json_object_set_new(c, "initial_learning_rate", json_real(initial_learning_rate));
+    }
     json_object_set_new(j, "class_name", json_string(name));
     json_object_set(j, "config", c);
     if (!st) {
