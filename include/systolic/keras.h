@@ -645,8 +645,24 @@ void sy_model_stop_training(sy_model *m);
 /* Optimizer steps applied so far (Keras's optimizer.iterations): the global
  * step, across epochs and fit() calls. 0 before the first. */
 int64_t sy_model_iterations(const sy_model *m);
-/* The compiled optimizer's learning rate (0 before compile). */
+/* The compiled optimizer's learning rate (0 before compile): Keras's optimizer.learning_rate,
+ * with a schedule the rate of the last step run (the first step's before any), or what
+ * sy_model_set_learning_rate set since. */
 double sy_model_learning_rate(const sy_model *m);
+/* issue 17, learning-rate schedules and the callbacks that set the rate */
+/* Set the learning rate (Keras's backend.set_value(optimizer.lr, v)), rounded to float32; the
+ * next step uses it. With a schedule Keras lets the value be set but the next step computes
+ * the schedule's again: so here (docs/design/lr-schedules.md). SY_ERR_STATE before compile,
+ * SY_ERR_INVALID_ARGUMENT for a negative or non-finite rate. */
+sy_status sy_model_set_learning_rate(sy_model *m, double learning_rate);
+/* A schedule from its text form, NAME:key=value,... (the CLI's --lr-schedule): NAME Keras's class
+ * name or its snake_case (exponential_decay, piecewise_constant_decay, polynomial_decay,
+ * inverse_time_decay, cosine_decay, cosine_decay_restarts), keys Keras's arguments, values numbers,
+ * true/false, or lists split by '/' (boundaries=100/200,values=0.1/0.01/0.001).
+ * initial_learning_rate, when not given, is the argument (NAN: required; a float32 value such as
+ * an optimizer's learning_rate is taken as its shortest decimal, 0.001f as 0.001). Refused
+ * (SY_ERR_INVALID_ARGUMENT, SY_ERR_UNSUPPORTED for an unknown NAME) as a model file's would be. */
+sy_status sy_lr_schedule_parse(const char *text, double initial_learning_rate, sy_lr_schedule *out);
 
 /* CSVLogger(filename, separator, append), byte for byte as tf.keras 2.15
  * writes it (docs/design/callbacks.md). The file is opened at train begin --
@@ -753,6 +769,48 @@ sy_status sy_callback_model_checkpoint(const sy_model_checkpoint_options *option
  * Free with sy_callback_free. */
 sy_status sy_callback_backup_and_restore(const char *backup_dir, int64_t save_freq, bool delete_checkpoint,
                                          sy_callback *out);
+
+/* issue 17, learning-rate callbacks (lr_callbacks.c; docs/design/lr-schedules.md). Both set the
+ * rate with sy_model_set_learning_rate and, at each epoch's end, add "lr" (the rate, as Python
+ * shows Keras's np.float32) to fit()'s logs, which the callbacks after them and the history see. */
+
+/* ReduceLROnPlateau: Keras's arguments and defaults and Keras 2.15's behaviour step for step.
+ * At each epoch's end the monitored value improves when it beats the best by more than
+ * min_delta (below it in min mode, above in max; auto is max when the name contains "acc",
+ * as Keras's ReduceLROnPlateau reads it); after `patience` epochs without one, outside the
+ * cooldown, the rate becomes max(lr * factor, min_lr) if lr > min_lr, then `cooldown` epochs
+ * do not count. A monitor missing from the logs is a warning (sy_log) listing the names. */
+typedef struct sy_reduce_lr_options {
+    const char *monitor; /* "val_loss" (copied) */
+    double factor;       /* 0.1; must be < 1 (Keras's message) and >= 0 */
+    int32_t patience;    /* 10 */
+    int32_t verbose;     /* 0; 1: "Epoch N: ReduceLROnPlateau reducing learning rate to X." to progress */
+    const char *mode;    /* "auto", "min" or "max"; another is warned about and read as auto, as Keras */
+    double min_delta;    /* 1e-4 */
+    int32_t cooldown;    /* 0 */
+    double min_lr;       /* 0 */
+    FILE *progress;      /* NULL: stderr */
+} sy_reduce_lr_options;
+
+sy_reduce_lr_options sy_reduce_lr_options_default(void);
+/* SY_ERR_INVALID_ARGUMENT for factor >= 1 or < 0, a negative patience, cooldown or verbose, an
+ * empty monitor, a non-finite min_delta or a negative min_lr. Free with sy_callback_free. */
+sy_status sy_callback_reduce_lr_on_plateau(const sy_reduce_lr_options *options, sy_callback *out);
+/* Keras's attributes: wait, cooldown_counter, best (+-inf before a value). */
+typedef struct sy_reduce_lr_state {
+    int32_t wait, cooldown_counter;
+    double best;
+} sy_reduce_lr_state;
+sy_status sy_callback_reduce_lr_state(const sy_callback *cb, sy_reduce_lr_state *out);
+
+/* LearningRateScheduler(schedule, verbose): at each epoch's beginning the rate becomes
+ * schedule(user, epoch, lr) -- epoch 0-based, lr the current rate (a float32 widened) -- which
+ * must be a finite number >= 0 (else fit() stops with SY_ERR_INVALID_ARGUMENT naming it);
+ * verbose 1 prints "Epoch N: LearningRateScheduler setting learning rate to X." to progress
+ * (NULL: stderr). Free with sy_callback_free. */
+typedef double (*sy_lr_schedule_fn)(void *user, int32_t epoch, double learning_rate);
+sy_status sy_callback_learning_rate_scheduler(sy_lr_schedule_fn schedule, void *user, int32_t verbose, FILE *progress,
+                                              sy_callback *out);
 
 /* TensorBoard(log_dir, update_freq): event files under log_dir/train and
  * log_dir/validation with Keras's tags (epoch_loss, epoch_<metric>,

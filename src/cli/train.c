@@ -56,6 +56,11 @@ typedef struct run_opts {
     int64_t save_freq;
     double class_weights[256];
     int32_t n_class_weights;
+    /* issue 17, learning-rate schedules: --lr-schedule, --reduce-lr-on-plateau and its settings */
+    const char *lr_schedule, *reduce_lr_monitor;
+    int64_t reduce_lr_patience;
+    double reduce_lr_factor, reduce_lr_min_lr;
+    bool reduce_lr;
 } run_opts;
 
 enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_EVALSTEPS, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE,
@@ -71,6 +76,7 @@ enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_E
        /* issue 17, fit arguments */
        F_VALIDATION_SPLIT, F_CLASS_WEIGHT, F_CKPT_FILEPATH, F_CKPT_MONITOR, F_CKPT_MODE, F_SAVE_BEST_ONLY,
        F_SAVE_WEIGHTS_ONLY, F_SAVE_FREQ, F_BACKUP_DIR,
+       F_LR_SCHEDULE, F_REDUCE_LR, F_REDUCE_LR_FACTOR, F_REDUCE_LR_MIN_LR, F_REDUCE_LR_MONITOR, /* issue 17, lr schedules */
        F_N };
 
 static void make_flags(flag *f, run_opts *o) {
@@ -177,6 +183,26 @@ static void make_flags(flag *f, run_opts *o) {
                                "computation and activations bfloat16); default: the model's own (float32 for a "
                                "built-in one)",
                                .set = false};
+    /* issue 17, learning-rate schedules */
+    o->reduce_lr_factor = 0.1;
+    f[F_LR_SCHEDULE] = (flag){"--lr-schedule", FLAG_STRING, &o->lr_schedule, "NAME:K=V,...",
+                              "a Keras learning-rate schedule, e.g. exponential_decay:decay_steps=1000,decay_rate=0.96 "
+                              "(also piecewise_constant_decay:boundaries=B1/B2,values=V0/V1/V2, polynomial_decay, "
+                              "inverse_time_decay, cosine_decay, cosine_decay_restarts; Keras's arguments; "
+                              "initial_learning_rate defaults to the optimizer's learning rate)",
+                              .set = false};
+    f[F_REDUCE_LR] = (flag){"--reduce-lr-on-plateau", FLAG_INT, &o->reduce_lr_patience, "PATIENCE",
+                            "multiply the learning rate by --reduce-lr-factor when --reduce-lr-monitor has not improved "
+                            "for PATIENCE epochs (Keras's ReduceLROnPlateau); adds lr to the logs",
+                            .set = false, .min = 0, .max = INT32_MAX};
+    f[F_REDUCE_LR_FACTOR] = (flag){"--reduce-lr-factor", FLAG_FLOAT, &o->reduce_lr_factor, "X",
+                                   "the factor of --reduce-lr-on-plateau, in [0, 1) (default 0.1)", .set = false, .lo = 0,
+                                   .hi = 0.999999999};
+    f[F_REDUCE_LR_MIN_LR] = (flag){"--reduce-lr-min-lr", FLAG_FLOAT, &o->reduce_lr_min_lr, "X",
+                                   "the least learning rate --reduce-lr-on-plateau goes to (default 0)", .set = false,
+                                   .lo = 0, .hi = FLT_MAX};
+    f[F_REDUCE_LR_MONITOR] = (flag){"--reduce-lr-monitor", FLAG_STRING, &o->reduce_lr_monitor, "NAME",
+                                    "what --reduce-lr-on-plateau watches (default val_loss)", .set = false};
     f[F_SPE] = (flag){"--steps-per-execution", FLAG_INT, &o->steps_per_execution, "N",
                       "steps per host round trip; the progress bar updates every N steps (default 1)", .set = false, .min = 1, .max = INT32_MAX};
     /* issue 17, fit arguments (docs/design/fit-arguments.md) */
@@ -259,7 +285,10 @@ static const int train_flags[] = {F_EPOCHS,     F_STEPS,      F_BATCH,      F_OP
                                   F_MIN_DELTA,  F_RESTORE_BEST, F_TERMINATE_ON_NAN, F_LABEL_SMOOTHING, F_DTYPE_POLICY,
                                   /* issue 17, fit arguments */
                                   F_VALIDATION_SPLIT, F_CLASS_WEIGHT, F_CKPT_FILEPATH, F_CKPT_MONITOR, F_CKPT_MODE,
-                                  F_SAVE_BEST_ONLY, F_SAVE_WEIGHTS_ONLY, F_SAVE_FREQ, F_BACKUP_DIR, -1};
+                                  F_SAVE_BEST_ONLY, F_SAVE_WEIGHTS_ONLY, F_SAVE_FREQ, F_BACKUP_DIR,
+                                  /* issue 17, learning-rate schedules */
+                                  F_LR_SCHEDULE, F_REDUCE_LR, F_REDUCE_LR_FACTOR, F_REDUCE_LR_MIN_LR, F_REDUCE_LR_MONITOR, -1};
+
 static const int eval_flags[] = {F_BATCH, F_EVALSTEPS, F_SEED, F_VERBOSE, F_TPU, F_SPE, F_DATASET, F_LOSS, F_METRICS,
                                  F_LOAD_WEIGHTS, F_LABEL_SMOOTHING, F_DTYPE_POLICY, -1};
 static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, F_DATASET, F_LOAD_WEIGHTS,
@@ -425,6 +454,15 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
         fprintf(stderr, "systolic %s: %s\n", c->name, bad);
         return 2;
     }
+    /* issue 17, learning-rate schedules: --lr-schedule's form now (its initial rate is known at compile) */
+    sy_lr_schedule probe;
+    if (o->lr_schedule && sy_lr_schedule_parse(o->lr_schedule, 1.0, &probe)) return flag_refused(c->name, "--lr-schedule");
+    o->reduce_lr = f[F_REDUCE_LR].set;
+    if (!o->reduce_lr && (f[F_REDUCE_LR_FACTOR].set || f[F_REDUCE_LR_MIN_LR].set || f[F_REDUCE_LR_MONITOR].set)) {
+        fprintf(stderr, "systolic %s: --reduce-lr-factor, --reduce-lr-min-lr and --reduce-lr-monitor configure "
+                        "--reduce-lr-on-plateau PATIENCE: give it\n", c->name);
+        return 2;
+    }
     if (o->update_freq && !o->logdir) {
         fprintf(stderr, "systolic %s: --update-freq writes to --logdir: give --logdir DIR\n", c->name);
         return 2;
@@ -482,6 +520,11 @@ static int prepare(const char *command, const builtin_model *b, file_model *fm, 
         if (sy_optimizer_from_name(o->optimizer, &c.optimizer)) return fail(command, NULL);
         c.optimizer.learning_rate = (float)o->learning_rate;
     }
+    /* issue 17, learning-rate schedules: --learning-rate is a constant rate, over a file's schedule too;
+     * --lr-schedule starts from the optimizer's rate unless it names initial_learning_rate */
+    if (o->learning_rate_set) c.optimizer.schedule.kind = SY_LR_SCHEDULE_NONE;
+    if (o->lr_schedule && sy_lr_schedule_parse(o->lr_schedule, c.optimizer.learning_rate, &c.optimizer.schedule))
+        return flag_refused(command, "--lr-schedule");
     c.loss = b->loss;
     /* the .h5 file's own loss, with its from_logits (a --loss NAME takes probabilities, as Keras's compile(loss=NAME)) */
     c.from_logits = fm ? b->loss == fm->saved_loss && fm->saved_from_logits : b->from_logits;
@@ -617,7 +660,16 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     int32_t n_cbs = 0;
     cbs[n_cbs++] = (sy_callback){&count, NULL, NULL, count_steps, count_epoch, NULL, NULL};
     sy_status st = SY_OK;
-    if (o->csv_log) {
+    if (o->reduce_lr) { /* issue 17: first, so that the CSV log and the history have its lr */
+        sy_reduce_lr_options rl = sy_reduce_lr_options_default();
+        rl.patience = (int32_t)o->reduce_lr_patience;
+        rl.factor = o->reduce_lr_factor;
+        rl.min_lr = o->reduce_lr_min_lr;
+        if (o->reduce_lr_monitor) rl.monitor = o->reduce_lr_monitor;
+        rl.verbose = o->verbose ? 1 : 0;
+        if (!(st = sy_callback_reduce_lr_on_plateau(&rl, &cbs[n_cbs]))) n_cbs++;
+    }
+    if (!st && o->csv_log) {
         st = sy_callback_csv_logger(o->csv_log, ',', o->csv_append, &cbs[n_cbs]);
         if (!st) n_cbs++;
     }

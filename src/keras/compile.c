@@ -310,6 +310,7 @@ sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
     memcpy(m->dict_order, dict_order, sizeof dict_order);
     m->loss_weights_given = o->loss_weights != NULL;
     m->optimizer = o->optimizer;
+    m->lr_set_at = 0; /* issue 17, learning-rate schedules */
     m->logits_warned = false;
     snprintf(m->backend, sizeof m->backend, "%s", backend->name);
     m->steps_per_execution = o->steps_per_execution ? o->steps_per_execution : 1;

@@ -169,7 +169,7 @@ void jw_null(jw *w) {
 /* The double closest to the shortest decimal that reads back as the float
  * x: a float field (a dropout rate of 0.1f) written as the Python float
  * Keras's config holds (0.1). */
-static double float_as_decimal(float x) {
+double keras_float_as_decimal(float x) {
     char b[32];
     for (int p = 1; p <= 9; p++) {
         snprintf(b, sizeof b, "%.*g", p, (double)x);
@@ -186,7 +186,7 @@ void jw_real(jw *w, double x, bool single) {
     jw_value(w);
     if (isnan(x)) jw_puts(w, "NaN");
     else if (isinf(x)) jw_puts(w, x > 0 ? "Infinity" : "-Infinity");
-    else jw_puts(w, keras_float_repr(single ? float_as_decimal((float)x) : x, b, sizeof b));
+    else jw_puts(w, keras_float_repr(single ? keras_float_as_decimal((float)x) : x, b, sizeof b));
 }
 
 /* Any parsed value, for messages (jw's limit cuts it short). */

@@ -1155,8 +1155,11 @@ static sy_status run_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
             bar.target = step;
             progbar_update(&bar, step, &logs, true);
         }
-        if ((st = history_append(h, epoch, &logs))) break;
         CALLBACKS(o, on_epoch_end, epoch, &logs);
+        { /* issue 17, lr callbacks: Keras's History runs after the callbacks and keeps the "lr" they add */
+            sy_status hs = history_append(h, epoch, &logs);
+            if (!st) st = hs;
+        }
         if (st) break;
         if (f->train && !o->steps_per_epoch) { /* this epoch's pass is over */
             sy_iterator_free(f->it);

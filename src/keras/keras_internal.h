@@ -373,6 +373,10 @@ struct sy_model {
     /* compile() */
     bool compiled;
     sy_optimizer optimizer;
+    /* issue 17, learning-rate schedules: a rate a callback set while a schedule runs
+     * (Keras's _current_learning_rate), valid while iterations + 1 == lr_set_at */
+    float lr_set;
+    int64_t lr_set_at;
     model_head heads[MODEL_MAX_IO]; /* per output (m->n_outputs); a Sequential model's one */
     loss_form form;                 /* how the losses were given */
     int32_t dict_order[MODEL_MAX_IO]; /* LOSS_DICT: the outputs in the order their keys were given */
@@ -600,6 +604,8 @@ void keras_backup_delete(const char *dir);
 
 /* Set `name` to value (added at the end if new; dropped beyond SY_LOGS_MAX). */
 void logs_set(sy_logs *logs, const char *name, double value);
+/* The names joined by commas into buf (size bytes), as Keras's warnings list them; returns buf. */
+const char *logs_names_joined(const sy_logs *logs, char *buf, size_t size);
 sy_status history_new(sy_history **out);
 sy_status history_append(sy_history *h, int32_t epoch, const sy_logs *logs);
 
