@@ -559,9 +559,10 @@ static void log_with_info(void *ctx, sy_log_level level, const char *message) {
 }
 
 static void print_logs(FILE *out, const sy_logs *l) {
-    for (int32_t i = 0; i < l->n; i++) { /* four decimals; "nan" as Keras writes it, never "-nan" */
-        if (isnan(l->values[i])) fprintf(out, "%s%s: nan", i ? " - " : "", l->names[i]);
-        else fprintf(out, "%s%s: %.4f", i ? " - " : "", l->names[i], l->values[i]);
+    for (int32_t i = 0; i < l->n; i++) { /* as Keras's progress bar: "nan", never "-nan"; %.4e for small values */
+        char v[64];
+        sy_logs_format_value(v, sizeof v, l->values[i]);
+        fprintf(out, "%s%s: %s", i ? " - " : "", l->names[i], v);
     }
     fprintf(out, "\n");
 }

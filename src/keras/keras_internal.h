@@ -518,7 +518,6 @@ void progbar_init(progbar *p, FILE *out, int verbose, int64_t target);
 double progbar_tpu_step(const sy_model *m, const model_plan *p, char *name, size_t size);
 /* A log value as Keras's progress bar shows it: "%.4f", or "%.4e" at
  * magnitudes up to 1e-3; "nan" for every NaN, as Python writes it. */
-void keras_format_value(char *buf, size_t size, double v);
 /* Keras's Progbar.update(current, values, finalize). */
 void progbar_update(progbar *p, int64_t current, const sy_logs *logs, bool finalize);
 

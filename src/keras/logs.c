@@ -4,12 +4,18 @@
 #include "keras_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 double sy_logs_get(const sy_logs *logs, const char *name) {
     for (int32_t i = 0; i < logs->n; i++)
         if (strcmp(logs->names[i], name) == 0) return logs->values[i];
     return NAN;
+}
+
+void sy_logs_format_value(char *buf, size_t size, double v) {
+    if (isnan(v)) snprintf(buf, size, "nan"); /* Python has no "-nan" */
+    else snprintf(buf, size, fabs(v) > 1e-3 ? "%.4f" : "%.4e", v);
 }
 
 void logs_set(sy_logs *logs, const char *name, double value) {

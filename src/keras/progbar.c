@@ -94,15 +94,10 @@ static int append_tpu_step(const progbar *p, char *buf, size_t size, int len) {
     return append(buf, size, len, " (TPU %s: %.3gus/step)", p->tpu_name, t * 1e6);
 }
 
-void keras_format_value(char *buf, size_t size, double v) {
-    if (isnan(v)) snprintf(buf, size, "nan"); /* Python has no "-nan" */
-    else snprintf(buf, size, fabs(v) > 1e-3 ? "%.4f" : "%.4e", v);
-}
-
 static int append_values(char *buf, size_t size, int len, const sy_logs *logs) {
     for (int32_t i = 0; logs && i < logs->n; i++) {
         char value[64];
-        keras_format_value(value, sizeof value, logs->values[i]);
+        sy_logs_format_value(value, sizeof value, logs->values[i]);
         len = append(buf, size, len, " - %s: %s", logs->names[i], value);
     }
     return len;
