@@ -461,7 +461,7 @@ void sy_iterator_free(sy_iterator *it);
 /* An encoded image as tf.io.decode_image(data, channels) (dtype uint8)
  * decodes it: PNG (8 or 16 bits, gray, gray+alpha, RGB, RGBA, palette,
  * interlaced) or JPEG (baseline, progressive), into a new uint8 tensor
- * (height, width, channels). channels 0 keeps the file's own; 1 to 4
+ * (height, width, channels). channels 0 keeps the file's own; 1, 3, 4
  * convert as TensorFlow converts (a JPEG gives 1 or 3). SY_ERR_CORRUPT
  * for data that is no PNG or JPEG, damaged or truncated, or declares more
  * than 2^29 bytes of pixels; SY_ERR_UNSUPPORTED for GIF, BMP, CMYK JPEG,

@@ -6,8 +6,8 @@
  * The format is found from the first bytes, as decode_image finds it: PNG
  * (89 50 4E 47), JPEG (FF D8 FF); GIF and BMP, which decode_image also
  * takes, are refused by name. `channels` 0 keeps the file's own (a
- * palette PNG gives 3, or 4 when it has a transparency chunk); 1, 2
- * (PNG), 3 or 4 (PNG) convert as TensorFlow does:
+ * palette PNG gives 3, or 4 when it has a transparency chunk); 1, 3 or
+ * 4 (PNG) convert as TensorFlow does:
  *
  *  - PNG: the libpng transformations TensorFlow's png_io.cc asks for, in
  *    its order, so the same library computes the same pixels: palette to
@@ -207,9 +207,9 @@ static void jpeg_on_message(j_common_ptr cinfo, int level) {
 }
 
 static sy_status decode_jpeg(const uint8_t *data, size_t n, int want, int64_t max_bytes, sy_tensor **out) {
-    if (want == 2 || want == 4)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "JPEG: channels %d: a JPEG image decodes to 1 or 3 channels "
-                        "(0: the file's own)", want);
+    if (want == 4)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "JPEG: channels 4: a JPEG image decodes to 1 or 3 channels "
+                        "(0: the file's own), as TensorFlow's");
     struct jpeg_decompress_struct cinfo;
     jpeg_err err;
     memset(&err, 0, sizeof err);
@@ -264,9 +264,9 @@ sy_status io_image_decode(const void *data, size_t n, int32_t channels, int64_t 
     if (!out) return sy_error(SY_ERR_INVALID_ARGUMENT, "decode_image: out is NULL");
     *out = NULL;
     if (!data && n) return sy_error(SY_ERR_INVALID_ARGUMENT, "decode_image: data is NULL");
-    if (channels < 0 || channels > 4)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "decode_image: channels %d; expected 0 (the file's own), 1, 2, 3 or 4",
-                        (int)channels);
+    if (channels < 0 || channels > 4 || channels == 2) /* decode_image refuses 2 too */
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "decode_image: channels %d; expected 0 (the file's own), 1, 3 or 4, "
+                        "as tf.io.decode_image", (int)channels);
     const char *format = io_image_format(data, n);
     if (!format) {
         const uint8_t *p = data;
