@@ -239,7 +239,7 @@ def main():
     layouts = make_layouts(d)
     check_layouts(test_features, d, layouts)
     check_cli(systolic, d)
-    print("tfrecord_layouts: %d layouts written by TensorFlow %s read as TensorFlow reads them; trained, evaluated "
+    print("tfrecord_layouts: %d layouts written by TensorFlow %s read as TensorFlow reads them, then trained, evaluated "
           "and predicted" % (len(layouts), tf.__version__))
     return 0
 

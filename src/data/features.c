@@ -343,7 +343,7 @@ static sy_status parse_value(const char *where, const char *b, const char *e, ch
 /* One entry: ROLE=KIND(FEATURE, args...). */
 static sy_status parse_entry(sy_record_spec *s, const char *b, const char *e, int index) {
     char where[64];
-    snprintf(where, sizeof where, "--features, entry %d", index + 1);
+    snprintf(where, sizeof where, "entry %d", index + 1);
     const char *eq = memchr(b, '=', (size_t)(e - b));
     if (!eq)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: '%.*s' is not ROLE=KIND(FEATURE, ...), e.g. "
@@ -412,7 +412,7 @@ static sy_status parse_entry(sy_record_spec *s, const char *b, const char *e, in
 sy_status sy_record_spec_parse(const char *text, sy_record_spec *out) {
     if (!out) return sy_error(SY_ERR_INVALID_ARGUMENT, "record spec: out is NULL");
     memset(out, 0, sizeof *out);
-    if (!text) return sy_error(SY_ERR_INVALID_ARGUMENT, "--features: no spec (NULL)");
+    if (!text) return sy_error(SY_ERR_INVALID_ARGUMENT, "record spec: none (NULL)");
     const char *p = text, *end = text + strlen(text);
     sy_status st = SY_OK;
     for (int i = 0; p < end && !st; i++) {
@@ -421,7 +421,7 @@ sy_status sy_record_spec_parse(const char *text, sy_record_spec *out) {
         if (b < e) st = parse_entry(out, b, e, i);
         p = q + 1;
     }
-    if (!st) st = order_roles(out, "--features");
+    if (!st) st = order_roles(out, "record spec");
     if (st) memset(out, 0, sizeof *out);
     return st;
 }
