@@ -739,8 +739,8 @@ int cmd_train(int argc, char **argv) {
 int cmd_evaluate(int argc, char **argv) {
     static const command_spec c = {"evaluate",
                                    "Evaluate a model (built-in, or MODEL.json or MODEL.h5 with --dataset) on its test split "
-                                   "(model.evaluate): loss and metrics over every test sample. The weights are the "
-                                   "model's initial ones (seeded).",
+                                   "(model.evaluate), or on every record of --data's files: loss and metrics over every "
+                                   "sample. The weights are the model's initial ones (seeded) unless --load-weights.",
                                    eval_flags};
     return run(&c, argc, argv, true, evaluate_body);
 }
@@ -751,9 +751,9 @@ int cmd_predict(int argc, char **argv) {
                                    "its test split (model.predict) and "
                                    "print its predictions: sample, label, predicted class and its probability (for a "
                                    "one-unit sigmoid output, class 1 when the output is above 0.5). With --input "
-                                   "FILE.npy (or FILE.npz:KEY) --output OUT.npy: the model's whole output for "
-                                   "every sample in FILE, written to OUT.npy as float32 (samples, output shape...), "
-                                   "as model.predict returns it.",
+                                   "FILE.npy (or FILE.npz:KEY), or --data tfrecord:GLOB, and --output OUT.npy: the "
+                                   "model's whole output for every sample, written to OUT.npy as float32 (samples, "
+                                   "output shape...), as model.predict returns it, or to OUT.csv.",
                                    predict_flags};
     return run(&c, argc, argv, true, predict_body);
 }
