@@ -22,6 +22,10 @@ if [ -z "$python" ]; then
     echo "no Python with TensorFlow (\$SYSTOLIC_PYTHON, $root/.venv/bin/python, $root/.gl/bin/python; make deps puts it in .venv): skipped"
     exit 77
 fi
+if ! "$test_features" --have-images; then
+    echo "systolic was built without libpng or libjpeg (install libpng-dev and libjpeg62-turbo-dev): skipped"
+    exit 77
+fi
 dir=$(mktemp -d "${TMPDIR:-/tmp}/systolic-layouts-XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 "$python" "$root/tests/tfrecord_layouts.py" "$test_features" "$systolic" "$dir"

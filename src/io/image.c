@@ -64,6 +64,7 @@ const char *io_image_format(const void *data, size_t n) {
     return NULL;
 }
 
+#if defined(SY_HAVE_PNG) || defined(SY_HAVE_JPEG)
 /* SY_ERR_CORRUPT unless height x width x channels fits in max_bytes. */
 static sy_status check_size(const char *format, uint64_t w, uint64_t h, int channels, int64_t max_bytes) {
     if (w == 0 || h == 0)
@@ -78,6 +79,7 @@ static sy_status check_size(const char *format, uint64_t w, uint64_t h, int chan
 static sy_status new_image(int64_t h, int64_t w, int c, sy_tensor **out) {
     return sy_tensor_new(SY_U8, sy_shape_of(3, h, w, (int64_t)c), out);
 }
+#endif
 
 /* ---- PNG ---------------------------------------------------------------------------------------- */
 
@@ -276,17 +278,16 @@ sy_status io_image_decode(const void *data, size_t n, int32_t channels, int64_t 
     }
     if (format[0] == 'G' || format[0] == 'B')
         return sy_error(SY_ERR_UNSUPPORTED, "decode_image: a %s image: only PNG and JPEG are decoded", format);
-    const uint8_t *p = data;
     if (format[0] == 'P') {
 #ifdef SY_HAVE_PNG
-        return decode_png(p, n, channels, max_bytes, out);
+        return decode_png(data, n, channels, max_bytes, out);
 #else
         return sy_error(SY_ERR_UNSUPPORTED, "decode_image: a PNG image, but systolic was built without libpng "
                         "(install libpng-dev and rebuild)");
 #endif
     }
 #ifdef SY_HAVE_JPEG
-    return decode_jpeg(p, n, channels, max_bytes, out);
+    return decode_jpeg(data, n, channels, max_bytes, out);
 #else
     return sy_error(SY_ERR_UNSUPPORTED, "decode_image: a JPEG image, but systolic was built without libjpeg "
                     "(install libjpeg62-turbo-dev and rebuild)");
