@@ -34,6 +34,7 @@
 #include "core/core_internal.h" /* sy_error */
 
 #include <glob.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +126,8 @@ sy_status records_features(const char *text, sy_record_spec *out) {
 static sy_status check_compression(const glob_t *g, const sy_tfrecord_options *to) {
     if (to->compression != SY_COMPRESSION_NONE) return SY_OK;
     for (size_t i = 0; i < g->gl_pathc; i++) {
+        struct stat sb;
+        if (stat(g->gl_pathv[i], &sb) != 0 || !S_ISREG(sb.st_mode)) continue; /* a FIFO would block: the reader refuses it */
         FILE *f = fopen(g->gl_pathv[i], "rb");
         unsigned char h[2] = {0, 0};
         size_t got = f ? fread(h, 1, 2, f) : 0;

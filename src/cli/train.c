@@ -334,9 +334,9 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
     sy_clear_error();
     const char *bad_save = o->save_model ? model_file_check_save(o->save_model) : NULL;
     /* the numbers' ranges are flags_parse's; here what depends on other flags */
-    const char *bad = !o->data && (o->data_compression || o->skip_corrupt || o->features)
-                          ? "--data-compression, --skip-corrupt and --features describe --data's files: give --data "
-                            "tfrecord:GLOB"
+    const char *bad = !o->data && (o->data_compression || o->skip_corrupt)
+                          ? "--data-compression and --skip-corrupt describe --data's files: give --data tfrecord:GLOB"
+                      : !o->data && o->features ? "--features describes --data's files: give --data tfrecord:GLOB"
                       : o->data && o->input ? "--data and --input both give the samples: give one"
                       : !o->model_dir && (f[F_CKPT_STEPS].set || f[F_KEEP_CKPT].set || o->resume)
                           ? "--save-checkpoints-steps, --keep-checkpoints and --resume need --model-dir DIR"
@@ -358,8 +358,9 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
     }
     o->early_stopping = f[F_PATIENCE].set;
     bool samples = o->input || (o->data && c->flags == predict_flags); /* issue 17: predict --data */
-    bad = samples != !!o->output ? "--input FILE (or --data tfrecord:GLOB) and --output FILE go together: predict reads "
-                                   "one, writes the other"
+    bad = o->data && c->flags == predict_flags && !o->output
+              ? "--data tfrecord:GLOB needs --output FILE (.npy or .csv): predict writes the output of every record"
+          : samples != !!o->output ? "--input FILE and --output FILE.npy go together: predict reads one, writes the other"
           : samples && f[F_COUNT].set ? "--count is for the printed table; with --input or --data every sample is predicted"
           : o->input                   ? array_check_input(o->input)
           : NULL;
