@@ -38,6 +38,7 @@ import tensorflow as tf  # noqa: E402
 
 tf.get_logger().setLevel("ERROR")
 O = tf.keras.optimizers
+SC = tf.keras.optimizers.schedules
 CASES = {
     "adam": lambda: O.Adam(0.01, amsgrad=True),
     "adamw": lambda: O.AdamW(0.01, weight_decay=0.1),
@@ -50,6 +51,14 @@ CASES = {
     "adadelta": lambda: O.Adadelta(1.0),
     "adamax": lambda: O.Adamax(0.02, global_clipnorm=0.5),
     "adafactor": lambda: O.Adafactor(0.1),
+    # issue 17, learning-rate schedules: the schedule in training_config byte for byte, and a
+    # resumed run's rate taken from the saved iteration count
+    "sgd_exponential": lambda: O.SGD(SC.ExponentialDecay(0.1, 2, 0.5), momentum=0.5),
+    "adam_cosine_warmup": lambda: O.Adam(SC.CosineDecay(0.0, 4, warmup_target=0.05, warmup_steps=2)),
+    "rmsprop_piecewise": lambda: O.RMSprop(SC.PiecewiseConstantDecay([2, 3], [0.02, 0.01, 0.005])),
+    "adagrad_restarts": lambda: O.Adagrad(SC.CosineDecayRestarts(0.1, 2)),
+    "adamax_polynomial": lambda: O.Adamax(SC.PolynomialDecay(0.02, 3, 0.001, power=0.5)),
+    "lion_inverse_time": lambda: O.Lion(SC.InverseTimeDecay(0.01, 2, 0.5)),
 }
 FAILURES = []
 

@@ -23,6 +23,8 @@ fi
 dir=$(mktemp -d "${TMPDIR:-/tmp}/systolic-optimizer-h5-XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 names="adam adamw nadam adagrad ftrl lion sgd rmsprop adadelta adamax adafactor"
+# issue 17, learning-rate schedules
+names="$names sgd_exponential adam_cosine_warmup rmsprop_piecewise adagrad_restarts adamax_polynomial lion_inverse_time"
 "$python" "$root/tests/keras_optimizer_h5.py" keras-write "$dir" || exit 1
 # shellcheck disable=SC2086
 "$prog" resume "$dir" $names || exit 1

@@ -20,6 +20,8 @@ logs, to 4 decimals), and the batch values from a second run of the same
 seed with one step per epoch, whose epoch lines are each step's loss and
 accuracy: training is deterministic, so step k is the same step in both
 runs, and Keras's batch logs are the running means of the epoch's steps.
+A third run with --lr-schedule checks that epoch_learning_rate is the
+schedule at the optimizer's iterations, as Keras writes it (issue 17).
 Exits 1 naming every difference."""
 import os
 import re
@@ -100,6 +102,18 @@ def main(systolic, directory):
                     bad.append("%s/%s: plugin '%s', expected 'scalars'" % (run, tag, plugin))
                 if abs(v - value) > tol + 1e-6 * abs(value):
                     bad.append("%s/%s at step %d: %.7g, expected %.7g" % (run, tag, step, v, value))
+    # issue 17, learning-rate schedules: with --lr-schedule, epoch_learning_rate is Keras's
+    # _collect_learning_rate, the schedule at the optimizer's iterations (3 and 6 here): 0.002 * 0.5^(it/2)
+    sched_dir = os.path.join(directory, "logs_schedule")
+    epoch_lines(systolic, ["--epochs", "2", "--steps-per-epoch", "3", "--logdir", sched_dir,
+                           "--lr-schedule", "exponential_decay:decay_steps=2,decay_rate=0.5"])
+    _, got = read_run(os.path.join(sched_dir, "train"))
+    have = got.get("epoch_learning_rate", {})
+    for step, it in ((0, 3), (1, 6)):
+        want = 0.002 * 0.5 ** (it / 2)
+        count += 1
+        if step not in have or abs(have[step][0] - want) > 1e-6 * want:
+            bad.append("schedule: epoch_learning_rate at step %d: %s, expected %.7g" % (step, have.get(step), want))
     for b in bad:
         print(b)
     print("TensorBoard %s read %d scalars in %s: %s" % (version.VERSION, count, logdir,

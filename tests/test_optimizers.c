@@ -8,8 +8,10 @@
  * under each case: AdamW, Adadelta, Adagrad, Adamax, Adafactor (relative and
  * absolute step), Nadam, Ftrl and Lion with non-default hyperparameters, and
  * clipnorm, clipvalue, global_clipnorm and weight_decay on several
- * optimizers. Here the same model is a graph, compiled with the same
- * optimizer, run five steps on the ref and the cpu backends and, through the
+ * optimizers, and each learning-rate schedule on one (issue 17, point 4; with
+ * a schedule also the five steps as one execution of two replicas, so the rate
+ * must follow each step inside it). Here the same model is a graph, compiled
+ * with the same optimizer, run five steps on the ref and the cpu backends and, through the
  * replicas' all-reduce, as two replicas of half the batch each (the mean of
  * their gradients is the whole batch's): after every step each weight must
  * be Keras's to within the tolerance below.
@@ -197,6 +199,22 @@ static void run_replicas(const sy_npz *z, const opt_case *c, sy_strategy *s, con
         }
         fprintf(stderr, "  %-34s 2 replicas max error %.2e\n", c->name, worst);
         worst_error = fmax(worst_error, worst);
+        /* issue 17, learning-rate schedules: all five steps in one execution (steps_per_execution 5),
+         * from the same start: the rate must follow each step inside it */
+        if (c->opt.schedule.kind != SY_LR_SCHEDULE_NONE) {
+            sy_vars *v5 = NULL;
+            replica_set *r5 = NULL;
+            CHECK_OK(sy_vars_new(&v5));
+            o.vars = v5;
+            CHECK_OK(replicas_compile(s, m.g, &o, &r5));
+            if (r5) set_weights(z, v5);
+            if (r5) CHECK_OK(replicas_train(r5, STEPS, feed_shard, read_nothing, &ctx));
+            double w5 = 0;
+            if (r5) compare(z, v5, c->name, "2 replicas, 5 steps per execution", STEPS, &w5);
+            replicas_free(r5);
+            sy_vars_free(v5);
+            fprintf(stderr, "  %-34s 2 replicas, 5 steps per execution: max error %.2e\n", c->name, w5);
+        }
     }
     replicas_free(r);
     sy_vars_free(v);
@@ -261,6 +279,27 @@ static int cases(opt_case *out) {
     o = sy_optimizer_keras(SY_OPTIMIZER_ADAGRAD);
     o.learning_rate = 0.1f, o.clipvalue = 0.02;
     out[n++] = (opt_case){"adagrad_clipvalue", o};
+    /* issue 17, learning-rate schedules */
+    o = sy_optimizer_sgd(0.01f, 0.5, false);
+    o.schedule = sy_lr_exponential_decay(0.1, 2, 0.5, false);
+    out[n++] = (opt_case){"sgd_exponential_decay", o};
+    o = sy_optimizer_adam(0.001f);
+    o.schedule = sy_lr_piecewise_constant_decay(2, (const double[]){1, 3}, (const double[]){0.05, 0.02, 0.01});
+    out[n++] = (opt_case){"adam_piecewise", o};
+    o = sy_optimizer_keras(SY_OPTIMIZER_ADAMW);
+    o.weight_decay = 0.1;
+    o.schedule = sy_lr_cosine_decay(0.0, 3, 0.0);
+    o.schedule.has_warmup_target = true, o.schedule.warmup_target = 0.05, o.schedule.warmup_steps = 2;
+    out[n++] = (opt_case){"adamw_cosine_warmup", o};
+    o = sy_optimizer_rmsprop(0.001f);
+    o.schedule = sy_lr_cosine_decay_restarts(0.02, 2, 2.0, 0.5, 0.1);
+    out[n++] = (opt_case){"rmsprop_cosine_restarts", o};
+    o = sy_optimizer_keras(SY_OPTIMIZER_ADAGRAD);
+    o.schedule = sy_lr_polynomial_decay(0.2, 2, 0.01, 2.0, true);
+    out[n++] = (opt_case){"adagrad_polynomial_cycle", o};
+    o = sy_optimizer_keras(SY_OPTIMIZER_LION);
+    o.schedule = sy_lr_inverse_time_decay(0.01, 1, 0.5, true);
+    out[n++] = (opt_case){"lion_inverse_time", o};
     return n;
 }
 

@@ -50,6 +50,67 @@ typedef enum sy_optimizer_kind {
     SY_OPTIMIZER_KIND_COUNT
 } sy_optimizer_kind;
 
+/* issue 17, learning-rate schedules: tf.keras 2.15's
+ * keras.optimizers.schedules, evaluated at the optimizer's step count
+ * (iterations before the step) in float32 as Keras computes them, the same
+ * on every replica and for every step of a multi-step execution
+ * (docs/design/lr-schedules.md). NONE: the optimizer's learning_rate. */
+typedef enum sy_lr_schedule_kind {
+    SY_LR_SCHEDULE_NONE,
+    SY_LR_EXPONENTIAL_DECAY,       /* initial * decay_rate ^ (step / decay_steps), floored with staircase */
+    SY_LR_PIECEWISE_CONSTANT_DECAY, /* values[i] for boundaries[i-1] < step <= boundaries[i] */
+    SY_LR_POLYNOMIAL_DECAY,        /* (initial - end) * (1 - step / decay_steps) ^ power + end */
+    SY_LR_INVERSE_TIME_DECAY,      /* initial / (1 + decay_rate * step / decay_steps) */
+    SY_LR_COSINE_DECAY,            /* optional linear warmup, then cosine from warmup_target (or initial) to alpha */
+    SY_LR_COSINE_DECAY_RESTARTS,   /* SGDR: periods of decay_steps * t_mul^i, peaks initial * m_mul^i */
+    SY_LR_SCHEDULE_KIND_COUNT
+} sy_lr_schedule_kind;
+
+#define SY_LR_SCHEDULE_MAX_BOUNDARIES 32
+
+/* Keras's arguments by their names; a field a schedule does not have is
+ * ignored. Steps are doubles because Keras casts them to float32 with the
+ * step; a whole number is written back to a model file as an integer. */
+typedef struct sy_lr_schedule {
+    sy_lr_schedule_kind kind;
+    double initial_learning_rate;
+    double decay_steps;       /* CosineDecayRestarts: first_decay_steps */
+    double decay_rate;        /* Exponential, InverseTime */
+    bool staircase;           /* Exponential, InverseTime */
+    double end_learning_rate; /* Polynomial (0.0001) */
+    double power;             /* Polynomial (1.0) */
+    bool cycle;               /* Polynomial */
+    double alpha;             /* Cosine, CosineDecayRestarts (0.0) */
+    bool has_warmup_target;   /* Cosine: warmup_target given (Keras's None otherwise) */
+    double warmup_target, warmup_steps; /* Cosine (warmup_steps 0) */
+    double t_mul, m_mul;      /* CosineDecayRestarts (2.0, 1.0) */
+    int32_t n_boundaries;     /* PiecewiseConstant: boundaries[n], values[n + 1] */
+    double boundaries[SY_LR_SCHEDULE_MAX_BOUNDARIES];
+    double values[SY_LR_SCHEDULE_MAX_BOUNDARIES + 1];
+} sy_lr_schedule;
+
+/* Each with Keras's defaults for the arguments not passed. */
+sy_lr_schedule sy_lr_exponential_decay(double initial_learning_rate, double decay_steps, double decay_rate,
+                                       bool staircase);
+sy_lr_schedule sy_lr_piecewise_constant_decay(int32_t n_boundaries, const double *boundaries, const double *values);
+sy_lr_schedule sy_lr_polynomial_decay(double initial_learning_rate, double decay_steps, double end_learning_rate,
+                                      double power, bool cycle);
+sy_lr_schedule sy_lr_inverse_time_decay(double initial_learning_rate, double decay_steps, double decay_rate,
+                                        bool staircase);
+sy_lr_schedule sy_lr_cosine_decay(double initial_learning_rate, double decay_steps, double alpha);
+sy_lr_schedule sy_lr_cosine_decay_restarts(double initial_learning_rate, double first_decay_steps, double t_mul,
+                                           double m_mul, double alpha);
+/* Keras's class name ("ExponentialDecay"), or NULL for NONE and unknown kinds. */
+const char *sy_lr_schedule_class_name(sy_lr_schedule_kind kind);
+/* SY_ERR_INVALID_ARGUMENT naming the schedule, the argument and its value:
+ * PiecewiseConstantDecay with boundaries not one fewer than values (Keras's
+ * message) or not strictly increasing; decay steps <= 0 (a division by zero
+ * Keras would turn into NaN); warmup_steps < 0; t_mul <= 0; any value not
+ * finite. NONE is fine. */
+sy_status sy_lr_schedule_check(const sy_lr_schedule *schedule);
+/* The learning rate at optimizer step `step` (0 for the first step). */
+float sy_lr_schedule_value(const sy_lr_schedule *schedule, int64_t step);
+
 /* The hyperparameters are doubles because Keras computes 1 - beta_1 and
  * 1 - rho from the Python floats (0.9, not 0.9f) before rounding to
  * float32; the update kernels see exactly Keras's float32 constants.
@@ -75,6 +136,9 @@ typedef struct sy_optimizer {
     bool relative_step;                                        /* Adafactor */
     double learning_rate_power, l1_regularization_strength, l2_regularization_strength; /* Ftrl */
     double l2_shrinkage_regularization_strength, beta;                                  /* Ftrl */
+    /* issue 17, learning-rate schedules: kind NONE (the default) uses learning_rate; otherwise
+     * learning_rate is ignored and each step's rate is schedule(iterations). */
+    sy_lr_schedule schedule;
 } sy_optimizer;
 
 /* Keras defaults: SGD(lr 0.01, momentum 0, nesterov False); Adam(lr 0.001,
@@ -181,6 +245,7 @@ const void *sy_plan_output(const sy_plan *plan, sy_node node);
 const void *sy_plan_gradient(const sy_plan *plan, sy_node param);
 
 sy_vars *sy_plan_vars(sy_plan *plan);
+/* With a schedule (sy_optimizer.schedule) the next run sets the rate again. */
 void sy_plan_set_learning_rate(sy_plan *plan, float learning_rate);
 float sy_plan_learning_rate(const sy_plan *plan);
 

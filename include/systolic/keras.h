@@ -572,6 +572,12 @@ typedef struct sy_compile_options {
     const double *loss_weights;
     int32_t n_loss_weights;
     const sy_loss_args *loss_args; /* issue 17: the loss's arguments (NULL: Keras's defaults, the plain name) */
+    /* issue 17, fit arguments: Keras's weighted_metrics, for every output: weighted by fit's and evaluate's
+     * sample weights (class_weight's too), where `metrics` are not (Keras 2.15). Logged after every output's
+     * metrics, named as Keras names them: "weighted_<name>" when a metric already has the name. Not written to
+     * a saved model's training_config (its weighted_metrics stays null). */
+    const char *const *weighted_metrics;
+    int32_t n_weighted_metrics;
 } sy_compile_options;
 
 sy_compile_options sy_compile_options_default(void);
@@ -639,8 +645,24 @@ void sy_model_stop_training(sy_model *m);
 /* Optimizer steps applied so far (Keras's optimizer.iterations): the global
  * step, across epochs and fit() calls. 0 before the first. */
 int64_t sy_model_iterations(const sy_model *m);
-/* The compiled optimizer's learning rate (0 before compile). */
+/* The compiled optimizer's learning rate (0 before compile): Keras's optimizer.learning_rate,
+ * with a schedule the rate of the last step run (the first step's before any), or what
+ * sy_model_set_learning_rate set since. */
 double sy_model_learning_rate(const sy_model *m);
+/* issue 17, learning-rate schedules and the callbacks that set the rate */
+/* Set the learning rate (Keras's backend.set_value(optimizer.lr, v)), rounded to float32; the
+ * next step uses it. With a schedule Keras lets the value be set but the next step computes
+ * the schedule's again: so here (docs/design/lr-schedules.md). SY_ERR_STATE before compile,
+ * SY_ERR_INVALID_ARGUMENT for a negative or non-finite rate. */
+sy_status sy_model_set_learning_rate(sy_model *m, double learning_rate);
+/* A schedule from its text form, NAME:key=value,... (the CLI's --lr-schedule): NAME Keras's class
+ * name or its snake_case (exponential_decay, piecewise_constant_decay, polynomial_decay,
+ * inverse_time_decay, cosine_decay, cosine_decay_restarts), keys Keras's arguments, values numbers,
+ * true/false, or lists split by '/' (boundaries=100/200,values=0.1/0.01/0.001).
+ * initial_learning_rate, when not given, is the argument (NAN: required; a float32 value such as
+ * an optimizer's learning_rate is taken as its shortest decimal, 0.001f as 0.001). Refused
+ * (SY_ERR_INVALID_ARGUMENT, SY_ERR_UNSUPPORTED for an unknown NAME) as a model file's would be. */
+sy_status sy_lr_schedule_parse(const char *text, double initial_learning_rate, sy_lr_schedule *out);
 
 /* CSVLogger(filename, separator, append), byte for byte as tf.keras 2.15
  * writes it (docs/design/callbacks.md). The file is opened at train begin --
@@ -707,6 +729,88 @@ sy_status sy_callback_early_stopping_state(const sy_callback *cb, sy_early_stopp
  * the loss first stops being a finite number. Nothing to free (free is
  * NULL); sy_callback_free is harmless. */
 sy_status sy_callback_terminate_on_nan(FILE *progress, sy_callback *out);
+
+/* issue 17, fit arguments: ModelCheckpoint(filepath, monitor, verbose,
+ * save_best_only, save_weights_only, mode, save_freq,
+ * initial_value_threshold), Keras 2.15's decisions, file names and
+ * messages (docs/design/fit-arguments.md). filepath is formatted as
+ * Python's str.format(epoch=epoch + 1, batch=batch + 1, **logs):
+ * "w-{epoch:02d}-{val_loss:.2f}.h5"; a name the logs lack fails fit with
+ * Keras's words ("Failed to format this callback filepath: ... Reason:
+ * 'val_acc'"). Each save writes an HDF5 file (sy_model_save, or
+ * sy_model_save_weights with save_weights_only) atomically, making its
+ * directory when missing. */
+typedef struct sy_model_checkpoint_options {
+    const char *filepath;          /* required (copied) */
+    const char *monitor;           /* "val_loss" (copied) */
+    int32_t verbose;               /* 0; 1: "Epoch 1: val_loss improved from inf to 0.12345, saving model to ..." */
+    bool save_best_only;           /* false: every save_freq; true: only when monitor improves */
+    bool save_weights_only;        /* false: the whole model */
+    const char *mode;              /* "auto" (max when monitor contains "acc", as Keras), "min", "max" */
+    int64_t save_freq;             /* 0: Keras's 'epoch'; N: every N batches */
+    bool has_initial_value_threshold;
+    double initial_value_threshold; /* the best to beat at first (else +-inf) */
+    FILE *progress;                /* verbose messages: NULL is stderr */
+} sy_model_checkpoint_options;
+
+sy_model_checkpoint_options sy_model_checkpoint_options_default(void);
+/* SY_ERR_INVALID_ARGUMENT for an empty filepath or monitor, a filepath whose fields cannot be formatted
+ * (a bad spec, '{' unclosed), a negative save_freq. Free with sy_callback_free. */
+sy_status sy_callback_model_checkpoint(const sy_model_checkpoint_options *options, sy_callback *out);
+
+/* BackupAndRestore(backup_dir, save_freq, delete_checkpoint): fit() backs
+ * the run up in backup_dir -- a model_dir checkpoint (weights, optimizer
+ * slots, position), the newest only -- at each epoch's end (save_freq 0,
+ * Keras's 'epoch') or every save_freq steps, and a fit() started again
+ * with the callback after an interruption resumes from it: the same epoch
+ * numbering and, with the same seed, the same final weights bit for bit as
+ * a run never interrupted. When training ends (not when it fails) the
+ * backup is deleted unless delete_checkpoint is false. Not with model_dir.
+ * Free with sy_callback_free. */
+sy_status sy_callback_backup_and_restore(const char *backup_dir, int64_t save_freq, bool delete_checkpoint,
+                                         sy_callback *out);
+
+/* issue 17, learning-rate callbacks (lr_callbacks.c; docs/design/lr-schedules.md). Both set the
+ * rate with sy_model_set_learning_rate and, at each epoch's end, add "lr" (the rate, as Python
+ * shows Keras's np.float32) to fit()'s logs, which the callbacks after them and the history see. */
+
+/* ReduceLROnPlateau: Keras's arguments and defaults and Keras 2.15's behaviour step for step.
+ * At each epoch's end the monitored value improves when it beats the best by more than
+ * min_delta (below it in min mode, above in max; auto is max when the name contains "acc",
+ * as Keras's ReduceLROnPlateau reads it); after `patience` epochs without one, outside the
+ * cooldown, the rate becomes max(lr * factor, min_lr) if lr > min_lr, then `cooldown` epochs
+ * do not count. A monitor missing from the logs is a warning (sy_log) listing the names. */
+typedef struct sy_reduce_lr_options {
+    const char *monitor; /* "val_loss" (copied) */
+    double factor;       /* 0.1; must be < 1 (Keras's message) and >= 0 */
+    int32_t patience;    /* 10 */
+    int32_t verbose;     /* 0; 1: "Epoch N: ReduceLROnPlateau reducing learning rate to X." to progress */
+    const char *mode;    /* "auto", "min" or "max"; another is warned about and read as auto, as Keras */
+    double min_delta;    /* 1e-4 */
+    int32_t cooldown;    /* 0 */
+    double min_lr;       /* 0 */
+    FILE *progress;      /* NULL: stderr */
+} sy_reduce_lr_options;
+
+sy_reduce_lr_options sy_reduce_lr_options_default(void);
+/* SY_ERR_INVALID_ARGUMENT for factor >= 1 or < 0, a negative patience, cooldown or verbose, an
+ * empty monitor, a non-finite min_delta or a negative min_lr. Free with sy_callback_free. */
+sy_status sy_callback_reduce_lr_on_plateau(const sy_reduce_lr_options *options, sy_callback *out);
+/* Keras's attributes: wait, cooldown_counter, best (+-inf before a value). */
+typedef struct sy_reduce_lr_state {
+    int32_t wait, cooldown_counter;
+    double best;
+} sy_reduce_lr_state;
+sy_status sy_callback_reduce_lr_state(const sy_callback *cb, sy_reduce_lr_state *out);
+
+/* LearningRateScheduler(schedule, verbose): at each epoch's beginning the rate becomes
+ * schedule(user, epoch, lr) -- epoch 0-based, lr the current rate (a float32 widened) -- which
+ * must be a finite number >= 0 (else fit() stops with SY_ERR_INVALID_ARGUMENT naming it);
+ * verbose 1 prints "Epoch N: LearningRateScheduler setting learning rate to X." to progress
+ * (NULL: stderr). Free with sy_callback_free. */
+typedef double (*sy_lr_schedule_fn)(void *user, int32_t epoch, double learning_rate);
+sy_status sy_callback_learning_rate_scheduler(sy_lr_schedule_fn schedule, void *user, int32_t verbose, FILE *progress,
+                                              sy_callback *out);
 
 /* TensorBoard(log_dir, update_freq): event files under log_dir/train and
  * log_dir/validation with Keras's tags (epoch_loss, epoch_<metric>,
@@ -795,6 +899,23 @@ typedef struct sy_fit_options {
     int32_t n_x_val;
     const sy_tensor *const *y_val_list;
     int32_t n_y_val;
+    /* issue 17, fit arguments (docs/design/fit-arguments.md). sample_weight: each
+     * sample's weight, (samples,) or (samples, 1), any numeric dtype; the loss
+     * becomes Keras's sum(w * loss) / batch_size and weighted_metrics are
+     * weighted, `metrics` not (Keras 2.15). A dataset gives them as its
+     * elements' component after the labels: (x, y, sample_weight).
+     * class_weight: Keras's {class: weight} dict as an array for the classes
+     * 0 .. n_class_weight - 1 (every class from 0 must be there, as Keras
+     * asks); each sample weighs class_weight[its class] (the label, rounded,
+     * or the argmax of a one-hot label); one output only, never with
+     * sample_weight. validation_split: the last fraction of the arrays (x, y
+     * and sample_weight, cut before any shuffling) held out as validation
+     * data, as Keras's; ignored when x_val is given, refused for a dataset. */
+    const sy_tensor *sample_weight;
+    const double *class_weight;
+    int32_t n_class_weight;
+    double validation_split;
+    const sy_tensor *val_sample_weight; /* validation_data's third element (x_val, y_val, weights); NULL: none */
 } sy_fit_options;
 
 sy_fit_options sy_fit_options_default(void);
@@ -814,6 +935,8 @@ typedef struct sy_evaluate_options {
     int64_t steps;      /* batches to evaluate, from the first: 0 (Keras's None) all of them */
     int32_t verbose;    /* 0, 1 (progress bar) or 2: 1 */
     FILE *progress;     /* NULL: stderr */
+    /* issue 17, fit arguments: each sample's weight (samples,) as fit's sample_weight; NULL: 1 each */
+    const sy_tensor *sample_weight;
 } sy_evaluate_options;
 
 sy_evaluate_options sy_evaluate_options_default(void);

@@ -10,6 +10,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdlib.h> /* issue 17, fit arguments: strtol, strtod */
 #include <string.h>
 #include <time.h>
 
@@ -48,6 +49,18 @@ typedef struct run_opts {
     /* predict on a user's array: --input FILE.npy|FILE.npz:KEY, --output FILE.npy */
     const char *input, *output;
     const char *dtype_policy; /* issue 16, mixed_bfloat16: --dtype-policy */
+    /* issue 17, fit arguments: --validation-split, --class-weight, ModelCheckpoint's flags, --backup-dir */
+    double validation_split;
+    const char *class_weight, *checkpoint_filepath, *checkpoint_monitor, *checkpoint_mode, *backup_dir;
+    bool save_best_only, save_weights_only;
+    int64_t save_freq;
+    double class_weights[256];
+    int32_t n_class_weights;
+    /* issue 17, learning-rate schedules: --lr-schedule, --reduce-lr-on-plateau and its settings */
+    const char *lr_schedule, *reduce_lr_monitor;
+    int64_t reduce_lr_patience;
+    double reduce_lr_factor, reduce_lr_min_lr;
+    bool reduce_lr;
     /* issue 17, TFRecord layouts: --features, parsed */
     const char *features;
     sy_record_spec spec;
@@ -63,6 +76,10 @@ enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_E
        F_TERMINATE_ON_NAN, F_INPUT, F_OUTPUT,
        F_LABEL_SMOOTHING, /* issue 17, losses and metrics */
        F_DTYPE_POLICY, /* issue 16, mixed_bfloat16 */
+       /* issue 17, fit arguments */
+       F_VALIDATION_SPLIT, F_CLASS_WEIGHT, F_CKPT_FILEPATH, F_CKPT_MONITOR, F_CKPT_MODE, F_SAVE_BEST_ONLY,
+       F_SAVE_WEIGHTS_ONLY, F_SAVE_FREQ, F_BACKUP_DIR,
+       F_LR_SCHEDULE, F_REDUCE_LR, F_REDUCE_LR_FACTOR, F_REDUCE_LR_MIN_LR, F_REDUCE_LR_MONITOR, /* issue 17, lr schedules */
        F_FEATURES, /* issue 17, TFRecord layouts */
        F_N };
 
@@ -172,6 +189,26 @@ static void make_flags(flag *f, run_opts *o) {
                                "computation and activations bfloat16); default: the model's own (float32 for a "
                                "built-in one)",
                                .set = false};
+    /* issue 17, learning-rate schedules */
+    o->reduce_lr_factor = 0.1;
+    f[F_LR_SCHEDULE] = (flag){"--lr-schedule", FLAG_STRING, &o->lr_schedule, "NAME:K=V,...",
+                              "a Keras learning-rate schedule, e.g. exponential_decay:decay_steps=1000,decay_rate=0.96 "
+                              "(also piecewise_constant_decay:boundaries=B1/B2,values=V0/V1/V2, polynomial_decay, "
+                              "inverse_time_decay, cosine_decay, cosine_decay_restarts; Keras's arguments; "
+                              "initial_learning_rate defaults to the optimizer's learning rate)",
+                              .set = false};
+    f[F_REDUCE_LR] = (flag){"--reduce-lr-on-plateau", FLAG_INT, &o->reduce_lr_patience, "PATIENCE",
+                            "multiply the learning rate by --reduce-lr-factor when --reduce-lr-monitor has not improved "
+                            "for PATIENCE epochs (Keras's ReduceLROnPlateau); adds lr to the logs",
+                            .set = false, .min = 0, .max = INT32_MAX};
+    f[F_REDUCE_LR_FACTOR] = (flag){"--reduce-lr-factor", FLAG_FLOAT, &o->reduce_lr_factor, "X",
+                                   "the factor of --reduce-lr-on-plateau, in [0, 1) (default 0.1)", .set = false, .lo = 0,
+                                   .hi = 0.999999999};
+    f[F_REDUCE_LR_MIN_LR] = (flag){"--reduce-lr-min-lr", FLAG_FLOAT, &o->reduce_lr_min_lr, "X",
+                                   "the least learning rate --reduce-lr-on-plateau goes to (default 0)", .set = false,
+                                   .lo = 0, .hi = FLT_MAX};
+    f[F_REDUCE_LR_MONITOR] = (flag){"--reduce-lr-monitor", FLAG_STRING, &o->reduce_lr_monitor, "NAME",
+                                    "what --reduce-lr-on-plateau watches (default val_loss)", .set = false};
     /* issue 17, TFRecord layouts */
     f[F_FEATURES] = (flag){"--features", FLAG_STRING, &o->features, "SPEC",
                            "what --data's Examples hold: x (the input) and y (the label), each a feature as tf.io "
@@ -182,6 +219,71 @@ static void make_flags(flag *f, run_opts *o) {
                            .set = false};
     f[F_SPE] = (flag){"--steps-per-execution", FLAG_INT, &o->steps_per_execution, "N",
                       "steps per host round trip; the progress bar updates every N steps (default 1)", .set = false, .min = 1, .max = INT32_MAX};
+    /* issue 17, fit arguments (docs/design/fit-arguments.md) */
+    f[F_VALIDATION_SPLIT] = (flag){"--validation-split", FLAG_FLOAT, &o->validation_split, "X",
+                                   "validate on the last fraction X of the training arrays (cut before shuffling, as "
+                                   "Keras's validation_split) instead of the test split",
+                                   .set = false, .lo = 0, .hi = 1};
+    f[F_CLASS_WEIGHT] = (flag){"--class-weight", FLAG_STRING, &o->class_weight, "C:W,...",
+                               "weigh each sample's loss by its class's weight, Keras's class_weight, e.g. 0:1,1:3 "
+                               "(every class from 0)", .set = false};
+    f[F_CKPT_FILEPATH] = (flag){"--checkpoint-filepath", FLAG_STRING, &o->checkpoint_filepath, "PATTERN",
+                                "save the model (HDF5) as Keras's ModelCheckpoint, to PATTERN formatted with the epoch "
+                                "and the logs, e.g. 'w-{epoch:02d}-{val_loss:.2f}.h5'", .set = false};
+    f[F_CKPT_MONITOR] = (flag){"--checkpoint-monitor", FLAG_STRING, &o->checkpoint_monitor, "NAME",
+                               "what --save-best-only compares (default val_loss)", .set = false};
+    f[F_CKPT_MODE] = (flag){"--checkpoint-mode", FLAG_STRING, &o->checkpoint_mode, "MODE",
+                            "auto (max for names holding 'acc'), min or max: which way --checkpoint-monitor improves",
+                            .set = false};
+    f[F_SAVE_BEST_ONLY] = (flag){"--save-best-only", FLAG_BOOL, &o->save_best_only, "",
+                                 "save only when --checkpoint-monitor improves", .set = false};
+    f[F_SAVE_WEIGHTS_ONLY] = (flag){"--save-weights-only", FLAG_BOOL, &o->save_weights_only, "",
+                                    "save the weights (model.save_weights) instead of the whole model", .set = false};
+    f[F_SAVE_FREQ] = (flag){"--save-freq", FLAG_INT, &o->save_freq, "N",
+                            "save every N batches instead of at each epoch's end", .set = false, .min = 1, .max = INT64_MAX};
+    f[F_BACKUP_DIR] = (flag){"--backup-dir", FLAG_STRING, &o->backup_dir, "DIR",
+                             "back the run up to DIR at each epoch's end and resume from it when run again (Keras's "
+                             "BackupAndRestore); DIR is deleted when training ends", .set = false};
+}
+
+/* issue 17, fit arguments: --class-weight C:W,... into o->class_weights, every class from 0 once (Keras asks for
+ * keys from 0 to one less than the number of classes); NULL or what is wrong. */
+static const char *parse_class_weight(run_opts *o) {
+    static char why[256];
+    bool seen[256] = {false};
+    int32_t n = 0;
+    for (const char *s = o->class_weight; *s;) {
+        char *end;
+        long c = strtol(s, &end, 10);
+        if (end == s || *end != ':' || c < 0 || c >= 256) {
+            snprintf(why, sizeof why, "--class-weight: '%s' is not CLASS:WEIGHT,... with classes 0 to 255 (e.g. 0:1,1:3)",
+                     o->class_weight);
+            return why;
+        }
+        s = end + 1;
+        double w = strtod(s, &end);
+        if (end == s || (*end && *end != ',') || !isfinite(w)) {
+            snprintf(why, sizeof why, "--class-weight: class %ld's weight in '%s' is not a finite number", c, o->class_weight);
+            return why;
+        }
+        if (seen[c]) {
+            snprintf(why, sizeof why, "--class-weight: class %ld is given twice in '%s'", c, o->class_weight);
+            return why;
+        }
+        seen[c] = true;
+        o->class_weights[c] = w;
+        n = (int32_t)c + 1 > n ? (int32_t)c + 1 : n;
+        s = *end ? end + 1 : end;
+    }
+    for (int32_t c = 0; c < n; c++)
+        if (!seen[c]) {
+            snprintf(why, sizeof why, "--class-weight: Expected `class_weight` to be a dict with keys from 0 to one less "
+                     "than the number of classes, found {%s}: class %d is missing", o->class_weight, c);
+            return why;
+        }
+    if (!n) return "--class-weight: no CLASS:WEIGHT given (e.g. 0:1,1:3)";
+    o->n_class_weights = n;
+    return NULL;
 }
 
 typedef struct command_spec {
@@ -195,7 +297,14 @@ static const int train_flags[] = {F_EPOCHS,     F_STEPS,      F_BATCH,      F_OP
                                   F_LOAD_WEIGHTS, F_SAVE_MODEL, F_MODEL_DIR, F_CKPT_STEPS,  F_KEEP_CKPT,    F_RESUME,
                                   F_LOGDIR,     F_UPDATE_FREQ, F_CSV_LOG,   F_CSV_APPEND,  F_PATIENCE,     F_MONITOR,
                                   F_MIN_DELTA,  F_RESTORE_BEST, F_TERMINATE_ON_NAN, F_LABEL_SMOOTHING, F_DTYPE_POLICY,
+                                  /* issue 17, fit arguments */
+                                  F_VALIDATION_SPLIT, F_CLASS_WEIGHT, F_CKPT_FILEPATH, F_CKPT_MONITOR, F_CKPT_MODE,
+                                  F_SAVE_BEST_ONLY, F_SAVE_WEIGHTS_ONLY, F_SAVE_FREQ, F_BACKUP_DIR,
+                                  /* issue 17, learning-rate schedules */
+                                  F_LR_SCHEDULE, F_REDUCE_LR, F_REDUCE_LR_FACTOR, F_REDUCE_LR_MIN_LR, F_REDUCE_LR_MONITOR,
+                                  /* issue 17, TFRecord layouts */
                                   F_FEATURES, -1};
+
 static const int eval_flags[] = {F_BATCH, F_EVALSTEPS, F_SEED, F_VERBOSE, F_TPU, F_SPE, F_DATASET, F_LOSS, F_METRICS,
                                  F_LOAD_WEIGHTS, F_LABEL_SMOOTHING, F_DTYPE_POLICY,
                                  F_DATA, F_DATA_COMPRESSION, F_SKIP_CORRUPT, F_FEATURES, -1}; /* issue 17: --data */
@@ -369,8 +478,37 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
         fprintf(stderr, "systolic %s: %s\n", c->name, bad);
         return 2;
     }
+    /* issue 17, learning-rate schedules: --lr-schedule's form now (its initial rate is known at compile) */
+    sy_lr_schedule probe;
+    if (o->lr_schedule && sy_lr_schedule_parse(o->lr_schedule, 1.0, &probe)) return flag_refused(c->name, "--lr-schedule");
+    o->reduce_lr = f[F_REDUCE_LR].set;
+    if (!o->reduce_lr && (f[F_REDUCE_LR_FACTOR].set || f[F_REDUCE_LR_MIN_LR].set || f[F_REDUCE_LR_MONITOR].set)) {
+        fprintf(stderr, "systolic %s: --reduce-lr-factor, --reduce-lr-min-lr and --reduce-lr-monitor configure "
+                        "--reduce-lr-on-plateau PATIENCE: give it\n", c->name);
+        return 2;
+    }
     if (o->update_freq && !o->logdir) {
         fprintf(stderr, "systolic %s: --update-freq writes to --logdir: give --logdir DIR\n", c->name);
+        return 2;
+    }
+    /* issue 17, fit arguments: flags that would be ignored, and values known bad before any training */
+    bad = !o->checkpoint_filepath && (o->checkpoint_monitor || o->checkpoint_mode || o->save_best_only ||
+                                      o->save_weights_only || f[F_SAVE_FREQ].set)
+              ? "--checkpoint-monitor, --checkpoint-mode, --save-best-only, --save-weights-only and --save-freq "
+                "configure --checkpoint-filepath: give --checkpoint-filepath PATTERN"
+          : o->checkpoint_mode && strcmp(o->checkpoint_mode, "auto") && strcmp(o->checkpoint_mode, "min") &&
+                  strcmp(o->checkpoint_mode, "max")
+              ? "--checkpoint-mode: expected auto, min or max"
+          : o->backup_dir && o->model_dir ? "--backup-dir and --model-dir both checkpoint the run: give one"
+          : f[F_VALIDATION_SPLIT].set && !(o->validation_split > 0 && o->validation_split < 1)
+              ? "--validation-split: expected a fraction strictly between 0 and 1"
+          : f[F_VALIDATION_SPLIT].set && o->data
+              ? "--validation-split cuts arrays; --data gives a dataset (Keras's validation_split is only supported "
+                "for Tensors or NumPy arrays)"
+          : o->class_weight ? parse_class_weight(o)
+                            : NULL;
+    if (bad) {
+        fprintf(stderr, "systolic %s: %s\n", c->name, bad);
         return 2;
     }
     return -1;
@@ -406,6 +544,11 @@ static int prepare(const char *command, const builtin_model *b, file_model *fm, 
         if (sy_optimizer_from_name(o->optimizer, &c.optimizer)) return fail(command, NULL);
         c.optimizer.learning_rate = (float)o->learning_rate;
     }
+    /* issue 17, learning-rate schedules: --learning-rate is a constant rate, over a file's schedule too;
+     * --lr-schedule starts from the optimizer's rate unless it names initial_learning_rate */
+    if (o->learning_rate_set) c.optimizer.schedule.kind = SY_LR_SCHEDULE_NONE;
+    if (o->lr_schedule && sy_lr_schedule_parse(o->lr_schedule, c.optimizer.learning_rate, &c.optimizer.schedule))
+        return flag_refused(command, "--lr-schedule");
     c.loss = b->loss;
     /* the .h5 file's own loss, with its from_logits (a --loss NAME takes probabilities, as Keras's compile(loss=NAME)) */
     c.from_logits = fm ? b->loss == fm->saved_loss && fm->saved_from_logits : b->from_logits;
@@ -523,16 +666,34 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     fo.save_checkpoints_steps = o->save_checkpoints_steps;
     if (o->keep_checkpoints) fo.keep_checkpoint_max = (int32_t)o->keep_checkpoints;
     fo.resume = o->resume;
+    /* issue 17, fit arguments */
+    if (o->validation_split > 0) {
+        fo.validation_split = o->validation_split;
+        fo.x_val = fo.y_val = NULL; /* Keras ignores validation_split beside validation_data: the split it is */
+    }
+    if (o->n_class_weights) {
+        fo.class_weight = o->class_weights;
+        fo.n_class_weight = o->n_class_weights;
+    }
     /* where a resumed run goes on from: fit says (sy_log, at INFO), naming
      * the checkpoint it loaded and any damaged one it skipped */
     if (o->resume && o->verbose) sy_set_log(log_with_info, NULL);
     step_count count = {0, 0};
     /* Each feature's callback goes into cbs; all are freed at the end. */
-    sy_callback cbs[8];
+    sy_callback cbs[12];
     int32_t n_cbs = 0;
     cbs[n_cbs++] = (sy_callback){&count, NULL, NULL, count_steps, count_epoch, NULL, NULL};
     sy_status st = SY_OK;
-    if (o->csv_log) {
+    if (o->reduce_lr) { /* issue 17: first, so that the CSV log and the history have its lr */
+        sy_reduce_lr_options rl = sy_reduce_lr_options_default();
+        rl.patience = (int32_t)o->reduce_lr_patience;
+        rl.factor = o->reduce_lr_factor;
+        rl.min_lr = o->reduce_lr_min_lr;
+        if (o->reduce_lr_monitor) rl.monitor = o->reduce_lr_monitor;
+        rl.verbose = o->verbose ? 1 : 0;
+        if (!(st = sy_callback_reduce_lr_on_plateau(&rl, &cbs[n_cbs]))) n_cbs++;
+    }
+    if (!st && o->csv_log) {
         st = sy_callback_csv_logger(o->csv_log, ',', o->csv_append, &cbs[n_cbs]);
         if (!st) n_cbs++;
     }
@@ -547,6 +708,23 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
         if (!st) n_cbs++;
     }
     if (!st && o->terminate_on_nan && !(st = sy_callback_terminate_on_nan(stdout, &cbs[n_cbs]))) n_cbs++;
+    if (!st && o->checkpoint_filepath) { /* issue 17, fit arguments */
+        sy_model_checkpoint_options mc = sy_model_checkpoint_options_default();
+        mc.filepath = o->checkpoint_filepath;
+        if (o->checkpoint_monitor) mc.monitor = o->checkpoint_monitor;
+        if (o->checkpoint_mode) mc.mode = o->checkpoint_mode;
+        mc.save_best_only = o->save_best_only;
+        mc.save_weights_only = o->save_weights_only;
+        mc.save_freq = o->save_freq;
+        mc.verbose = o->verbose ? 1 : 0;
+        mc.progress = stdout;
+        if (sy_callback_model_checkpoint(&mc, &cbs[n_cbs])) { /* a pattern that cannot be formatted: usage */
+            for (int32_t i = 0; i < n_cbs; i++) sy_callback_free(&cbs[i]);
+            return flag_refused(c->name, "--checkpoint-filepath");
+        }
+        n_cbs++;
+    }
+    if (!st && o->backup_dir && !(st = sy_callback_backup_and_restore(o->backup_dir, 0, true, &cbs[n_cbs]))) n_cbs++;
     if (!st && o->logdir) {
         sy_tensorboard_options tb = sy_tensorboard_options_default();
         tb.log_dir = o->logdir;

@@ -94,7 +94,7 @@ sy_optimizer sy_optimizer_keras(sy_optimizer_kind kind) {
 
 /* The arguments every optimizer takes (keras/src/optimizers/optimizer.py). */
 static sy_status check_common(const char *name, const sy_optimizer *o) {
-    if (!(o->learning_rate >= 0)) REFUSE("%s: learning_rate %g must be >= 0", name, (double)o->learning_rate);
+    if (o->schedule.kind == SY_LR_SCHEDULE_NONE && !(o->learning_rate >= 0)) REFUSE("%s: learning_rate %g must be >= 0", name, (double)o->learning_rate);
     if (o->clipnorm != 0 && o->global_clipnorm != 0)
         REFUSE("%s: at most one of clipnorm and global_clipnorm can be set; received clipnorm=%g, global_clipnorm=%g",
                name, o->clipnorm, o->global_clipnorm);
@@ -115,6 +115,7 @@ sy_status optimizer_check(const sy_optimizer *o) {
                "Nadam, Ftrl or Lion",
                (int)o->kind);
     sy_status st = check_common(name, o);
+    if (!st) st = sy_lr_schedule_check(&o->schedule); /* issue 17, learning-rate schedules */
     if (st) return st;
     sy_optimizer_kind k = o->kind;
     bool adam_like = k == SY_OPTIMIZER_ADAM || k == SY_OPTIMIZER_ADAMW || k == SY_OPTIMIZER_ADAMAX ||
@@ -151,7 +152,7 @@ sy_status optimizer_check(const sy_optimizer *o) {
             {"l2_shrinkage_regularization_strength", o->l2_shrinkage_regularization_strength}, {"beta", o->beta}};
         for (size_t i = 0; i < sizeof reg / sizeof reg[0]; i++)
             if (!(reg[i].v >= 0)) REFUSE("Ftrl: %s %g needs to be positive or zero", reg[i].what, reg[i].v);
-        if (!(o->learning_rate > 0)) REFUSE("Ftrl: learning_rate %g must be > 0 (the update divides by it)", (double)o->learning_rate);
+        if (o->schedule.kind == SY_LR_SCHEDULE_NONE && !(o->learning_rate > 0)) REFUSE("Ftrl: learning_rate %g must be > 0 (the update divides by it)", (double)o->learning_rate);
     }
     return SY_OK;
 }

@@ -943,6 +943,9 @@ void *sy_plan_input(sy_plan *p, sy_node input) {
 void plan_prepare(sy_plan *p) {
     if (p->vars->generation != p->bound_generation) bind(p);
     p->ex.iterations = p->vars->iterations;
+    /* issue 17, learning-rate schedules: this step's rate, before any kernel reads it */
+    if (p->optimizer.schedule.kind != SY_LR_SCHEDULE_NONE)
+        p->ex.learning_rate = sy_lr_schedule_value(&p->optimizer.schedule, p->ex.iterations);
     atomic_store_explicit(&p->ex.failed, 0, memory_order_relaxed);
 }
 

@@ -379,13 +379,10 @@ static sy_status es_epoch_end(void *ctx, sy_model *m, int32_t epoch, const sy_lo
     for (int32_t i = 0; i < logs->n && at < 0; i++)
         if (strcmp(logs->names[i], e->monitor) == 0) at = i;
     if (at < 0) {
-        char names[SY_LOGS_MAX * sizeof logs->names[0]] = "";
-        size_t len = 0;
-        for (int32_t i = 0; i < logs->n && len < sizeof names; i++)
-            len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? "," : "", logs->names[i]);
+        char names[SY_LOGS_MAX * sizeof logs->names[0]];
         sy_log(SY_LOG_WARNING,
                "Early stopping conditioned on metric `%s` which is not available. Available metrics are: %s",
-               e->monitor, names);
+               e->monitor, logs_names_joined(logs, names, sizeof names));
         return SY_OK;
     }
     if (epoch < e->o.start_from_epoch) return SY_OK;

@@ -200,6 +200,30 @@ static sy_status resolve_head(const sy_model *m, const sy_compile_options *o, in
                 return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: metric '%s' is listed twice", where, h->metrics[i].name);
         h->n_metrics = i + 1;
     }
+    /* issue 17, fit arguments: weighted_metrics after them, "weighted_" when the name is taken (Keras's
+     * _set_metric_names) */
+    if (o->n_weighted_metrics < 0 || h->n_metrics + o->n_weighted_metrics > HEAD_MAX_METRICS ||
+        (o->n_weighted_metrics > 0 && !o->weighted_metrics))
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %d metrics and %d weighted_metrics given; at most %d together",
+                        where, h->n_metrics, o->n_weighted_metrics, HEAD_MAX_METRICS);
+    for (int32_t i = 0; i < o->n_weighted_metrics; i++) {
+        metric_spec *ms = &h->metrics[h->n_metrics];
+        if ((st = resolve_metric(where, &out, h, o->weighted_metrics[i], ms))) return st;
+        snprintf(ms->given, sizeof ms->given, "%s", o->weighted_metrics[i]);
+        ms->weighted = true;
+        for (int32_t k = 0; k < h->n_metrics; k++)
+            if (strcmp(h->metrics[k].name, ms->name) == 0) {
+                char renamed[sizeof ms->name];
+                snprintf(renamed, sizeof renamed, "weighted_%.30s", ms->name);
+                memcpy(ms->name, renamed, sizeof renamed);
+                break;
+            }
+        for (int32_t k = 0; k < h->n_metrics; k++)
+            if (strcmp(h->metrics[k].name, ms->name) == 0)
+                return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: Found two weighted metrics with the same name: %s", where,
+                                ms->name);
+        h->n_metrics++;
+    }
     return SY_OK;
 }
 
@@ -210,7 +234,7 @@ static sy_status place_metric_states(model_head *heads, int32_t n_outputs) {
         for (int32_t i = 0; i < heads[j].n_metrics; i++) {
             metric_spec *ms = &heads[j].metrics[i];
             ms->state = at;
-            ms->n_state = metric_state_size(ms);
+            ms->n_state = metric_state_size(ms) + ms->weighted; /* issue 17: the weights' sum */
             at += ms->n_state;
             if (at > METRIC_STATE_MAX)
                 return sy_error(SY_ERR_INVALID_ARGUMENT,
@@ -286,6 +310,7 @@ sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
     memcpy(m->dict_order, dict_order, sizeof dict_order);
     m->loss_weights_given = o->loss_weights != NULL;
     m->optimizer = o->optimizer;
+    m->lr_set_at = 0; /* issue 17, learning-rate schedules */
     m->logits_warned = false;
     snprintf(m->backend, sizeof m->backend, "%s", backend->name);
     m->steps_per_execution = o->steps_per_execution ? o->steps_per_execution : 1;
@@ -467,7 +492,8 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
         p->x[i] = sy_graph_input(g, io_name("x", i, name, sizeof name), model_input_dtype(m, i),
                                  keras_batch_shape(batch, &in));
     }
-    p->per_example = p->loss = SY_NONE;
+    p->per_example = p->loss = p->sw = SY_NONE; /* issue 17, fit arguments: sw */
+    p->weighted = false;
     for (int32_t j = 0; j < MODEL_MAX_IO; j++) p->y[j] = p->pred[j] = p->out_loss[j] = SY_NONE;
     sy_node penalties = SY_NONE;
     keras_build_layers(m, g, p->x, p->pred, mode == MODE_TRAIN, mode == MODE_TRAIN,
@@ -486,6 +512,13 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
             if (m->heads[j].weight != 1.0)
                 l = sy_graph_mul(g, l, sy_graph_fill(g, SY_F32, sy_shape_of(0), m->heads[j].weight));
             total = total == SY_NONE ? l : sy_graph_add(g, total, l);
+        }
+        /* issue 17, fit arguments: each sample's weight multiplies its loss, before the penalties (Keras's
+         * compute_weighted_loss, then the regularization losses added) */
+        p->weighted = m->sample_weighted;
+        if (p->weighted) {
+            p->sw = sy_graph_input(g, "sample_weight", SY_F32, sy_shape_of(1, (int64_t)batch));
+            total = sy_graph_mul(g, total, p->sw);
         }
         /* issue 15, regularizers: Keras's loss includes them, in fit and in evaluate */
         p->per_example = keras_regularization_loss(g, total, penalties);
@@ -534,7 +567,7 @@ sy_status model_plan_get(sy_model *m, plan_mode mode, int64_t batch, model_plan 
     if (!m->built) return sy_error(SY_ERR_STATE, "model '%s' has no input shape yet", m->name);
     sy_status runnable = model_runnable(m, mode == MODE_PREDICT ? "predict" : "fit");
     if (runnable) return runnable;
-    if (p->rs && p->batch == batch) {
+    if (p->rs && p->batch == batch && p->weighted == (m->sample_weighted && mode != MODE_PREDICT)) { /* issue 17: sw */
         *out = p;
         return SY_OK;
     }

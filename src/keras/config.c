@@ -169,7 +169,7 @@ void jw_null(jw *w) {
 /* The double closest to the shortest decimal that reads back as the float
  * x: a float field (a dropout rate of 0.1f) written as the Python float
  * Keras's config holds (0.1). */
-static double float_as_decimal(float x) {
+double keras_float_as_decimal(float x) {
     char b[32];
     for (int p = 1; p <= 9; p++) {
         snprintf(b, sizeof b, "%.*g", p, (double)x);
@@ -186,7 +186,7 @@ void jw_real(jw *w, double x, bool single) {
     jw_value(w);
     if (isnan(x)) jw_puts(w, "NaN");
     else if (isinf(x)) jw_puts(w, x > 0 ? "Infinity" : "-Infinity");
-    else jw_puts(w, keras_float_repr(single ? float_as_decimal((float)x) : x, b, sizeof b));
+    else jw_puts(w, keras_float_repr(single ? keras_float_as_decimal((float)x) : x, b, sizeof b));
 }
 
 /* Any parsed value, for messages (jw's limit cuts it short). */
@@ -382,6 +382,26 @@ void jw_nulls(jw *w, const char *const *keys) {
     }
 }
 
+/* The RNN layers' (LSTM, GRU, SimpleRNN) config from return_sequences to
+ * units, in Keras's base RNN order; stateful and time_major are refused on
+ * reading, unroll is kept where the layer reads it. */
+void keras_rnn_json_head(jw *w, const sy_layer *l) {
+    jw_key(w, "return_sequences");
+    jw_bool(w, l->return_sequences);
+    jw_key(w, "return_state");
+    jw_bool(w, l->return_state);
+    jw_key(w, "go_backwards");
+    jw_bool(w, l->go_backwards);
+    jw_key(w, "stateful");
+    jw_bool(w, false);
+    jw_key(w, "unroll");
+    jw_bool(w, l->unroll);
+    jw_key(w, "time_major");
+    jw_bool(w, false);
+    jw_key(w, "units");
+    jw_int(w, l->units);
+}
+
 /* A layer's config dict, in the order of Keras's get_config(). Returns the
  * name of an initializer argument Keras cannot hold, else NULL. */
 static const char *write_layer_config(jw *w, const model_layer *L) { return keras_layer_config_write(w, &L->cfg, L->name); }
@@ -500,19 +520,7 @@ const char *keras_layer_config_write(jw *w, const sy_layer *l, const char *name)
         static const char *const nulls[] = {"kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
                                             "activity_regularizer", "kernel_constraint", "recurrent_constraint",
                                             "bias_constraint", NULL};
-        static const char *const flags[] = {"stateful", "unroll", "time_major", NULL};
-        jw_key(w, "return_sequences");
-        jw_bool(w, l->return_sequences);
-        jw_key(w, "return_state");
-        jw_bool(w, l->return_state);
-        jw_key(w, "go_backwards");
-        jw_bool(w, l->go_backwards);
-        for (const char *const *f = flags; *f; f++) {
-            jw_key(w, *f);
-            jw_bool(w, false);
-        }
-        jw_key(w, "units");
-        jw_int(w, l->units);
+        keras_rnn_json_head(w, l);
         jw_key(w, "activation");
         jw_str(w, sy_activation_name(l->activation));
         jw_key(w, "recurrent_activation");

@@ -265,6 +265,11 @@ typedef struct trip {
      * base[i] + idx. */
     sy_element *batches;
     int64_t *base;
+    /* issue 17, fit arguments: each sample's weight (arrays: indexed by sample; NULL: 1 each), or for a
+     * dataset the class weights turning its labels into weights (NULL: its elements' weights, or 1) */
+    const float *sw;
+    const double *cw;
+    int32_t n_cw;
 } trip;
 
 static const int64_t *shard(const trip *t, int64_t step, int32_t replica) {
@@ -279,6 +284,19 @@ static const sy_tensor *step_y(const trip *t, int64_t step, int32_t j) {
     int32_t k = t->m->n_inputs + j;
     if (t->batches) return t->batches[step].n > k ? t->batches[step].c[k] : NULL;
     return t->y ? t->y[j] : NULL;
+}
+
+/* issue 17, fit arguments: the weight of row i (-1: padding, 0) of step's data: a dataset element's
+ * sample_weight component or its labels' class weight, an array's sample weight, else 1. */
+static float row_weight(const trip *t, int64_t step, int64_t i) {
+    if (i < 0) return 0;
+    if (!t->batches) return t->sw ? t->sw[i] : 1.0f;
+    const sy_element *e = &t->batches[step];
+    int32_t k = t->m->n_inputs + t->m->n_outputs;
+    float w = 1.0f;
+    if (e->n > k) w = (float)sy_tensor_get(e->c[k], i);
+    else if (t->cw) fit_class_weight_of("fit", t->cw, t->n_cw, e->c[t->m->n_inputs], i, &w); /* checked when taken */
+    return w;
 }
 
 /* Rows idx[0 .. batch) of t, each `count` values, into dst as dtype dt;
@@ -307,6 +325,10 @@ static void feed_shard(void *ctx, int64_t step, int32_t replica, sy_plan *plan) 
         sy_shape ls = model_label_shape(m, j);
         if (y) copy_rows(sy_plan_input(plan, p->y[j]), model_label_dtype(m, j), y, idx, p->batch, sy_shape_count(&ls));
     }
+    if (p->sw != SY_NONE) { /* issue 17, fit arguments */
+        float *w = sy_plan_input(plan, p->sw);
+        for (int64_t k = 0; k < p->batch; k++) w[k] = row_weight(t, step, idx[k]);
+    }
 }
 
 /* Output j's rows of predictions and the values per row its metrics see. */
@@ -327,12 +349,13 @@ static void read_sums(void *ctx, int64_t step, int32_t replica, sy_plan *plan) {
     memset(s, 0, sizeof *s);
     int64_t rows = 0;
     while (rows < p->batch && idx[rows] >= 0) rows++;
-    const float *l = sy_plan_output(plan, p->per_example);
+    const float *l = sy_plan_output(plan, p->per_example); /* weighted in the plan when it takes weights */
+    const float *w = p->sw != SY_NONE ? sy_plan_input(plan, p->sw) : NULL; /* issue 17, fit arguments */
     for (int64_t k = 0; k < rows; k++) s->loss += l[k];
     for (int32_t j = 0; j < m->n_outputs; j++) {
         if (m->n_outputs > 1) {
             const float *lj = sy_plan_output(plan, p->out_loss[j]);
-            for (int64_t k = 0; k < rows; k++) s->out_loss[j] += lj[k];
+            for (int64_t k = 0; k < rows; k++) s->out_loss[j] += w ? (double)(w[k] * lj[k]) : lj[k];
         }
         const float *pred = sy_plan_output(plan, p->pred[j]);
         const void *labels = sy_plan_input(plan, p->y[j]);
@@ -340,7 +363,11 @@ static void read_sums(void *ctx, int64_t step, int32_t replica, sy_plan *plan) {
         output_rows(m, j, rows, &per_row, &rows_of_pred);
         for (int32_t i = 0; i < m->heads[j].n_metrics; i++) { /* issue 17: each metric's own state */
             const metric_spec *ms = &m->heads[j].metrics[i];
-            metric_update(ms, pred, labels, rows_of_pred, per_row, &s->metric[ms->state]);
+            if (ms->weighted) /* issue 17, fit arguments: weighted_metrics */
+                metric_update_weighted(ms, pred, labels, w, rows, rows ? rows_of_pred / rows : 0, per_row,
+                                       &s->metric[ms->state]);
+            else
+                metric_update(ms, pred, labels, rows_of_pred, per_row, &s->metric[ms->state]);
         }
     }
     s->seen = rows;
@@ -384,14 +411,17 @@ static void sums_to_logs(const sy_model *m, const sums *s, const char *prefix, s
         snprintf(name, sizeof name, "%s%s_loss", prefix, model_output_name(m, j));
         logs_set(logs, name, s->out_loss[j] / n);
     }
+    for (int32_t pass = 0; pass < 2; pass++) /* issue 17, fit arguments: every output's metrics, then weighted ones */
     for (int32_t j = 0; j < m->n_outputs; j++) {
         int64_t per_row, rows_of_pred;
         output_rows(m, j, 1, &per_row, &rows_of_pred);
         for (int32_t i = 0; i < m->heads[j].n_metrics; i++) {
+            if (m->heads[j].metrics[i].weighted != (pass == 1)) continue;
             if (several) snprintf(name, sizeof name, "%s%s_%s", prefix, model_output_name(m, j), m->heads[j].metrics[i].name);
             else snprintf(name, sizeof name, "%s%s", prefix, m->heads[j].metrics[i].name);
             const metric_spec *ms = &m->heads[j].metrics[i]; /* issue 17: from the epoch's state, as Keras's result() */
-            logs_set(logs, name, metric_value(ms, &s->metric[ms->state], n * (double)rows_of_pred));
+            double count = ms->weighted ? s->metric[ms->state + ms->n_state - 1] : n * (double)rows_of_pred;
+            logs_set(logs, name, ms->weighted && count == 0 ? 0.0 : metric_value(ms, &s->metric[ms->state], count));
         }
     }
 }
@@ -417,18 +447,21 @@ static void trip_free(trip *t) {
  * replicas), max_steps batches at most (0: all); the last batch padded;
  * steps_per_execution batches a trip. */
 static sy_status run_over(sy_model *m, plan_mode mode, const sy_tensor *const *x, const sy_tensor *const *y,
-                          int64_t batch_size, int64_t max_steps, int verbose, FILE *progress, const char *prefix,
-                          sy_logs *logs, sy_tensor *const *pred_out) {
+                          const float *sw, int64_t batch_size, int64_t max_steps, int verbose, FILE *progress,
+                          const char *prefix, sy_logs *logs, sy_tensor *const *pred_out) {
     int64_t n = samples(x[0]), r = model_replicas(m);
     int64_t global = batch_size < n ? batch_size : n;
     int64_t per = (global + r - 1) / r;
     global = per * r;
     model_plan *p;
+    bool was_weighted = m->sample_weighted; /* issue 17, fit arguments */
+    m->sample_weighted |= sw != NULL;
     sy_status st = model_plan_get(m, mode, per, &p);
+    m->sample_weighted = was_weighted;
     if (st) return st;
     int64_t steps = (n + global - 1) / global, spe = m->steps_per_execution;
     if (max_steps && max_steps < steps) steps = max_steps;
-    trip t = {.m = m, .p = p, .x = x, .y = y, .replicas = (int32_t)r};
+    trip t = {.m = m, .p = p, .x = x, .y = y, .replicas = (int32_t)r, .sw = sw};
     for (int32_t j = 0; pred_out && j < m->n_outputs; j++) t.pred_out[j] = sy_tensor_data(pred_out[j]);
     if ((st = trip_alloc(&t, spe < steps ? spe : steps, global))) {
         trip_free(&t);
@@ -482,9 +515,13 @@ sy_status sy_model_evaluate_multi(sy_model *m, const sy_tensor *const *x, int32_
                       (long long)o->steps);
     if (!st && !y) st = sy_error(SY_ERR_INVALID_ARGUMENT, "evaluate: no labels (y) given");
     if (!st) st = check_data(m, "evaluate", "x", x, n_x, "y", y, n_y);
+    if (!st) st = fit_check_weights(m, "evaluate", o->sample_weight, NULL, 0, samples(x[0])); /* issue 17 */
+    float *sw = NULL;
+    if (!st) st = fit_sample_weights("evaluate", o->sample_weight, NULL, 0, NULL, samples(x[0]), &sw);
     if (st) return st;
     sy_logs l = {0};
-    st = run_over(m, MODE_EVAL, x, y, o->batch_size, o->steps, o->verbose, o->progress, "", &l, NULL);
+    st = run_over(m, MODE_EVAL, x, y, sw, o->batch_size, o->steps, o->verbose, o->progress, "", &l, NULL);
+    sy_free(sw);
     if (st == SY_OK && results) *results = l;
     return st;
 }
@@ -521,7 +558,7 @@ sy_status sy_model_predict_multi(sy_model *m, const sy_tensor *const *x, int32_t
         sy_shape out_shape = model_output_shape_at(m, j);
         st = sy_tensor_new(SY_F32, keras_batch_shape(samples(x[0]), &out_shape), &t[j]);
     }
-    if (!st) st = run_over(m, MODE_PREDICT, x, NULL, o->batch_size, 0, o->verbose, o->progress, "", NULL, t);
+    if (!st) st = run_over(m, MODE_PREDICT, x, NULL, NULL, o->batch_size, 0, o->verbose, o->progress, "", NULL, t);
     for (int32_t j = 0; j < n_out; j++) {
         if (st) sy_tensor_free(t[j]);
         else out[j] = t[j];
@@ -588,6 +625,12 @@ static sy_status check_fit_options(const sy_fit_options *o) {
         return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: validation data needs both x_val_list and y_val_list");
     if (o->x_val && o->x_val_list)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: validation data is given twice (x_val and x_val_list)");
+    /* issue 17, fit arguments */
+    if (!(o->validation_split >= 0 && o->validation_split < 1))
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: validation_split must be a fraction in [0, 1), got %g",
+                        o->validation_split);
+    if (o->val_sample_weight && !o->x_val && !o->x_val_list)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: val_sample_weight given without validation data (x_val, y_val)");
     return SY_OK;
 }
 
@@ -627,15 +670,20 @@ static sy_status check_dataset(const sy_model *m, const char *what, const sy_dat
                         what, n, n == 1 ? "" : "s", m->name, m->n_inputs, labels ? ", y1, ..., ym" : "", m->n_inputs,
                         m->n_inputs == 1 ? "" : "s", labels ? ", then a label for each output" : "");
     }
-    if (labels && n > need) {
+    if (labels && n == need + 1) { /* issue 17, fit arguments: (x, y, sample_weight) */
+        sy_component_spec w = sy_dataset_component_spec(d, need);
+        if (w.dtype == SY_STRING || w.shape.rank < 1 || w.shape.rank > 2 || (w.shape.rank == 2 && w.shape.dims[1] != 1))
+            return sy_error(SY_ERR_SHAPE, "%s: the dataset's component %d (sample_weight, after the labels) is %s; "
+                            "expected one number per sample, (batch,) or (batch, 1)",
+                            what, need, sy_shape_format(&w.shape, a, sizeof a));
+    } else if (labels && n > need) {
         if (single)
             return sy_error(SY_ERR_UNSUPPORTED,
-                            "%s: the dataset's elements have %d components; (x, y, sample_weight) is not supported, give "
-                            "(x, y)",
+                            "%s: the dataset's elements have %d components; give (x, y) or (x, y, sample_weight)",
                             what, n);
         return sy_error(SY_ERR_UNSUPPORTED,
                         "%s: the dataset's elements have %d components, but model '%s' takes %d inputs and %d labels "
-                        "(sample weights are not supported)",
+                        "(then, optionally, sample weights)",
                         what, n, m->name, m->n_inputs, m->n_outputs);
     }
     for (int32_t i = 0; i < m->n_inputs; i++) {
@@ -707,11 +755,17 @@ static void feed_free(batch_feed *f) {
     f->it = NULL;
 }
 
-/* Check a batch element as arrays are checked (shapes, labels). */
+/* Check a batch element as arrays are checked (shapes, labels; issue 17: its sample weights, or its labels'
+ * classes against class_weight cw). */
 static sy_status check_batch_element(const sy_model *m, const char *what, const sy_element *e, bool labels,
-                                     int64_t number) {
+                                     int64_t number, const double *cw, int32_t n_cw) {
     const sy_tensor *const *c = (const sy_tensor *const *)e->c;
     sy_status st = check_data(m, what, "x", c, m->n_inputs, "y", labels ? c + m->n_inputs : NULL, m->n_outputs);
+    int32_t k = m->n_inputs + m->n_outputs;
+    if (!st && labels) st = fit_check_weights(m, what, e->n > k ? c[k] : NULL, cw, n_cw, rows_of(e));
+    float w;
+    for (int64_t i = 0; !st && labels && cw && e->n == k && i < rows_of(e); i++)
+        st = fit_class_weight_of(what, cw, n_cw, c[m->n_inputs], i, &w);
     if (st) {
         char msg[2048];
         snprintf(msg, sizeof msg, "%s", sy_last_error());
@@ -760,7 +814,10 @@ static sy_status run_over_dataset(sy_model *m, plan_mode mode, const sy_dataset 
     progbar bar;
     if (verbose) progbar_init(&bar, progress_file(progress), verbose, 0);
     if (!t.batches || !t.base) st = sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+    bool was_weighted = m->sample_weighted; /* issue 17, fit arguments: (x, y, sample_weight) elements */
+    m->sample_weighted |= mode == MODE_EVAL && sy_dataset_component_count(data) > m->n_inputs + m->n_outputs;
     if (!st) st = model_plan_get(m, mode, per, &p);
+    m->sample_weighted = was_weighted;
     t.p = p;
     if (!st) st = trip_alloc(&t, spe, global);
     /* the first element may be larger than the batch: put it back to be cut */
@@ -779,7 +836,7 @@ static sy_status run_over_dataset(sy_model *m, plan_mode mode, const sy_dataset 
             } else if ((st = feed_next(&f, global, e, &end)) || end) {
                 break;
             }
-            if ((st = check_batch_element(m, what, e, mode == MODE_EVAL, step + k))) break;
+            if ((st = check_batch_element(m, what, e, mode == MODE_EVAL, step + k, NULL, 0))) break;
             int64_t n = rows_of(e);
             for (int64_t j = 0; j < global; j++) t.idx[k * global + j] = j < n ? j : -1;
             t.base[k] = seen;
@@ -879,7 +936,7 @@ static sy_status next_train_batches(const sy_model *m, sy_iterator *it, trip *t,
         sy_status st = sy_iterator_next(it, e, &end);
         if (st) return st;
         if (end) return SY_OK;
-        if ((st = check_batch_element(m, "fit", e, true, first_step + s))) return st;
+        if ((st = check_batch_element(m, "fit", e, true, first_step + s, t->cw, t->n_cw))) return st;
         if (rows_of(e) != batch)
             return sy_error(SY_ERR_SHAPE, "fit: dataset batch %lld has %lld samples where the model was compiled for %lld",
                             (long long)(first_step + s), (long long)rows_of(e), (long long)batch);
@@ -905,6 +962,7 @@ typedef struct fit_feed {
     int64_t consumed;
     int32_t n_rng;
     uint64_t rng_open[CKPT_RNG_MAX];
+    const float *val_sw; /* issue 17, fit arguments: the validation arrays' sample weights; NULL: none */
 } fit_feed;
 
 /* A new iterator over the training data, its random state kept first. */
@@ -1088,7 +1146,7 @@ static sy_status run_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
                 st = run_over_dataset(m, MODE_EVAL, f->validation, o->validation_steps, 0, NULL, "val_", &logs, NULL);
             else if (o->x_val || o->x_val_list) {
                 int32_t nx, ny;
-                st = run_over(m, MODE_EVAL, val_x(o, &nx), val_y(o, &ny), vb, o->validation_steps, 0, NULL, "val_",
+                st = run_over(m, MODE_EVAL, val_x(o, &nx), val_y(o, &ny), f->val_sw, vb, o->validation_steps, 0, NULL, "val_",
                               &logs, NULL);
             }
             if (st) break;
@@ -1097,8 +1155,11 @@ static sy_status run_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
             bar.target = step;
             progbar_update(&bar, step, &logs, true);
         }
-        if ((st = history_append(h, epoch, &logs))) break;
         CALLBACKS(o, on_epoch_end, epoch, &logs);
+        { /* issue 17, lr callbacks: Keras's History runs after the callbacks and keeps the "lr" they add */
+            sy_status hs = history_append(h, epoch, &logs);
+            if (!st) st = hs;
+        }
         if (st) break;
         if (f->train && !o->steps_per_epoch) { /* this epoch's pass is over */
             sy_iterator_free(f->it);
@@ -1129,9 +1190,57 @@ static sy_status fit_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
     memset(&at, 0, sizeof at);
     bool resumed = false;
     int lock = -1;
+    /* issue 17, fit arguments: BackupAndRestore is the model_dir machinery, resuming, one checkpoint kept */
+    sy_fit_options with_backup = *o;
+    const char *backup_dir = NULL;
+    bool delete_backup = false;
+    int64_t backup_freq = 0;
+    for (int32_t c = 0; c < o->n_callbacks && !backup_dir; c++)
+        if (keras_backup_of(&o->callbacks[c], &backup_dir, &backup_freq, &delete_backup)) {
+            if (o->model_dir)
+                return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: a BackupAndRestore callback (backup_dir '%s') and "
+                                "model_dir '%s' both checkpoint the run: give one", backup_dir, o->model_dir);
+            with_backup.model_dir = backup_dir;
+            with_backup.resume = true;
+            with_backup.keep_checkpoint_max = 1;
+            with_backup.save_checkpoints_steps = backup_freq;
+            o = &with_backup;
+        }
     sy_status st = checkpoint_begin(m, o, &at, &resumed, &lock);
     if (!st) st = run_epochs(m, o, p, t, f, batch, h, resumed, &at);
     checkpoint_end(lock);
+    if (!st && backup_dir && delete_backup) keras_backup_delete(backup_dir); /* training ended: Keras's on_train_end */
+    return st;
+}
+
+/* issue 17, fit arguments: validation_split as Keras's train_validation_split -- every array (the inputs, the
+ * labels, the sample weights) cut in two before any shuffling -- and fit on the first part, validating on the
+ * last. */
+static sy_status fit_split(sy_model *m, const sy_tensor *const *x, int32_t n_x, const sy_tensor *const *y, int32_t n_y,
+                           const sy_fit_options *o, sy_history **history) {
+    const sy_tensor *all[2 * MODEL_MAX_IO + 1] = {0};
+    sy_tensor *train[2 * MODEL_MAX_IO + 1], *val[2 * MODEL_MAX_IO + 1];
+    int32_t n = 0;
+    for (int32_t i = 0; i < n_x; i++) all[n++] = x[i];
+    for (int32_t j = 0; j < n_y; j++) all[n++] = y[j];
+    all[n++] = o->sample_weight;
+    sy_status st = fit_validation_split(o->validation_split, all, n, train, val);
+    if (st) return st;
+    sy_fit_options cut = *o;
+    cut.validation_split = 0;
+    cut.x_val = cut.y_val = NULL;
+    cut.x_val_list = (const sy_tensor *const *)val;
+    cut.n_x_val = n_x;
+    cut.y_val_list = (const sy_tensor *const *)val + n_x;
+    cut.n_y_val = n_y;
+    cut.sample_weight = train[n - 1];
+    cut.val_sample_weight = val[n - 1];
+    st = sy_model_fit_multi(m, (const sy_tensor *const *)train, n_x, (const sy_tensor *const *)train + n_x, n_y, &cut,
+                            history);
+    for (int32_t i = 0; i < n; i++) {
+        sy_tensor_free(train[i]);
+        sy_tensor_free(val[i]);
+    }
     return st;
 }
 
@@ -1147,7 +1256,12 @@ sy_status sy_model_fit_multi(sy_model *m, const sy_tensor *const *x, int32_t n_x
     int32_t nvx, nvy;
     const sy_tensor *const *vx = val_x(o, &nvx), *const *vy = val_y(o, &nvy);
     if (!st && vx) st = check_data(m, "fit", "validation x", vx, nvx, "validation y", vy, nvy);
+    /* issue 17, fit arguments: weights checked, then validation_split done by fitting on the cut arrays */
+    if (!st) st = fit_check_weights(m, "fit", o->sample_weight, o->class_weight, o->n_class_weight, samples(x[0]));
+    if (!st && vx && o->val_sample_weight)
+        st = fit_check_weights(m, "fit: validation", o->val_sample_weight, NULL, 0, samples(vx[0]));
     if (st) return st;
+    if (o->validation_split > 0 && !vx) return fit_split(m, x, n_x, y, n_y, o, history);
     int64_t n = samples(x[0]), batch = o->batch_size, r = model_replicas(m);
     if (batch % r != 0) {
         int64_t below = batch / r * r, above = below + r; /* batch < INT64_MAX - r: no overflow */
@@ -1162,15 +1276,28 @@ sy_status sy_model_fit_multi(sy_model *m, const sy_tensor *const *x, int32_t n_x
     }
     int64_t steps = o->steps_per_epoch ? o->steps_per_epoch : n / batch + (n % batch != 0), spe = m->steps_per_execution;
     model_plan *p;
-    if ((st = model_plan_get(m, MODE_TRAIN, batch / r, &p))) return st;
+    m->sample_weighted = o->sample_weight || o->class_weight; /* issue 17, fit arguments: plans that take weights */
+    if ((st = model_plan_get(m, MODE_TRAIN, batch / r, &p))) {
+        m->sample_weighted = false;
+        return st;
+    }
     sy_history *h = NULL;
     fit_feed f = {{sy_malloc((size_t)n * sizeof(int64_t)), n, n, 0, o->shuffle, sy_mix64(m->seed ^ sy_mix64(o->seed + 0x5F1F))},
-                  NULL, NULL, NULL, steps, steps, 0, 0, {0}};
+                  NULL, NULL, NULL, steps, steps, 0, 0, {0}, NULL};
     trip t = {.m = m, .p = p, .x = x, .y = y, .replicas = (int32_t)r};
     if (!f.s.perm || (st = trip_alloc(&t, spe < steps ? spe : steps, batch)) || (st = history_new(&h))) {
         if (!st) st = sy_error(SY_ERR_OUT_OF_MEMORY, "fit: out of memory");
     }
+    /* issue 17, fit arguments: every sample's weight, and the plans that take them */
+    float *sw = NULL, *val_sw = NULL;
+    if (!st) st = fit_sample_weights("fit", o->sample_weight, o->class_weight, o->n_class_weight, y[0], n, &sw);
+    if (!st && vx) st = fit_sample_weights("fit: validation", o->val_sample_weight, NULL, 0, NULL, samples(vx[0]), &val_sw);
+    t.sw = sw;
+    f.val_sw = val_sw;
     if (!st) st = fit_epochs(m, o, p, &t, &f, batch, h);
+    m->sample_weighted = false;
+    sy_free(sw);
+    sy_free(val_sw);
     sy_free(f.s.perm);
     trip_free(&t);
     if (history && st == SY_OK) *history = h;
@@ -1193,6 +1320,14 @@ sy_status sy_model_fit_dataset(sy_model *m, const sy_dataset *train, const sy_da
     if (!st && (o->x_val || o->x_val_list))
         st = sy_error(SY_ERR_INVALID_ARGUMENT, "fit: with a dataset, validation data is a dataset too (validation), not "
                                                "x_val and y_val");
+    /* issue 17, fit arguments: a dataset's weights are its elements' */
+    if (!st && o->validation_split != 0)
+        st = sy_error(SY_ERR_INVALID_ARGUMENT, "fit: `validation_split` is only supported for Tensors or NumPy arrays, "
+                      "found a dataset in the input; give the validation data as a dataset (validation)");
+    if (!st && (o->sample_weight || o->val_sample_weight))
+        st = sy_error(SY_ERR_INVALID_ARGUMENT, "fit: `sample_weight` argument is not supported when using a dataset as "
+                      "input; give elements (x, y, sample_weight)");
+    if (!st) st = fit_check_weights(m, "fit", NULL, o->class_weight, o->n_class_weight, -1);
     if (!st) st = check_dataset(m, "fit", train, true);
     if (!st && validation) st = check_dataset(m, "fit: validation", validation, true);
     if (st) return st;
@@ -1211,15 +1346,22 @@ sy_status sy_model_fit_dataset(sy_model *m, const sy_dataset *train, const sy_da
                         "fit: the dataset repeats forever, so an epoch has no end: give steps_per_epoch");
     int64_t spe = m->steps_per_execution;
     model_plan *p;
-    if ((st = model_plan_get(m, MODE_TRAIN, batch / r, &p))) return st;
+    /* issue 17, fit arguments: (x, y, sample_weight) elements or class_weight: plans that take weights */
+    m->sample_weighted = o->class_weight || sy_dataset_component_count(train) > m->n_inputs + m->n_outputs;
+    if ((st = model_plan_get(m, MODE_TRAIN, batch / r, &p))) {
+        m->sample_weighted = false;
+        return st;
+    }
     sy_history *h = NULL;
     fit_feed f = {{NULL, 0, 0, 0, false, 0}, train, validation, NULL, o->steps_per_epoch,
-                  o->steps_per_epoch ? o->steps_per_epoch : card >= 0 ? card : 0, 0, 0, {0}};
-    trip t = {.m = m, .p = p, .replicas = (int32_t)r, .batches = sy_calloc((size_t)spe, sizeof(sy_element))};
+                  o->steps_per_epoch ? o->steps_per_epoch : card >= 0 ? card : 0, 0, 0, {0}, NULL};
+    trip t = {.m = m, .p = p, .replicas = (int32_t)r, .batches = sy_calloc((size_t)spe, sizeof(sy_element)),
+              .cw = o->class_weight, .n_cw = o->n_class_weight};
     if (!t.batches || (st = trip_alloc(&t, spe, batch)) || (st = history_new(&h))) {
         if (!st) st = sy_error(SY_ERR_OUT_OF_MEMORY, "fit: out of memory");
     }
     if (!st) st = fit_epochs(m, o, p, &t, &f, batch, h);
+    m->sample_weighted = false;
     sy_iterator_free(f.it);
     if (t.batches) clear_batches(t.batches, spe);
     sy_free(t.batches);

@@ -90,6 +90,8 @@ bool jw_init(jw *w, const sy_init *in);
 void jw_regularizer(jw *w, const sy_regularizer *r);
 /* A number or list of numbers as read (integers stay integers). */
 void jw_numbers(jw *w, const sy_numbers *v);
+/* The RNN layers' config from return_sequences to units (config.c). */
+void keras_rnn_json_head(jw *w, const sy_layer *l);
 /* Each key with the value null. */
 void jw_nulls(jw *w, const char *const *keys);
 
@@ -105,5 +107,14 @@ sy_status keras_layer_entry_read(json_t *entry, size_t index, sy_layer *l);
  * policy's name, or Keras's Policy object -- and its writing as tf.keras 2.15's policy.serialize does. */
 sy_status keras_policy_read(const rd *r, const json_t *v, sy_dtype_policy *out);
 void keras_policy_write(jw *w, sy_dtype_policy p);
+
+/* issue 17, learning-rate schedules (lr_schedule_config.c): a schedule as tf.keras 2.15
+ * serializes it into an optimizer's config (a new reference; NULL for NONE), and read back from
+ * that form or the legacy one without "module"; `where` prefixes the errors. */
+json_t *keras_lr_schedule_json(const sy_lr_schedule *s);
+sy_status keras_lr_schedule_read(const json_t *j, const char *where, sy_lr_schedule *out);
+/* The double closest to the shortest decimal of the float x (0.1f -> 0.1): what Python shows of a
+ * float32 value that Keras holds as np.float32 (config.c). */
+double keras_float_as_decimal(float x);
 
 #endif

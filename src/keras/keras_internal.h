@@ -200,6 +200,7 @@ typedef struct metric_spec {
     bool has_threshold;     /* Precision, Recall: thresholds given (else null: 0.5) */
     double threshold;
     int32_t state, n_state;
+    bool weighted; /* issue 17, fit arguments: compile's weighted_metrics (state[n_state - 1]: the weights' sum) */
     char given[64]; /* as compile() got it ("AUC(curve='PR')"), to compile again with */
 } metric_spec;
 
@@ -274,6 +275,10 @@ typedef struct model_plan {
     sy_node out_loss[MODEL_MAX_IO]; /* each output's unweighted loss per sample (batch,); SY_NONE in predict */
     sy_node per_example;           /* the total loss per sample (batch,); SY_NONE in predict */
     sy_node loss;                  /* mean loss (scalar); SY_NONE in predict */
+    /* issue 17, fit arguments: with sample weights (the model's sample_weighted when compiled), each sample's
+     * weight (batch,), which multiplies per_example before the penalties; SY_NONE without */
+    sy_node sw;
+    bool weighted;
 } model_plan;
 
 /* compile()'s loss and metrics for one output (Keras's per-output loss,
@@ -346,6 +351,7 @@ struct sy_model {
     uint64_t seed;
     sy_vars *vars;
     bool stop_training;
+    bool sample_weighted; /* issue 17, fit arguments: plans compiled now take sample weights (model_plan.sw) */
 
     /* The graph of layer calls (functional.c). A Sequential model's is the
      * chain input -> layers[0] -> layers[1] ..., made again whenever a
@@ -367,6 +373,10 @@ struct sy_model {
     /* compile() */
     bool compiled;
     sy_optimizer optimizer;
+    /* issue 17, learning-rate schedules: a rate a callback set while a schedule runs
+     * (Keras's _current_learning_rate), valid while iterations + 1 == lr_set_at */
+    float lr_set;
+    int64_t lr_set_at;
     model_head heads[MODEL_MAX_IO]; /* per output (m->n_outputs); a Sequential model's one */
     loss_form form;                 /* how the losses were given */
     int32_t dict_order[MODEL_MAX_IO]; /* LOSS_DICT: the outputs in the order their keys were given */
@@ -559,10 +569,43 @@ sy_status checkpoint_load(sy_model *m, const char *path, fit_position *p);
  * target's way in). */
 sy_status checkpoint_load_bytes(sy_model *m, const uint8_t *buf, size_t n, const char *what, fit_position *p);
 
+/* ---- issue 17, fit arguments (sample_weight.c) ---------------------------------- */
+
+/* sample_weight (NULL: none) of n samples (n < 0: any) and class_weight (cw[0 .. n_cw), NULL: none) as fit
+ * takes them, refused as Keras refuses them; `what` opens the messages. */
+sy_status fit_check_weights(const sy_model *m, const char *what, const sy_tensor *sw, const double *cw, int32_t n_cw,
+                            int64_t n);
+/* The weight class_weight gives row `row` of labels y (its class: argmax, or the label rounded). */
+sy_status fit_class_weight_of(const char *what, const double *cw, int32_t n_cw, const sy_tensor *y, int64_t row,
+                              float *out);
+/* A weighted metric's update (ms->weighted): rows samples, each pred_rows rows of per_row predictions, sample r
+ * weighing w[r] (NULL: 1 each); the weights' sum goes to state[ms->n_state - 1]. */
+void metric_update_weighted(const metric_spec *ms, const float *pred, const void *labels, const float *w, int64_t rows,
+                            int64_t pred_rows, int64_t per_row, double *state);
+/* Every sample's weight (n floats, a new array the caller sy_frees) from sample_weight or from class_weight and
+ * the labels y; *out NULL when neither is given. */
+sy_status fit_sample_weights(const char *what, const sy_tensor *sw, const double *cw, int32_t n_cw, const sy_tensor *y,
+                             int64_t n, float **out);
+/* Keras's train_validation_split: arrays[i] (NULL entries stay NULL) cut into new tensors train[i] (the first
+ * floor(n (1 - split)) rows) and val[i] (the rest), which the caller frees. */
+sy_status fit_validation_split(double split, const sy_tensor *const *arrays, int32_t n_arrays, sy_tensor **train,
+                               sy_tensor **val);
+
+/* ModelCheckpoint's filepath as Python's str.format(epoch=epoch + 1, batch=batch + 1 (batch >= 0), **logs)
+ * (checkpoint_callbacks.c); SY_ERR_NOT_FOUND with Keras's KeyError words for a name not there. */
+sy_status keras_format_path(const char *filepath, int32_t epoch, int64_t batch, const sy_logs *logs, char *out,
+                            size_t size);
+/* cb is a BackupAndRestore callback: its directory, save_freq and delete_checkpoint. */
+bool keras_backup_of(const sy_callback *cb, const char **dir, int64_t *save_freq, bool *delete_checkpoint);
+/* Remove a BackupAndRestore directory's checkpoints and lock, then the directory if that leaves it empty. */
+void keras_backup_delete(const char *dir);
+
 /* ---- logs and history (logs.c) ------------------------------------------------ */
 
 /* Set `name` to value (added at the end if new; dropped beyond SY_LOGS_MAX). */
 void logs_set(sy_logs *logs, const char *name, double value);
+/* The names joined by commas into buf (size bytes), as Keras's warnings list them; returns buf. */
+const char *logs_names_joined(const sy_logs *logs, char *buf, size_t size);
 sy_status history_new(sy_history **out);
 sy_status history_append(sy_history *h, int32_t epoch, const sy_logs *logs);
 

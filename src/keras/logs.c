@@ -23,6 +23,15 @@ void logs_set(sy_logs *logs, const char *name, double value) {
     logs->values[logs->n++] = value;
 }
 
+/* "loss,accuracy,lr": the names joined by commas, as Keras's warnings list them. */
+const char *logs_names_joined(const sy_logs *logs, char *buf, size_t size) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int32_t i = 0; i < logs->n && len < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? "," : "", logs->names[i]);
+    return buf;
+}
+
 struct sy_history {
     sy_logs *logs;
     int32_t *epoch;

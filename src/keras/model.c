@@ -289,8 +289,6 @@ void sy_model_stop_training(sy_model *m) { m->stop_training = true; }
 
 int64_t sy_model_iterations(const sy_model *m) { return sy_vars_iterations(m->vars); }
 
-double sy_model_learning_rate(const sy_model *m) { return m->compiled ? m->optimizer.learning_rate : 0.0; }
-
 void sy_callback_free(sy_callback *cb) {
     if (cb && cb->free) cb->free(cb->ctx);
     if (cb) cb->free = NULL, cb->ctx = NULL;

@@ -441,7 +441,8 @@ static json_t *optimizer_config(const sy_optimizer *o) {
     json_object_set_new(c, "ema_overwrite_frequency", k == SY_OPTIMIZER_RMSPROP ? json_integer(100) : json_null());
     json_object_set_new(c, "jit_compile", json_false());
     json_object_set_new(c, "is_legacy_optimizer", json_false());
-    json_object_set_new(c, "learning_rate", f32_real(o->learning_rate));
+    json_object_set_new(c, "learning_rate", o->schedule.kind != SY_LR_SCHEDULE_NONE ? keras_lr_schedule_json(&o->schedule)
+                                                                                 : f32_real(o->learning_rate));
     switch (k) {
     case SY_OPTIMIZER_SGD:
         json_object_set_new(c, "momentum", json_real(o->momentum));
@@ -528,6 +529,7 @@ static char *training_config(const sy_model *m) {
             json_t *list = json_array();
             for (int32_t i = 0; i < m->heads[j].n_metrics; i++) {
                 const metric_spec *ms = &m->heads[j].metrics[i];
+                if (ms->weighted) continue; /* issue 17: weighted_metrics are not written */
                 char name[LAYER_NAME_MAX + sizeof ms->name + 1];
                 if (m->n_outputs > 1) snprintf(name, sizeof name, "%s_%s", model_output_name(m, j), ms->name);
                 else snprintf(name, sizeof name, "%s", ms->name);
@@ -830,15 +832,21 @@ static sy_status compile_from(sy_model *m, const char *path, const char *text) {
             char msg[512];
             snprintf(msg, sizeof msg, "%s", sy_last_error());
             st = sy_error(st, "%s: training_config: %s", path, msg);
-        } else if (!json_is_number(lr)) {
-            st = sy_error(SY_ERR_UNSUPPORTED,
-                          "%s: training_config: the optimizer's learning_rate must be a number (a schedule is not "
-                          "supported)",
+        } else if (!json_is_number(lr) && !json_is_object(lr)) {
+            st = sy_error(SY_ERR_CORRUPT,
+                          "%s: training_config: the optimizer's learning_rate must be a number or a learning rate "
+                          "schedule",
                           path);
         } else {
             sy_optimizer *o = &c.optimizer;
             st = optimizer_from_config(o, path, oc);
-            o->learning_rate = (float)json_number_value(lr);
+            if (json_is_number(lr)) {
+                o->learning_rate = (float)json_number_value(lr);
+            } else if (!st) { /* issue 17, learning-rate schedules */
+                char where[1100];
+                snprintf(where, sizeof where, "%s: training_config: the optimizer's learning_rate", path);
+                st = keras_lr_schedule_read(lr, where, &o->schedule);
+            }
             o->momentum = num(oc, "momentum", o->momentum);
             o->nesterov = json_is_true(json_object_get(oc, "nesterov"));
             o->beta_1 = num(oc, "beta_1", o->beta_1);

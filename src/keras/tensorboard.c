@@ -12,7 +12,9 @@
  * What goes where, as Keras 2.15 writes it:
  *   - at every epoch's end, into train: epoch_<name> for each log without
  *     "val_" (epoch_loss, epoch_<metric>) at step = epoch (0-based), then
- *     epoch_learning_rate (sy_model_learning_rate);
+ *     epoch_learning_rate (sy_model_learning_rate; with a learning-rate
+ *     schedule, as Keras's _collect_learning_rate, the schedule at the
+ *     optimizer's iterations: the rate the next step will use);
  *   - into validation, when the epoch validated: first what Keras's
  *     on_test_end writes, evaluation_<name>_vs_iterations at step =
  *     optimizer iterations (sy_model_iterations), then epoch_<name> with
@@ -106,7 +108,12 @@ static sy_status tb_epoch_end(void *ctx, sy_model *m, int32_t epoch, const sy_lo
         else
             st = scalar(t->train, "epoch_", logs->names[i], "", epoch, logs->values[i]);
     }
-    if (!st) st = scalar(t->train, "epoch_", "learning_rate", "", epoch, sy_model_learning_rate(m));
+    /* issue 17, learning-rate schedules: Keras's _collect_learning_rate writes schedule(iterations), the
+     * rate of the next step */
+    double lr = m->optimizer.schedule.kind != SY_LR_SCHEDULE_NONE
+                    ? sy_lr_schedule_value(&m->optimizer.schedule, sy_model_iterations(m))
+                    : sy_model_learning_rate(m);
+    if (!st) st = scalar(t->train, "epoch_", "learning_rate", "", epoch, lr);
     if (!st) st = io_events_flush(t->train);
     if (st || !validated) return st;
     if (!t->val && (st = io_events_open(t->val_dir, &t->val))) return st;

@@ -4,7 +4,8 @@
 Issue 17, point 3. A small model -- Dense(4, tanh) on 3 inputs, then Dense(2),
 mean squared error -- with fixed weights and one fixed batch (x (8, 3), y (8, 2))
 takes five steps under each case below (non-default hyperparameters, and the
-clipnorm, clipvalue, global_clipnorm and weight_decay arguments), and the
+clipnorm, clipvalue, global_clipnorm and weight_decay arguments, and issue
+17's learning-rate schedules), and the
 weights after every step go to tests/golden/optimizers_keras.npz, which
 tests/test_optimizers.c replays.
 
@@ -34,6 +35,7 @@ from make_fixtures import REPO, rng_for, save, tf, uniform  # noqa: E402  (sets 
 import numpy as np  # noqa: E402
 
 O = tf.keras.optimizers
+SC = tf.keras.optimizers.schedules
 STEPS = 5
 WEIGHTS = ["dense_kernel", "dense_bias", "dense_1_kernel", "dense_1_bias"]
 
@@ -67,6 +69,19 @@ CASES = [
     ("lion_weight_decay_global_clipnorm", lambda: O.Lion(learning_rate=0.01, weight_decay=0.5, global_clipnorm=0.5)),
     ("nadam_clipnorm", lambda: O.Nadam(learning_rate=0.01, clipnorm=0.05)),
     ("adagrad_clipvalue", lambda: O.Adagrad(learning_rate=0.1, clipvalue=0.02)),
+    # issue 17, learning-rate schedules: the rate of each step is schedule(iterations)
+    ("sgd_exponential_decay", lambda: O.SGD(learning_rate=SC.ExponentialDecay(0.1, 2, 0.5), momentum=0.5)),
+    ("adam_piecewise", lambda: O.Adam(learning_rate=SC.PiecewiseConstantDecay([1, 3], [0.05, 0.02, 0.01]))),
+    (
+        "adamw_cosine_warmup",
+        lambda: O.AdamW(learning_rate=SC.CosineDecay(0.0, 3, warmup_target=0.05, warmup_steps=2), weight_decay=0.1),
+    ),
+    (
+        "rmsprop_cosine_restarts",
+        lambda: O.RMSprop(learning_rate=SC.CosineDecayRestarts(0.02, 2, t_mul=2.0, m_mul=0.5, alpha=0.1)),
+    ),
+    ("adagrad_polynomial_cycle", lambda: O.Adagrad(learning_rate=SC.PolynomialDecay(0.2, 2, 0.01, power=2.0, cycle=True))),
+    ("lion_inverse_time", lambda: O.Lion(learning_rate=SC.InverseTimeDecay(0.01, 1, 0.5, staircase=True))),
 ]
 
 

@@ -122,17 +122,8 @@ static sy_status conv1d_output_shape(const sy_layer *l, const char *name, const 
 }
 
 static int conv1d_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) {
-    w[0] = (layer_weight){.name = "kernel",
-                          .shape = sy_shape_of(3, (int64_t)l->kernel_size[0],
-                                               in->dims[1] / conv_groups(l), (int64_t)l->filters),
-                          .init = l->kernel_initializer,
-                          .regularizer = l->kernel_regularizer};
-    if (!l->use_bias) return 1;
-    w[1] = (layer_weight){.name = "bias",
-                          .shape = sy_shape_of(1, (int64_t)l->filters),
-                          .init = l->bias_initializer,
-                          .regularizer = l->bias_regularizer};
-    return 2;
+    return conv_kernel_bias(
+        l, sy_shape_of(3, (int64_t)l->kernel_size[0], in->dims[1] / conv_groups(l), (int64_t)l->filters), w);
 }
 
 /* x (B, T, C), kernel (k, C / groups, F), bias (F) -> (B, T', F) */

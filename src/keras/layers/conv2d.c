@@ -153,18 +153,22 @@ static sy_status conv2d_output_shape(const sy_layer *l, const char *name, const 
     return SY_OK;
 }
 
-static int conv2d_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) {
-    w[0] = (layer_weight){.name = "kernel",
-                          .shape = sy_shape_of(4, (int64_t)l->kernel_size[0], (int64_t)l->kernel_size[1],
-                                               in->dims[2] / conv_groups(l), (int64_t)l->filters),
-                          .init = l->kernel_initializer,
-                          .regularizer = l->kernel_regularizer};
+int conv_kernel_bias(const sy_layer *l, sy_shape kernel, layer_weight *w) {
+    w[0] = (layer_weight){
+        .name = "kernel", .shape = kernel, .init = l->kernel_initializer, .regularizer = l->kernel_regularizer};
     if (!l->use_bias) return 1;
     w[1] = (layer_weight){.name = "bias",
                           .shape = sy_shape_of(1, (int64_t)l->filters),
                           .init = l->bias_initializer,
                           .regularizer = l->bias_regularizer};
     return 2;
+}
+
+static int conv2d_weights(const sy_layer *l, const sy_shape *in, layer_weight *w) {
+    return conv_kernel_bias(l,
+                            sy_shape_of(4, (int64_t)l->kernel_size[0], (int64_t)l->kernel_size[1],
+                                        in->dims[2] / conv_groups(l), (int64_t)l->filters),
+                            w);
 }
 
 static sy_node conv2d_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in,

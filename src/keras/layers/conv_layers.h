@@ -32,6 +32,10 @@ sy_status conv_check(const sy_layer *l, const char *name, const char *cls, const
  * dilation over in (H, W, C); an error if it would be empty. */
 sy_status conv_out_hw(const sy_layer *l, const char *name, const char *cls, const sy_shape *in,
                       int64_t *oh, int64_t *ow);
+/* The weights of Conv2D and Conv1D: "kernel" of shape `kernel` with l's
+ * kernel initializer and regularizer, then "bias" (filters,) when
+ * use_bias. Returns how many. */
+int conv_kernel_bias(const sy_layer *l, sy_shape kernel, layer_weight *w);
 /* The graph op's options from l. */
 sy_conv2d_options conv_options_of(const sy_layer *l);
 

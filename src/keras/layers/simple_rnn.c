@@ -174,20 +174,7 @@ static void srnn_json_write(jw *w, const sy_layer *l, const char **bad) {
     static const char *const nulls[] = {
         "kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "activity_regularizer",
         "kernel_constraint",  "recurrent_constraint",  "bias_constraint",  NULL};
-    jw_key(w, "return_sequences");
-    jw_bool(w, l->return_sequences);
-    jw_key(w, "return_state");
-    jw_bool(w, l->return_state);
-    jw_key(w, "go_backwards");
-    jw_bool(w, l->go_backwards);
-    jw_key(w, "stateful");
-    jw_bool(w, false);
-    jw_key(w, "unroll");
-    jw_bool(w, l->unroll);
-    jw_key(w, "time_major");
-    jw_bool(w, false);
-    jw_key(w, "units");
-    jw_int(w, l->units);
+    keras_rnn_json_head(w, l);
     jw_key(w, "activation");
     jw_str(w, sy_activation_name(l->activation));
     jw_key(w, "use_bias");
