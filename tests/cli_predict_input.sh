@@ -114,7 +114,7 @@ expect 1 "output" "$systolic" predict fashion_mnist_cnn --input "$dir/f4.npy" --
 # usage errors (exit status 2), before anything is loaded
 expect 2 "--input FILE and --output FILE.npy go together" "$systolic" predict fashion_mnist_cnn --input "$dir/f4.npy"
 expect 2 "--input FILE and --output FILE.npy go together" "$systolic" predict fashion_mnist_cnn --output "$dir/p.npy"
-expect 2 "--output FILE must end in .npy" "$systolic" predict fashion_mnist_cnn --input "$dir/f4.npy" --output "$dir/p.csv"
+expect 2 "--output FILE must end in .npy" "$systolic" predict fashion_mnist_cnn --input "$dir/f4.npy" --output "$dir/p.txt"  # issue 17: .csv is taken now
 expect 2 "needs the array's key: FILE.npz:KEY" "$systolic" predict "$data/cnn.h5" --input "$data/cnn.npz" --output "$dir/p.npy"
 expect 2 "--input takes a NumPy file" "$systolic" predict fashion_mnist_cnn --input "$dir/x.csv" --output "$dir/p.npy"
 expect 2 "--count is for the printed table" "$systolic" predict fashion_mnist_cnn --input "$dir/f4.npy" --output "$dir/p.npy" --count 3

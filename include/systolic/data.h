@@ -213,6 +213,10 @@ typedef struct sy_tfrecord_options {
     sy_compression compression; /* SY_COMPRESSION_NONE */
     int64_t buffer_size;        /* bytes read at a time: 0 for 256 KiB (TFRecordDataset's default) */
     bool skip_corrupt;          /* count and skip corrupt records instead of failing: false */
+    /* issue 17, TFRecord layouts: sy_dataset_tfrecord gives each record with
+     * where it came from, (record, file name string (), record index int64
+     * ()), the index 0-based in its file, damaged records counted: false */
+    bool with_origin;
 } sy_tfrecord_options;
 
 sy_tfrecord_options sy_tfrecord_options_default(void);
@@ -231,6 +235,8 @@ typedef struct sy_tfrecord_reader sy_tfrecord_reader;
 sy_status sy_tfrecord_reader_open(const char *path, const sy_tfrecord_options *options, sy_tfrecord_reader **out);
 sy_status sy_tfrecord_read(sy_tfrecord_reader *r, const uint8_t **data, size_t *n, bool *end);
 int64_t sy_tfrecord_reader_skipped(const sy_tfrecord_reader *r);
+/* issue 17: records met so far, damaged ones counted; the record read last is number this - 1. */
+int64_t sy_tfrecord_reader_records(const sy_tfrecord_reader *r);
 void sy_tfrecord_reader_close(sy_tfrecord_reader *r);
 
 /* Writing. Records go to a temporary file beside `path`, which
@@ -450,4 +456,72 @@ void sy_iterator_free(sy_iterator *it);
 #ifdef __cplusplus
 }
 #endif
+/* ==== issue 17, TFRecord layouts: images and record specs (src/io/image.c, src/data/features.c) ==== */
+
+/* An encoded image as tf.io.decode_image(data, channels) (dtype uint8)
+ * decodes it: PNG (8 or 16 bits, gray, gray+alpha, RGB, RGBA, palette,
+ * interlaced) or JPEG (baseline, progressive), into a new uint8 tensor
+ * (height, width, channels). channels 0 keeps the file's own; 1, 3, 4
+ * convert as TensorFlow converts (a JPEG gives 1 or 3). SY_ERR_CORRUPT
+ * for data that is no PNG or JPEG, damaged or truncated, or declares more
+ * than 2^29 bytes of pixels; SY_ERR_UNSUPPORTED for GIF, BMP, CMYK JPEG,
+ * or a format the build has no library for (docs/design/tfrecord.md). */
+sy_status sy_image_decode(const void *data, size_t n, int32_t channels, sy_tensor **out);
+
+/* tf.image.resize(image, (height, width)) with its defaults (bilinear,
+ * half_pixel_centers, antialias off): float32 (height, width, C) from
+ * uint8 or float32 (H, W, C). */
+sy_status sy_image_resize_bilinear(const sy_tensor *image, int64_t height, int64_t width, sy_tensor **out);
+
+/* What an element is made of, read from a TFRecord of tf.train.Examples:
+ * each component (a role, "x" the model's input and "y" its label) from
+ * one feature, as tf.io.parse_single_example with FixedLenFeature or
+ * VarLenFeature reads it, or an encoded image decoded as decode_image
+ * does, optionally resized and rescaled. Written as a flag
+ *   x=FixedLen(image, float, [28,28,1]); y=FixedLen(label, int64)
+ *   x=VarLen(text, int64, length=250); y=FixedLen(label, int64, default=0)
+ *   x=Image(image/encoded, channels=3, resize=[224,224], rescale=0.00392156862); y=FixedLen(image/class/label, int64)
+ * or as JSON ({"x": {"kind": "Image", "feature": "image/encoded", ...}});
+ * docs/design/tfrecord.md gives both in full. */
+typedef enum sy_record_kind { SY_RECORD_FIXED_LEN = 0, SY_RECORD_VAR_LEN, SY_RECORD_IMAGE } sy_record_kind;
+
+#define SY_RECORD_NAME_MAX 128
+
+typedef struct sy_record_feature {
+    char role[16];                 /* "x" or "y" */
+    char key[SY_RECORD_NAME_MAX];  /* the Example's feature */
+    sy_record_kind kind;
+    sy_dtype dtype;                /* FixedLen, VarLen: SY_F32, SY_I64 or SY_STRING */
+    sy_shape shape;                /* the component's shape; -1: known only from the data (an image not resized) */
+    bool has_default;              /* FixedLen: absent -> every value default_value */
+    double default_value;          /* FixedLen's default; VarLen's padding (0) */
+    int64_t length;                /* VarLen: values kept, padded after with default_value */
+    int32_t channels;              /* Image: decode_image's channels (0: the file's) */
+    int64_t resize[2];             /* Image: (height, width), 0: none */
+    bool rescaled;                 /* Image: x * rescale + offset (Keras's Rescaling) */
+    double rescale, offset;
+} sy_record_feature;
+
+typedef struct sy_record_spec {
+    int32_t n;                     /* components, x before y */
+    sy_record_feature f[SY_ELEMENT_MAX];
+} sy_record_spec;
+
+/* Parse the flag's form or the JSON form (text of n bytes, named `name`
+ * in errors: a file's path, or "--features"). SY_ERR_INVALID_ARGUMENT
+ * naming the entry, what is wrong and what is allowed (JSON: with line and
+ * column). sy_record_spec_read reads a JSON file. */
+sy_status sy_record_spec_parse(const char *text, sy_record_spec *out);
+sy_status sy_record_spec_from_json(const char *text, size_t n, const char *name, sy_record_spec *out);
+sy_status sy_record_spec_read(const char *path, sy_record_spec *out);
+/* Component i's dtype and shape: FixedLen its dtype and shape, VarLen
+ * (length,), Image uint8 (H, W, C), float32 when resized or rescaled. */
+sy_component_spec sy_record_spec_component(const sy_record_spec *s, int32_t i);
+/* One serialized Example (data, n bytes) as an element of s->n components.
+ * `where` ("FILE, record N") starts every error, which names the feature:
+ * missing (and no default), of another type, the wrong number of values,
+ * an image that does not decode or whose shape is not the spec's. */
+sy_status sy_record_spec_apply(const sy_record_spec *s, const void *data, size_t n, const char *where,
+                               sy_element *out);
+
 #endif

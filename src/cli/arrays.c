@@ -16,12 +16,15 @@
  *
  * The output is float32 (samples, output shape...), model.predict's array,
  * written whole or not at all (sy_npy_write), so a failed run never leaves
- * a torn file or destroys one already there.
+ * a torn file or destroys one already there; or, for FILE.csv, as text:
+ * a header row naming the columns, a row per sample (issue 17).
  */
 #include "cli_internal.h"
 
 #include "core/core_internal.h" /* sy_error */
+#include "io/io_internal.h"     /* io_write_file_atomic */
 
+#include <stdlib.h>
 #include <string.h>
 
 static bool ends_with(const char *s, size_t n, const char *suffix) {
@@ -40,7 +43,44 @@ const char *array_check_input(const char *spec) {
 }
 
 const char *array_check_output(const char *path) {
-    return ends_with(path, strlen(path), ".npy") ? NULL : "--output FILE must end in .npy (a NumPy array file)";
+    size_t n = strlen(path);
+    return ends_with(path, n, ".npy") || ends_with(path, n, ".csv")
+               ? NULL
+               : "--output FILE must end in .npy (a NumPy array file) or .csv (a header row, then a row per sample)";
+}
+
+/* issue 17: predict --output FILE.csv: a header naming each column
+ * (NAME for a single value per sample, NAME_0, NAME_1, ... else, values in
+ * row-major order), then one row per sample, each value with %.9g, which
+ * gives a float32 back exactly. Written whole or not at all. */
+static sy_status write_csv(const char *path, const sy_tensor *p, const char *name) {
+    sy_shape s = sy_tensor_shape(p);
+    int64_t rows = s.rank ? s.dims[0] : 1, cols = rows ? sy_tensor_count(p) / rows : 0;
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    if (!f) return sy_error(SY_ERR_OUT_OF_MEMORY, "%s: no memory for the CSV text", path);
+    for (int64_t j = 0; j < cols; j++) {
+        if (cols == 1) fprintf(f, "%s", name);
+        else fprintf(f, "%s%s_%lld", j ? "," : "", name, (long long)j);
+    }
+    fputc('\n', f);
+    const float *v = sy_tensor_data(p);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) fprintf(f, "%.9g%c", (double)v[i * cols + j], j + 1 < cols ? ',' : '\n');
+    bool ok = !ferror(f);
+    fclose(f);
+    sy_status st = ok ? io_write_file_atomic(path, (const void *const *)&buf, &size, 1)
+                      : sy_error(SY_ERR_OUT_OF_MEMORY, "%s: no memory for the CSV text", path);
+    free(buf);
+    return st;
+}
+
+sy_status array_write_output(const char *path, const sy_tensor *p, const sy_model *m) {
+    if (!ends_with(path, strlen(path), ".csv")) return sy_npy_write(path, p);
+    int32_t layers = sy_model_layer_count(m);
+    const sy_layer *last = layers ? sy_model_layer(m, layers - 1) : NULL;
+    return write_csv(path, p, last && last->name ? last->name : "output");
 }
 
 sy_status array_read(const char *spec, sy_tensor **out) {

@@ -107,6 +107,10 @@ const char *array_check_output(const char *path);
  * int32, uint8); the library's errors name the file (and the keys an
  * archive has, for a missing one). */
 sy_status array_read(const char *spec, sy_tensor **out);
+/* issue 17: predict's output p (samples, ...) as FILE.npy, or FILE.csv
+ * (a header row naming the columns after the model's output layer, one
+ * row per sample, values with %.9g), written whole or not at all. */
+sy_status array_write_output(const char *path, const sy_tensor *p, const sy_model *m);
 /* SY_ERR_SHAPE, naming SPEC, the array's shape and dtype and the model's
  * input shape, unless x is (samples >= 1, the model's input shape...). */
 sy_status array_check_samples(const sy_tensor *x, const char *spec, const sy_model *m);
@@ -117,6 +121,8 @@ sy_status array_check_samples(const sy_tensor *x, const char *spec, const sy_mod
 typedef struct record_parse {
     const builtin_model *b;
     sy_shape x_shape;
+    sy_record_spec *spec; /* issue 17: --features, fitted to the model; NULL: convert's layout */
+    bool with_label;      /* elements (x, y); false: (x) for predict */
 } record_parse;
 
 #define RECORDS_PREFIX "tfrecord:"
@@ -128,9 +134,19 @@ sy_status records_check_spec(const char *spec);
  * last "train" of the name exist, the validation pipeline (else
  * *validation is NULL and a note says so). Both end in a prefetch; both
  * read with `options` (compression, skip_corrupt). */
-sy_status records_datasets(const builtin_model *b, const char *spec, const sy_tfrecord_options *options, int64_t batch,
-                           int64_t steps_per_epoch, uint64_t seed, record_parse *parse, sy_dataset **train,
-                           sy_dataset **validation);
+sy_status records_datasets(const builtin_model *b, const char *spec, sy_record_spec *features,
+                           const sy_tfrecord_options *options, int64_t batch, int64_t steps_per_epoch, uint64_t seed,
+                           record_parse *parse, sy_dataset **train, sy_dataset **validation);
+/* issue 17: evaluate's and predict's pipeline over the files GLOB names, in
+ * order, batches of `batch` with the last one partial (evaluate and predict
+ * pad it and leave the padding out): elements (x, y), or (x) without
+ * with_label. features: --features (NULL: convert's layout); the
+ * components an Example gives are checked against the model's input. */
+sy_status records_eval_dataset(const builtin_model *b, const char *spec, sy_record_spec *features,
+                               const sy_tfrecord_options *options, int64_t batch, bool with_label, record_parse *parse,
+                               sy_dataset **out);
+/* --features SPEC: a .json file's path, else the flag's spelling. */
+sy_status records_features(const char *text, sy_record_spec *out);
 
 /* ---- flags --------------------------------------------------------------- */
 

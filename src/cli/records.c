@@ -34,6 +34,7 @@
 #include "core/core_internal.h" /* sy_error */
 
 #include <glob.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,10 +89,71 @@ static sy_status parse_words(const record_parse *p, const sy_string *rec, sy_ele
     return with_label(st, v, out);
 }
 
+/* issue 17, TFRecord layouts: an Example of any layout, through the
+ * --features spec; the element carries its file and record index
+ * (with_origin), which every error names. Without a label (predict) y is
+ * made when the spec has one, and dropped. */
+static sy_status parse_with_spec(const record_parse *p, const sy_element *in, const sy_string *rec, sy_element *out) {
+    char where[512];
+    sy_string file = sy_tensor_string(in->c[1], 0);
+    snprintf(where, sizeof where, "%.*s, record %lld", (int)(file.size > 400 ? 400 : file.size), (const char *)file.data,
+             (long long)*(const int64_t *)sy_tensor_data(in->c[2]));
+    return sy_record_spec_apply(p->spec, rec->data, (size_t)rec->size, where, out);
+}
+
 static sy_status parse_record(void *ctx, const sy_element *in, sy_element *out) {
     const record_parse *p = ctx;
     sy_string rec = sy_tensor_string(in->c[0], 0);
-    return p->b->maxlen ? parse_words(p, &rec, out) : parse_image(p, &rec, out);
+    sy_status st = p->spec ? parse_with_spec(p, in, &rec, out)
+                   : p->b->maxlen ? parse_words(p, &rec, out) : parse_image(p, &rec, out);
+    if (!st && !p->with_label) { /* predict: x alone */
+        for (int32_t i = 1; i < out->n; i++) sy_tensor_free(out->c[i]);
+        out->n = 1;
+    }
+    return st;
+}
+
+sy_status records_features(const char *text, sy_record_spec *out) {
+    size_t n = strlen(text);
+    if (n > 5 && !strcmp(text + n - 5, ".json")) return sy_record_spec_read(text, out);
+    return sy_record_spec_parse(text, out);
+}
+
+/* issue 17: a compressed file read as plain fails at its first header,
+ * and with --skip-corrupt would silently count as one damaged record; so
+ * each file's first bytes are looked at first, and gzip's and zlib's
+ * headers named with the flag to give. */
+static sy_status check_compression(const glob_t *g, const sy_tfrecord_options *to) {
+    if (to->compression != SY_COMPRESSION_NONE) return SY_OK;
+    for (size_t i = 0; i < g->gl_pathc; i++) {
+        struct stat sb;
+        if (stat(g->gl_pathv[i], &sb) != 0 || !S_ISREG(sb.st_mode)) continue; /* a FIFO would block: the reader refuses it */
+        FILE *f = fopen(g->gl_pathv[i], "rb");
+        unsigned char h[2] = {0, 0};
+        size_t got = f ? fread(h, 1, 2, f) : 0;
+        if (f) fclose(f);
+        if (got < 2) continue; /* the reader says what is wrong */
+        if (h[0] == 0x1f && h[1] == 0x8b)
+            return sy_error(SY_ERR_CORRUPT, "'%s' looks GZIP-compressed (it starts with gzip's magic bytes 1f 8b): "
+                            "give --data-compression GZIP", g->gl_pathv[i]);
+        /* a plain file starts with a length whose checksum follows; a zlib header passes that only by chance */
+        if (h[0] == 0x78 && (h[0] << 8 | h[1]) % 31 == 0) {
+            sy_tfrecord_reader *r = NULL;
+            const uint8_t *data;
+            size_t n;
+            bool end;
+            sy_tfrecord_options plain = *to;
+            plain.skip_corrupt = false;
+            sy_status st = sy_tfrecord_reader_open(g->gl_pathv[i], &plain, &r);
+            if (!st) st = sy_tfrecord_read(r, &data, &n, &end);
+            sy_tfrecord_reader_close(r);
+            sy_clear_error();
+            if (st)
+                return sy_error(SY_ERR_CORRUPT, "'%s' looks ZLIB-compressed (it starts with a zlib header): give "
+                                "--data-compression ZLIB", g->gl_pathv[i]);
+        }
+    }
+    return SY_OK;
 }
 
 /* The files a glob names, sorted (glob's order); SY_ERR_NOT_FOUND if none. */
@@ -152,11 +214,21 @@ static sy_status split_dataset(const builtin_model *b, record_parse *parse, cons
     if (st) return st;
     int32_t files = (int32_t)g.gl_pathc;
     sy_component_spec specs[2] = {{b->maxlen ? SY_I32 : SY_U8, parse->x_shape}, {SY_I64, sy_shape_of(0)}};
+    int32_t n_specs = parse->with_label ? 2 : 1;
+    sy_tfrecord_options with_origin = *to;
+    if (parse->spec) { /* issue 17: the spec's components, records with their origin */
+        with_origin.with_origin = true;
+        for (int32_t i = 0; i < n_specs; i++) specs[i] = sy_record_spec_component(parse->spec, i);
+    }
+    if ((st = check_compression(&g, to))) {
+        globfree(&g);
+        return st;
+    }
     pipeline p = {{NULL}, 0};
     sy_dataset *d = NULL;
-    st = push(&p, sy_dataset_tfrecord((const char *const *)g.gl_pathv, files, to, 1, &d), &d);
+    st = push(&p, sy_dataset_tfrecord((const char *const *)g.gl_pathv, files, &with_origin, 1, &d), &d);
     if (!st && training) st = push(&p, sy_dataset_shuffle(top(&p), SHUFFLE_BUFFER, seed, true, &d), &d);
-    if (!st) st = push(&p, sy_dataset_map(top(&p), parse_record, parse, SY_AUTOTUNE, specs, 2, &d), &d);
+    if (!st) st = push(&p, sy_dataset_map(top(&p), parse_record, parse, SY_AUTOTUNE, specs, n_specs, &d), &d);
     if (!st) st = push(&p, sy_dataset_batch(top(&p), batch, training, &d), &d);
     if (!st && training && steps_per_epoch) st = push(&p, sy_dataset_repeat(top(&p), SY_INFINITE, &d), &d);
     if (!st) st = push(&p, sy_dataset_prefetch(top(&p), SY_AUTOTUNE, &d), &d);
@@ -175,15 +247,54 @@ sy_status records_check_spec(const char *spec) {
     return SY_OK;
 }
 
-sy_status records_datasets(const builtin_model *b, const char *spec, const sy_tfrecord_options *options, int64_t batch,
-                           int64_t steps_per_epoch, uint64_t seed, record_parse *parse, sy_dataset **train,
-                           sy_dataset **validation) {
-    *train = *validation = NULL;
-    sy_status st = records_check_spec(spec);
-    if (st) return st;
-    const char *pattern = spec + sizeof RECORDS_PREFIX - 1;
+/* issue 17, TFRecord layouts: the --features spec fitted to the model:
+ * an image's dimensions not fixed by the spec are the model's; x must then
+ * be what the model takes. */
+static sy_status fit_spec(const builtin_model *b, record_parse *parse) {
+    sy_record_feature *x = &parse->spec->f[0];
+    sy_shape want = b->input_shape;
+    if (x->kind == SY_RECORD_IMAGE && want.rank == 3)
+        for (int k = 0; k < 3; k++)
+            if (x->shape.dims[k] < 0) x->shape.dims[k] = want.dims[k];
+    bool same = x->shape.rank == want.rank;
+    for (int k = 0; same && k < want.rank; k++) same = x->shape.dims[k] == want.dims[k];
+    if (same) return SY_OK;
+    char a[SY_SHAPE_STR_MAX], w[SY_SHAPE_STR_MAX];
+    return sy_error(SY_ERR_SHAPE, "--features: x (%s(%s)) gives %s %s but model %s takes inputs of shape %s",
+                    x->kind == SY_RECORD_IMAGE ? "Image" : x->kind == SY_RECORD_VAR_LEN ? "VarLen" : "FixedLen", x->key,
+                    sy_dtype_name(x->dtype), sy_shape_format(&x->shape, a, sizeof a), b->name,
+                    sy_shape_format(&want, w, sizeof w));
+}
+
+static sy_status parse_init(const builtin_model *b, sy_record_spec *features, bool with_label, record_parse *parse) {
     parse->b = b;
     parse->x_shape = b->input_shape;
+    parse->spec = features;
+    parse->with_label = with_label;
+    if (!features) return SY_OK;
+    if (with_label && features->n < 2)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "--features: no y (the label) given; training and evaluating need one");
+    return fit_spec(b, parse);
+}
+
+sy_status records_eval_dataset(const builtin_model *b, const char *spec, sy_record_spec *features,
+                               const sy_tfrecord_options *options, int64_t batch, bool with_label, record_parse *parse,
+                               sy_dataset **out) {
+    *out = NULL;
+    sy_status st = records_check_spec(spec);
+    if (!st) st = parse_init(b, features, with_label, parse);
+    if (!st) st = split_dataset(b, parse, spec + sizeof RECORDS_PREFIX - 1, options, batch, false, 0, 0, out);
+    return st ? sy_error(st, "--data: %s", sy_last_error()) : SY_OK;
+}
+
+sy_status records_datasets(const builtin_model *b, const char *spec, sy_record_spec *features,
+                           const sy_tfrecord_options *options, int64_t batch, int64_t steps_per_epoch, uint64_t seed,
+                           record_parse *parse, sy_dataset **train, sy_dataset **validation) {
+    *train = *validation = NULL;
+    sy_status st = records_check_spec(spec);
+    if (!st) st = parse_init(b, features, true, parse);
+    if (st) return sy_error(st, "--data: %s", sy_last_error());
+    const char *pattern = spec + sizeof RECORDS_PREFIX - 1;
     st = split_dataset(b, parse, pattern, options, batch, true, steps_per_epoch, seed, train);
     if (st) return sy_error(st, "--data: %s", sy_last_error());
     char *test = test_pattern(pattern);

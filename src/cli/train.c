@@ -61,6 +61,9 @@ typedef struct run_opts {
     int64_t reduce_lr_patience;
     double reduce_lr_factor, reduce_lr_min_lr;
     bool reduce_lr;
+    /* issue 17, TFRecord layouts: --features, parsed */
+    const char *features;
+    sy_record_spec spec;
 } run_opts;
 
 enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_EVALSTEPS, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE,
@@ -77,6 +80,7 @@ enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_E
        F_VALIDATION_SPLIT, F_CLASS_WEIGHT, F_CKPT_FILEPATH, F_CKPT_MONITOR, F_CKPT_MODE, F_SAVE_BEST_ONLY,
        F_SAVE_WEIGHTS_ONLY, F_SAVE_FREQ, F_BACKUP_DIR,
        F_LR_SCHEDULE, F_REDUCE_LR, F_REDUCE_LR_FACTOR, F_REDUCE_LR_MIN_LR, F_REDUCE_LR_MONITOR, /* issue 17, lr schedules */
+       F_FEATURES, /* issue 17, TFRecord layouts */
        F_N };
 
 static void make_flags(flag *f, run_opts *o) {
@@ -105,8 +109,9 @@ static void make_flags(flag *f, run_opts *o) {
                       "emulated chip's time per step beside the host's (systolic profile MODEL --tpu SPEC: op by op)",
                       .set = false};
     f[F_DATA] = (flag){"--data", FLAG_STRING, &o->data, "tfrecord:GLOB",
-                       "train from TFRecord files of tf.train.Examples (as `systolic convert` writes them) through the "
-                       "input pipeline; validate on the files with \"test\" for the last \"train\" in their name",
+                       "TFRecord files of tf.train.Examples (as `systolic convert` writes them, or as --features says) "
+                       "through the input pipeline; train validates on the files with \"test\" for the last "
+                       "\"train\" in their name; evaluate and predict run on every record of GLOB's files",
                        .set = false};
     f[F_DATA_COMPRESSION] = (flag){"--data-compression", FLAG_STRING, &o->data_compression, "NAME",
                                    "the --data files' compression: NONE, ZLIB or GZIP (default NONE)", .set = false};
@@ -173,9 +178,10 @@ static void make_flags(flag *f, run_opts *o) {
                         "array KEY of an np.savez archive; shaped (samples, the model's input shape...), any numeric "
                         "dtype (cast to the model's input type, as Keras does); needs --output",
                         .set = false};
-    f[F_OUTPUT] = (flag){"--output", FLAG_STRING, &o->output, "FILE.npy",
-                         "write the model's whole output for --input's samples to FILE.npy: float32 (samples, "
-                         "output shape...), model.predict's array (written whole or not at all)",
+    f[F_OUTPUT] = (flag){"--output", FLAG_STRING, &o->output, "FILE",
+                         "write the model's whole output for --input's or --data's samples to FILE.npy: float32 "
+                         "(samples, output shape...), model.predict's array; or to FILE.csv: a header row, then a row "
+                         "per sample (written whole or not at all)",
                          .set = false};
     /* issue 16, mixed_bfloat16 */
     f[F_DTYPE_POLICY] = (flag){"--dtype-policy", FLAG_STRING, &o->dtype_policy, "NAME",
@@ -203,6 +209,14 @@ static void make_flags(flag *f, run_opts *o) {
                                    .lo = 0, .hi = FLT_MAX};
     f[F_REDUCE_LR_MONITOR] = (flag){"--reduce-lr-monitor", FLAG_STRING, &o->reduce_lr_monitor, "NAME",
                                     "what --reduce-lr-on-plateau watches (default val_loss)", .set = false};
+    /* issue 17, TFRecord layouts */
+    f[F_FEATURES] = (flag){"--features", FLAG_STRING, &o->features, "SPEC",
+                           "what --data's Examples hold: x (the input) and y (the label), each a feature as tf.io "
+                           "reads it, e.g. 'x=FixedLen(image, float, [28,28,1]); y=FixedLen(label, int64)', "
+                           "'x=VarLen(text, int64, length=250)', 'x=Image(image/encoded, channels=3, "
+                           "resize=[224,224], rescale=0.00392156862)'; or FILE.json (docs/design/tfrecord.md); "
+                           "default: the layout `systolic convert` writes",
+                           .set = false};
     f[F_SPE] = (flag){"--steps-per-execution", FLAG_INT, &o->steps_per_execution, "N",
                       "steps per host round trip; the progress bar updates every N steps (default 1)", .set = false, .min = 1, .max = INT32_MAX};
     /* issue 17, fit arguments (docs/design/fit-arguments.md) */
@@ -287,12 +301,16 @@ static const int train_flags[] = {F_EPOCHS,     F_STEPS,      F_BATCH,      F_OP
                                   F_VALIDATION_SPLIT, F_CLASS_WEIGHT, F_CKPT_FILEPATH, F_CKPT_MONITOR, F_CKPT_MODE,
                                   F_SAVE_BEST_ONLY, F_SAVE_WEIGHTS_ONLY, F_SAVE_FREQ, F_BACKUP_DIR,
                                   /* issue 17, learning-rate schedules */
-                                  F_LR_SCHEDULE, F_REDUCE_LR, F_REDUCE_LR_FACTOR, F_REDUCE_LR_MIN_LR, F_REDUCE_LR_MONITOR, -1};
+                                  F_LR_SCHEDULE, F_REDUCE_LR, F_REDUCE_LR_FACTOR, F_REDUCE_LR_MIN_LR, F_REDUCE_LR_MONITOR,
+                                  /* issue 17, TFRecord layouts */
+                                  F_FEATURES, -1};
 
 static const int eval_flags[] = {F_BATCH, F_EVALSTEPS, F_SEED, F_VERBOSE, F_TPU, F_SPE, F_DATASET, F_LOSS, F_METRICS,
-                                 F_LOAD_WEIGHTS, F_LABEL_SMOOTHING, F_DTYPE_POLICY, -1};
+                                 F_LOAD_WEIGHTS, F_LABEL_SMOOTHING, F_DTYPE_POLICY,
+                                 F_DATA, F_DATA_COMPRESSION, F_SKIP_CORRUPT, F_FEATURES, -1}; /* issue 17: --data */
 static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, F_DATASET, F_LOAD_WEIGHTS,
-                                    F_INPUT, F_OUTPUT, F_DTYPE_POLICY, -1};
+                                    F_INPUT, F_OUTPUT, F_DTYPE_POLICY,
+                                    F_DATA, F_DATA_COMPRESSION, F_SKIP_CORRUPT, F_FEATURES, -1}; /* issue 17: --data */
 static const int summary_flags[] = {F_SEED, F_LOAD_WEIGHTS, -1};
 
 static void print_models(FILE *out, bool with_defaults) {
@@ -350,10 +368,10 @@ static int parse_file_model(const command_spec *c, const char *path, const run_o
 }
 
 /* The flags whose values are names the library looks up -- --optimizer,
- * --tpu, --data and --data-compression -- checked before anything is
+ * --tpu, --data, --data-compression and --features -- checked before anything is
  * loaded, so that a mistake in one is a usage error (exit status 2) that
  * names the flag. Returns -1 to go on, else an exit status. */
-static int check_names(const command_spec *c, const run_opts *o) {
+static int check_names(const command_spec *c, run_opts *o) {
     sy_optimizer opt;
     if (o->optimizer_set && sy_optimizer_from_name(o->optimizer, &opt)) return flag_refused(c->name, "--optimizer");
     sy_cluster *cluster;
@@ -364,6 +382,7 @@ static int check_names(const command_spec *c, const run_opts *o) {
     if (o->data_compression && sy_compression_from_name(o->data_compression, &compression))
         return flag_refused(c->name, "--data-compression");
     if (o->data && records_check_spec(o->data)) return flag_refused(c->name, "--data");
+    if (o->features && records_features(o->features, &o->spec)) return flag_refused(c->name, "--features");
     sy_dtype_policy policy;
     if (o->dtype_policy && sy_dtype_policy_from_name(o->dtype_policy, NULL, &policy))
         return flag_refused(c->name, "--dtype-policy");
@@ -426,6 +445,8 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
     /* the numbers' ranges are flags_parse's; here what depends on other flags */
     const char *bad = !o->data && (o->data_compression || o->skip_corrupt)
                           ? "--data-compression and --skip-corrupt describe --data's files: give --data tfrecord:GLOB"
+                      : !o->data && o->features ? "--features describes --data's files: give --data tfrecord:GLOB"
+                      : o->data && o->input ? "--data and --input both give the samples: give one"
                       : !o->model_dir && (f[F_CKPT_STEPS].set || f[F_KEEP_CKPT].set || o->resume)
                           ? "--save-checkpoints-steps, --keep-checkpoints and --resume need --model-dir DIR"
                           : bad_save;
@@ -445,8 +466,11 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
         return 2;
     }
     o->early_stopping = f[F_PATIENCE].set;
-    bad = !o->input != !o->output ? "--input FILE and --output FILE.npy go together: predict reads one, writes the other"
-          : o->input && f[F_COUNT].set ? "--count is for the printed table; with --input every sample is predicted"
+    bool samples = o->input || (o->data && c->flags == predict_flags); /* issue 17: predict --data */
+    bad = o->data && c->flags == predict_flags && !o->output
+              ? "--data tfrecord:GLOB needs --output FILE (.npy or .csv): predict writes the output of every record"
+          : samples != !!o->output ? "--input FILE and --output FILE.npy go together: predict reads one, writes the other"
+          : samples && f[F_COUNT].set ? "--count is for the printed table; with --input or --data every sample is predicted"
           : o->input                   ? array_check_input(o->input)
           : NULL;
     if (!bad && o->output) bad = array_check_output(o->output);
@@ -719,10 +743,11 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
         to.skip_corrupt = o->skip_corrupt;
         sy_dataset *train = NULL, *val = NULL;
         record_parse parse;
+        sy_record_spec spec = o->spec; /* issue 17: --features, fitted to the model there */
         st = o->data_compression ? sy_compression_from_name(o->data_compression, &to.compression) : SY_OK;
         if (!st)
-            st = records_datasets(b, o->data, &to, o->batch_size, o->steps_per_epoch, (uint64_t)o->seed, &parse, &train,
-                                  &val);
+            st = records_datasets(b, o->data, o->features ? &spec : NULL, &to, o->batch_size, o->steps_per_epoch,
+                                  (uint64_t)o->seed, &parse, &train, &val);
         if (!st) st = sy_model_fit_dataset(m, train, val, &fo, &h);
         sy_dataset_free(train);
         sy_dataset_free(val);
@@ -769,6 +794,19 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     return 0;
 }
 
+/* issue 17: evaluate's and predict's --data: GLOB's records in order, the
+ * last batch partial (padded by evaluate and predict, left out of their
+ * results). */
+static sy_status records_for(const builtin_model *b, const run_opts *o, bool with_label, record_parse *parse,
+                             sy_record_spec *spec, sy_dataset **out) {
+    sy_tfrecord_options to = sy_tfrecord_options_default();
+    to.skip_corrupt = o->skip_corrupt;
+    *spec = o->spec;
+    sy_status st = o->data_compression ? sy_compression_from_name(o->data_compression, &to.compression) : SY_OK;
+    return st ? st
+              : records_eval_dataset(b, o->data, o->features ? spec : NULL, &to, o->batch_size, with_label, parse, out);
+}
+
 static int evaluate_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
                          const sy_data_split *d) {
     sy_evaluate_options eo = sy_evaluate_options_default();
@@ -776,7 +814,17 @@ static int evaluate_body(const command_spec *c, const builtin_model *b, const ru
     eo.steps = o->eval_steps;
     eo.verbose = (int32_t)o->verbose;
     sy_logs l;
-    if (sy_model_evaluate(m, d->x_test, d->y_test, &eo, &l)) return fail(c->name, b->name);
+    if (o->data) { /* issue 17 */
+        record_parse parse;
+        sy_record_spec spec;
+        sy_dataset *data = NULL;
+        sy_status st = records_for(b, o, true, &parse, &spec, &data);
+        if (!st) st = sy_model_evaluate_dataset(m, data, &eo, &l);
+        sy_dataset_free(data);
+        if (st) return fail(c->name, b->name);
+    } else if (sy_model_evaluate(m, d->x_test, d->y_test, &eo, &l)) {
+        return fail(c->name, b->name);
+    }
     print_logs(stdout, &l);
     return 0;
 }
@@ -787,18 +835,28 @@ static int evaluate_body(const command_spec *c, const builtin_model *b, const ru
  * binary_accuracy counts it, and the probability printed is that class's. */
 static int predict_file(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m) {
     sy_tensor *x = NULL, *p = NULL;
-    if (array_read(o->input, &x)) return fail(c->name, "--input");
-    if (array_check_samples(x, o->input, m)) {
-        sy_tensor_free(x);
-        return fail(c->name, "--input");
-    }
     sy_evaluate_options eo = sy_evaluate_options_default();
     eo.batch_size = o->batch_size;
     eo.verbose = (int32_t)o->verbose;
-    sy_status st = sy_model_predict(m, x, &eo, &p);
-    sy_tensor_free(x);
+    sy_status st;
+    if (o->data) { /* issue 17: every record of --data's files, once */
+        record_parse parse;
+        sy_record_spec spec;
+        sy_dataset *data = NULL;
+        st = records_for(b, o, false, &parse, &spec, &data);
+        if (!st) st = sy_model_predict_dataset(m, data, &eo, &p);
+        sy_dataset_free(data);
+    } else {
+        if (array_read(o->input, &x)) return fail(c->name, "--input");
+        if (array_check_samples(x, o->input, m)) {
+            sy_tensor_free(x);
+            return fail(c->name, "--input");
+        }
+        st = sy_model_predict(m, x, &eo, &p);
+        sy_tensor_free(x);
+    }
     if (st) return fail(c->name, b->name);
-    st = sy_npy_write(o->output, p);
+    st = array_write_output(o->output, p, m);
     if (!st) {
         sy_shape s = sy_tensor_shape(p);
         char shape[SY_SHAPE_STR_MAX];
@@ -810,7 +868,7 @@ static int predict_file(const command_spec *c, const builtin_model *b, const run
 
 static int predict_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
                         const sy_data_split *d) {
-    if (o->input) return predict_file(c, b, o, m);
+    if (o->input || o->data) return predict_file(c, b, o, m);
     int64_t samples = sy_tensor_shape(d->x_test).dims[0], n = samples < o->count ? samples : o->count;
     printf("sample label predicted probability\n");
     if (n == 0) return 0;
@@ -861,8 +919,8 @@ int cmd_train(int argc, char **argv) {
 int cmd_evaluate(int argc, char **argv) {
     static const command_spec c = {"evaluate",
                                    "Evaluate a model (built-in, or MODEL.json or MODEL.h5 with --dataset) on its test split "
-                                   "(model.evaluate): loss and metrics over every test sample. The weights are the "
-                                   "model's initial ones (seeded).",
+                                   "(model.evaluate), or on every record of --data's files: loss and metrics over every "
+                                   "sample. The weights are the model's initial ones (seeded) unless --load-weights.",
                                    eval_flags};
     return run(&c, argc, argv, true, evaluate_body);
 }
@@ -873,9 +931,9 @@ int cmd_predict(int argc, char **argv) {
                                    "its test split (model.predict) and "
                                    "print its predictions: sample, label, predicted class and its probability (for a "
                                    "one-unit sigmoid output, class 1 when the output is above 0.5). With --input "
-                                   "FILE.npy (or FILE.npz:KEY) --output OUT.npy: the model's whole output for "
-                                   "every sample in FILE, written to OUT.npy as float32 (samples, output shape...), "
-                                   "as model.predict returns it.",
+                                   "FILE.npy (or FILE.npz:KEY), or --data tfrecord:GLOB, and --output OUT.npy: the "
+                                   "model's whole output for every sample, written to OUT.npy as float32 (samples, "
+                                   "output shape...), as model.predict returns it, or to OUT.csv.",
                                    predict_flags};
     return run(&c, argc, argv, true, predict_body);
 }

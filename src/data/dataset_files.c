@@ -217,7 +217,9 @@ static sy_status files_new(const ds_kind *kind, const sy_tensor *names, const fi
         *out = NULL;
         return st;
     }
-    ds_node_set_specs(*out, &(sy_component_spec){SY_STRING, sy_shape_of(0)}, 1);
+    /* issue 17: with_origin (only a TFRecord node sets it) adds the file's name and the record's index */
+    sy_component_spec specs[3] = {{SY_STRING, sy_shape_of(0)}, {SY_STRING, sy_shape_of(0)}, {SY_I64, sy_shape_of(0)}};
+    ds_node_set_specs(*out, specs, tmpl->tfrecord.with_origin ? 3 : 1);
     return SY_OK;
 }
 
@@ -392,7 +394,20 @@ static sy_status tfrecord_next(files_iter *it, const files_state *s, sy_element 
     size_t n;
     sy_status st = sy_tfrecord_read(it->reader, &data, &n, end);
     if (st) return sy_error(st, "tfrecord: %s", sy_last_error());
-    return *end ? SY_OK : string_element(data, n, out);
+    if (*end) return SY_OK;
+    st = string_element(data, n, out);
+    if (st || !s->tfrecord.with_origin) return st;
+    /* issue 17: where the record came from, for errors that name it */
+    if (!(st = sy_tensor_new(SY_STRING, sy_shape_of(0), &out->c[1]))) {
+        out->n = 2;
+        st = sy_tensor_set_string(out->c[1], 0, it->path, strlen(it->path));
+    }
+    if (!st && !(st = sy_tensor_new(SY_I64, sy_shape_of(0), &out->c[2]))) {
+        out->n = 3;
+        *(int64_t *)sy_tensor_data(out->c[2]) = sy_tfrecord_reader_records(it->reader) - 1;
+    }
+    if (st) sy_element_clear(out);
+    return st;
 }
 
 static void tfrecord_close(files_iter *it) {

@@ -14,6 +14,7 @@
  *   events.c      TensorBoard event files (TFRecord framing, Event protos)
  *   checkpoint.c  training checkpoints: every variable and the loop's state
  *   npy_write.c   NumPy .npy files, written (data's npy.c reads them)
+ *   image.c       PNG and JPEG images, decoded as tf.io.decode_image
  *
  * Every writer writes a temporary file beside the target, fsyncs it and
  * renames it over the target, so a crash never leaves a torn file and a
@@ -92,6 +93,15 @@ static inline uint64_t io_le64(const uint8_t *p) {
 static inline uint32_t io_be32(const uint8_t *p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
+
+/* ---- issue 17, images (image.c) ------------------------------------------------------- */
+
+/* "PNG", "JPEG", "GIF" or "BMP" from the first bytes, as decode_image
+ * tells them apart; NULL for anything else. */
+const char *io_image_format(const void *data, size_t n);
+/* sy_image_decode with the bound on height * width * channels given
+ * (sy_image_decode's is 2^29 bytes; the fuzzers set a smaller one). */
+sy_status io_image_decode(const void *data, size_t n, int32_t channels, int64_t max_bytes, sy_tensor **out);
 
 /* ---- TFRecord (crc32c.c, tfrecord.c) ------------------------------------------------ */
 

@@ -305,6 +305,21 @@ static sy_status record_room(sy_tfrecord_reader *r, size_t have, size_t need, si
     return SY_OK;
 }
 
+/* issue 17: why a plain file's first header is bad, when the file is
+ * compressed and read as if it were not (nothing in a TFRecord file says
+ * which; TensorFlow only reports a corrupt record). gzip streams start
+ * 1f 8b; zlib's start 78 with a check that makes the first two bytes, big
+ * endian, a multiple of 31. */
+static const char *compressed_hint(const sy_tfrecord_reader *r, uint64_t at, const uint8_t *head) {
+    if (r->compressed || at != 0) return "";
+    if (head[0] == 0x1f && head[1] == 0x8b)
+        return "; the file looks GZIP-compressed (it starts with gzip's magic bytes 1f 8b): read it with "
+               "compression GZIP";
+    if (head[0] == 0x78 && (head[0] << 8 | head[1]) % 31 == 0)
+        return "; the file looks ZLIB-compressed (it starts with a zlib header): read it with compression ZLIB";
+    return "";
+}
+
 /* One record: in *data, or *end, or neither when a damaged record was
  * counted and skipped (skip_corrupt): the caller then tries again. */
 static sy_status next_record(sy_tfrecord_reader *r, const uint8_t **data, size_t *n, bool *end) {
@@ -331,8 +346,8 @@ static sy_status next_record(sy_tfrecord_reader *r, const uint8_t **data, size_t
     if (stored != computed)
         return damaged(r, index, at, true,
                        "the length field's checksum does not match (stored %08x, computed %08x), "
-                       "so its length (%llu) cannot be trusted",
-                       stored, computed, (unsigned long long)len);
+                       "so its length (%llu) cannot be trusted%s",
+                       stored, computed, (unsigned long long)len, compressed_hint(r, at, head));
     if (len > SIZE_MAX - FOOTER_BYTES)
         return damaged(r, index, at, true, "a length of %llu bytes is more than memory can hold",
                        (unsigned long long)len);
@@ -381,6 +396,8 @@ sy_status sy_tfrecord_read(sy_tfrecord_reader *r, const uint8_t **data, size_t *
 int64_t sy_tfrecord_reader_skipped(const sy_tfrecord_reader *r) {
     return r ? r->skipped : 0;
 }
+
+int64_t sy_tfrecord_reader_records(const sy_tfrecord_reader *r) { return r ? r->index : 0; }
 
 void sy_tfrecord_reader_close(sy_tfrecord_reader *r) {
     if (!r) return;

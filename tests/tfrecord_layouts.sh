@@ -1,0 +1,31 @@
+#!/bin/sh
+# tfrecord_layouts.sh - TFRecord files in several layouts written by
+# TensorFlow (float lists, the ImageNet tools' PNG and JPEG layout, varlen
+# int64s), read by systolic through record specs and compared with what
+# TensorFlow's own parsing and decoding gives; then trained on, evaluated
+# and predicted by the command (tests/tfrecord_layouts.py; issue 17).
+# Skipped (77) where no Python can import tensorflow: $SYSTOLIC_PYTHON,
+# else the project's .venv/bin/python (make deps), else .gl/bin/python.
+#
+#   sh tests/tfrecord_layouts.sh build/tests/test_features build/systolic .
+test_features=$1
+systolic=$2
+root=$3
+python=
+for py in "$SYSTOLIC_PYTHON" "$root/.venv/bin/python" "$root/.gl/bin/python"; do
+    if [ -n "$py" ] && "$py" -c 'import tensorflow' >/dev/null 2>&1; then
+        python=$py
+        break
+    fi
+done
+if [ -z "$python" ]; then
+    echo "no Python with TensorFlow (\$SYSTOLIC_PYTHON, $root/.venv/bin/python, $root/.gl/bin/python; make deps puts it in .venv): skipped"
+    exit 77
+fi
+if ! "$test_features" --have-images; then
+    echo "systolic was built without libpng or libjpeg (install libpng-dev and libjpeg62-turbo-dev): skipped"
+    exit 77
+fi
+dir=$(mktemp -d "${TMPDIR:-/tmp}/systolic-layouts-XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+"$python" "$root/tests/tfrecord_layouts.py" "$test_features" "$systolic" "$dir"
