@@ -82,7 +82,7 @@ static bool parse_spec(const char *s, size_t n, fmt_spec *f) {
 /* One value formatted by spec into out; false when Python would raise (an integer code for a
  * float). */
 static bool format_value(double v, bool integer, const fmt_spec *f, char *out, size_t size) {
-    char body[512], cf[16];
+    char body[512], cf[32];
     const char *sign = f->sign == '+' ? "+" : f->sign == ' ' ? " " : "";
     int p = f->precision < 0 ? 6 : f->precision;
     switch (f->type) {
