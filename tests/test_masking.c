@@ -76,7 +76,8 @@ static void test_pooling(void) {
     check_model("mask_gap.npz", l, 3, GOLDEN_FULL_NAMES, TOL, TOL);
 }
 
-/* Embedding(12, 4, mask_zero=True) -> Bidirectional(LSTM(3, return_sequences)) -> LSTM(2) -> Dense(1) */
+/* Embedding(12, 4, mask_zero=True) -> Bidirectional(LSTM(3, return_sequences)) -> LSTM(2) ->
+ * Dense(1) */
 static void words_layers(sy_layer *l) {
     l[0] = sy_layer_embedding(12, 4);
     l[0].mask_zero = true;
@@ -111,7 +112,8 @@ static void on_strategy(const char *spec, double rel) {
         sy_tensor *out = predict(m, x);
         double worst = 0, scale = 0;
         for (int64_t i = 0; out && i < sy_tensor_count(y); i++) {
-            worst = fmax(worst, fabs(((const float *)sy_tensor_data(out))[i] - sy_tensor_get(y, i)));
+            worst =
+                fmax(worst, fabs(((const float *)sy_tensor_data(out))[i] - sy_tensor_get(y, i)));
             scale = fmax(scale, fabs(sy_tensor_get(y, i)));
         }
         CHECK(out && worst <= rel * scale, "%s: largest difference %g of %g", spec, worst, scale);
@@ -163,7 +165,8 @@ static void test_loss(void) {
     sy_npz_close(z);
 }
 
-/* A layer that cannot take a mask drops it, as TF 2's Keras: Flatten after a masked Embedding builds and runs. */
+/* A layer that cannot take a mask drops it, as TF 2's Keras: Flatten after a masked Embedding
+ * builds and runs. */
 static void test_dropped(void) {
     sy_model *m = NULL;
     CHECK_OK(sy_model_new(NULL, &m));
@@ -199,7 +202,8 @@ static void test_refused(void) {
     sy_evaluate_options eo = sy_evaluate_options_default();
     eo.verbose = 0;
     sy_status st = x ? sy_model_predict(m, x, &eo, &out) : SY_OK;
-    CHECK(st != SY_OK && strstr(sy_last_error(), "probabilities") && strstr(sy_last_error(), "mask"),
+    CHECK(st != SY_OK && strstr(sy_last_error(), "probabilities") &&
+              strstr(sy_last_error(), "mask"),
           "Softmax with a mask: status %d, %s", (int)st, sy_last_error());
     sy_tensor_free(out);
     sy_tensor_free(x);

@@ -48,7 +48,8 @@ static sy_node per_feature(sy_graph *g, sy_node mask) {
  * any non-zero float, denormals included, and clipping to [0, 1] (relu
  * with max_value 1) leaves 0 or 1. */
 static sy_node masking_mask(sy_graph *g, const sy_layer *l, sy_node x) {
-    sy_node d = sy_graph_sub(g, x, sy_graph_fill(g, SY_F32, sy_shape_of(0), (double)(float)l->mask_value));
+    sy_node d =
+        sy_graph_sub(g, x, sy_graph_fill(g, SY_F32, sy_shape_of(0), (double)(float)l->mask_value));
     d = graph_activation(g, d, SY_AF_ABS, 0, 0, 0);
     int32_t axis = -1;
     d = sy_graph_reduce_max(g, d, &axis, 1, false);
@@ -61,7 +62,9 @@ static sy_node masking_mask(sy_graph *g, const sy_layer *l, sy_node x) {
 static sy_node embedding_mask(sy_graph *g, const sy_layer *l, sy_node ids) {
     sy_node col = sy_graph_fill(g, SY_F32, sy_shape_of(2, (int64_t)1, (int64_t)1), 0.0);
     if (l->input_dim > 1) {
-        sy_node parts[2] = {col, sy_graph_fill(g, SY_F32, sy_shape_of(2, (int64_t)l->input_dim - 1, (int64_t)1), 1.0)};
+        sy_node parts[2] = {
+            col,
+            sy_graph_fill(g, SY_F32, sy_shape_of(2, (int64_t)l->input_dim - 1, (int64_t)1), 1.0)};
         col = sy_graph_concat(g, parts, 2, 0);
     }
     return sy_graph_reshape(g, sy_graph_gather(g, col, ids), sy_graph_shape(g, ids));
@@ -86,19 +89,22 @@ static bool passes_mask(sy_layer_kind k) {
 }
 
 static bool merges_masks(sy_layer_kind k) {
-    return k == SY_LAYER_ADD || k == SY_LAYER_SUBTRACT || k == SY_LAYER_MULTIPLY || k == SY_LAYER_AVERAGE ||
-           k == SY_LAYER_MAXIMUM || k == SY_LAYER_MINIMUM || k == SY_LAYER_CONCATENATE;
+    return k == SY_LAYER_ADD || k == SY_LAYER_SUBTRACT || k == SY_LAYER_MULTIPLY ||
+           k == SY_LAYER_AVERAGE || k == SY_LAYER_MAXIMUM || k == SY_LAYER_MINIMUM ||
+           k == SY_LAYER_CONCATENATE;
 }
 
-sy_status keras_output_mask(sy_graph *g, const sy_layer *l, const char *name, const sy_node *in, const sy_node *in_mask,
-                            int n_in, sy_node *out) {
+sy_status keras_output_mask(sy_graph *g, const sy_layer *l, const char *name, const sy_node *in,
+                            const sy_node *in_mask, int n_in, sy_node *out) {
     *out = SY_NONE;
     sy_node m = n_in == 1 ? in_mask[0] : SY_NONE;
     switch (l->kind) {
     case SY_LAYER_EMBEDDING:
         if (l->mask_zero) *out = embedding_mask(g, l, in[0]);
         break;
-    case SY_LAYER_MASKING: *out = masking_mask(g, l, in[0]); break;
+    case SY_LAYER_MASKING:
+        *out = masking_mask(g, l, in[0]);
+        break;
     case SY_LAYER_LSTM:
     case SY_LAYER_GRU:
     case SY_LAYER_SIMPLE_RNN:
@@ -107,17 +113,21 @@ sy_status keras_output_mask(sy_graph *g, const sy_layer *l, const char *name, co
         break;
     case SY_LAYER_SOFTMAX:
         if (m != SY_NONE)
-            return graph_fail(g, NULL, SY_ERR_UNSUPPORTED,
-                              "layer '%s' (Softmax): given a mask (from an Embedding with mask_zero or a Masking "
-                              "layer before it), which Keras adds to its inputs and which does not fit them here; "
-                              "put a layer that drops the mask (Flatten, GlobalMaxPooling1D, ...) before it",
-                              name);
+            return graph_fail(
+                g, NULL, SY_ERR_UNSUPPORTED,
+                "layer '%s' (Softmax): given a mask (from an Embedding with mask_zero or a Masking "
+                "layer before it), which Keras adds to its inputs and which does not fit them "
+                "here; "
+                "put a layer that drops the mask (Flatten, GlobalMaxPooling1D, ...) before it",
+                name);
         break;
     default:
-        if (passes_mask(l->kind)) *out = m;
+        if (passes_mask(l->kind))
+            *out = m;
         else if (merges_masks(l->kind))
             for (int i = 0; i < n_in; i++) /* logical and; an input without a mask is all ones */
-                if (in_mask[i] != SY_NONE) *out = *out == SY_NONE ? in_mask[i] : sy_graph_mul(g, *out, in_mask[i]);
+                if (in_mask[i] != SY_NONE)
+                    *out = *out == SY_NONE ? in_mask[i] : sy_graph_mul(g, *out, in_mask[i]);
         break;
     }
     return sy_graph_status(g);
@@ -128,8 +138,10 @@ sy_node keras_steps_mask(sy_graph *g, const layer_ctx *ctx, sy_node x, const cha
     sy_shape ms = sy_graph_shape(g, ctx->mask), xs = sy_graph_shape(g, x);
     if (ms.rank != 2 || xs.rank < 2 || ms.dims[0] != xs.dims[0] || ms.dims[1] != xs.dims[1]) {
         char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
-        graph_fail(g, NULL, SY_ERR_SHAPE, "%s: its input's mask %s does not fit its input %s: a mask holds one value per step",
-                   cls, sy_shape_format(&ms, a, sizeof a), sy_shape_format(&xs, b, sizeof b));
+        graph_fail(
+            g, NULL, SY_ERR_SHAPE,
+            "%s: its input's mask %s does not fit its input %s: a mask holds one value per step",
+            cls, sy_shape_format(&ms, a, sizeof a), sy_shape_format(&xs, b, sizeof b));
         return SY_NONE;
     }
     return ctx->mask;
@@ -140,7 +152,8 @@ sy_node keras_loss_mask(sy_graph *g, sy_node l, sy_node mask) {
     if (!sy_shape_equal(&ls, &ms)) {
         char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
         graph_fail(g, NULL, SY_ERR_SHAPE,
-                   "the model's output carries a mask %s (from an Embedding with mask_zero or a Masking layer), but "
+                   "the model's output carries a mask %s (from an Embedding with mask_zero or a "
+                   "Masking layer), but "
                    "its loss has one value per %s; a masked output needs a loss per step",
                    sy_shape_format(&ms, a, sizeof a), sy_shape_format(&ls, b, sizeof b));
         return SY_NONE;
@@ -158,20 +171,22 @@ sy_node keras_loss_mask(sy_graph *g, sy_node l, sy_node mask) {
 
 /* ---- the Masking layer ----------------------------------------------------------------- */
 
-static sy_status masking_output_shape(const sy_layer *l, const char *name, const sy_shape *in, int n_in,
-                                      sy_shape *out) {
+static sy_status masking_output_shape(const sy_layer *l, const char *name, const sy_shape *in,
+                                      int n_in, sy_shape *out) {
     (void)l, (void)n_in;
     char s[SY_SHAPE_STR_MAX];
     if (in->rank < 2)
-        return sy_error(SY_ERR_SHAPE, "layer '%s' (Masking): expected an input of shape (None, steps, features), got %s",
-                        name, keras_shape_str(in, s, sizeof s));
+        return sy_error(
+            SY_ERR_SHAPE,
+            "layer '%s' (Masking): expected an input of shape (None, steps, features), got %s",
+            name, keras_shape_str(in, s, sizeof s));
     *out = *in;
     return SY_OK;
 }
 
 /* x (B, T, C) -> x with the masked steps' features zeroed, as Keras's inputs * mask */
-static sy_node masking_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in, const sy_node *w,
-                             const layer_ctx *ctx) {
+static sy_node masking_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in,
+                             const sy_node *w, const layer_ctx *ctx) {
     (void)n_in, (void)w, (void)ctx;
     return sy_graph_mul(g, in[0], per_feature(g, masking_mask(g, l, in[0])));
 }
@@ -181,7 +196,8 @@ static const char *const masking_keys[] = {"mask_value", "input_dim", NULL};
 static sy_status masking_json_read(const rd *r, sy_layer *l) {
     json_t *v = rd_get(r, "mask_value");
     if (v && !json_is_number(v))
-        return rd_err(r, SY_ERR_INVALID_ARGUMENT, "mask_value must be a number, got %s", keras_json_show(v).s);
+        return rd_err(r, SY_ERR_INVALID_ARGUMENT, "mask_value must be a number, got %s",
+                      keras_json_show(v).s);
     l->mask_value = v ? json_number_value(v) : 0.0;
     return SY_OK;
 }
@@ -192,7 +208,9 @@ static void masking_json_write(jw *w, const sy_layer *l, const char **bad) {
     jw_real(w, l->mask_value, false);
 }
 
-static sy_layer masking_defaults(void) { return sy_layer_masking(0.0); }
+static sy_layer masking_defaults(void) {
+    return sy_layer_masking(0.0);
+}
 
 const layer_impl keras_masking = {
     .kind = SY_LAYER_MASKING,

@@ -118,8 +118,9 @@ static sy_node srnn_build(sy_graph *g, const sy_layer *l, const sy_node *in, int
             int64_t mb[2] = {0, i}, msz[2] = {b, 1};
             sy_node m = sy_graph_slice(g, keep, mb, msz);
             h_new = sy_graph_mul(g, h_new, m);
+            sy_node one = sy_graph_fill(g, SY_F32, sy_shape_of(0), 1.0);
             if (h != SY_NONE)
-                h_new = sy_graph_add(g, h_new, sy_graph_mul(g, h, sy_graph_sub(g, sy_graph_fill(g, SY_F32, sy_shape_of(0), 1.0), m)));
+                h_new = sy_graph_add(g, h_new, sy_graph_mul(g, h, sy_graph_sub(g, one, m)));
         }
         h = h_new;
         if (outs) outs[i] = sy_graph_reshape(g, h, sy_shape_of(3, b, (int64_t)1, u));
