@@ -46,6 +46,35 @@ static sy_layer bidi(sy_layer inner, sy_merge_mode mode) {
     return l;
 }
 
+/* The fixture's model.to_json() read and written back unchanged (Masking's mask_value, Embedding's
+ * mask_zero); the model it describes is the one made in C from layers (same weights' names) */
+static void check_json(const char *file, const sy_layer *layers, int n) {
+    sy_npz *z = open_fixture(file);
+    sy_tensor *x = get(z, "x"), *kj = get(z, "json");
+    char *keras = kj ? calloc((size_t)sy_tensor_count(kj) + 1, 1) : NULL;
+    for (int64_t i = 0; keras && i < sy_tensor_count(kj); i++) keras[i] = (char)sy_tensor_get(kj, i);
+    sy_model *m = x && keras ? model_of(x, layers, n) : NULL, *r = NULL;
+    char *json = NULL;
+    if (m) {
+        CHECK_OK(sy_model_from_json(keras, &r));
+        if (r) CHECK_OK(sy_model_to_json(r, &json));
+        CHECK(json && !strcmp(json, keras), "%s: Keras's JSON read and written back differs:\n%s", file, json);
+        sy_free(json);
+        int32_t nw = r ? sy_model_weight_count(r) : -1;
+        CHECK(nw == sy_model_weight_count(m), "%s: %d weights from the JSON, %d made in C", file, nw,
+              sy_model_weight_count(m));
+        for (int32_t i = 0; r && i < nw && i < sy_model_weight_count(m); i++)
+            CHECK(!strcmp(sy_model_weight_name(r, i), sy_model_weight_name(m, i)), "%s: weight %d is %s, in C %s", file,
+                  i, sy_model_weight_name(r, i), sy_model_weight_name(m, i));
+    }
+    sy_model_free(r);
+    sy_model_free(m);
+    free(keras);
+    sy_tensor_free(kj);
+    sy_tensor_free(x);
+    sy_npz_close(z);
+}
+
 /* Masking() then the case's layer, Keras's automatic names (GOLDEN_FULL_NAMES keys) */
 static void check_after_masking(const char *name, sy_layer l) {
     char file[96];
@@ -53,6 +82,7 @@ static void check_after_masking(const char *name, sy_layer l) {
     int before = check_failures;
     sy_layer layers[2] = {sy_layer_masking(0.0), l};
     check_model(file, layers, 2, GOLDEN_FULL_NAMES, TOL, TOL);
+    check_json(file, layers, 2);
     fprintf(stderr, "mask %-26s %s\n", name, check_failures == before ? "ok" : "FAILED");
 }
 
@@ -90,6 +120,7 @@ static void test_words(void) {
     sy_layer l[4];
     words_layers(l);
     check_model("mask_words.npz", l, 4, GOLDEN_FULL_NAMES, TOL, TOL);
+    check_json("mask_words.npz", l, 4);
 }
 
 /* The words model's predictions on a strategy (cpu:2: equal to one

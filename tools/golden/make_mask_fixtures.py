@@ -4,7 +4,8 @@
 Runs tf.keras 2.15 on fixed weights and padded sequences of mixed lengths
 and writes tests/golden/mask_<case>.npz for tests/test_masking.c, in the
 layer conventions of tests/golden/README.md (x, w_<weight>, y, r, dx,
-dw_<weight>), the weights keyed by their whole variable names
+dw_<weight>; and "json", model.to_json() as uint8), the weights keyed by
+their whole variable names
 (w_bidirectional_forward_lstm_lstm_cell_kernel), each model built after
 clear_session() so that its layers have Keras's first automatic names.
 
@@ -86,6 +87,7 @@ def run(name, layers, x):
                         mf.layer_weight_name)
     if words:
         arrays["x"] = x
+    arrays["json"] = ms.text_bytes(model.to_json())  # Masking's and Embedding(mask_zero)'s arguments
     return arrays
 
 
@@ -103,8 +105,9 @@ def words_case():
     """Embedding(mask_zero) -> Bidirectional(LSTM, sequences) -> LSTM -> Dense: ids with 0 as padding."""
     rng = mf.rng_for("mask_words")
     ids = rng.integers(1, 12, (len(KEEP), 6)).astype(np.int32) * np.array(KEEP, dtype=np.int32)
-    return run("words", [L.Embedding(12, 4, mask_zero=True), L.Bidirectional(L.LSTM(3, return_sequences=True)),
-                         L.LSTM(2), L.Dense(1)], ids)
+    layers = [L.Embedding(12, 4, mask_zero=True, input_shape=(6,)), L.Bidirectional(L.LSTM(3, return_sequences=True)),
+              L.LSTM(2), L.Dense(1)]
+    return run("words", layers, ids)
 
 
 def loss_case():
