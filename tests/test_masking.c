@@ -126,11 +126,7 @@ static void test_words(void) {
 /* The words model's predictions on a strategy (cpu:2: equal to one
  * replica's to float round-off; sim:v2-8: within bf16 round-off). */
 static void on_strategy(const char *spec, double rel) {
-    sy_cluster *c = NULL;
-    sy_strategy *s = NULL;
-    CHECK_OK(sy_cluster_resolve(spec, &c));
-    if (c) CHECK_OK(sy_strategy_new(c, &s));
-    sy_cluster_free(c);
+    sy_strategy *s = strategy_of(spec);
     if (!s) return;
     sy_strategy_scope_enter(s);
     sy_layer l[4];
@@ -141,12 +137,7 @@ static void on_strategy(const char *spec, double rel) {
     if (m) {
         load_weights(z, m, "w", GOLDEN_FULL_NAMES);
         sy_tensor *out = predict(m, x);
-        double worst = 0, scale = 0;
-        for (int64_t i = 0; out && i < sy_tensor_count(y); i++) {
-            worst =
-                fmax(worst, fabs(((const float *)sy_tensor_data(out))[i] - sy_tensor_get(y, i)));
-            scale = fmax(scale, fabs(sy_tensor_get(y, i)));
-        }
+        double scale, worst = largest_difference(out, y, &scale);
         CHECK(out && worst <= rel * scale, "%s: largest difference %g of %g", spec, worst, scale);
         sy_tensor_free(out);
         sy_model_free(m);
