@@ -15,6 +15,12 @@
  *                               the recurrent candidate input h.U_h + b_h
  *                               that r multiplies, the output)
  *
+ * Keras's mask (issue 17, docs/design/masking.md) is an optional last
+ * input, steps (B, T) of 0 and 1 (attr.rnn.has_steps; the grad ops take it
+ * last too): a step of 0 keeps the previous h (and c) in its row, and
+ * backwards gets no gate gradients and passes dh (and dc) on to the step
+ * before unchanged. The mask gets a zero gradient (Keras's is a boolean).
+ *
  * Activations: tanh, sigmoid, relu and none (sy_act codes) have the fast
  * cells, whose backward passes take the derivatives from the activated
  * gates. Any other Keras activation (issue 15: elu, gelu, hard_sigmoid,

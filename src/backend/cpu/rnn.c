@@ -37,6 +37,13 @@
  * by shape) and applies the gates row by row; backwards the gate gradients
  * row by row, then dh(t-1) = d inner x recurrent^T.
  *
+ * Masks (issue 17, masking): with a steps mask (B, T), a masked step's
+ * row keeps c(t-1) and h(t-1) (LSTM: saved from the image before the cell
+ * and put back; GRU: h copied from the previous row), and backwards its
+ * gate gradients are zeros and dh (and dc) go to the step before as they
+ * are: the LSTM's rows carry dh in a per-row buffer beside the product's
+ * dh(t-1), which the recurrent dropout mask multiplies and the carry not.
+ *
  * Products (issue 16, MXU recurrent products). Every product goes through
  * one of three numerics (sy_rnn_numerics): float32 (the cpu backend, the
  * code above, untouched), or the MXU's (the sim backend: operands rounded
