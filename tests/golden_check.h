@@ -280,6 +280,28 @@ static inline sy_tensor *predict(sy_model *m, const sy_tensor *x) {
     return out;
 }
 
+/* The strategy of a cluster spec ("cpu:2", "sim:v2-8"), or NULL after a failed check. */
+static inline sy_strategy *strategy_of(const char *spec) {
+    sy_cluster *c = NULL;
+    sy_strategy *s = NULL;
+    CHECK_OK(sy_cluster_resolve(spec, &c));
+    if (c) CHECK_OK(sy_strategy_new(c, &s));
+    sy_cluster_free(c);
+    return s;
+}
+
+/* The largest |out - want| over want's values (out float32, NULL: infinity); *scale receives want's largest
+ * magnitude. */
+static inline double largest_difference(const sy_tensor *out, const sy_tensor *want, double *scale) {
+    double worst = out ? 0 : INFINITY;
+    *scale = 0;
+    for (int64_t i = 0; i < sy_tensor_count(want); i++) {
+        if (out) worst = fmax(worst, fabs(((const float *)sy_tensor_data(out))[i] - sy_tensor_get(want, i)));
+        *scale = fmax(*scale, fabs(sy_tensor_get(want, i)));
+    }
+    return worst;
+}
+
 /* dx of g's run against the fixture's; an (N, T, F) one step by step (a
  * recurrent layer's dx spans orders of magnitude over the steps). */
 static inline void compare_dx(const char *file, const sy_npz *z, const grad_run *g, tol t) {

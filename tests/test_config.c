@@ -598,8 +598,9 @@ static const refusal refusals[] = {
     {"fashion_mnist_cnn.json", 0, "batch_input_shape", "[null, null, 28, 1]", SY_ERR_UNSUPPORTED,
      {"batch_input_shape [null, null, 28, 1] has unknown dimensions"}},
     {"fashion_mnist_cnn.json", 0, "dtype", "\"string\"", SY_ERR_UNSUPPORTED, {"(InputLayer): dtype \"string\""}},
-    {"imdb_lstm.json", 1, "mask_zero", "true", SY_ERR_UNSUPPORTED,
-     {"layer 'embedding' (Embedding): mask_zero true is not supported (supported: false)"}},
+    /* issue 17, masking: mask_zero true is read now (imdb_bilstm.json, test_masking.c); a value that is no
+     * boolean is refused */
+    {"imdb_lstm.json", 1, "mask_zero", "1", SY_ERR_INVALID_ARGUMENT, {"mask_zero"}},
     {"imdb_lstm.json", 1, "embeddings_regularizer", "{\"class_name\": \"OrthogonalRegularizer\", \"config\": {}}",
      SY_ERR_UNSUPPORTED, {"embeddings_regularizer"}},
     {"imdb_lstm.json", 2, "stateful", "true", SY_ERR_UNSUPPORTED, {"layer 'lstm' (LSTM): stateful true"}},
@@ -683,7 +684,7 @@ static void test_refusals(void) {
                   "Activation, Add, Average, AveragePooling1D, AveragePooling2D, BatchNormalization, Bidirectional, "
                   "Concatenate, Conv1D, Conv2D, Conv2DTranspose, Cropping2D, Dense, DepthwiseConv2D, Dropout, ELU, "
                   "Embedding, Flatten, GRU, GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalMaxPooling1D, "
-                  "GlobalMaxPooling2D, InputLayer, LSTM, LayerNormalization, LeakyReLU, MaxPooling1D, MaxPooling2D, "
+                  "GlobalMaxPooling2D, InputLayer, LSTM, LayerNormalization, LeakyReLU, Masking, MaxPooling1D, MaxPooling2D, "
                   "Maximum, Minimum, Multiply, Normalization, PReLU, Permute, ReLU, RepeatVector, Rescaling, Reshape, "
                   "SeparableConv2D, SimpleRNN, Softmax, SpatialDropout1D, SpatialDropout2D, Subtract, "
                   "TimeDistributed, UpSampling2D, ZeroPadding2D");

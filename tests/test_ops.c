@@ -548,6 +548,84 @@ static const scan_dims mxu_scan_dims = {13, 11, 150, 130}, mxu_scan_dims_small =
         mxu_dims = NULL;                                                                                               \
         return y;                                                                                                      \
     }
+/* issue 17, masking: the scans with Keras's mask over the steps (B, T) of 0 and 1, drawn as int32 ids and
+ * gathered from the column [0; 1] (as an Embedding's mask_zero does); a masked step keeps the state */
+static sy_node steps_mask(ctx *c, int64_t b, int64_t t) {
+    sy_node col[2] = {sy_graph_fill(c->g, c->dt, R(2, 1L, 1L), 0.0), sy_graph_fill(c->g, c->dt, R(2, 1L, 1L), 1.0)};
+    sy_node ids = iin(c, R(2, b, t), 0, 2);
+    return sy_graph_reshape(c->g, sy_graph_gather(c->g, sy_graph_concat(c->g, col, 2, 0), ids), R(2, b, t));
+}
+static sy_node masked_seq(ctx *c, scan_opts o, const sy_act_params *fn) {
+    scan_dims n = dims_of(o);
+    int64_t gu = (o.gru ? 3 : 4) * n.u;
+    double w = mxu_dims ? 0.15 : 1;
+    sy_node x = var(c, R(3, n.b, n.t, n.d), -1, 1), k = var(c, R(2, n.d, gu), -0.6 * w, 0.6 * w),
+            r = var(c, R(2, n.u, gu), -0.5 * w, 0.5 * w);
+    sy_node b = o.bias ? var(c, o.gru ? R(2, 2L, gu) : R(1, gu), -0.5, 0.5) : SY_NONE;
+    sy_node m = o.mask ? cin(c, R(2, n.b, n.u), 0, 2) : SY_NONE, st = steps_mask(c, n.b, n.t);
+    return o.gru ? graph_gru_scan_masked(c->g, x, k, r, b, m, st, o.act, o.rec_act, fn)
+                 : graph_lstm_scan_masked(c->g, x, k, r, b, m, st, o.act, o.rec_act, fn, o.inference);
+}
+static sy_node masked_h(ctx *c, scan_opts o, const sy_act_params *fn) {
+    scan_dims n = dims_of(o);
+    sy_node seq = masked_seq(c, o, fn);
+    int64_t begin[3] = {0, o.last ? n.t - 1 : 0, graph_scan_h_column(c->g, seq)}, size[3] = {n.b, o.last ? 1 : n.t, n.u};
+    return sy_graph_slice(c->g, seq, begin, size);
+}
+/* the grad ops forward, on a masked scan's rows */
+static sy_node masked_grad(ctx *c, scan_opts o, bool need_dx) {
+    scan_dims n = dims_of(o);
+    sy_node seq = masked_seq(c, o, NULL);
+    const sy_node_rec *sr = graph_node(c->g, seq);
+    sy_attrs at = sr->attr;
+    at.rnn.has_bias = 0;
+    at.rnn.need_dx = need_dx;
+    int last = sr->n_in - 1; /* the steps' mask; the dropout mask before it */
+    sy_node dh = cin(c, R(3, n.b, o.last ? 1L : n.t, n.u), -1, 1), in[6];
+    int k = 0;
+    in[k++] = dh;
+    in[k++] = seq;
+    if (!o.gru) in[k++] = graph_input(c->g, seq, 1);
+    in[k++] = graph_input(c->g, seq, 2);
+    if (o.mask) in[k++] = graph_input(c->g, seq, last - 1);
+    in[k++] = graph_input(c->g, seq, last);
+    if (o.gru) {
+        sy_shape out = sy_graph_shape(c->g, seq);
+        out.dims[2] = 6 * n.u;
+        return add_op(c, SY_OP_GRU_SCAN_GRAD, in, k, &at, &out);
+    }
+    return add_op(c, SY_OP_LSTM_SCAN_GRAD, in, k, &at, NULL);
+}
+static sy_node b_lstm_steps(ctx *c) { return masked_h(c, (scan_opts){false, true, false, false, TANH, SIGM, false, false}, NULL); }
+static sy_node b_lstm_steps_big_last(ctx *c) {
+    return masked_h(c, (scan_opts){false, true, true, true, TANH, SIGM, true, false}, NULL);
+}
+static sy_node b_lstm_steps_gelu(ctx *c) {
+    return masked_h(c, (scan_opts){false, true, false, false, 0, 0, false, false}, gelu_hard_sigmoid);
+}
+static sy_node b_lstm_steps_inference(ctx *c) {
+    return masked_h(c, (scan_opts){false, true, true, false, TANH, SIGM, true, true}, NULL);
+}
+static sy_node b_gru_steps(ctx *c) { return masked_h(c, (scan_opts){true, true, false, false, TANH, SIGM, false, false}, NULL); }
+static sy_node b_gru_steps_big_last(ctx *c) {
+    return masked_h(c, (scan_opts){true, true, true, true, TANH, SIGM, true, false}, NULL);
+}
+static sy_node b_gru_steps_swish(ctx *c) {
+    return masked_h(c, (scan_opts){true, true, true, false, 0, 0, false, false}, swish_softsign);
+}
+static sy_node b_lstm_steps_grad(ctx *c) { return masked_grad(c, (scan_opts){false, true, true, false, TANH, SIGM, true, false}, true); }
+static sy_node b_lstm_steps_grad_last(ctx *c) {
+    return masked_grad(c, (scan_opts){false, true, false, true, TANH, SIGM, true, false}, false);
+}
+static sy_node b_gru_steps_grad(ctx *c) { return masked_grad(c, (scan_opts){true, true, true, false, TANH, SIGM, true, false}, false); }
+static sy_node b_gru_steps_grad_last(ctx *c) {
+    return masked_grad(c, (scan_opts){true, true, false, true, TANH, SIGM, true, false}, false);
+}
+MXU_SCAN(b_lstm_steps_mxu, mxu_scan_dims, masked_seq(c, (scan_opts){false, true, true, false, TANH, SIGM, false, false}, NULL))
+MXU_SCAN(b_lstm_steps_grad_mxu, mxu_scan_dims, masked_grad(c, (scan_opts){false, true, true, false, TANH, SIGM, false, false}, true))
+MXU_SCAN(b_gru_steps_mxu, mxu_scan_dims, masked_seq(c, (scan_opts){true, true, true, false, TANH, SIGM, false, false}, NULL))
+MXU_SCAN(b_gru_steps_grad_mxu, mxu_scan_dims, masked_grad(c, (scan_opts){true, true, true, false, TANH, SIGM, false, false}, false))
+
 MXU_SCAN(b_lstm_seq_mxu, mxu_scan_dims, scan_seq(c, (scan_opts){false, true, true, false, TANH, SIGM, false, false}))
 MXU_SCAN(b_lstm_nobias_mxu, mxu_scan_dims_small, scan_h(c, (scan_opts){false, false, false, true, TANH, SIGM, false, false}))
 MXU_SCAN(b_lstm_any_mxu, mxu_scan_dims_small, scan_seq(c, (scan_opts){false, true, true, false, SIGM, TANH, false, false}))
@@ -907,6 +985,22 @@ static const row rows[] = {
     {"sparse_softmax_cross_entropy_grad 37 classes", SY_OP_SPARSE_SOFTMAX_CE_GRAD, b_sparse_softmax_ce_grad_37, FWD},
     {"reverse", SY_OP_REVERSE, b_reverse, FWD | GRAD},
     {"reverse last axis", SY_OP_REVERSE, b_reverse_last, FWD | GRAD},
+    /* issue 17, masking: the steps' mask */
+    {"lstm_scan masked steps", SY_OP_LSTM_SCAN, b_lstm_steps, FWD | GRAD},
+    {"lstm_scan masked steps, 13 x 4 x 10, dropout mask, last step", SY_OP_LSTM_SCAN, b_lstm_steps_big_last, FWD | GRAD},
+    {"lstm_scan masked steps, gelu, hard_sigmoid", SY_OP_LSTM_SCAN, b_lstm_steps_gelu, FWD | GRAD},
+    {"lstm_scan inference, masked steps, 13 x 4 x 10", SY_OP_LSTM_SCAN, b_lstm_steps_inference, FWD},
+    {"gru_scan masked steps", SY_OP_GRU_SCAN, b_gru_steps, FWD | GRAD},
+    {"gru_scan masked steps, 13 x 4 x 10, dropout mask, last step", SY_OP_GRU_SCAN, b_gru_steps_big_last, FWD | GRAD},
+    {"gru_scan masked steps, swish, softsign, dropout mask", SY_OP_GRU_SCAN, b_gru_steps_swish, FWD | GRAD},
+    {"lstm_scan_grad masked steps, 13 x 4 x 10, dropout mask, dx", SY_OP_LSTM_SCAN_GRAD, b_lstm_steps_grad, FWD},
+    {"lstm_scan_grad masked steps, 13 x 4 x 10, last step", SY_OP_LSTM_SCAN_GRAD, b_lstm_steps_grad_last, FWD},
+    {"gru_scan_grad masked steps, 13 x 4 x 10, dropout mask", SY_OP_GRU_SCAN_GRAD, b_gru_steps_grad, FWD},
+    {"gru_scan_grad masked steps, 13 x 4 x 10, last step", SY_OP_GRU_SCAN_GRAD, b_gru_steps_grad_last, FWD},
+    {"lstm_scan MXU 13x11x150 u130, masked steps", SY_OP_LSTM_SCAN, b_lstm_steps_mxu, FWD},
+    {"lstm_scan_grad MXU 13x11x150 u130, masked steps, dx", SY_OP_LSTM_SCAN_GRAD, b_lstm_steps_grad_mxu, FWD},
+    {"gru_scan MXU 13x11x150 u130, masked steps", SY_OP_GRU_SCAN, b_gru_steps_mxu, FWD},
+    {"gru_scan_grad MXU 13x11x150 u130, masked steps", SY_OP_GRU_SCAN_GRAD, b_gru_steps_grad_mxu, FWD},
     {"lstm_scan packed sequence", SY_OP_LSTM_SCAN, b_lstm_seq, FWD},
     {"lstm_scan packed sequence, 13 x 4 x 10, 9 units, mask", SY_OP_LSTM_SCAN, b_lstm_seq_big, FWD},
     {"lstm_scan h every step, 13 x 4 x 10, 9 units, mask", SY_OP_LSTM_SCAN, b_lstm_big, FWD | GRAD},

@@ -257,11 +257,7 @@ static void test_wrappers_model(void) {
  * Keras's float32 numbers but not equal to them (the products are the
  * MXU's, bf16 x bf16 -> fp32), and a training step runs. */
 static void test_sim(void) {
-    sy_cluster *c = NULL;
-    sy_strategy *s = NULL;
-    CHECK_OK(sy_cluster_resolve("sim:v2-8", &c));
-    if (c) CHECK_OK(sy_strategy_new(c, &s));
-    sy_cluster_free(c);
+    sy_strategy *s = strategy_of("sim:v2-8");
     if (!s) return;
     sy_strategy_scope_enter(s);
     sy_layer l[6];
@@ -272,12 +268,7 @@ static void test_sim(void) {
     if (m) {
         load_weights(z, m, "w", GOLDEN_FULL_NAMES);
         sy_tensor *out = predict(m, x);
-        double worst = 0, scale = 0;
-        for (int64_t i = 0; out && i < sy_tensor_count(y); i++) {
-            worst =
-                fmax(worst, fabs(((const float *)sy_tensor_data(out))[i] - sy_tensor_get(y, i)));
-            scale = fmax(scale, fabs(sy_tensor_get(y, i)));
-        }
+        double scale, worst = largest_difference(out, y, &scale);
         CHECK(out && worst <= 2e-2 * scale && worst > 0,
               "sim:v2-8: largest difference %g of %g (bf16 products)", worst, scale);
         sy_tensor_free(out);

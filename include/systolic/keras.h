@@ -137,6 +137,8 @@ typedef enum sy_layer_kind {
     SY_LAYER_SPATIAL_DROPOUT2D,
     SY_LAYER_BIDIRECTIONAL,
     SY_LAYER_TIME_DISTRIBUTED,
+    /* issue 17, masking */
+    SY_LAYER_MASKING,
     /* issue 15, nested models: a model used as a layer (sy_layer_model) */
     SY_LAYER_MODEL = 200
 } sy_layer_kind;
@@ -234,7 +236,7 @@ typedef struct sy_layer {
     sy_init bias_initializer;   /* Dense, Conv2D, LSTM, GRU: zeros */
     /* Embedding: input_dim words to vectors of output_dim; input_length, if
      * given, is the input's length (and the model's input shape when first);
-     * mask_zero is refused (no masking yet) */
+     * mask_zero: index 0 is padding, masked (docs/design/masking.md) */
     int32_t input_dim, output_dim, input_length;
     bool mask_zero;
     sy_init embeddings_initializer; /* uniform(-0.05, 0.05) */
@@ -319,6 +321,8 @@ typedef struct sy_layer {
     const struct sy_model *model;
     /* issue 16, mixed_bfloat16: Keras's dtype argument; SY_POLICY_GLOBAL (0): the global policy */
     sy_dtype_policy dtype_policy;
+    /* issue 17, masking: Masking's mask_value (0.0): steps whose features all equal it are masked */
+    double mask_value;
 } sy_layer;
 
 sy_layer sy_layer_dense(int32_t units);
@@ -395,6 +399,9 @@ sy_layer sy_layer_repeat_vector(int32_t n);       /* (features) -> (n, features)
 sy_layer sy_layer_permute(const int32_t *dims, int32_t n_dims); /* dims 1-based, as Keras's */
 sy_layer sy_layer_spatial_dropout1d(double rate); /* whole channels of (steps, channels) */
 sy_layer sy_layer_spatial_dropout2d(double rate); /* whole channels of (height, width, channels) */
+/* issue 17, masking: Masking(mask_value): masks the steps of (steps, features) whose features all equal
+ * mask_value and zeroes them; LSTM, GRU, SimpleRNN, Bidirectional and GlobalAveragePooling1D then skip them */
+sy_layer sy_layer_masking(double mask_value);
 /* Bidirectional(layer): an LSTM, GRU or SimpleRNN run forwards and
  * backwards (go_backwards flipped), merge_mode concat; its weights are
  * forward_<name>/... then backward_<name>/... as Keras names them. */

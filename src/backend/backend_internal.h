@@ -105,8 +105,9 @@ typedef union sy_attrs {
     struct { float rate; uint64_t seed; } dropout;
     /* LSTM_SCAN, GRU_SCAN, grads. act, rec_act: sy_act codes (the fast cells); with `general` they are
      * SY_ACT_NONE and fn[0] (activation), fn[1] (recurrent_activation) give any Keras activation, and the
-     * scans keep the gates' pre-activations in their rows (sy_lstm_layout) */
-    struct { uint8_t act, rec_act, has_bias, has_mask, need_dx, inference, general; sy_act_params fn[2]; } rnn;
+     * scans keep the gates' pre-activations in their rows (sy_lstm_layout). has_steps (issue 17, masking): a
+     * last input, the Keras mask (B, T) of 0/1, where a 0 step keeps the previous state (graph/ops_rnn.c) */
+    struct { uint8_t act, rec_act, has_bias, has_mask, need_dx, inference, general, has_steps; sy_act_params fn[2]; } rnn;
     struct { uint32_t axes; uint8_t keepdims; } reduce;            /* bit i: reduce axis i */
     struct { double value; } fill;
     struct { int32_t size[2]; uint8_t bilinear; } upsample;      /* UPSAMPLE2D and its grad */

@@ -19,6 +19,15 @@
  * over the 25,000 training reviews, validated on the 25,000 test reviews
  * after every epoch.
  *
+ * imdb_bilstm (issue 17, masking) is Keras's "Bidirectional LSTM on IMDB"
+ * example (keras.io/examples/nlp/bidirectional_lstm_imdb): the 20,000 most
+ * frequent words, reviews padded or cut to their last 200 ('pre') ->
+ * Embedding(20000, 128, mask_zero=True) -> Bidirectional(LSTM(64,
+ * return_sequences=True)) -> Bidirectional(LSTM(64)) -> Dense(1, sigmoid);
+ * Adam(1e-3), binary_crossentropy, accuracy; batch 32, 2 epochs, validated
+ * on the 25,000 test reviews. The example leaves mask_zero off; the issue
+ * asks for it, so the padding steps are skipped (docs/design/masking.md).
+ *
  * cifar10_vgg16 is the Cloud TPU guides' third tutorial, its code as
  * written: the CIFAR-10 training images as float32 and labels as int64;
  * from_tensor_slices(images).map(pro), where pro divides by 225.0 (sic),
@@ -130,6 +139,25 @@ static sy_status build_imdb_lstm(uint64_t seed, sy_model **out) {
     layers[0].input_length = IMDB_LEN;
     layers[2].activation = SY_ACTIVATION_SIGMOID;
     return build_sequential(seed, layers, 3, out);
+}
+
+/* ---- issue 17, masking: imdb_bilstm ---------------------------------------------------- */
+
+#define BILSTM_WORDS 20000 /* the example's max_features */
+#define BILSTM_LEN 200     /* and maxlen */
+
+static sy_status load_imdb_bilstm(sy_data_split *d) { return builtin_imdb_data(BILSTM_WORDS, BILSTM_LEN, d); }
+
+/* Embedding(20000, 128, mask_zero=True) -> Bidirectional(LSTM(64, return_sequences=True)) ->
+ * Bidirectional(LSTM(64)) -> Dense(1, sigmoid) over (200,) word indices */
+static sy_status build_imdb_bilstm(uint64_t seed, sy_model **out) {
+    sy_layer emb = sy_layer_embedding(BILSTM_WORDS, 128), l1 = sy_layer_lstm(64), l2 = sy_layer_lstm(64);
+    emb.mask_zero = true;
+    emb.input_shape = sy_shape_of(1, (int64_t)BILSTM_LEN);
+    l1.return_sequences = true;
+    sy_layer layers[4] = {emb, sy_layer_bidirectional(&l1), sy_layer_bidirectional(&l2), sy_layer_dense(1)};
+    layers[3].activation = SY_ACTIVATION_SIGMOID;
+    return build_sequential(seed, layers, 4, out);
 }
 
 /* ---- issue 15, keras.applications ---------------------------------------------------- */
@@ -305,6 +333,10 @@ static const builtin_model models[] = {
     {"imdb_lstm", "the Keras IMDB tutorial: an LSTM over word embeddings classifies movie reviews", build_imdb_lstm,
      load_imdb, "adam", 1e-3f, "binary_crossentropy", {"accuracy"}, 1, 64, 20, 0, 1, {1, {IMDB_LEN}}, IMDB_WORDS, IMDB_LEN,
      false, NULL},
+    /* issue 17, masking */
+    {"imdb_bilstm", "Keras's Bidirectional LSTM on IMDB: two Bidirectional(LSTM(64)) over masked word embeddings",
+     build_imdb_bilstm, load_imdb_bilstm, "adam", 1e-3f, "binary_crossentropy", {"accuracy"}, 1, 32, 2, 0, 1,
+     {1, {BILSTM_LEN}}, BILSTM_WORDS, BILSTM_LEN, false, NULL},
     {"cifar10_vgg16", "the Cloud TPU guides' third tutorial: VGG16 on CIFAR-10 through tf.data (SGD, from_logits)",
      build_vgg16_tutorial, load_cifar10_vgg, "sgd", 1e-3f, "sparse_categorical_crossentropy", {"sparse_categorical_accuracy"}, 1,
      200, 10, 0, 10, {3, {32, 32, 3}}, 0, 0, true, vgg_pipeline},

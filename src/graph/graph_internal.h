@@ -126,6 +126,12 @@ sy_node graph_lstm_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurren
                         int rec_act, const sy_act_params *fn, bool inference);
 sy_node graph_gru_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask, int act,
                        int rec_act, const sy_act_params *fn);
+/* issue 17, masking: the scans with the Keras mask steps (B, T) of 0/1 (SY_NONE: none), under which a step
+ * of 0 keeps the previous state (h, and c for LSTM) and its gates get no gradient. */
+sy_node graph_lstm_scan_masked(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask,
+                               sy_node steps, int act, int rec_act, const sy_act_params *fn, bool inference);
+sy_node graph_gru_scan_masked(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask,
+                              sy_node steps, int act, int rec_act, const sy_act_params *fn);
 /* The column where a scan's rows hold h (U columns from there). */
 int64_t graph_scan_h_column(const sy_graph *g, sy_node scan);
 

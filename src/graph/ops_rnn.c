@@ -15,6 +15,12 @@
  *                               the recurrent candidate input h.U_h + b_h
  *                               that r multiplies, the output)
  *
+ * Keras's mask (issue 17, docs/design/masking.md) is an optional last
+ * input, steps (B, T) of 0 and 1 (attr.rnn.has_steps; the grad ops take it
+ * last too): a step of 0 keeps the previous h (and c) in its row, and
+ * backwards gets no gate gradients and passes dh (and dc) on to the step
+ * before unchanged. The mask gets a zero gradient (Keras's is a boolean).
+ *
  * Activations: tanh, sigmoid, relu and none (sy_act codes) have the fast
  * cells, whose backward passes take the derivatives from the activated
  * gates. Any other Keras activation (issue 15: elu, gelu, hard_sigmoid,
@@ -48,7 +54,7 @@
 #include <string.h>
 
 static sy_node scan(sy_graph *g, sy_op op, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask,
-                    int act, int rec_act, const sy_act_params *fn, bool inference) {
+                    sy_node steps, int act, int rec_act, const sy_act_params *fn, bool inference) {
     sy_attrs at;
     memset(&at, 0, sizeof at);
     at.rnn.inference = inference;
@@ -61,32 +67,49 @@ static sy_node scan(sy_graph *g, sy_op op, sy_node x, sy_node kernel, sy_node re
     }
     at.rnn.has_bias = bias != SY_NONE;
     at.rnn.has_mask = mask != SY_NONE;
-    sy_node in[5] = {x, kernel, recurrent};
+    at.rnn.has_steps = steps != SY_NONE;
+    sy_node in[6] = {x, kernel, recurrent};
     int n = 3;
     if (bias != SY_NONE) in[n++] = bias;
     if (mask != SY_NONE) in[n++] = mask;
+    if (steps != SY_NONE) in[n++] = steps;
     return graph_add(g, op, in, n, &at, NULL);
 }
 
 sy_node graph_lstm_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask, int act,
                         int rec_act, const sy_act_params *fn, bool inference) {
-    return scan(g, SY_OP_LSTM_SCAN, x, kernel, recurrent, bias, mask, act, rec_act, fn, inference);
+    return scan(g, SY_OP_LSTM_SCAN, x, kernel, recurrent, bias, mask, SY_NONE, act, rec_act, fn, inference);
 }
 
 sy_node graph_gru_scan(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask, int act,
                        int rec_act, const sy_act_params *fn) {
-    return scan(g, SY_OP_GRU_SCAN, x, kernel, recurrent, bias, mask, act, rec_act, fn, false);
+    return scan(g, SY_OP_GRU_SCAN, x, kernel, recurrent, bias, mask, SY_NONE, act, rec_act, fn, false);
+}
+
+/* issue 17, masking */
+sy_node graph_lstm_scan_masked(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask,
+                               sy_node steps, int act, int rec_act, const sy_act_params *fn, bool inference) {
+    return scan(g, SY_OP_LSTM_SCAN, x, kernel, recurrent, bias, mask, steps, act, rec_act, fn, inference);
+}
+
+sy_node graph_gru_scan_masked(sy_graph *g, sy_node x, sy_node kernel, sy_node recurrent, sy_node bias, sy_node mask,
+                              sy_node steps, int act, int rec_act, const sy_act_params *fn) {
+    return scan(g, SY_OP_GRU_SCAN, x, kernel, recurrent, bias, mask, steps, act, rec_act, fn, false);
 }
 
 /* The optional inputs' positions. */
 static int bias_input(const sy_node_rec *n) { return n->attr.rnn.has_bias ? 3 : -1; }
 static int mask_input(const sy_node_rec *n) { return n->attr.rnn.has_mask ? 3 + n->attr.rnn.has_bias : -1; }
+/* issue 17, masking: the steps' mask, the scan's last input */
+static int steps_input(const sy_node_rec *n) {
+    return n->attr.rnn.has_steps ? 3 + n->attr.rnn.has_bias + n->attr.rnn.has_mask : -1;
+}
 
 /* x (B, T, D), kernel (D, gU), recurrent (U, gU), bias (gU) or (2, gU),
  * mask (B, U); sets the output (B, T, row) with row(D, U) floats a step. */
 static sy_status infer_scan(sy_graph *g, sy_node_rec *n, int gates, int bias_rows,
                             int64_t (*row)(const sy_node_rec *, int64_t, int64_t)) {
-    int want = 3 + n->attr.rnn.has_bias + n->attr.rnn.has_mask;
+    int want = 3 + n->attr.rnn.has_bias + n->attr.rnn.has_mask + n->attr.rnn.has_steps;
     if (n->n_in != want) return graph_fail(g, n, SY_ERR_INTERNAL, "takes %d inputs here, got %d", want, n->n_in);
     sy_status st = require_float_inputs(g, n, n->n_in);
     if (st) return st;
@@ -116,6 +139,12 @@ static sy_status infer_scan(sy_graph *g, sy_node_rec *n, int gates, int bias_row
             return graph_fail(g, n, SY_ERR_SHAPE, "recurrent dropout mask %s must be (%lld, %lld)",
                               sy_shape_format(m, b, sizeof b), (long long)x->dims[0], (long long)u);
     }
+    if (steps_input(n) >= 0) { /* issue 17, masking */
+        const sy_shape *m = &graph_in_rec(g, n, steps_input(n))->shape;
+        if (m->rank != 2 || m->dims[0] != x->dims[0] || m->dims[1] != x->dims[1])
+            return graph_fail(g, n, SY_ERR_SHAPE, "the steps' mask %s must be (%lld, %lld)", sy_shape_format(m, b, sizeof b),
+                              (long long)x->dims[0], (long long)x->dims[1]);
+    }
     if (n->attr.rnn.act > SY_ACT_TANH || n->attr.rnn.rec_act > SY_ACT_TANH)
         return graph_fail(g, n, SY_ERR_INVALID_ARGUMENT, "unknown activation %d or %d", n->attr.rnn.act, n->attr.rnn.rec_act);
     for (int i = 0; n->attr.rnn.general && i < 2; i++)
@@ -133,11 +162,11 @@ static int64_t gru_row(const sy_node_rec *n, int64_t d, int64_t u) { return (voi
 sy_status infer_LSTM_SCAN(sy_graph *g, sy_node_rec *n) { return infer_scan(g, n, 4, 1, lstm_row); }
 sy_status infer_GRU_SCAN(sy_graph *g, sy_node_rec *n) { return infer_scan(g, n, 3, 2, gru_row); }
 
-/* (dh (B, T or 1, U), seq, [kernel,] recurrent [, mask]): the inputs' count
- * and dh's shape; u receives the units. */
+/* (dh (B, T or 1, U), seq, [kernel,] recurrent [, mask] [, steps]): the
+ * inputs' count and dh's shape; u receives the units. */
 static sy_status check_scan_grad(sy_graph *g, sy_node_rec *n, int weights, int64_t *u) {
-    if (n->n_in != 2 + weights + n->attr.rnn.has_mask)
-        return graph_fail(g, n, SY_ERR_INTERNAL, "takes %d inputs here, got %d", 2 + weights + n->attr.rnn.has_mask, n->n_in);
+    int want = 2 + weights + n->attr.rnn.has_mask + n->attr.rnn.has_steps;
+    if (n->n_in != want) return graph_fail(g, n, SY_ERR_INTERNAL, "takes %d inputs here, got %d", want, n->n_in);
     sy_status st = require_float_inputs(g, n, n->n_in);
     if (st) return st;
     const sy_shape *dh = &graph_in_rec(g, n, 0)->shape, *seq = &graph_in_rec(g, n, 1)->shape;
@@ -242,6 +271,16 @@ static sy_status no_mask_grad(sy_graph *g, sy_node y, const bool *need) {
     return SY_OK;
 }
 
+/* issue 17, masking: the steps' mask is Keras's boolean mask cast to 0/1: no gradient reaches it (a Masking
+ * layer's mask is computed from a tensor that may need one). */
+static void steps_grad(sy_graph *g, sy_node y, const bool *need, sy_node *dx) {
+    int si = steps_input(graph_node(g, y));
+    if (si >= 0 && need[si]) {
+        sy_node s = graph_input(g, y, si);
+        dx[si] = sy_graph_fill(g, graph_node(g, s)->dtype, graph_node(g, s)->shape, 0.0);
+    }
+}
+
 /* LSTM: dh from the h slice; the grad op gives the gate gradients and dx
  * per row; lstm_scan_wgrad the weights' gradients, stacked
  * [kernel; recurrent; bias], which slices hand out. */
@@ -262,8 +301,12 @@ sy_status grad_LSTM_SCAN(sy_graph *g, sy_node y, sy_node dy, const bool *need, s
     if (dh == SY_NONE) return sy_graph_status(g);
     at.rnn.has_bias = 0;
     at.rnn.need_dx = need[0];
-    sy_node in[5] = {dh, y, kernel, recurrent, mi >= 0 ? graph_input(g, y, mi) : SY_NONE};
-    sy_node grads = graph_add(g, SY_OP_LSTM_SCAN_GRAD, in, mi >= 0 ? 5 : 4, &at, NULL);
+    sy_node in[6] = {dh, y, kernel, recurrent};
+    int n_in = 4, si = steps_input(n);
+    if (mi >= 0) in[n_in++] = graph_input(g, y, mi);
+    if (si >= 0) in[n_in++] = graph_input(g, y, si);
+    sy_node grads = graph_add(g, SY_OP_LSTM_SCAN_GRAD, in, n_in, &at, NULL);
+    steps_grad(g, y, need, dx);
     if (need[0]) {
         int64_t begin[3] = {0, 0, l.dx}, size[3] = {b, t, d};
         dx[0] = sy_graph_slice(g, grads, begin, size);
@@ -294,9 +337,13 @@ sy_status grad_GRU_SCAN(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy
     sy_node dh = h_gradient(g, y, dy, h_at, u);
     if (dh == SY_NONE) return sy_graph_status(g);
     at.rnn.has_bias = 0;
-    sy_node in[4] = {dh, y, graph_input(g, y, 2), mi >= 0 ? graph_input(g, y, mi) : SY_NONE};
+    sy_node in[5] = {dh, y, graph_input(g, y, 2)};
+    int n_in = 3, si = steps_input(n);
+    if (mi >= 0) in[n_in++] = graph_input(g, y, mi);
+    if (si >= 0) in[n_in++] = graph_input(g, y, si);
     sy_shape gs = sy_shape_of(3, b, t, 2 * gu), flat = sy_shape_of(2, b * t, gu);
-    sy_node grads = graph_add(g, SY_OP_GRU_SCAN_GRAD, in, mi >= 0 ? 4 : 3, &at, &gs);
+    sy_node grads = graph_add(g, SY_OP_GRU_SCAN_GRAD, in, n_in, &at, &gs);
+    steps_grad(g, y, need, dx);
     int64_t begin_x[3] = {0, 0, 0}, begin_inner[3] = {0, 0, gu}, size[3] = {b, t, gu};
     sy_node dgates = sy_graph_reshape(g, sy_graph_slice(g, grads, begin_x, size), flat);
     sy_node dinner = sy_graph_reshape(g, sy_graph_slice(g, grads, begin_inner, size), flat);

@@ -409,32 +409,38 @@ static void cache_free(param_cache *c, const sy_model *m) {
 
 /* first: this is the first time m's graph is built here (a nested model's
  * later calls add no weight penalties again). */
-static bool build_model(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node *outputs, bool training,
-                        bool gradients, sy_node *penalties, param_cache *cache, bool first) {
+static bool build_model(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node *outputs, sy_node *out_masks,
+                        bool training, bool gradients, sy_node *penalties, param_cache *cache, bool first) {
     /* one graph node per model node; a layer's weights are params made at
      * its first call and used by every call, so shared layers share them */
     sy_node *value = sy_calloc((size_t)m->n_nodes + 1, sizeof *value);
+    /* issue 17, masking: each node's Keras mask (docs/design/masking.md), SY_NONE: none */
+    sy_node *mask = sy_calloc((size_t)m->n_nodes + 1, sizeof *mask);
     bool ok = false;
     if (!cache->w) {
         cache->w = sy_calloc((size_t)m->n_layers * LAYER_MAX_WEIGHTS + 1, sizeof *cache->w);
         cache->sub = sy_calloc((size_t)m->n_layers + 1, sizeof *cache->sub);
     }
-    if (!value || !cache->w || !cache->sub) goto done;
+    if (!value || !mask || !cache->w || !cache->sub) goto done;
     for (int64_t i = 0; i < m->n_nodes; i++) {
         const model_node *n = &m->nodes[i];
+        mask[i] = SY_NONE;
         if (n->layer < 0) {
             value[i] = inputs[n->input];
             continue;
         }
         model_layer *L = &m->layers[n->layer];
         const layer_impl *impl = layer_impl_of(L->cfg.kind);
-        sy_node *w = cache->w + (size_t)n->layer * LAYER_MAX_WEIGHTS, in[LAYER_MAX_INPUTS];
-        for (int k = 0; k < n->n_in; k++) in[k] = value[m->edges[n->in_off + k]];
+        sy_node *w = cache->w + (size_t)n->layer * LAYER_MAX_WEIGHTS, in[LAYER_MAX_INPUTS], in_mask[LAYER_MAX_INPUTS];
+        for (int k = 0; k < n->n_in; k++) {
+            in[k] = value[m->edges[n->in_off + k]];
+            in_mask[k] = mask[m->edges[n->in_off + k]];
+        }
         sy_graph_push_scope(g, L->name);
         if (L->sub) { /* issue 15: a nested model, its layers under its name's scope */
             bool again = cache->sub[n->layer].w != NULL;
-            bool built = build_model(L->sub, g, in, &value[i], training, gradients, penalties, &cache->sub[n->layer],
-                                     first && !again);
+            bool built = build_model(L->sub, g, in, &value[i], NULL, training, gradients, penalties,
+                                     &cache->sub[n->layer], first && !again);
             sy_graph_pop_scope(g);
             if (!built) goto done;
             continue;
@@ -446,10 +452,16 @@ static bool build_model(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node
                 w[j] = sy_graph_param(g, leaf, SY_F32, sy_vars_shape(m->vars, L->weight_var[j]), sy_init_zeros());
                 if (L->non_trainable & (1u << j)) sy_graph_set_trainable(g, w[j], false); /* moving statistics */
             }
-        layer_ctx ctx = {training,
-                         L->cfg.seed ? L->cfg.seed : sy_mix64(m->seed ^ sy_mix64((uint64_t)L->born + 0xD0D0ull)) + (uint64_t)n->call,
-                         gradients};
+        layer_ctx ctx = {.training = training,
+                         .seed = L->cfg.seed ? L->cfg.seed
+                                             : sy_mix64(m->seed ^ sy_mix64((uint64_t)L->born + 0xD0D0ull)) + (uint64_t)n->call,
+                         .gradients = gradients,
+                         .mask = n->n_in == 1 ? in_mask[0] : SY_NONE};
         value[i] = keras_policy_build(g, impl, &L->cfg, in, n->n_in, w, L->n_weights, &ctx);
+        if (value[i] != SY_NONE && keras_output_mask(g, &L->cfg, L->name, in, in_mask, n->n_in, &mask[i])) {
+            sy_graph_pop_scope(g);
+            goto done;
+        }
         /* the layer's weight penalties once (at its first call), its activity penalty at every call */
         if (penalties && value[i] != SY_NONE)
             *penalties = keras_layer_penalties(g, &L->cfg, in[0], n->call == 0 && first ? w : NULL, value[i], *penalties);
@@ -457,19 +469,26 @@ static bool build_model(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node
         if (value[i] == SY_NONE) goto done;
     }
     for (int32_t j = 0; j < m->n_outputs; j++) outputs[j] = value[m->outputs[j]];
+    for (int32_t j = 0; out_masks && j < m->n_outputs; j++) out_masks[j] = mask[m->outputs[j]];
     ok = m->n_outputs > 0;
 done:
     sy_free(value);
+    sy_free(mask);
+    return ok;
+}
+
+bool keras_build_layers_masked(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node *outputs, sy_node *out_masks,
+                               bool training, bool gradients, sy_node *penalties) {
+    param_cache cache = {NULL, NULL};
+    if (penalties) *penalties = SY_NONE;
+    bool ok = build_model(m, g, inputs, outputs, out_masks, training, gradients, penalties, &cache, true);
+    cache_free(&cache, m);
     return ok;
 }
 
 bool keras_build_layers(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node *outputs, bool training, bool gradients,
                         sy_node *penalties) {
-    param_cache cache = {NULL, NULL};
-    if (penalties) *penalties = SY_NONE;
-    bool ok = build_model(m, g, inputs, outputs, training, gradients, penalties, &cache, true);
-    cache_free(&cache, m);
-    return ok;
+    return keras_build_layers_masked(m, g, inputs, outputs, NULL, training, gradients, penalties);
 }
 
 static sy_strategy *model_strategy(const sy_model *m) { return m->strategy ? m->strategy : m->own_strategy; }
@@ -495,9 +514,10 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
     p->per_example = p->loss = p->sw = SY_NONE; /* issue 17, fit arguments: sw */
     p->weighted = false;
     for (int32_t j = 0; j < MODEL_MAX_IO; j++) p->y[j] = p->pred[j] = p->out_loss[j] = SY_NONE;
-    sy_node penalties = SY_NONE;
-    keras_build_layers(m, g, p->x, p->pred, mode == MODE_TRAIN, mode == MODE_TRAIN,
-                       mode == MODE_PREDICT ? NULL : &penalties);
+    sy_node penalties = SY_NONE, out_mask[MODEL_MAX_IO]; /* issue 17, masking: the outputs' masks weight the losses */
+    for (int32_t j = 0; j < MODEL_MAX_IO; j++) out_mask[j] = SY_NONE;
+    keras_build_layers_masked(m, g, p->x, p->pred, out_mask, mode == MODE_TRAIN, mode == MODE_TRAIN,
+                              mode == MODE_PREDICT ? NULL : &penalties);
     sy_node outputs[2 * MODEL_MAX_IO + 1];
     int n_out = 0;
     sy_plan_options o = sy_plan_options_default();
@@ -508,7 +528,7 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
             sy_shape ls = model_label_shape(m, j);
             p->y[j] = sy_graph_input(g, io_name("y", j, name, sizeof name), model_label_dtype(m, j),
                                      keras_batch_shape(batch, &ls));
-            sy_node l = p->out_loss[j] = keras_loss_build(m, j, g, p->pred[j], p->y[j]);
+            sy_node l = p->out_loss[j] = keras_loss_build_masked(m, j, g, p->pred[j], p->y[j], out_mask[j]);
             if (m->heads[j].weight != 1.0)
                 l = sy_graph_mul(g, l, sy_graph_fill(g, SY_F32, sy_shape_of(0), m->heads[j].weight));
             total = total == SY_NONE ? l : sy_graph_add(g, total, l);

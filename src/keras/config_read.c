@@ -622,7 +622,7 @@ static sy_status rd_embedding(const rd *r, sy_layer *l) {
         (st = rd_i32(r, "output_dim", true, 0, 1, &l->output_dim)) ||
         (st = rd_init(r, "embeddings_initializer", l->embeddings_initializer, &l->embeddings_initializer)) ||
         (st = rd_nulls(r, nulls)) || (st = rd_regularizer(r, "embeddings_regularizer", &l->embeddings_regularizer)) ||
-        (st = rd_bool_only(r, "mask_zero", false)) || (st = rd_bool_only(r, "sparse", false)))
+        (st = rd_bool(r, "mask_zero", false, &l->mask_zero)) || (st = rd_bool_only(r, "sparse", false)))
         return st;
     json_t *v = rd_get(r, "input_length");
     if (v && !json_is_null(v)) {

@@ -35,6 +35,7 @@ typedef struct layer_ctx {
     bool training;  /* dropout active, BatchNormalization on the batch's statistics */
     uint64_t seed;  /* the layer's stream (dropout) */
     bool gradients; /* the graph will be differentiated (training, or a test taking gradients without dropout) */
+    sy_node mask;   /* issue 17, masking: the input's Keras mask (batch, steps) of 0/1; SY_NONE: none */
 } layer_ctx;
 
 struct rd;
@@ -106,6 +107,18 @@ extern const layer_impl keras_normalization;
 extern const layer_impl keras_conv1d, keras_max_pooling1d, keras_average_pooling1d, keras_global_max_pooling1d,
     keras_global_average_pooling1d, keras_simple_rnn, keras_repeat_vector, keras_permute, keras_spatial_dropout1d,
     keras_spatial_dropout2d, keras_bidirectional, keras_time_distributed;
+/* issue 17, masking (layers/masking.c): the Masking layer; the mask a layer's output carries, from its inputs
+ * in[n_in] and their masks in_mask (SY_NONE: none) as Keras's compute_mask gives it (SY_NONE: none; a layer
+ * Keras cannot give a mask is refused, naming it); a loss's elements l (batch, steps) weighted by the output's
+ * mask as Keras 2.15 does: each sample's sum(l * mask) * batch / sum(mask), whose mean is sum(l mask) /
+ * sum(mask) */
+extern const layer_impl keras_masking;
+sy_status keras_output_mask(sy_graph *g, const sy_layer *l, const char *name, const sy_node *in, const sy_node *in_mask,
+                            int n_in, sy_node *out);
+sy_node keras_loss_mask(sy_graph *g, sy_node l, sy_node mask);
+/* The mask (batch, steps) a recurrent layer or pooling gets, or SY_NONE; refused (naming the layer) when it
+ * does not fit x (batch, steps, ...). */
+sy_node keras_steps_mask(sy_graph *g, const layer_ctx *ctx, sy_node x, const char *cls);
 /* How many of layers[0 .. index) took Keras's automatic name of `kind`
  * (wrapped layers too: Bidirectional(LSTM()) uses up an "lstm"). */
 int64_t keras_auto_name_count(const sy_model *m, int64_t index, sy_layer_kind kind);
@@ -242,6 +255,8 @@ sy_status keras_loss_resolve(const char *where, const char *name, bool from_logi
 /* Output j's unweighted loss per sample element, (batch, ...) without
  * the last axis, from pred and the labels y. */
 sy_node keras_loss_build(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y);
+/* issue 17, masking: the same, pred's Keras mask (SY_NONE: none) weighting its steps (keras_loss_mask) */
+sy_node keras_loss_build_masked(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y, sy_node mask);
 /* h's loss as training_config writes it: the name, or the Loss object
  * ({"class_name", "config"}) with Keras's keys in Keras's order. */
 struct json_t *keras_loss_json(const struct model_head *h);
@@ -434,6 +449,9 @@ bool functional_sequential_like(const sy_model *m);
  * (m->n_outputs). False when the graph failed (sy_graph_status says why).
  * Weights are params named as the model's variables, so a plan compiled
  * with the model's store uses them. */
+/* issue 17, masking: as keras_build_layers, out_masks[j] receiving output j's Keras mask (SY_NONE: none) */
+bool keras_build_layers_masked(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node *outputs, sy_node *out_masks,
+                               bool training, bool gradients, sy_node *penalties);
 bool keras_build_layers(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node *outputs, bool training, bool gradients,
                         sy_node *penalties);
 

@@ -111,6 +111,7 @@ static const layer_impl *const impls[] = {
     &keras_conv1d, &keras_max_pooling1d, &keras_average_pooling1d, &keras_global_max_pooling1d,
     &keras_global_average_pooling1d, &keras_simple_rnn, &keras_repeat_vector, &keras_permute,
     &keras_spatial_dropout1d, &keras_spatial_dropout2d, &keras_bidirectional, &keras_time_distributed,
+    &keras_masking, /* issue 17, masking */
 };
 
 const layer_impl *layer_impl_of(sy_layer_kind kind) {

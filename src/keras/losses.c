@@ -179,6 +179,10 @@ sy_status keras_loss_resolve(const char *where, const char *name, bool from_logi
 }
 
 sy_node keras_loss_build(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y) {
+    return keras_loss_build_masked(m, j, g, pred, y, SY_NONE);
+}
+
+sy_node keras_loss_build_masked(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y, sy_node mask) {
     const model_head *h = &m->heads[j];
     const loss_def *d = def_of(h);
     keras_loss_warn_logits(m, j, g, pred);
@@ -206,7 +210,9 @@ sy_node keras_loss_build(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_n
     }
     }
     sy_shape ls = sy_graph_shape(g, l);
-    if (ls.rank > 1) { /* (batch, T, ...): the mean over the rest is each sample's loss */
+    if (mask != SY_NONE) /* issue 17, masking: the output's mask weights the steps */
+        l = keras_loss_mask(g, l, mask);
+    else if (ls.rank > 1) { /* (batch, T, ...): the mean over the rest is each sample's loss */
         int32_t axes[SY_MAX_RANK];
         for (int i = 1; i < ls.rank; i++) axes[i - 1] = i;
         l = sy_graph_reduce_mean(g, l, axes, ls.rank - 1, false);

@@ -62,6 +62,16 @@ def imdb_lstm():
     ])
 
 
+def imdb_bilstm():
+    """Keras's Bidirectional LSTM on IMDB with mask_zero (builtin.c: imdb_bilstm; issue 17, masking)."""
+    return keras.Sequential([
+        L.Embedding(20000, 128, mask_zero=True, input_shape=(200,)),
+        L.Bidirectional(L.LSTM(64, return_sequences=True)),
+        L.Bidirectional(L.LSTM(64)),
+        L.Dense(1, activation="sigmoid"),
+    ])
+
+
 def cifar10_vgg16():
     """The Cloud TPU guides' third tutorial's model (builtin.c: cifar10_vgg16 and fashion_mnist_vgg16)."""
     return keras.applications.vgg16.VGG16(weights=None, input_shape=(32, 32, 3))
@@ -269,7 +279,7 @@ def softmax_axes():
 CASES = [fashion_mnist_cnn, imdb_lstm, cifar10_vgg16, conv_options, recurrent_options, embedding_options, embedding_no_length,
          initializers, activations, input_layer, built, functional_chain, unbuilt, unsupported_layer,
          unsupported_argument, conv_family, conv_family_defaults, activation_layers, regularizers, recurrent_activations,
-         softmax_axes]
+         softmax_axes, imdb_bilstm]
 
 
 def expectations(model):

@@ -37,6 +37,13 @@
  * by shape) and applies the gates row by row; backwards the gate gradients
  * row by row, then dh(t-1) = d inner x recurrent^T.
  *
+ * Masks (issue 17, masking): with a steps mask (B, T), a masked step's
+ * row keeps c(t-1) and h(t-1) (LSTM: saved from the image before the cell
+ * and put back; GRU: h copied from the previous row), and backwards its
+ * gate gradients are zeros and dh (and dc) go to the step before as they
+ * are: the LSTM's rows carry dh in a per-row buffer beside the product's
+ * dh(t-1), which the recurrent dropout mask multiplies and the carry not.
+ *
  * Products (issue 16, MXU recurrent products). Every product goes through
  * one of three numerics (sy_rnn_numerics): float32 (the cpu backend, the
  * code above, untouched), or the MXU's (the sim backend: operands rounded
@@ -104,6 +111,10 @@ static scan_dims dims_of(const sy_kargs *k, const sy_shape *seq, int rec) {
 
 static const float *scan_bias(const sy_kargs *k) { return k->attr->rnn.has_bias ? k->in[3] : NULL; }
 static const float *scan_mask(const sy_kargs *k) { return k->attr->rnn.has_mask ? k->in[3 + k->attr->rnn.has_bias] : NULL; }
+/* issue 17, masking: the steps' mask (B, T), the last input; first: where it would be without a dropout mask */
+static const float *scan_steps(const sy_kargs *k, int first) {
+    return k->attr->rnn.has_steps ? k->in[first + k->attr->rnn.has_mask] : NULL;
+}
 
 /* GRU: the A operand of a step's GEMM: h(t-1) rows (stride ld), times the
  * mask into tmp when there is one. */
@@ -424,6 +435,7 @@ typedef struct lstm_job {
     int64_t abuf_floats;
     const float *bias;
     bool ref_doubles_g;
+    const float *steps; /* issue 17, masking: (B, T) of 0/1, or NULL */
 } lstm_job;
 
 #define MR SY_SMALLGEMM_MR
@@ -434,8 +446,9 @@ typedef struct lstm_job {
 static int64_t prod_stride(int64_t n) { return (n + 15) / 16 * 16; }
 
 static int64_t block_floats(const sy_lstm_cols *l, int64_t d, int64_t u, bool need_dx, bool backward) {
-    if (!backward) return floats_aligned_rnn(MR * l->width);
-    return floats_aligned_rnn(MR * (l->grad_width + prod_stride((need_dx ? d : 0) + u) + 2 * u) + 5 * u);
+    /* issue 17, masking: forward c(t-1) and h(t-1) of a row (2U), backward the dh a masked step carries (MR x U) */
+    if (!backward) return floats_aligned_rnn(MR * l->width + 2 * u);
+    return floats_aligned_rnn(MR * (l->grad_width + prod_stride((need_dx ? d : 0) + u) + 3 * u) + 5 * u);
 }
 
 /* A finished row image out to its place in the tensor. The rows are
@@ -499,13 +512,22 @@ static void lstm_fwd_rows(void *ctx, int64_t part) {
             memcpy(img + r * w + l->x, x + ((r0 + r) * j->t + t) * d, (size_t)d * sizeof(float));
         lstm_fwd_product(j, part, nr, img);
         for (int64_t r = 0; r < nr; r++) {
-            float *s = img + r * w;
+            float *s = img + r * w, *kept = img + MR * w;
+            bool masked = j->steps && j->steps[(r0 + r) * j->t + t] == 0;
+            if (masked) { /* issue 17, masking: the step keeps c(t-1) and h(t-1), which the cell overwrites */
+                memcpy(kept, s + l->c, (size_t)u * sizeof(float));
+                memcpy(kept + u, s + l->h, (size_t)u * sizeof(float));
+            }
             if (fast)
                 lstm_cell_default(s, s + l->c, s + l->h, u);
             else if (j->fn)
                 lstm_cell_general(s, l, u, j->fn);
             else
                 lstm_cell_any(s, l, u, j->act, j->rec_act);
+            if (masked) {
+                memcpy(s + l->c, kept, (size_t)u * sizeof(float));
+                memcpy(s + l->h, kept + u, (size_t)u * sizeof(float));
+            }
             if (j->inference)
                 memcpy(seq + ((r0 + r) * j->t + t) * u, s + l->h, (size_t)u * sizeof(float));
             else
@@ -572,7 +594,7 @@ static void lstm_scan_fwd(const sy_kargs *k, sy_rnn_numerics num) {
     lstm_job j = {k, l, sd.b, sd.t, d, u, sd.act, sd.rec_act, false, k->attr->rnn.inference, bp, scan_mask(k), scratch,
                   k->attr->rnn.general ? k->attr->rnn.fn : NULL, {num, bp, rows, false, d + u, 4 * u, d},
                   extra + floats_aligned_rnn(4 * u), floats_aligned_rnn(MR * (d + u)), bias,
-                  doubled && num == SY_RNN_MXU_REF};
+                  doubled && num == SY_RNN_MXU_REF, scan_steps(k, 3 + k->attr->rnn.has_bias)};
     sy_parallel_parts(k->ex, blocks, lstm_fwd_rows, &j);
 }
 
@@ -593,10 +615,11 @@ static void lstm_bwd_rows(void *ctx, int64_t part) {
     int64_t u = j->u, dx = j->need_dx ? j->d : 0, n = dx + u, ps = prod_stride(n), w = l->width, gw = l->grad_width,
             r0 = part * MR, nr = sy_min64(MR, j->b - r0), ty = j->k->in_shape[0].dims[1];
     float *img = j->scratch + part * block_floats(l, j->d, u, j->need_dx, true), *prod = img + MR * gw,
-          *dc = prod + MR * ps, *dh = dc + MR * u, *sl = dh + MR * u;
+          *dc = prod + MR * ps, *dh = dc + MR * u, *carry = dh + MR * u, *sl = carry + MR * u;
     bool fast = j->act == SY_ACT_TANH && j->rec_act == SY_ACT_SIGMOID;
     memset(img, 0, (size_t)(MR * gw) * sizeof(float)); /* the padding */
     memset(dc, 0, (size_t)(MR * u) * sizeof(float));  /* no later step */
+    memset(carry, 0, (size_t)(MR * u) * sizeof(float));
     for (int64_t t = j->t - 1; t >= 0; t--) {
         for (int64_t r = 0; t > 2 && r < nr; r++) { /* two steps ahead, into L2 */
             const char *next = (const char *)(seq + ((r0 + r) * j->t + t - 2) * w);
@@ -609,6 +632,15 @@ static void lstm_bwd_rows(void *ctx, int64_t part) {
             const float *from_y = ty == j->t ? dy + ((r0 + r) * j->t + t) * u : t == j->t - 1 ? dy + (r0 + r) * u : NULL;
             lstm_dh(dhr, from_y, t + 1 < j->t ? prod + r * ps + dx : NULL, j->mask ? j->mask + (r0 + r) * u : NULL, u);
             float *dz = gi + l->dgates, *dcr = dc + r * u;
+            if (j->steps) { /* issue 17, masking: what masked later steps carried; a masked step passes dh and dc on */
+                float *cr = carry + r * u;
+                for (int64_t q = 0; q < u; q++) dhr[q] += cr[q], cr[q] = 0;
+                if (j->steps[(r0 + r) * j->t + t] == 0) {
+                    memcpy(cr, dhr, (size_t)u * sizeof(float));
+                    memset(dz, 0, (size_t)(4 * u) * sizeof(float));
+                    continue;
+                }
+            }
             if (fast)
                 lstm_cell_grad_default(dz, dz + u, dz + 2 * u, dz + 3 * u, dcr, dhr, s, s + u, s + 2 * u, s + 3 * u,
                                        s + l->c, cp, sl, u);
@@ -659,7 +691,7 @@ static void lstm_scan_bwd(const sy_kargs *k, sy_rnn_numerics num) {
     lstm_job j = {k, l, sd.b, sd.t, d, u, sd.act, sd.rec_act, need_dx, false, bp,
                   k->attr->rnn.has_mask ? k->in[4] : NULL, scratch, k->attr->rnn.general ? k->attr->rnn.fn : NULL,
                   {num, bp, rows, true, 4 * u, n, 4 * u}, extra + floats_aligned_rnn(4 * u),
-                  floats_aligned_rnn(MR * 4 * u), NULL, false};
+                  floats_aligned_rnn(MR * 4 * u), NULL, false, scan_steps(k, 4)};
     sy_parallel_parts(k->ex, blocks, lstm_bwd_rows, &j);
 }
 
@@ -733,7 +765,7 @@ static size_t gru_fwd_ws(const sy_kargs *k, sy_rnn_numerics num, int threads) {
  * The input gates land in the z, r, hh columns and are replaced there. */
 static void gru_scan_fwd(const sy_kargs *k, sy_rnn_numerics num) {
     scan_dims d = dims_of(k, k->out_shape, 2);
-    const float *rk = k->in[2], *bias = scan_bias(k), *mask = scan_mask(k);
+    const float *rk = k->in[2], *bias = scan_bias(k), *mask = scan_mask(k), *steps = scan_steps(k, 3 + k->attr->rnn.has_bias);
     int64_t u = d.u, ld = d.t * 5 * u;
     float *seq = k->out, *bp = k->ws, *inner = bp + packed_floats(u, 3 * u, false), *hpm = inner + 3 * d.b * u;
     float *abuf = inner + floats_aligned_rnn(4 * d.b * u),
@@ -793,6 +825,12 @@ static void gru_scan_fwd(const sy_kargs *k, sy_rnn_numerics num) {
                 for (int64_t j = 0; j < u; j++) s[4 * u + j] = (1 - s[j]) * s[2 * u + j];
             }
         }
+        for (int64_t b = 0; steps && b < d.b; b++) /* issue 17, masking: a masked step keeps h(t-1), unmasked */
+            if (steps[b * d.t + t] == 0) {
+                float *h = seq + b * ld + t * 5 * u + 4 * u;
+                if (t > 0) memcpy(h, h - 5 * u, (size_t)u * sizeof(float));
+                else memset(h, 0, (size_t)u * sizeof(float));
+            }
     }
 }
 
@@ -808,7 +846,7 @@ static size_t gru_bwd_ws(const sy_kargs *k, sy_rnn_numerics num, int threads) {
 /* (dh, seq, recurrent [, mask]) -> (B,T,6U): d input gates then d inner */
 static void gru_scan_bwd(const sy_kargs *k, sy_rnn_numerics num) {
     scan_dims d = dims_of(k, &k->in_shape[1], 2);
-    const float *seq = k->in[1], *rk = k->in[2], *mask = k->attr->rnn.has_mask ? k->in[3] : NULL;
+    const float *seq = k->in[1], *rk = k->in[2], *mask = k->attr->rnn.has_mask ? k->in[3] : NULL, *steps = scan_steps(k, 3);
     float *out = k->out;
     int64_t u = d.u, ld = d.t * 5 * u, ldo = d.t * 6 * u;
     float *bp = k->ws, *dh = bp + packed_floats(u, 3 * u, true), *dhz = dh + d.b * u, *hpm = dhz + d.b * u,
@@ -857,6 +895,10 @@ static void gru_scan_bwd(const sy_kargs *k, sy_rnn_numerics num) {
                 din[2 * u + j] = dhh * r[j];
                 dhzb[j] = dhb[j] * z[j];
             }
+            if (steps && steps[b * d.t + t] == 0) { /* issue 17, masking: no gate gradients; dh passes on */
+                memset(dx, 0, (size_t)(6 * u) * sizeof(float));
+                memcpy(dhzb, dhb, (size_t)u * sizeof(float));
+            }
         }
         if (t > 0) {
             /* dh(t-1) = (dh z + d inner x recurrent^T) * mask */
@@ -866,7 +908,8 @@ static void gru_scan_bwd(const sy_kargs *k, sy_rnn_numerics num) {
                 rnn_product(&rb, k->ex, d.b, out + t * 6 * u + 3 * u, ldo, prod, u, abuf);
                 for (int64_t q = 0; q < d.b * u; q++) dhz[q] += prod[q];
             }
-            for (int64_t q = 0; q < d.b * u; q++) dh[q] = mask ? dhz[q] * mask[q] : dhz[q];
+            for (int64_t q = 0; q < d.b * u; q++)
+                dh[q] = mask && !(steps && steps[(q / u) * d.t + t] == 0) ? dhz[q] * mask[q] : dhz[q];
         }
     }
 }

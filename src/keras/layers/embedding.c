@@ -5,6 +5,8 @@
  * start uniform in [-0.05, 0.05], as Keras's. Indices outside
  * [0, input_dim) are refused when the data is checked (fit, evaluate,
  * predict) and, should one get through, fail the step with its position.
+ * mask_zero=True (issue 17): index 0 is padding and the output carries
+ * the mask ids != 0 (layers/masking.c computes it).
  */
 #include "../keras_internal.h"
 
@@ -14,11 +16,6 @@ static sy_status embedding_output_shape(const sy_layer *l, const char *name, con
     if (l->input_dim <= 0 || l->output_dim <= 0)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (Embedding): input_dim %d and output_dim %d must be positive",
                         name, l->input_dim, l->output_dim);
-    if (l->mask_zero)
-        return sy_error(SY_ERR_UNSUPPORTED,
-                        "layer '%s' (Embedding): mask_zero=True is not supported yet (systolic has no masking); pad "
-                        "with 'pre' padding, as the Keras tutorials do, and leave mask_zero off",
-                        name);
     if (in->rank < 1 || in->rank >= SY_MAX_RANK)
         return sy_error(SY_ERR_SHAPE, "layer '%s' (Embedding): input %s must be (None, length, ...)", name,
                         keras_shape_str(in, s, sizeof s));

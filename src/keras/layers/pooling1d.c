@@ -156,10 +156,18 @@ static sy_status gp1d_output_shape(const sy_layer *l, const char *name, const sy
 /* x (B, T, C) -> (B, C) or (B, 1, C) */
 static sy_node gp1d_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n_in,
                           const sy_node *w, const layer_ctx *ctx) {
-    (void)n_in, (void)w, (void)ctx;
+    (void)n_in, (void)w;
     int32_t axis = 1;
-    if (l->kind == SY_LAYER_GLOBAL_MAX_POOLING1D)
+    if (l->kind == SY_LAYER_GLOBAL_MAX_POOLING1D) /* as Keras's, it ignores a mask */
         return sy_graph_reduce_max(g, in[0], &axis, 1, l->keepdims);
+    sy_node m = keras_steps_mask(g, ctx, in[0], "GlobalAveragePooling1D");
+    if (ctx->mask != SY_NONE && m == SY_NONE) return SY_NONE;
+    if (m != SY_NONE) { /* issue 17, masking: sum(x m) / sum(m) over the steps (a fully masked row: NaN, as Keras's) */
+        sy_shape ms = sy_graph_shape(g, m);
+        m = sy_graph_reshape(g, m, sy_shape_of(3, ms.dims[0], ms.dims[1], (int64_t)1));
+        return sy_graph_div(g, sy_graph_reduce_sum(g, sy_graph_mul(g, in[0], m), &axis, 1, l->keepdims),
+                            sy_graph_reduce_sum(g, m, &axis, 1, l->keepdims));
+    }
     return sy_graph_reduce_mean(g, in[0], &axis, 1, l->keepdims);
 }
 

@@ -22,6 +22,12 @@
  *
  * return_state gives three tensors (output, h, c), which a Sequential model
  * cannot pass on, so it is refused there, as Keras refuses it.
+ *
+ * A mask (issue 17, docs/design/masking.md) enters the scan as its steps'
+ * mask (batch, steps), reversed with x for go_backwards: a masked step
+ * keeps h and c, so its output is the previous one (zeros before the
+ * first unmasked step) and the last output is the last unmasked step's,
+ * as Keras's backend.rnn with zero_output_for_mask=False.
  */
 #include "../keras_internal.h"
 
@@ -93,7 +99,10 @@ static sy_node rnn_build(sy_graph *g, const sy_layer *l, const sy_node *in, int 
     int64_t b = xs.dims[0], t = xs.dims[1], d = xs.dims[2], u = l->units;
     bool lstm = l->kind == SY_LAYER_LSTM;
     if (ctx->training && l->dropout > 0) x = sy_graph_mul(g, x, mask(g, sy_shape_of(3, b, (int64_t)1, d), l->dropout, ctx->seed));
+    sy_node steps = keras_steps_mask(g, ctx, x, sy_layer_class_name(l->kind)); /* issue 17, masking */
+    if (ctx->mask != SY_NONE && steps == SY_NONE) return SY_NONE;
     if (l->go_backwards) x = sy_graph_reverse(g, x, 1);
+    if (l->go_backwards && steps != SY_NONE) steps = sy_graph_reverse(g, steps, 1);
     sy_node rec_mask = SY_NONE;
     if (ctx->training && l->recurrent_dropout > 0)
         rec_mask = mask(g, sy_shape_of(2, b, u), l->recurrent_dropout, sy_mix64(ctx->seed + 0x2EC));
@@ -106,8 +115,9 @@ static sy_node rnn_build(sy_graph *g, const sy_layer *l, const sy_node *in, int 
     for (int i = 0; i < 2; i++)
         if (fn[i].fn != SY_AF_LINEAR && keras_act_code(i ? l->recurrent_activation : l->activation) == SY_ACT_NONE)
             general = fn;
-    sy_node seq = lstm ? graph_lstm_scan(g, x, w[0], w[1], bias, rec_mask, act, rec_act, general, !ctx->gradients)
-                       : graph_gru_scan(g, x, w[0], w[1], bias, rec_mask, act, rec_act, general);
+    sy_node seq = lstm ? graph_lstm_scan_masked(g, x, w[0], w[1], bias, rec_mask, steps, act, rec_act, general,
+                                                !ctx->gradients)
+                       : graph_gru_scan_masked(g, x, w[0], w[1], bias, rec_mask, steps, act, rec_act, general);
     int64_t h_at = graph_scan_h_column(g, seq);
     if (l->return_sequences) {
         int64_t begin[3] = {0, 0, h_at}, size[3] = {b, t, u};

@@ -23,8 +23,9 @@
  * dropout multiplies x by a mask fixed over the steps (batch, 1, features)
  * and recurrent_dropout h(t-1) by one (batch, units), as Keras's cell does
  * while training. go_backwards reverses the input. return_state (several
- * outputs) is refused as for LSTM. A mask (issue 17 point 2) would enter
- * in simple_rnn_step: where a step is masked, h(t) = h(t-1).
+ * outputs) is refused as for LSTM. A mask (issue 17, masking): where a
+ * step is masked h(t) = h(t-1), as m h_new + (1 - m) h(t-1) with m 0 or 1,
+ * which is exact (Keras's tf.where), reversed with x for go_backwards.
  */
 #include "sequence_layers.h"
 
@@ -95,13 +96,16 @@ static sy_node srnn_build(sy_graph *g, const sy_layer *l, const sy_node *in, int
     if (ctx->training && l->recurrent_dropout > 0)
         rec_mask = sy_graph_dropout(g, sy_graph_fill(g, SY_F32, sy_shape_of(2, b, u), 1.0),
                                     l->recurrent_dropout, sy_mix64(ctx->seed + 0x2EC));
+    sy_node keep = keras_steps_mask(g, ctx, x, "SimpleRNN"); /* issue 17, masking */
+    if (ctx->mask != SY_NONE && keep == SY_NONE) return SY_NONE;
     if (l->go_backwards) x = sy_graph_reverse(g, x, 1);
+    if (l->go_backwards && keep != SY_NONE) keep = sy_graph_reverse(g, keep, 1);
     sy_node xw =
         sy_graph_matmul(g, sy_graph_reshape(g, x, sy_shape_of(2, b * t, d)), w[0], false, false);
     if (l->use_bias) xw = sy_graph_bias_add(g, xw, w[2]);
     xw = sy_graph_reshape(g, xw, sy_shape_of(3, b, t, u));
-    sy_node h = SY_NONE, *steps = l->return_sequences ? sy_malloc((size_t)t * sizeof *steps) : NULL;
-    if (l->return_sequences && !steps) return SY_NONE;
+    sy_node h = SY_NONE, *outs = l->return_sequences ? sy_malloc((size_t)t * sizeof *outs) : NULL;
+    if (l->return_sequences && !outs) return SY_NONE;
     for (int64_t i = 0; i < t; i++) {
         int64_t begin[3] = {0, i, 0}, size[3] = {b, 1, u};
         sy_node z = sy_graph_reshape(g, sy_graph_slice(g, xw, begin, size), sy_shape_of(2, b, u));
@@ -109,12 +113,21 @@ static sy_node srnn_build(sy_graph *g, const sy_layer *l, const sy_node *in, int
             sy_node prev = rec_mask != SY_NONE ? sy_graph_mul(g, h, rec_mask) : h;
             z = sy_graph_add(g, z, sy_graph_matmul(g, prev, w[1], false, false));
         }
-        h = keras_activate(g, l->activation, z);
-        if (steps) steps[i] = sy_graph_reshape(g, h, sy_shape_of(3, b, (int64_t)1, u));
+        sy_node h_new = keras_activate(g, l->activation, z);
+        if (keep != SY_NONE) { /* h = m h_new + (1 - m) h(t-1), m (B, 1) */
+            int64_t mb[2] = {0, i}, msz[2] = {b, 1};
+            sy_node m = sy_graph_slice(g, keep, mb, msz);
+            h_new = sy_graph_mul(g, h_new, m);
+            sy_node one = sy_graph_fill(g, SY_F32, sy_shape_of(0), 1.0);
+            if (h != SY_NONE)
+                h_new = sy_graph_add(g, h_new, sy_graph_mul(g, h, sy_graph_sub(g, one, m)));
+        }
+        h = h_new;
+        if (outs) outs[i] = sy_graph_reshape(g, h, sy_shape_of(3, b, (int64_t)1, u));
     }
-    if (!steps) return h;
-    sy_node y = sy_graph_concat(g, steps, (int)t, 1);
-    sy_free(steps);
+    if (!outs) return h;
+    sy_node y = sy_graph_concat(g, outs, (int)t, 1);
+    sy_free(outs);
     return y;
 }
 

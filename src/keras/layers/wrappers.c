@@ -17,8 +17,10 @@
  * concat (forward first), sum, mul or ave. Weights: the forward layer's,
  * then the backward's, named forward_<inner>/<cell>/kernel ... as Keras
  * names them (bidirectional/forward_lstm/lstm_cell/kernel:0). Each
- * direction has its own dropout stream. A mask (issue 17 point 2) would be
- * passed to both directions unchanged.
+ * direction has its own dropout stream. A mask (issue 17, masking) goes to
+ * both directions unchanged (the backward one reverses it with x); with
+ * return_sequences each direction's outputs at masked steps are zeros, as
+ * Keras's Bidirectional sets zero_output_for_mask on its layers.
  *
  * TimeDistributed(layer) runs the inner layer on (batch * steps, ...) --
  * a reshape, which costs nothing -- with one set of weights, named as the
@@ -183,6 +185,12 @@ static sy_node bidi_build(sy_graph *g, const sy_layer *l, const sy_node *in, int
     sy_node y = impl->build(g, &fwd, in, n_in, w, ctx);
     sy_node y_rev = impl->build(g, &bwd, in, n_in, w + n, &back);
     if (l->return_sequences) y_rev = sy_graph_reverse(g, y_rev, 1);
+    if (l->return_sequences && ctx->mask != SY_NONE) { /* issue 17, masking: zero_output_for_mask */
+        sy_shape ms = sy_graph_shape(g, ctx->mask);
+        sy_node m = sy_graph_reshape(g, ctx->mask, sy_shape_of(3, ms.dims[0], ms.dims[1], (int64_t)1));
+        y = sy_graph_mul(g, y, m);
+        y_rev = sy_graph_mul(g, y_rev, m);
+    }
     switch (l->merge_mode) {
     case SY_MERGE_SUM:
         return sy_graph_add(g, y, y_rev);
@@ -343,7 +351,9 @@ static sy_node td_build(sy_graph *g, const sy_layer *l, const sy_node *in, int n
     flat.dims[0] = xs.dims[0] * xs.dims[1];
     for (int i = 2; i < xs.rank; i++) flat.dims[i - 1] = xs.dims[i];
     sy_node x = sy_graph_reshape(g, in[0], flat);
-    sy_node y = layer_impl_of(l->wrapped)->build(g, &inner, &x, n_in, w, ctx);
+    layer_ctx each = *ctx; /* issue 17, masking: the inner layer sees single steps; the mask passes around it */
+    each.mask = SY_NONE;
+    sy_node y = layer_impl_of(l->wrapped)->build(g, &inner, &x, n_in, w, &each);
     sy_shape ys = sy_graph_shape(g, y), out;
     out.rank = ys.rank + 1;
     out.dims[0] = xs.dims[0];
