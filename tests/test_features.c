@@ -260,6 +260,20 @@ static void check_specs(void) {
     CHECK_ERR(sy_record_spec_parse("x=FixedLen(a, float, [2, 3)", &s), SY_ERR_INVALID_ARGUMENT, "entry 1");
     CHECK_ERR(sy_record_spec_parse("x=FixedLen(a, float, colour=3)", &s), SY_ERR_INVALID_ARGUMENT, "unknown option "
               "'colour'");
+    /* found by fuzz_record_spec: a default no record could hold, one no int64 or float32 can */
+    CHECK_ERR(sy_record_spec_parse("x=FixedLen(image, float, [30,9,1984951857], default=0)", &s),
+              SY_ERR_INVALID_ARGUMENT, "FixedLen(image)", "shape (30, 9, 1984951857)", "at most 2 GiB");
+    CHECK_ERR(sy_record_spec_parse("x=VarLen(t, int64, length=2147483647)", &s), SY_ERR_INVALID_ARGUMENT,
+              "VarLen(t)", "2147483647 values");
+    CHECK_ERR(sy_record_spec_parse("x=Image(a, resize=[1048576, 1048576])", &s), SY_ERR_INVALID_ARGUMENT, "Image(a)",
+              "resize [1048576, 1048576] holds", "more than a record can");
+    CHECK_ERR(sy_record_spec_parse("x=FixedLen(a, int64, default=5e99)", &s), SY_ERR_INVALID_ARGUMENT,
+              "FixedLen(a)", "integer in [-2^63, 2^63)");
+    CHECK_ERR(sy_record_spec_parse("x=VarLen(a, int64, length=3, default=0.5)", &s), SY_ERR_INVALID_ARGUMENT,
+              "VarLen(a)", "integer in [-2^63, 2^63)");
+    CHECK_ERR(sy_record_spec_parse("x=FixedLen(a, float, default=1e39)", &s), SY_ERR_INVALID_ARGUMENT,
+              "FixedLen(a)", "float32");
+    CHECK_OK(sy_record_spec_parse("x=FixedLen(a, int64, [2], default=-9223372036854775808)", &s));
     CHECK_ERR(sy_record_spec_parse("", &s), SY_ERR_INVALID_ARGUMENT, "no feature given");
     CHECK_ERR(sy_record_spec_parse("x=FixedLen()", &s), SY_ERR_INVALID_ARGUMENT, "entry 1");
     const char *no_feature = "{\"x\": {\"kind\": \"Image\"}}";

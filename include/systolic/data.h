@@ -486,6 +486,9 @@ sy_status sy_image_resize_bilinear(const sy_tensor *image, int64_t height, int64
 typedef enum sy_record_kind { SY_RECORD_FIXED_LEN = 0, SY_RECORD_VAR_LEN, SY_RECORD_IMAGE } sy_record_kind;
 
 #define SY_RECORD_NAME_MAX 128
+/* The most bytes one component may take (2 GiB, a protocol buffer's limit):
+ * a larger shape, length or resize is refused when the spec is parsed. */
+#define SY_RECORD_MAX_BYTES ((int64_t)1 << 31)
 
 typedef struct sy_record_feature {
     char role[16];                 /* "x" or "y" */

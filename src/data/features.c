@@ -40,6 +40,7 @@
  */
 #include "data_internal.h"
 
+#include <float.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -239,7 +240,26 @@ static sy_status finish(sy_record_feature *f, const char *where, bool has_dtype,
         else if (f->has_default && f->dtype == SY_STRING) bad = "a bytes feature takes no numeric default";
         f->shape = sy_shape_of(1, f->length);
     }
+    if (!bad && f->has_default && f->dtype == SY_I64 && !integral(f->default_value, -0x1p63, 0x1p63 - 1024))
+        bad = "an int64 feature's default must be an integer in [-2^63, 2^63)";
+    if (!bad && f->has_default && f->dtype == SY_F32 && fabs(f->default_value) > FLT_MAX)
+        bad = "a float feature's default must be a float32 (at most 3.4028235e38 in magnitude)";
     if (bad) return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %s(%s): %s", where, kind_name(f->kind), f->key, bad);
+    /* A tf.train.Example is a protocol buffer, at most 2 GiB: a component
+     * past that could come only from its default, and is refused here
+     * rather than when the first record asks for it. An Image's size is
+     * known once decoded; only its resize is checked. */
+    int64_t values = f->kind == SY_RECORD_IMAGE ? f->resize[0] * f->resize[1] * 4 : sy_shape_count(&f->shape);
+    size_t size = f->kind == SY_RECORD_IMAGE ? sizeof(float) : f->dtype == SY_STRING ? 1 : sy_dtype_size(f->dtype);
+    if (values > SY_RECORD_MAX_BYTES / (int64_t)size) {
+        char buf[SY_SHAPE_STR_MAX];
+        if (f->kind == SY_RECORD_IMAGE)
+            snprintf(buf, sizeof buf, "resize [%lld, %lld]", (long long)f->resize[0], (long long)f->resize[1]);
+        else sy_shape_format(&f->shape, buf + snprintf(buf, sizeof buf, "shape "), sizeof buf - 6);
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %s(%s): %s holds %lld values, more than a record can (a "
+                        "tf.train.Example is a protocol buffer of at most 2 GiB)", where, kind_name(f->kind), f->key,
+                        buf, (long long)values);
+    }
     return SY_OK;
 }
 

@@ -22,6 +22,14 @@ static void use(const sy_record_spec *s, const uint8_t *data, size_t size) {
         sy_component_spec c = sy_record_spec_component(s, i);
         SY_ASSERT(c.shape.rank >= 0 && c.shape.rank < SY_MAX_RANK);
     }
+    /* A spec may ask for up to SY_RECORD_MAX_BYTES a component, which a
+     * machine may well give; libFuzzer's -malloc_limit_mb counts any
+     * allocation past 256 MiB as a crash, so larger specs are only parsed. */
+    for (int32_t i = 0; i < s->n; i++) {
+        const sy_record_feature *f = &s->f[i];
+        int64_t values = f->kind == SY_RECORD_IMAGE ? f->resize[0] * f->resize[1] * 4 : sy_shape_count(&f->shape);
+        if (values > ((int64_t)1 << 22)) return;
+    }
     sy_element el;
     if (sy_record_spec_apply(s, data, size, "fuzz, record 0", &el) == SY_OK) {
         SY_ASSERT(el.n == s->n);
