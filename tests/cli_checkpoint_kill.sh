@@ -9,7 +9,7 @@
 systolic=$1
 dir=$(mktemp -d "${TMPDIR:-/tmp}/systolic-kill-XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
-run="train fashion_mnist_cnn --epochs 3 --steps-per-epoch 40 --batch-size 100 --validation-freq 1
+run="train fashion_mnist_cnn --epochs 3 --steps-per-epoch 40 --batch-size 50 --validation-freq 1
      --validation-steps 2 --verbose 0 --seed 7 --save-checkpoints-steps 5 --keep-checkpoints 3"
 last=ckpt-120.syckpt
 

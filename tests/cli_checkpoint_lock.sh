@@ -20,7 +20,7 @@ fail() {
     echo "FAIL: $*"
     exit 1
 }
-run="train fashion_mnist_cnn --epochs 2 --steps-per-epoch 10 --batch-size 500 --validation-steps 1
+run="train fashion_mnist_cnn --epochs 2 --steps-per-epoch 10 --batch-size 100 --validation-steps 1
      --verbose 0 --seed 7 --save-checkpoints-steps 2 --keep-checkpoints 3"
 last=ckpt-20.syckpt
 

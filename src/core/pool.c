@@ -11,7 +11,10 @@
  * small regions of a recurrent step, so a worker first waits a short while
  * on the atomic generation counter (with a pause hint) before it sleeps on
  * the condition variable. That is a bounded wait on a C11 atomic, not a spin
- * on a volatile flag.
+ * on a volatile flag. With more threads than cores (cpu:8 on a 2-core
+ * machine) the waiter that spins holds the core the thread it waits for
+ * needs, and every region cost a millisecond of spinning: a pool or barrier
+ * larger than the machine sleeps at once (spin budget 0).
  *
  * Threads, mutexes and condition variables are POSIX's rather than C11's:
  * glibc's thrd_create and mtx_lock bypass the symbols ThreadSanitizer
@@ -44,6 +47,7 @@ typedef struct worker {
 
 struct sy_pool {
     int size;
+    int spin; /* iterations to spin before sleeping: SPIN_ITERS, or 0 when oversubscribed */
     worker *workers; /* size - 1 of them; the caller is index 0 */
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
@@ -63,7 +67,7 @@ static void *worker_main(void *arg) {
         unsigned gen;
         int spins = 0;
         while ((gen = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen &&
-               spins < SPIN_ITERS) {
+               spins < p->spin) {
             CPU_RELAX();
             spins++;
         }
@@ -107,6 +111,7 @@ sy_status sy_pool_new(int threads, sy_pool **out) {
     sy_pool *p = sy_calloc(1, sizeof *p);
     if (!p) return sy_error(SY_ERR_OUT_OF_MEMORY, "thread pool: out of memory");
     p->size = threads;
+    p->spin = threads <= sy_cpu_count() ? SPIN_ITERS : 0;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
@@ -171,7 +176,7 @@ void sy_pool_run(sy_pool *p, sy_pool_fn fn, void *ctx, int count) {
     fn(ctx, 0, count);
 
     int spins = 0;
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0 && spins < SPIN_ITERS) {
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0 && spins < p->spin) {
         CPU_RELAX();
         spins++;
     }
@@ -190,7 +195,7 @@ void sy_pool_run(sy_pool *p, sy_pool_fn fn, void *ctx, int count) {
 typedef struct barrier_impl {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int count, arrived;
+    int count, arrived, spin;
     atomic_uint generation;
 } barrier_impl;
 
@@ -200,6 +205,7 @@ sy_status sy_barrier_init(sy_barrier *b, int count) {
     pthread_mutex_init(&i->mu, NULL);
     pthread_cond_init(&i->cv, NULL);
     i->count = count;
+    i->spin = count <= sy_cpu_count() ? SPIN_ITERS : 0;
     atomic_init(&i->generation, 0);
     b->impl = i;
     return SY_OK;
@@ -227,7 +233,7 @@ void sy_barrier_wait(sy_barrier *b) {
         return;
     }
     pthread_mutex_unlock(&i->mu);
-    for (int spins = 0; spins < SPIN_ITERS; spins++) {
+    for (int spins = 0; spins < i->spin; spins++) {
         if (atomic_load_explicit(&i->generation, memory_order_acquire) != gen) return;
         CPU_RELAX();
     }
