@@ -613,8 +613,9 @@ typedef struct sy_logs {
 
 /* The value named `name`; NAN if absent. */
 double sy_logs_get(const sy_logs *logs, const char *name);
-/* A logged value as Keras's progress bar prints it: four decimals, or
- * %.4e at 1e-3 and below (a scheduled learning rate), "nan" for a NaN. */
+/* A logged value as Keras's progress bar prints it: rounded to float32
+ * (Keras's logs are float32), four decimals, or %.4e at 1e-3 and below (a
+ * scheduled learning rate), "nan" for a NaN. */
 void sy_logs_format_value(char *buf, size_t size, double v);
 
 typedef struct sy_history sy_history;
