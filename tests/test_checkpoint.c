@@ -16,6 +16,7 @@
  * checks another process and SIGKILL). A resume whose newest checkpoints
  * are damaged goes on from the newest valid one, naming what it skipped,
  * and ends as if never stopped; none valid, or another model's, is refused.
+ * A learning rate a callback set resumes with the run (issue 17).
  */
 #define _GNU_SOURCE
 #include "files.h"
@@ -182,6 +183,62 @@ static void test_resume(sy_strategy *s, const run_spec *r, const char *name, int
     ckpt_path(a, sizeof a, ref, newest_ref);
     ckpt_path(b, sizeof b, cut, newest_ref);
     CHECK(same_file(a, b), "%s: the last checkpoints %s and %s differ", name, a, b);
+    sy_model_free(whole);
+    sy_model_free(first);
+    sy_model_free(resumed);
+}
+
+/* ---- issue 17: the learning rate a callback set resumes with the run
+ * ---------------------------------- */
+
+static double halve(void *user, int32_t epoch, double lr) {
+    (void)user, (void)epoch;
+    return lr * 0.5;
+}
+
+/* 4 epochs of 5 steps, a checkpoint at each epoch's end, the rate halved at each epoch's beginning
+ * (LearningRateScheduler); a crash at step `crash` (0: none). */
+static sy_status lr_run(const char *dir, bool resume, int64_t crash, sy_model **out) {
+    sy_tensor *x, *y;
+    make_data(600, &x, &y, 11);
+    sy_model *m = make_mlp(NULL, 5, 16, false, 1);
+    sy_fit_options o = sy_fit_options_default();
+    o.batch_size = 40;
+    o.epochs = 4;
+    o.steps_per_epoch = 5;
+    o.verbose = 0;
+    o.model_dir = dir;
+    o.resume = resume;
+    sy_callback cbs[2] = {{0}, {&crash, NULL, NULL, crash_at, NULL, NULL, NULL}};
+    CHECK_OK(sy_callback_learning_rate_scheduler(halve, NULL, 0, NULL, &cbs[0]));
+    o.callbacks = cbs;
+    o.n_callbacks = crash ? 2 : 1;
+    sy_status st = sy_model_fit(m, x, y, &o, NULL);
+    sy_callback_free(&cbs[0]);
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+    *out = m;
+    return st;
+}
+
+/* Stopped in epoch 3 and resumed from epoch 2's checkpoint, the run goes on at 0.01 / 8 (epoch 3's
+ * halving of the checkpoint's 0.01 / 4), not at the compiled rate's half, and ends as the
+ * uninterrupted run, bit for bit. */
+static void test_resume_learning_rate(void) {
+    char ref[600], cut[600];
+    snprintf(ref, sizeof ref, "%s/lr-ref", tmp_root);
+    snprintf(cut, sizeof cut, "%s/lr-cut", tmp_root);
+    sy_model *whole, *first, *resumed;
+    CHECK_OK(lr_run(ref, false, 0, &whole));
+    CHECK_ERR(lr_run(cut, false, 13, &first), SY_ERR_INTERNAL, "simulated crash");
+    CHECK_OK(lr_run(cut, true, 0, &resumed));
+    CHECK((float)sy_model_learning_rate(resumed) == 0.01f / 16 &&
+              sy_model_learning_rate(resumed) == sy_model_learning_rate(whole),
+          "the resumed run's rate %.9g, the uninterrupted run's %.9g, expected 0.01 / 16",
+          sy_model_learning_rate(resumed), sy_model_learning_rate(whole));
+    CHECK(same_weights(whole, resumed),
+          "resumed with the checkpoint's learning rate, the weights are the "
+          "uninterrupted run's");
     sy_model_free(whole);
     sy_model_free(first);
     sy_model_free(resumed);
@@ -588,6 +645,7 @@ int main(int argc, char **argv) {
     run_optimizer = &nadam;
     test_resume(s, &arrays, "nadam", 12);
     run_optimizer = NULL;
+    test_resume_learning_rate();
     test_refusals(s);
     test_lock();
     test_resume_past_damage(s);

@@ -15,6 +15,8 @@
  *   - a real fit() with both callbacks, with a schedule and without:
  *     the history's lr, the final rate and the messages are Keras's; and a
  *     scheduled run's rate follows the schedule per step;
+ *   - the rate a callback set is in a saved model's training_config, as
+ *     Keras writes it, and a loaded model has it;
  *   - the refusals.
  */
 #include "check.h"
@@ -25,6 +27,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef SY_LR_FIXTURES
 #error "SY_LR_FIXTURES must name tests/data/lr"
@@ -378,6 +381,38 @@ static void check_fit(void) {
     fixture_close(&f);
 }
 
+/* ---- the rate a callback set, in a saved model ------------------------------------------------
+ */
+
+/* Keras's optimizer get_config reads its learning_rate variable, so model.save writes the rate a
+ * callback set into training_config (tf.keras 2.15 wrote "learning_rate": 9.999999747378752e-05
+ * after a LearningRateScheduler returned 0.0001); optimizer_weights do not hold it. A loaded model
+ * trains on at that rate. */
+static void check_saved_rate(void) {
+    sy_model *m = sgd_model(NULL), *back = NULL;
+    CHECK_OK(sy_model_set_learning_rate(m, 0.0001));
+    char path[] = "/tmp/sy_test_lr_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "a temporary file");
+    if (fd >= 0) close(fd);
+    CHECK_OK(sy_model_save(m, path));
+    FILE *f = fopen(path, "rb");
+    static char bytes[1 << 16];
+    size_t n = f ? fread(bytes, 1, sizeof bytes - 1, f) : 0;
+    if (f) fclose(f);
+    bool found = false;
+    const char *want = "\"learning_rate\": 9.999999747378752e-05,";
+    for (size_t i = 0; i + strlen(want) <= n && !found; i++)
+        found = !memcmp(bytes + i, want, strlen(want));
+    CHECK(found, "the saved training_config holds %s, as Keras's", want);
+    CHECK_OK(sy_model_load(path, &back));
+    CHECK(back && (float)sy_model_learning_rate(back) == 0.0001f, "the loaded model's rate %.9g",
+          back ? sy_model_learning_rate(back) : -1.0);
+    unlink(path);
+    sy_model_free(back);
+    sy_model_free(m);
+}
+
 /* ---- refusals ----------------------------------------------------------------------------- */
 
 static void check_refusals(void) {
@@ -414,6 +449,7 @@ int main(void) {
     replay("reduce_lr.txt", true);
     replay("lr_scheduler.txt", false);
     check_fit();
+    check_saved_rate();
     check_refusals();
     return check_report("test_lr");
 }

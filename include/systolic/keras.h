@@ -613,8 +613,9 @@ typedef struct sy_logs {
 
 /* The value named `name`; NAN if absent. */
 double sy_logs_get(const sy_logs *logs, const char *name);
-/* A logged value as Keras's progress bar prints it: four decimals, or
- * %.4e at 1e-3 and below (a scheduled learning rate), "nan" for a NaN. */
+/* A logged value as Keras's progress bar prints it: rounded to float32
+ * (Keras's logs are float32), four decimals, or %.4e at 1e-3 and below (a
+ * scheduled learning rate), "nan" for a NaN. */
 void sy_logs_format_value(char *buf, size_t size, double v);
 
 typedef struct sy_history sy_history;
@@ -768,15 +769,20 @@ sy_model_checkpoint_options sy_model_checkpoint_options_default(void);
  * (a bad spec, '{' unclosed), a negative save_freq. Free with sy_callback_free. */
 sy_status sy_callback_model_checkpoint(const sy_model_checkpoint_options *options, sy_callback *out);
 
-/* BackupAndRestore(backup_dir, save_freq, delete_checkpoint): fit() backs
- * the run up in backup_dir -- a model_dir checkpoint (weights, optimizer
- * slots, position), the newest only -- at each epoch's end (save_freq 0,
- * Keras's 'epoch') or every save_freq steps, and a fit() started again
- * with the callback after an interruption resumes from it: the same epoch
- * numbering and, with the same seed, the same final weights bit for bit as
- * a run never interrupted. When training ends (not when it fails) the
- * backup is deleted unless delete_checkpoint is false. Not with model_dir.
- * Free with sy_callback_free. */
+/* BackupAndRestore(backup_dir, save_freq, delete_checkpoint): the callback
+ * backs the run up in backup_dir -- a model_dir checkpoint (weights,
+ * optimizer slots and step count, learning rate, position), the newest only
+ * -- from its hooks, when Keras's does: at its on_epoch_end (save_freq 0,
+ * Keras's 'epoch'), or after every save_freq-th on_train_batch_end call
+ * (counted on across fit() calls) and not at epochs' ends. A fit() started
+ * again with the callback after an interruption resumes from it (a backup
+ * made at an epoch's last step: at the next epoch), with Keras's epoch
+ * numbering and, with the same seed, the input where it was, so the final
+ * weights are those of a run never interrupted, bit for bit (unless a
+ * callback acts again at the resumed epoch's beginning, as a
+ * LearningRateScheduler does in Keras too). When training
+ * ends (not when it fails) the backup is deleted unless delete_checkpoint is
+ * false. Not with model_dir. Free with sy_callback_free. */
 sy_status sy_callback_backup_and_restore(const char *backup_dir, int64_t save_freq, bool delete_checkpoint,
                                          sy_callback *out);
 
@@ -912,7 +918,9 @@ typedef struct sy_fit_options {
     /* issue 17, fit arguments (docs/design/fit-arguments.md). sample_weight: each
      * sample's weight, (samples,) or (samples, 1), any numeric dtype; the loss
      * becomes Keras's sum(w * loss) / batch_size and weighted_metrics are
-     * weighted, `metrics` not (Keras 2.15). A dataset gives them as its
+     * weighted, `metrics` not (Keras 2.15). For outputs (T, C) whose loss is
+     * one value per step, a weight per step, (samples, T) or (samples, T, 1):
+     * sum(w * loss) / (batch_size * T). A dataset gives them as its
      * elements' component after the labels: (x, y, sample_weight).
      * class_weight: Keras's {class: weight} dict as an array for the classes
      * 0 .. n_class_weight - 1 (every class from 0 must be there, as Keras
@@ -945,7 +953,8 @@ typedef struct sy_evaluate_options {
     int64_t steps;      /* batches to evaluate, from the first: 0 (Keras's None) all of them */
     int32_t verbose;    /* 0, 1 (progress bar) or 2: 1 */
     FILE *progress;     /* NULL: stderr */
-    /* issue 17, fit arguments: each sample's weight (samples,) as fit's sample_weight; NULL: 1 each */
+    /* issue 17, fit arguments: each sample's weight (samples,), or each step's (samples, T), as fit's
+     * sample_weight; NULL: 1 each */
     const sy_tensor *sample_weight;
 } sy_evaluate_options;
 

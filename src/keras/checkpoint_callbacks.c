@@ -25,12 +25,19 @@
  * BackupAndRestore(backup_dir, save_freq, delete_checkpoint) is fit()'s
  * model_dir machinery (model_checkpoint.c): fit() finds the callback among
  * its callbacks (keras_backup_of) and runs as with model_dir = backup_dir,
- * resume on, one checkpoint kept, save_checkpoints_steps = save_freq; so a
- * run interrupted (killed, or stopped by an error) and started again
- * resumes at the epoch, and step, where the backup was made and ends with
- * the weights of a run never interrupted, bit for bit. When training ends
- * (also when a callback stopped it, as Keras's on_train_end), the backup is
- * deleted unless delete_checkpoint is false.
+ * resume on, one checkpoint kept, writing no checkpoint of its own; it
+ * lends the callback a way to write one of where the run is
+ * (keras_backup_attach), which the callback's hooks use when Keras's
+ * would: at its on_epoch_end with save_freq 'epoch', after every
+ * save_freq-th on_train_batch_end call otherwise (counted on across fit()
+ * calls, as Keras's _batches_count) -- at its place among the callbacks, so
+ * a callback after it that fails finds the backup made, and a rate set
+ * after it is not in it. A run interrupted (killed, or stopped by an error)
+ * and started again resumes where the backup was made (an epoch's last
+ * step: the next epoch, as Keras) with the input where it was, so it ends
+ * with the weights of a run never interrupted, bit for bit. When training
+ * ends (also when a callback stopped it, as Keras's on_train_end), the
+ * backup is deleted unless delete_checkpoint is false.
  */
 #include "keras_internal.h"
 
@@ -405,11 +412,34 @@ typedef struct backup {
     char dir[1024];
     int64_t save_freq;
     bool delete_checkpoint;
+    /* Keras's _batches_count: round trips since the last save, kept across fit() calls */
+    int64_t batches_count;
+    /* lent by fit() for its run (keras_backup_attach); NULL outside fit */
+    keras_backup_save_fn save;
+    void *save_ctx;
 } backup;
 
 static sy_status backup_train_begin(void *ctx, sy_model *m) {
     (void)ctx, (void)m; /* fit() restores, before any callback runs (keras_backup_of) */
     return SY_OK;
+}
+
+/* Keras's on_train_batch_end with an integer save_freq: a backup every save_freq batch-end calls
+ * (a round trip of steps_per_execution steps is one), counted on from the callback's last fit() */
+static sy_status backup_batch_end(void *ctx, sy_model *m, int64_t step, const sy_logs *logs) {
+    (void)m, (void)step, (void)logs;
+    backup *b = ctx;
+    if (!b->save_freq || ++b->batches_count < b->save_freq) return SY_OK;
+    b->batches_count = 0;
+    return b->save ? b->save(b->save_ctx, false) : SY_OK;
+}
+
+/* Keras's on_epoch_end with save_freq 'epoch': a backup of the epoch as done, at this callback's
+ * place among the callbacks (a rate ReduceLROnPlateau sets after it is not in it) */
+static sy_status backup_epoch_end(void *ctx, sy_model *m, int32_t epoch, const sy_logs *logs) {
+    (void)m, (void)epoch, (void)logs;
+    backup *b = ctx;
+    return !b->save_freq && b->save ? b->save(b->save_ctx, true) : SY_OK;
 }
 
 sy_status sy_callback_backup_and_restore(const char *backup_dir, int64_t save_freq,
@@ -435,7 +465,11 @@ sy_status sy_callback_backup_and_restore(const char *backup_dir, int64_t save_fr
     snprintf(b->dir, sizeof b->dir, "%s", backup_dir);
     b->save_freq = save_freq;
     b->delete_checkpoint = delete_checkpoint;
-    *out = (sy_callback){.ctx = b, .on_train_begin = backup_train_begin, .free = sy_free};
+    *out = (sy_callback){.ctx = b,
+                         .on_train_begin = backup_train_begin,
+                         .on_train_batch_end = backup_batch_end,
+                         .on_epoch_end = backup_epoch_end,
+                         .free = sy_free};
     return SY_OK;
 }
 
@@ -447,6 +481,13 @@ bool keras_backup_of(const sy_callback *cb, const char **dir, int64_t *save_freq
     *save_freq = b->save_freq;
     *delete_checkpoint = b->delete_checkpoint;
     return true;
+}
+
+void keras_backup_attach(const sy_callback *cb, keras_backup_save_fn save, void *ctx) {
+    if (!cb || cb->on_train_begin != backup_train_begin || !cb->ctx) return;
+    backup *b = cb->ctx;
+    b->save = save;
+    b->save_ctx = ctx;
 }
 
 void keras_backup_delete(const char *dir) {

@@ -513,6 +513,7 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
     }
     p->per_example = p->loss = p->sw = SY_NONE; /* issue 17, fit arguments: sw */
     p->weighted = false;
+    p->sw_steps = 0;
     for (int32_t j = 0; j < MODEL_MAX_IO; j++) p->y[j] = p->pred[j] = p->out_loss[j] = SY_NONE;
     sy_node penalties = SY_NONE, out_mask[MODEL_MAX_IO]; /* issue 17, masking: the outputs' masks weight the losses */
     for (int32_t j = 0; j < MODEL_MAX_IO; j++) out_mask[j] = SY_NONE;
@@ -528,7 +529,12 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
             sy_shape ls = model_label_shape(m, j);
             p->y[j] = sy_graph_input(g, io_name("y", j, name, sizeof name), model_label_dtype(m, j),
                                      keras_batch_shape(batch, &ls));
-            sy_node l = p->out_loss[j] = keras_loss_build_masked(m, j, g, p->pred[j], p->y[j], out_mask[j]);
+            /* issue 17, temporal sample weights: (batch, T), weighing each output's steps */
+            if (j == 0 && m->sample_weighted && m->sample_weight_steps)
+                p->sw = sy_graph_input(g, "sample_weight", SY_F32,
+                                       sy_shape_of(2, (int64_t)batch, m->sample_weight_steps));
+            sy_node l = p->out_loss[j] =
+                keras_loss_build_weighted(m, j, g, p->pred[j], p->y[j], out_mask[j], p->sw);
             if (m->heads[j].weight != 1.0)
                 l = sy_graph_mul(g, l, sy_graph_fill(g, SY_F32, sy_shape_of(0), m->heads[j].weight));
             total = total == SY_NONE ? l : sy_graph_add(g, total, l);
@@ -536,7 +542,8 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
         /* issue 17, fit arguments: each sample's weight multiplies its loss, before the penalties (Keras's
          * compute_weighted_loss, then the regularization losses added) */
         p->weighted = m->sample_weighted;
-        if (p->weighted) {
+        p->sw_steps = p->weighted ? m->sample_weight_steps : 0;
+        if (p->weighted && !p->sw_steps) {
             p->sw = sy_graph_input(g, "sample_weight", SY_F32, sy_shape_of(1, (int64_t)batch));
             total = sy_graph_mul(g, total, p->sw);
         }
@@ -587,7 +594,8 @@ sy_status model_plan_get(sy_model *m, plan_mode mode, int64_t batch, model_plan 
     if (!m->built) return sy_error(SY_ERR_STATE, "model '%s' has no input shape yet", m->name);
     sy_status runnable = model_runnable(m, mode == MODE_PREDICT ? "predict" : "fit");
     if (runnable) return runnable;
-    if (p->rs && p->batch == batch && p->weighted == (m->sample_weighted && mode != MODE_PREDICT)) { /* issue 17: sw */
+    if (p->rs && p->batch == batch && p->weighted == (m->sample_weighted && mode != MODE_PREDICT) &&
+        p->sw_steps == (p->weighted ? m->sample_weight_steps : 0)) { /* issue 17: sw */
         *out = p;
         return SY_OK;
     }

@@ -35,7 +35,9 @@
  * (model_checkpoint.c), and with resume starts where the newest valid
  * checkpoint left off: the feed is put back (the sample stream's pass and
  * place, or the dataset's random state and the batches taken, replayed)
- * and the epoch's running sums with it.
+ * and the epoch's running sums with it. A BackupAndRestore callback makes
+ * its directory the model_dir; then the callback writes the checkpoints,
+ * from its hooks (fit_live, backup_save).
  */
 #include "keras_internal.h"
 
@@ -286,15 +288,18 @@ static const sy_tensor *step_y(const trip *t, int64_t step, int32_t j) {
     return t->y ? t->y[j] : NULL;
 }
 
-/* issue 17, fit arguments: the weight of row i (-1: padding, 0) of step's data: a dataset element's
- * sample_weight component or its labels' class weight, an array's sample weight, else 1. */
-static float row_weight(const trip *t, int64_t step, int64_t i) {
+/* issue 17, fit arguments: the weight of row i (-1: padding, 0) of step's data, of its step s with
+ * temporal weights (per of them; 1 otherwise): a dataset element's sample_weight component or its
+ * labels' class weight, an array's sample weight, else 1. */
+static float row_weight(const trip *t, int64_t step, int64_t i, int64_t s, int64_t per) {
     if (i < 0) return 0;
-    if (!t->batches) return t->sw ? t->sw[i] : 1.0f;
+    if (!t->batches) return t->sw ? t->sw[i * per + s] : 1.0f;
     const sy_element *e = &t->batches[step];
     int32_t k = t->m->n_inputs + t->m->n_outputs;
     float w = 1.0f;
-    if (e->n > k) w = (float)sy_tensor_get(e->c[k], i);
+    /* the element's weights: their steps were checked against the plan's */
+    if (e->n > k)
+        w = (float)sy_tensor_get(e->c[k], i * per + s);
     else if (t->cw) fit_class_weight_of("fit", t->cw, t->n_cw, e->c[t->m->n_inputs], i, &w); /* checked when taken */
     return w;
 }
@@ -325,9 +330,11 @@ static void feed_shard(void *ctx, int64_t step, int32_t replica, sy_plan *plan) 
         sy_shape ls = model_label_shape(m, j);
         if (y) copy_rows(sy_plan_input(plan, p->y[j]), model_label_dtype(m, j), y, idx, p->batch, sy_shape_count(&ls));
     }
-    if (p->sw != SY_NONE) { /* issue 17, fit arguments */
+    if (p->sw != SY_NONE) { /* issue 17, fit arguments: (batch,) or per step (batch, T) */
         float *w = sy_plan_input(plan, p->sw);
-        for (int64_t k = 0; k < p->batch; k++) w[k] = row_weight(t, step, idx[k]);
+        int64_t per = p->sw_steps ? p->sw_steps : 1;
+        for (int64_t k = 0; k < p->batch; k++)
+            for (int64_t s = 0; s < per; s++) w[k * per + s] = row_weight(t, step, idx[k], s, per);
     }
 }
 
@@ -355,7 +362,9 @@ static void read_sums(void *ctx, int64_t step, int32_t replica, sy_plan *plan) {
     for (int32_t j = 0; j < m->n_outputs; j++) {
         if (m->n_outputs > 1) {
             const float *lj = sy_plan_output(plan, p->out_loss[j]);
-            for (int64_t k = 0; k < rows; k++) s->out_loss[j] += w ? (double)(w[k] * lj[k]) : lj[k];
+            bool weigh = w && !p->sw_steps; /* temporal weights weighed it in the plan */
+            for (int64_t k = 0; k < rows; k++)
+                s->out_loss[j] += weigh ? (double)(w[k] * lj[k]) : lj[k];
         }
         const float *pred = sy_plan_output(plan, p->pred[j]);
         const void *labels = sy_plan_input(plan, p->y[j]);
@@ -364,8 +373,8 @@ static void read_sums(void *ctx, int64_t step, int32_t replica, sy_plan *plan) {
         for (int32_t i = 0; i < m->heads[j].n_metrics; i++) { /* issue 17: each metric's own state */
             const metric_spec *ms = &m->heads[j].metrics[i];
             if (ms->weighted) /* issue 17, fit arguments: weighted_metrics */
-                metric_update_weighted(ms, pred, labels, w, rows, rows ? rows_of_pred / rows : 0, per_row,
-                                       &s->metric[ms->state]);
+                metric_update_weighted(ms, pred, labels, w, rows, rows ? rows_of_pred / rows : 0,
+                                       per_row, p->sw_steps != 0, &s->metric[ms->state]);
             else
                 metric_update(ms, pred, labels, rows_of_pred, per_row, &s->metric[ms->state]);
         }
@@ -446,18 +455,22 @@ static void trip_free(trip *t) {
 /* Samples in order, batch_size at a time (rounded up to a multiple of the
  * replicas), max_steps batches at most (0: all); the last batch padded;
  * steps_per_execution batches a trip. */
-static sy_status run_over(sy_model *m, plan_mode mode, const sy_tensor *const *x, const sy_tensor *const *y,
-                          const float *sw, int64_t batch_size, int64_t max_steps, int verbose, FILE *progress,
+static sy_status run_over(sy_model *m, plan_mode mode, const sy_tensor *const *x,
+                          const sy_tensor *const *y, const float *sw, int64_t sw_steps,
+                          int64_t batch_size, int64_t max_steps, int verbose, FILE *progress,
                           const char *prefix, sy_logs *logs, sy_tensor *const *pred_out) {
     int64_t n = samples(x[0]), r = model_replicas(m);
     int64_t global = batch_size < n ? batch_size : n;
     int64_t per = (global + r - 1) / r;
     global = per * r;
     model_plan *p;
-    bool was_weighted = m->sample_weighted; /* issue 17, fit arguments */
-    m->sample_weighted |= sw != NULL;
+    /* issue 17, fit arguments: sw has sw_steps per sample (0: one) */
+    bool was_weighted = m->sample_weighted;
+    int64_t was_steps = m->sample_weight_steps;
+    if (sw) m->sample_weighted = true, m->sample_weight_steps = sw_steps;
     sy_status st = model_plan_get(m, mode, per, &p);
     m->sample_weighted = was_weighted;
+    m->sample_weight_steps = was_steps;
     if (st) return st;
     int64_t steps = (n + global - 1) / global, spe = m->steps_per_execution;
     if (max_steps && max_steps < steps) steps = max_steps;
@@ -520,7 +533,9 @@ sy_status sy_model_evaluate_multi(sy_model *m, const sy_tensor *const *x, int32_
     if (!st) st = fit_sample_weights("evaluate", o->sample_weight, NULL, 0, NULL, samples(x[0]), &sw);
     if (st) return st;
     sy_logs l = {0};
-    st = run_over(m, MODE_EVAL, x, y, sw, o->batch_size, o->steps, o->verbose, o->progress, "", &l, NULL);
+    st = run_over(m, MODE_EVAL, x, y, sw,
+                  o->sample_weight ? fit_weight_steps(sy_tensor_shape(o->sample_weight)) : 0,
+                  o->batch_size, o->steps, o->verbose, o->progress, "", &l, NULL);
     sy_free(sw);
     if (st == SY_OK && results) *results = l;
     return st;
@@ -558,7 +573,9 @@ sy_status sy_model_predict_multi(sy_model *m, const sy_tensor *const *x, int32_t
         sy_shape out_shape = model_output_shape_at(m, j);
         st = sy_tensor_new(SY_F32, keras_batch_shape(samples(x[0]), &out_shape), &t[j]);
     }
-    if (!st) st = run_over(m, MODE_PREDICT, x, NULL, NULL, o->batch_size, 0, o->verbose, o->progress, "", NULL, t);
+    if (!st)
+        st = run_over(m, MODE_PREDICT, x, NULL, NULL, 0, o->batch_size, 0, o->verbose, o->progress,
+                      "", NULL, t);
     for (int32_t j = 0; j < n_out; j++) {
         if (st) sy_tensor_free(t[j]);
         else out[j] = t[j];
@@ -672,10 +689,17 @@ static sy_status check_dataset(const sy_model *m, const char *what, const sy_dat
     }
     if (labels && n == need + 1) { /* issue 17, fit arguments: (x, y, sample_weight) */
         sy_component_spec w = sy_dataset_component_spec(d, need);
-        if (w.dtype == SY_STRING || w.shape.rank < 1 || w.shape.rank > 2 || (w.shape.rank == 2 && w.shape.dims[1] != 1))
-            return sy_error(SY_ERR_SHAPE, "%s: the dataset's component %d (sample_weight, after the labels) is %s; "
-                            "expected one number per sample, (batch,) or (batch, 1)",
-                            what, need, sy_shape_format(&w.shape, a, sizeof a));
+        if (w.dtype == SY_STRING || fit_weight_steps(w.shape) < 0)
+            return sy_error(
+                SY_ERR_SHAPE,
+                "%s: the dataset's component %d (sample_weight, after the labels) is %s; "
+                "expected one number per sample, (batch,) or (batch, 1), or for a sequence output "
+                "one per step, (batch, steps) with the steps known",
+                what, need, sy_shape_format(&w.shape, a, sizeof a));
+        if (fit_weight_steps(w.shape) > 0) {
+            sy_status st = fit_check_weight_steps(m, what, &w.shape, fit_weight_steps(w.shape));
+            if (st) return st;
+        }
     } else if (labels && n > need) {
         if (single)
             return sy_error(SY_ERR_UNSUPPORTED,
@@ -701,6 +725,15 @@ static sy_status check_dataset(const sy_model *m, const char *what, const sy_dat
                             what, input);
     }
     return SY_OK;
+}
+
+/* issue 17, temporal sample weights: the steps of a dataset's sample weights (its component after
+ * the labels, checked by check_dataset): 0 for one per sample or none, T for one per step. */
+static int64_t dataset_weight_steps(const sy_model *m, const sy_dataset *d) {
+    int32_t k = m->n_inputs + m->n_outputs;
+    if (sy_dataset_component_count(d) <= k) return 0;
+    int64_t steps = fit_weight_steps(sy_dataset_component_spec(d, k).shape);
+    return steps > 0 ? steps : 0;
 }
 
 /* Rows [r0, r0 + n) of every component of e, as new tensors. */
@@ -755,14 +788,19 @@ static void feed_free(batch_feed *f) {
     f->it = NULL;
 }
 
-/* Check a batch element as arrays are checked (shapes, labels; issue 17: its sample weights, or its labels'
- * classes against class_weight cw). */
-static sy_status check_batch_element(const sy_model *m, const char *what, const sy_element *e, bool labels,
-                                     int64_t number, const double *cw, int32_t n_cw) {
+/* Check a batch element as arrays are checked (shapes, labels; issue 17: its sample weights, with
+ * the steps the plan takes, sw_steps, or its labels' classes against class_weight cw). */
+static sy_status check_batch_element(const sy_model *m, const char *what, const sy_element *e,
+                                     bool labels, int64_t number, const double *cw, int32_t n_cw,
+                                     int64_t sw_steps) {
     const sy_tensor *const *c = (const sy_tensor *const *)e->c;
     sy_status st = check_data(m, what, "x", c, m->n_inputs, "y", labels ? c + m->n_inputs : NULL, m->n_outputs);
     int32_t k = m->n_inputs + m->n_outputs;
     if (!st && labels) st = fit_check_weights(m, what, e->n > k ? c[k] : NULL, cw, n_cw, rows_of(e));
+    if (!st && labels && e->n > k && fit_weight_steps(sy_tensor_shape(c[k])) != sw_steps)
+        st = sy_error(SY_ERR_SHAPE,
+                      "%s: sample_weight has %lld steps where the element spec has %lld", what,
+                      (long long)fit_weight_steps(sy_tensor_shape(c[k])), (long long)sw_steps);
     float w;
     for (int64_t i = 0; !st && labels && cw && e->n == k && i < rows_of(e); i++)
         st = fit_class_weight_of(what, cw, n_cw, c[m->n_inputs], i, &w);
@@ -815,9 +853,12 @@ static sy_status run_over_dataset(sy_model *m, plan_mode mode, const sy_dataset 
     if (verbose) progbar_init(&bar, progress_file(progress), verbose, 0);
     if (!t.batches || !t.base) st = sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
     bool was_weighted = m->sample_weighted; /* issue 17, fit arguments: (x, y, sample_weight) elements */
-    m->sample_weighted |= mode == MODE_EVAL && sy_dataset_component_count(data) > m->n_inputs + m->n_outputs;
+    int64_t was_steps = m->sample_weight_steps;
+    if (mode == MODE_EVAL && sy_dataset_component_count(data) > m->n_inputs + m->n_outputs)
+        m->sample_weighted = true, m->sample_weight_steps = dataset_weight_steps(m, data);
     if (!st) st = model_plan_get(m, mode, per, &p);
     m->sample_weighted = was_weighted;
+    m->sample_weight_steps = was_steps;
     t.p = p;
     if (!st) st = trip_alloc(&t, spe, global);
     /* the first element may be larger than the batch: put it back to be cut */
@@ -836,7 +877,9 @@ static sy_status run_over_dataset(sy_model *m, plan_mode mode, const sy_dataset 
             } else if ((st = feed_next(&f, global, e, &end)) || end) {
                 break;
             }
-            if ((st = check_batch_element(m, what, e, mode == MODE_EVAL, step + k, NULL, 0))) break;
+            if ((st = check_batch_element(m, what, e, mode == MODE_EVAL, step + k, NULL, 0,
+                                          p->sw_steps)))
+                break;
             int64_t n = rows_of(e);
             for (int64_t j = 0; j < global; j++) t.idx[k * global + j] = j < n ? j : -1;
             t.base[k] = seen;
@@ -936,7 +979,9 @@ static sy_status next_train_batches(const sy_model *m, sy_iterator *it, trip *t,
         sy_status st = sy_iterator_next(it, e, &end);
         if (st) return st;
         if (end) return SY_OK;
-        if ((st = check_batch_element(m, "fit", e, true, first_step + s, t->cw, t->n_cw))) return st;
+        if ((st = check_batch_element(m, "fit", e, true, first_step + s, t->cw, t->n_cw,
+                                      t->p->sw_steps)))
+            return st;
         if (rows_of(e) != batch)
             return sy_error(SY_ERR_SHAPE, "fit: dataset batch %lld has %lld samples where the model was compiled for %lld",
                             (long long)(first_step + s), (long long)rows_of(e), (long long)batch);
@@ -997,6 +1042,39 @@ static fit_position position_now(const fit_feed *f, int32_t epoch, int64_t step,
     return p;
 }
 
+/* What a checkpoint saves at the end of epoch `epoch` (done): the next epoch from its start, with a
+ * pass that ends with each epoch over (its iterator closed) even when the iterator is not closed
+ * yet. */
+static fit_position position_next_epoch(const fit_feed *f, const sy_fit_options *o, int32_t epoch) {
+    fit_position p = position_now(f, epoch + 1, 0, NULL);
+    if (f->train && !o->steps_per_epoch && p.iter_open) {
+        p.iter_open = false;
+        p.consumed = 0;
+        memcpy(p.rng_open, p.rng_now, sizeof p.rng_open);
+    }
+    return p;
+}
+
+/* issue 17, BackupAndRestore: where run_epochs is, for the backups its callback writes from its
+ * hooks (keras_backup_attach). Keras resumes a backup made at an epoch's last batch at the next
+ * epoch. */
+typedef struct fit_live {
+    sy_model *m;
+    const sy_fit_options *o; /* model_dir: the backup directory */
+    const fit_feed *f;
+    int32_t epoch;
+    int64_t step; /* steps run in the epoch */
+    const fit_sums *sm;
+} fit_live;
+
+static sy_status backup_save(void *ctx, bool epoch_end) {
+    const fit_live *l = ctx;
+    fit_position p = epoch_end || (l->f->steps && l->step >= l->f->steps)
+                         ? position_next_epoch(l->f, l->o, l->epoch)
+                         : position_now(l->f, l->epoch, l->step, l->sm);
+    return checkpoint_save(l->m, l->o, &p);
+}
+
 /* Put the feed where a checkpoint left it. */
 static sy_status resume_feed(fit_feed *f, const fit_position *p) {
     if (!f->train) {
@@ -1051,8 +1129,9 @@ static sy_status feed_steps(const sy_model *m, fit_feed *f, trip *t, int64_t wan
 /* fit's epochs, callbacks, progress and validation, from either feed,
  * going on from *at when resumed from a checkpoint; an entry in h per
  * epoch. */
-static sy_status run_epochs(sy_model *m, const sy_fit_options *o, model_plan *p, trip *t, fit_feed *f, int64_t batch,
-                            sy_history *h, bool resumed, const fit_position *at) {
+static sy_status run_epochs(sy_model *m, const sy_fit_options *o, model_plan *p, trip *t,
+                            fit_feed *f, int64_t batch, sy_history *h, bool resumed,
+                            const fit_position *at, fit_live *live) {
     sy_status st = SY_OK;
     int64_t spe = m->steps_per_execution;
     FILE *progress = progress_file(o->progress);
@@ -1061,7 +1140,8 @@ static sy_status run_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
     m->stop_training = false;
     fit_position resumed_at = *at;
     if (resumed && (st = resume_feed(f, &resumed_at))) return st;
-    int64_t ckpt_every = o->model_dir ? o->save_checkpoints_steps : 0;
+    /* a BackupAndRestore callback saves from its own hooks */
+    int64_t ckpt_every = o->model_dir && !live ? o->save_checkpoints_steps : 0;
     char tpu_name[32] = ""; /* issue 16, trace and roofline: the emulated chip's time per step, once */
     double tpu_step = o->verbose ? progbar_tpu_step(m, p, tpu_name, sizeof tpu_name) : 0;
     CALLBACKS(o, on_train_begin);
@@ -1109,8 +1189,11 @@ static sy_status run_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
                 fold(t, k, &sm);
                 sums_to_logs(m, &sm, "", &logs);
                 step += k;
-                if (o->verbose == 1) progbar_update(&bar, step, &logs, false);
+                if (live) live->epoch = epoch, live->step = step, live->sm = &sm;
+                /* Keras's ProgbarLogger is the last callback: a callback's line comes before the
+                 * bar's update */
                 CALLBACKS(o, on_train_batch_end, step - 1, &logs);
+                if (o->verbose == 1) progbar_update(&bar, step, &logs, false);
                 double loss = sy_logs_get(&logs, "loss");
                 if (!isfinite(loss) && !warned_nan && !m->stop_training) { /* once a fit: it stays so */
                     warned_nan = true;
@@ -1146,27 +1229,33 @@ static sy_status run_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
                 st = run_over_dataset(m, MODE_EVAL, f->validation, o->validation_steps, 0, NULL, "val_", &logs, NULL);
             else if (o->x_val || o->x_val_list) {
                 int32_t nx, ny;
-                st = run_over(m, MODE_EVAL, val_x(o, &nx), val_y(o, &ny), f->val_sw, vb, o->validation_steps, 0, NULL, "val_",
-                              &logs, NULL);
+                const sy_tensor *vw = o->val_sample_weight;
+                st = run_over(m, MODE_EVAL, val_x(o, &nx), val_y(o, &ny), f->val_sw,
+                              vw ? fit_weight_steps(sy_tensor_shape(vw)) : 0, vb,
+                              o->validation_steps, 0, NULL, "val_", &logs, NULL);
             }
             if (st) break;
         }
-        if (o->verbose) {
-            bar.target = step;
-            progbar_update(&bar, step, &logs, true);
-        }
+        if (live) live->epoch = epoch, live->step = step, live->sm = &sm;
         CALLBACKS(o, on_epoch_end, epoch, &logs);
         { /* issue 17, lr callbacks: Keras's History runs after the callbacks and keeps the "lr" they add */
             sy_status hs = history_append(h, epoch, &logs);
             if (!st) st = hs;
         }
         if (st) break;
+        /* Keras's ProgbarLogger, last: the logs as the callbacks left them ("lr"), at the epoch's
+         * target even when a callback stopped it early */
+        if (o->verbose) {
+            if (!bar.target) bar.target = step;
+            progbar_update(&bar, bar.target, &logs, true);
+        }
         if (f->train && !o->steps_per_epoch) { /* this epoch's pass is over */
             sy_iterator_free(f->it);
             f->it = NULL;
         }
-        if (o->model_dir && !stopped_in_epoch) { /* a checkpoint says the epoch was whole */
-            fit_position next = position_now(f, epoch + 1, 0, NULL);
+        /* a checkpoint says the epoch was whole */
+        if (o->model_dir && !live && !stopped_in_epoch) {
+            fit_position next = position_next_epoch(f, o, epoch);
             if ((st = checkpoint_save(m, o, &next))) break;
         }
         if (ran_out) {
@@ -1195,19 +1284,24 @@ static sy_status fit_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
     const char *backup_dir = NULL;
     bool delete_backup = false;
     int64_t backup_freq = 0;
+    const sy_callback *backup = NULL;
     for (int32_t c = 0; c < o->n_callbacks && !backup_dir; c++)
         if (keras_backup_of(&o->callbacks[c], &backup_dir, &backup_freq, &delete_backup)) {
+            backup = &o->callbacks[c];
             if (o->model_dir)
                 return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: a BackupAndRestore callback (backup_dir '%s') and "
                                 "model_dir '%s' both checkpoint the run: give one", backup_dir, o->model_dir);
             with_backup.model_dir = backup_dir;
             with_backup.resume = true;
             with_backup.keep_checkpoint_max = 1;
-            with_backup.save_checkpoints_steps = backup_freq;
+            with_backup.save_checkpoints_steps = 0; /* the callback saves, from its hooks */
             o = &with_backup;
         }
     sy_status st = checkpoint_begin(m, o, &at, &resumed, &lock);
-    if (!st) st = run_epochs(m, o, p, t, f, batch, h, resumed, &at);
+    fit_live live = {.m = m, .o = o, .f = f};
+    keras_backup_attach(backup, backup_save, &live);
+    if (!st) st = run_epochs(m, o, p, t, f, batch, h, resumed, &at, backup ? &live : NULL);
+    keras_backup_attach(backup, NULL, NULL);
     checkpoint_end(lock);
     if (!st && backup_dir && delete_backup) keras_backup_delete(backup_dir); /* training ended: Keras's on_train_end */
     return st;
@@ -1277,8 +1371,11 @@ sy_status sy_model_fit_multi(sy_model *m, const sy_tensor *const *x, int32_t n_x
     int64_t steps = o->steps_per_epoch ? o->steps_per_epoch : n / batch + (n % batch != 0), spe = m->steps_per_execution;
     model_plan *p;
     m->sample_weighted = o->sample_weight || o->class_weight; /* issue 17, fit arguments: plans that take weights */
+    m->sample_weight_steps =
+        o->sample_weight ? fit_weight_steps(sy_tensor_shape(o->sample_weight)) : 0;
     if ((st = model_plan_get(m, MODE_TRAIN, batch / r, &p))) {
         m->sample_weighted = false;
+        m->sample_weight_steps = 0;
         return st;
     }
     sy_history *h = NULL;
@@ -1296,6 +1393,7 @@ sy_status sy_model_fit_multi(sy_model *m, const sy_tensor *const *x, int32_t n_x
     f.val_sw = val_sw;
     if (!st) st = fit_epochs(m, o, p, &t, &f, batch, h);
     m->sample_weighted = false;
+    m->sample_weight_steps = 0;
     sy_free(sw);
     sy_free(val_sw);
     sy_free(f.s.perm);
@@ -1348,8 +1446,10 @@ sy_status sy_model_fit_dataset(sy_model *m, const sy_dataset *train, const sy_da
     model_plan *p;
     /* issue 17, fit arguments: (x, y, sample_weight) elements or class_weight: plans that take weights */
     m->sample_weighted = o->class_weight || sy_dataset_component_count(train) > m->n_inputs + m->n_outputs;
+    m->sample_weight_steps = dataset_weight_steps(m, train);
     if ((st = model_plan_get(m, MODE_TRAIN, batch / r, &p))) {
         m->sample_weighted = false;
+        m->sample_weight_steps = 0;
         return st;
     }
     sy_history *h = NULL;
@@ -1362,6 +1462,7 @@ sy_status sy_model_fit_dataset(sy_model *m, const sy_dataset *train, const sy_da
     }
     if (!st) st = fit_epochs(m, o, p, &t, &f, batch, h);
     m->sample_weighted = false;
+    m->sample_weight_steps = 0;
     sy_iterator_free(f.it);
     if (t.batches) clear_batches(t.batches, spe);
     sy_free(t.batches);

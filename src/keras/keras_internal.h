@@ -257,6 +257,10 @@ sy_status keras_loss_resolve(const char *where, const char *name, bool from_logi
 sy_node keras_loss_build(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y);
 /* issue 17, masking: the same, pred's Keras mask (SY_NONE: none) weighting its steps (keras_loss_mask) */
 sy_node keras_loss_build_masked(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y, sy_node mask);
+/* issue 17, temporal sample weights: the same, each step's loss (batch, T) times step_weight
+ * (batch, T) (SY_NONE: none) before the mean over the steps or the mask's normalisation */
+sy_node keras_loss_build_weighted(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y,
+                                  sy_node mask, sy_node step_weight);
 /* h's loss as training_config writes it: the name, or the Loss object
  * ({"class_name", "config"}) with Keras's keys in Keras's order. */
 struct json_t *keras_loss_json(const struct model_head *h);
@@ -287,13 +291,16 @@ typedef struct model_plan {
     sy_node x[MODEL_MAX_IO];       /* the model's inputs (m->n_inputs) */
     sy_node y[MODEL_MAX_IO];       /* labels per output (SY_NONE in predict) */
     sy_node pred[MODEL_MAX_IO];    /* the model's outputs (m->n_outputs) */
-    sy_node out_loss[MODEL_MAX_IO]; /* each output's unweighted loss per sample (batch,); SY_NONE in predict */
+    sy_node out_loss[MODEL_MAX_IO]; /* each output's loss per sample (batch,), unweighted but by
+                                     * temporal weights (sw_steps); SY_NONE in predict */
     sy_node per_example;           /* the total loss per sample (batch,); SY_NONE in predict */
     sy_node loss;                  /* mean loss (scalar); SY_NONE in predict */
     /* issue 17, fit arguments: with sample weights (the model's sample_weighted when compiled), each sample's
      * weight (batch,), which multiplies per_example before the penalties; SY_NONE without */
     sy_node sw;
     bool weighted;
+    /* issue 17: 0, or T: sw is (batch, T), a weight per step multiplying each output's loss */
+    int64_t sw_steps;
 } model_plan;
 
 /* compile()'s loss and metrics for one output (Keras's per-output loss,
@@ -367,6 +374,8 @@ struct sy_model {
     sy_vars *vars;
     bool stop_training;
     bool sample_weighted; /* issue 17, fit arguments: plans compiled now take sample weights (model_plan.sw) */
+    /* with them: 0, one per sample; T, one per step (model_plan.sw_steps) */
+    int64_t sample_weight_steps;
 
     /* The graph of layer calls (functional.c). A Sequential model's is the
      * chain input -> layers[0] -> layers[1] ..., made again whenever a
@@ -595,10 +604,20 @@ sy_status fit_check_weights(const sy_model *m, const char *what, const sy_tensor
 /* The weight class_weight gives row `row` of labels y (its class: argmax, or the label rounded). */
 sy_status fit_class_weight_of(const char *what, const double *cw, int32_t n_cw, const sy_tensor *y, int64_t row,
                               float *out);
-/* A weighted metric's update (ms->weighted): rows samples, each pred_rows rows of per_row predictions, sample r
- * weighing w[r] (NULL: 1 each); the weights' sum goes to state[ms->n_state - 1]. */
-void metric_update_weighted(const metric_spec *ms, const float *pred, const void *labels, const float *w, int64_t rows,
-                            int64_t pred_rows, int64_t per_row, double *state);
+/* A weighted metric's update (ms->weighted): rows samples, each pred_rows rows of per_row
+ * predictions, sample r weighing w[r] (NULL: 1 each), or with per_step its row t w[r * pred_rows +
+ * t]; the weights' sum goes to state[ms->n_state - 1]. */
+void metric_update_weighted(const metric_spec *ms, const float *pred, const void *labels,
+                            const float *w, int64_t rows, int64_t pred_rows, int64_t per_row,
+                            bool per_step, double *state);
+/* The steps of a sample_weight of shape s: 0 for one weight per sample ((n,), (n, 1)), T for one
+ * per step of a sequence output ((n, T), (n, T, 1)), -1 for a shape that is neither. */
+int64_t fit_weight_steps(sy_shape s);
+/* Weights of shape s with `steps` (> 0) steps against m's outputs: each output's loss must be one
+ * value per step of as many steps, (batch, steps) -- an output (steps, C) -- as Keras multiplies
+ * the losses by the weights. */
+sy_status fit_check_weight_steps(const sy_model *m, const char *what, const sy_shape *s,
+                                 int64_t steps);
 /* Every sample's weight (n floats, a new array the caller sy_frees) from sample_weight or from class_weight and
  * the labels y; *out NULL when neither is given. */
 sy_status fit_sample_weights(const char *what, const sy_tensor *sw, const double *cw, int32_t n_cw, const sy_tensor *y,
@@ -614,6 +633,11 @@ sy_status keras_format_path(const char *filepath, int32_t epoch, int64_t batch, 
                             size_t size);
 /* cb is a BackupAndRestore callback: its directory, save_freq and delete_checkpoint. */
 bool keras_backup_of(const sy_callback *cb, const char **dir, int64_t *save_freq, bool *delete_checkpoint);
+/* Writes a backup of where fit() is now: the epoch done (epoch_end), or the steps run so far. */
+typedef sy_status (*keras_backup_save_fn)(void *ctx, bool epoch_end);
+/* fit() lends BackupAndRestore callback cb (nothing else) the way to write its backups, which its
+ * hooks call at its place among the callbacks, as Keras's do; save NULL takes it back. */
+void keras_backup_attach(const sy_callback *cb, keras_backup_save_fn save, void *ctx);
 /* Remove a BackupAndRestore directory's checkpoints and lock, then the directory if that leaves it empty. */
 void keras_backup_delete(const char *dir);
 

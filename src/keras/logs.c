@@ -13,9 +13,11 @@ double sy_logs_get(const sy_logs *logs, const char *name) {
     return NAN;
 }
 
+/* Keras's progress bar formats its logs' float32 values, so the value goes through float first: the
+ * "lr" a callback logs, 0.00125 here, is float32 0.0012499999 there and shows as 0.0012. */
 void sy_logs_format_value(char *buf, size_t size, double v) {
-    if (isnan(v)) snprintf(buf, size, "nan"); /* Python has no "-nan" */
-    else snprintf(buf, size, fabs(v) > 1e-3 ? "%.4f" : "%.4e", v);
+    double f = (double)(float)v; /* a NaN prints "nan": Python has no "-nan" */
+    snprintf(buf, size, isnan(v) ? "nan" : fabs(f) > 1e-3 ? "%.4f" : "%.4e", f);
 }
 
 void logs_set(sy_logs *logs, const char *name, double value) {

@@ -183,6 +183,11 @@ sy_node keras_loss_build(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_n
 }
 
 sy_node keras_loss_build_masked(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y, sy_node mask) {
+    return keras_loss_build_weighted(m, j, g, pred, y, mask, SY_NONE);
+}
+
+sy_node keras_loss_build_weighted(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y,
+                                  sy_node mask, sy_node step_weight) {
     const model_head *h = &m->heads[j];
     const loss_def *d = def_of(h);
     keras_loss_warn_logits(m, j, g, pred);
@@ -210,6 +215,8 @@ sy_node keras_loss_build_masked(sy_model *m, int32_t j, sy_graph *g, sy_node pre
     }
     }
     sy_shape ls = sy_graph_shape(g, l);
+    /* issue 17, temporal sample weights: Keras's losses * sample_weight, per step */
+    if (step_weight != SY_NONE) l = sy_graph_mul(g, l, step_weight);
     if (mask != SY_NONE) /* issue 17, masking: the output's mask weights the steps */
         l = keras_loss_mask(g, l, mask);
     else if (ls.rank > 1) { /* (batch, T, ...): the mean over the rest is each sample's loss */

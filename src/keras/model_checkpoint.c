@@ -5,13 +5,14 @@
  *
  * A checkpoint (io/checkpoint.c frames it) holds every variable of the
  * model's store -- the weights and the optimizer's slots -- and a JSON
- * manifest with the optimizer's step count, the model's seed (the dropout
- * streams derive from it and the step), and fit()'s position: the epoch,
- * the steps run in it and their running sums (so the epoch's logs come out
- * as they would have), and where the input is -- for arrays the sample
- * stream's seed, pass and place in it; for a dataset whether an iterator is
- * open, the pipeline's random state when it was opened and the elements
- * taken from it since. Everything that decides the rest of the run is
+ * manifest with the optimizer's step count, its learning rate (Keras's
+ * learning_rate variable, which the callbacks may have set), the model's
+ * seed (the dropout streams derive from it and the step), and fit()'s
+ * position: the epoch, the steps run in it and their running sums (so the
+ * epoch's logs come out as they would have), and where the input is -- for
+ * arrays the sample stream's seed, pass and place in it; for a dataset
+ * whether an iterator is open, the pipeline's random state when it was
+ * opened and the elements taken from it since. Everything that decides the rest of the run is
  * there, and the loop is deterministic, so a run resumed from a checkpoint
  * finishes with the same weights, bit for bit, as one never interrupted.
  *
@@ -36,6 +37,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -101,9 +103,14 @@ static json_t *manifest_new(const sy_model *m, const fit_position *p) {
                                                   (json_int_t)p->consumed, "rng_at_open",
                                                   u64_array(p->rng_open, p->n_rng), "rng",
                                                   u64_array(p->rng_now, p->n_rng)));
-    return json_pack("{s:s, s:i, s:s, s:o, s:s, s:I, s:o, s:o, s:o}", "format", FORMAT, "version", 1, "model", m->name,
-                     "seed", u64_json(m->seed), "optimizer", optimizer_name(m), "global_step",
-                     (json_int_t)sy_vars_iterations(m->vars), "layers", layers, "variables", vars, "position", pos);
+    /* Keras's optimizer.learning_rate variable, which its checkpoints (BackupAndRestore's) hold: a
+     * rate that ReduceLROnPlateau or LearningRateScheduler set resumes with the run. A float32,
+     * exact as a double. */
+    return json_pack("{s:s, s:i, s:s, s:o, s:s, s:I, s:f, s:o, s:o, s:o}", "format", FORMAT,
+                     "version", 1, "model", m->name, "seed", u64_json(m->seed), "optimizer",
+                     optimizer_name(m), "global_step", (json_int_t)sy_vars_iterations(m->vars),
+                     "learning_rate", (double)(float)sy_model_learning_rate(m), "layers", layers,
+                     "variables", vars, "position", pos);
 }
 
 sy_status checkpoint_save(sy_model *m, const sy_fit_options *o, const fit_position *p) {
@@ -316,6 +323,13 @@ static sy_status restore(sy_model *m, const char *path, const json_t *man, const
                         path, seed, m->seed, seed);
     if (!position_of(json_object_get(man, "position"), m, p))
         return sy_error(SY_ERR_CORRUPT, "checkpoint '%s': its training position is missing or malformed", path);
+    /* the learning rate (absent from checkpoints written before it was kept: the compiled rate
+     * stays) */
+    const json_t *lr = json_object_get(man, "learning_rate");
+    if (lr &&
+        (!json_is_number(lr) || !(json_number_value(lr) >= 0) || isinf(json_number_value(lr))))
+        return sy_error(SY_ERR_CORRUPT,
+                        "checkpoint '%s': its learning_rate is not a finite number >= 0", path);
     /* all checked: now change the model */
     for (int32_t i = 0; i < sy_vars_count(m->vars); i++) {
         const char *name = sy_vars_name(m->vars, i);
@@ -329,6 +343,9 @@ static sy_status restore(sy_model *m, const char *path, const json_t *man, const
         }
     }
     m->vars->iterations = json_integer_value(step);
+    /* after the step count: with a schedule the rate set holds until the next step computes the
+     * schedule's, as Keras's restored _current_learning_rate */
+    if (lr && m->compiled) return sy_model_set_learning_rate(m, json_number_value(lr));
     return SY_OK;
 }
 
