@@ -169,6 +169,12 @@ sy_status sy_npy_read(const char *path, sy_tensor **out);
  * as it was on failure). SY_ERR_DTYPE for a string tensor; SY_ERR_IO
  * naming the path. */
 sy_status sy_npy_write(const char *path, const sy_tensor *t);
+/* issue 17: n arrays (1 to 64) as the .npz archive np.savez writes, each
+ * under its name (names[i] + ".npy", names unique), stored, in order;
+ * written whole or not at all as sy_npy_write. SY_ERR_UNSUPPORTED past
+ * 4 GiB (written without zip64). */
+sy_status sy_npz_write(const char *path, const char *const *names, const sy_tensor *const *arrays,
+                       int32_t n);
 
 /* A NumPy .npz archive (a zip of .npy files, as np.savez and
  * np.savez_compressed write them: stored or deflated members, zip64
