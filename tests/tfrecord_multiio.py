@@ -18,7 +18,8 @@ than the model's (the command takes the model's), and w.
 Checked, each against Keras on the same records:
   evaluate: every log (loss, cls_loss, reg_loss, cls_accuracy, reg_mae),
     with and without w, flag and JSON spec (the printed 4 decimals, so
-    within 6e-5); the weights change the loss
+    within 6e-5); the weights change the loss; multiio_dict.h5, compiled
+    with a dict of losses and loss weights, keeps each output's
   train: one epoch of one batch of 40 with the weights, validating on the
     test file: the logs, val_ logs and the trained weights (1e-5)
   predict: the trained model's outputs as OUT.npz (one array per output,
@@ -72,9 +73,9 @@ def logs_of(out, prefix=""):
     """The named values a systolic command printed ("loss: 1.4171 - cls_loss: ...")."""
     values = {}
     line = [l for l in out.splitlines() if "loss: " in l][-1]  # train's summary line, or evaluate's logs
-    for part in line.replace(";", " -").split(" - "):
+    for part in line.split("; ")[-1].split(" - "):  # after train's "MODEL: 1 epoch of ...; "
         name, _, v = part.strip().rpartition(": ")
-        if name.startswith(prefix) and name[len(prefix):] in LOGS:
+        if name.startswith(prefix) and (prefix or not name.startswith("val_")):
             values[name[len(prefix):]] = float(v)
     return values
 
@@ -111,6 +112,13 @@ def main():
                    "x.in_b": {"kind": "FixedLen", "feature": "b", "dtype": "float", "shape": [3]},
                    "x.in_a": {"kind": "FixedLen", "feature": "a", "dtype": "float", "shape": [4]}}, f)
     same_logs("evaluate, JSON spec", logs_of(run([systolic, "evaluate", h5, "--features", spec_json] + common)), want_w)
+    # the same model compiled with a dict of losses (cls a SparseCategoricalCrossentropy taking logits, reg mse,
+    # given reg first) and dict loss weights: each output keeps its own
+    dict_h5 = os.path.join(os.path.dirname(h5), "multiio_dict.h5")
+    want_d = tf.keras.models.load_model(dict_h5).evaluate(x, y, sample_weight=w, batch_size=16, verbose=0,
+                                                          return_dict=True)
+    got_d = logs_of(run([systolic, "evaluate", dict_h5, "--features", SPEC] + common))
+    assert sorted(got_d) == sorted(want_d) and all(abs(got_d[k] - want_d[k]) <= 6e-5 for k in want_d), (got_d, want_d)
 
     # train: one step of 40 weighted records (the shuffle cannot change a whole batch), validated on the test file
     trained = os.path.join(d, "trained.h5")

@@ -228,8 +228,9 @@ static void make_flags(flag *f, run_opts *o) {
                            "what --data's Examples hold: x (the input) and y (the label), each a feature as tf.io "
                            "reads it, e.g. 'x=FixedLen(image, float, [28,28,1]); y=FixedLen(label, int64)', "
                            "'x=VarLen(text, int64, length=250)', 'x=Image(image/encoded, channels=3, "
-                           "resize=[224,224], rescale=0.00392156862)'; or FILE.json (docs/design/tfrecord.md); "
-                           "default: the layout `systolic convert` writes",
+                           "resize=[224,224], rescale=0.00392156862)'; x.NAME and y.NAME for each input and "
+                           "output layer of a model with several; w=FixedLen(KEY, float) for a sample weight; "
+                           "or FILE.json (docs/design/tfrecord.md); default: the layout `systolic convert` writes",
                            .set = false};
     f[F_SPE] = (flag){"--steps-per-execution", FLAG_INT, &o->steps_per_execution, "N",
                       "steps per host round trip; the progress bar updates every N steps (default 1)", .set = false, .min = 1, .max = INT32_MAX};
@@ -1017,9 +1018,10 @@ int cmd_predict(int argc, char **argv) {
                                    "its test split (model.predict) and "
                                    "print its predictions: sample, label, predicted class and its probability (for a "
                                    "one-unit sigmoid output, class 1 when the output is above 0.5). With --input "
-                                   "FILE.npy (or FILE.npz:KEY), or --data tfrecord:GLOB, and --output OUT.npy: the "
-                                   "model's whole output for every sample, written to OUT.npy as float32 (samples, "
-                                   "output shape...), as model.predict returns it, or to OUT.csv.",
+                                   "FILE.npy (or FILE.npz:KEY; one per model input), or --data tfrecord:GLOB, and "
+                                   "--output OUT.npy: the model's whole output for every sample, written to OUT.npy "
+                                   "as float32 (samples, output shape...), as model.predict returns it, to OUT.npz "
+                                   "(one array per output, named after it), or to OUT.csv.",
                                    predict_flags};
     return run(&c, argc, argv, true, predict_body);
 }
