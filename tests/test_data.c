@@ -668,6 +668,56 @@ static void test_npz(void) {
     CHECK(t == NULL && z == NULL, "nothing on failure");
 }
 
+/* issue 17: sy_npz_write's archive read back, as np.load reads it (the
+ * interop test cli_multiio_keras checks numpy itself) */
+static void test_npz_write(void) {
+    char path[700], files[800];
+    tmp_path(path, sizeof path, "out.npz");
+    sy_tensor *a = NULL, *b = NULL, *back = NULL;
+    CHECK_OK(sy_tensor_new(SY_F32, sy_shape_of(2, (int64_t)3, (int64_t)2), &a));
+    CHECK_OK(sy_tensor_new(SY_I64, sy_shape_of(1, (int64_t)5), &b));
+    if (!a || !b) return;
+    for (int i = 0; i < 6; i++) ((float *)sy_tensor_data(a))[i] = (float)i * 0.25f - 1;
+    for (int i = 0; i < 5; i++) ((int64_t *)sy_tensor_data(b))[i] = (int64_t)i * -3000000000LL;
+    const char *names[] = {"cls", "reg"};
+    const sy_tensor *arrays[] = {a, b};
+    CHECK_OK(sy_npz_write(path, names, arrays, 2));
+    sy_npz *z = NULL;
+    CHECK_OK(sy_npz_open(path, &z));
+    if (z) {
+        CHECK(sy_npz_count(z) == 2 && !strcmp(sy_npz_name(z, 0), "cls") &&
+                  !strcmp(sy_npz_name(z, 1), "reg"),
+              "npz_write: two members, in order, named");
+        CHECK_OK(sy_npz_get(z, "cls", &back));
+        if (back) {
+            check_shape(back, sy_shape_of(2, (int64_t)3, (int64_t)2), "npz_write cls");
+            CHECK(sy_tensor_dtype(back) == SY_F32 &&
+                      !memcmp(sy_tensor_data(back), sy_tensor_data(a), 6 * sizeof(float)),
+                  "npz_write: the float32 values back");
+            sy_tensor_free(back);
+            back = NULL;
+        }
+        /* int64 reads back as int32 where every value fits; these do not, and say so */
+        CHECK_ERR(sy_npz_get(z, "reg", &back), SY_ERR_UNSUPPORTED, "reg");
+        sy_npz_close(z);
+    }
+    /* refused before anything is written: the file already there stays */
+    const char *twice[] = {"x", "x"};
+    CHECK_ERR(sy_npz_write(path, twice, arrays, 2), SY_ERR_INVALID_ARGUMENT,
+              "two arrays are named 'x'");
+    const char *empty[] = {""};
+    CHECK_ERR(sy_npz_write(path, empty, arrays, 1), SY_ERR_INVALID_ARGUMENT,
+              "array 0 needs a name");
+    CHECK_OK(sy_npz_open(path, &z));
+    CHECK(z && sy_npz_count(z) == 2, "a refused write keeps the archive there");
+    sy_npz_close(z);
+    tmp_path(files, sizeof files, "no/such/dir/out.npz");
+    CHECK_ERR(sy_npz_write(files, names, arrays, 2), SY_ERR_IO, "no/such/dir/out.npz");
+    remove(path);
+    sy_tensor_free(a);
+    sy_tensor_free(b);
+}
+
 /* ---- a small HTTP server on 127.0.0.1 ---------------------------------------------- */
 
 typedef struct route {
@@ -1042,6 +1092,7 @@ int main(void) {
     test_npy_refused();
     test_npy_corrupt();
     test_npz();
+    test_npz_write();
     test_fetch();
     if (real_datasets[0]) {
         setenv("SYSTOLIC_DATASETS", real_datasets, 1);

@@ -14,7 +14,8 @@
  *                                       library for: its checks skipped, saying so)
  *   test_features --have-images         exit 0 when PNG and JPEG are built in
  *   test_features --dump FILE SPEC OUT  read FILE (TFRecord) through SPEC
- *       and write OUT_x.npy and OUT_y.npy, the components stacked, for
+ *       and write OUT_x.npy and OUT_y.npy (OUT_x.NAME.npy, OUT_w.npy: one
+ *       file per role), the components stacked, for
  *       tests/tfrecord_layouts.py to compare with TensorFlow's
  */
 #include "check.h"
@@ -283,6 +284,120 @@ static void check_specs(void) {
     CHECK(s.n == 0, "a refused spec is empty");
 }
 
+/* issue 17: several inputs and outputs (x.NAME, y.NAME) and the sample weight (w), as Keras takes
+ * (x, y, sample_weight), arranged in a model's order whatever the spec's */
+static void check_roles(void) {
+    sy_record_spec s;
+    const char *inputs[] = {"in_a", "in_b"}, *outputs[] = {"cls", "reg"}, *one[] = {"input_1"},
+               *out1[] = {"dense"};
+    CHECK_OK(sy_record_spec_parse(
+        "w=FixedLen(weight, float); y.reg=FixedLen(r, float, [2]); x.in_b=FixedLen(b, "
+        "float, [3]); y.cls=FixedLen(c, int64); x.in_a=FixedLen(a, float, [4])",
+        &s));
+    CHECK(s.n == 5 && !strcmp(s.f[0].key, "b") && !strcmp(s.f[1].key, "a") &&
+              !strcmp(s.f[2].key, "r") && !strcmp(s.f[3].key, "c") &&
+              !strcmp(s.f[4].key, "weight") && !strcmp(s.f[0].name, "in_b") &&
+              !strcmp(s.f[4].role, "w"),
+          "parsed: the x's, the y's, then w, each in the order given");
+    CHECK_OK(sy_record_spec_arrange(&s, inputs, 2, outputs, 2));
+    CHECK(s.n == 5 && !strcmp(s.f[0].key, "a") && !strcmp(s.f[1].key, "b") &&
+              !strcmp(s.f[2].key, "c") && !strcmp(s.f[3].key, "r") && !strcmp(s.f[4].key, "weight"),
+          "arranged: the model's inputs, its outputs, then w");
+    const char *json =
+        "{\"y.reg\": {\"kind\": \"FixedLen\", \"feature\": \"r\", \"dtype\": \"float\", \"shape\": "
+        "[2]}, "
+        "\"x.in_b\": {\"kind\": \"FixedLen\", \"feature\": \"b\", \"dtype\": \"float\", \"shape\": "
+        "[3]}, "
+        "\"x.in_a\": {\"kind\": \"VarLen\", \"feature\": \"a\", \"dtype\": \"float\", \"length\": "
+        "4}, "
+        "\"y.cls\": {\"kind\": \"FixedLen\", \"feature\": \"c\", \"dtype\": \"int64\"}}";
+    CHECK_OK(sy_record_spec_from_json(json, strlen(json), "spec.json", &s));
+    CHECK_OK(sy_record_spec_arrange(&s, inputs, 2, outputs, 2));
+    CHECK(s.n == 4 && !strcmp(s.f[0].key, "a") && !strcmp(s.f[1].key, "b") &&
+              !strcmp(s.f[2].key, "c") && !strcmp(s.f[3].key, "r"),
+          "JSON: the same roles, arranged the same");
+    /* predict's spec: no labels, none asked for */
+    CHECK_OK(
+        sy_record_spec_parse("x.in_b=FixedLen(b, float, [3]); x.in_a=FixedLen(a, float, [4])", &s));
+    CHECK_OK(sy_record_spec_arrange(&s, inputs, 2, outputs, 2));
+    CHECK(s.n == 2 && !strcmp(s.f[0].key, "a"), "no y: the inputs alone");
+    /* a bare x and y stand for a model's only input and output; x.NAME may name it too */
+    CHECK_OK(sy_record_spec_parse("y=FixedLen(l, int64); x=FixedLen(p, float, [8])", &s));
+    CHECK_OK(sy_record_spec_arrange(&s, one, 1, out1, 1));
+    CHECK(s.n == 2 && !strcmp(s.f[0].key, "p"), "bare x and y");
+    CHECK_OK(
+        sy_record_spec_parse("x.input_1=FixedLen(p, float, [8]); y.dense=FixedLen(l, int64)", &s));
+    CHECK_OK(sy_record_spec_arrange(&s, one, 1, out1, 1));
+
+    /* refused, naming the role and what the model has */
+    CHECK_OK(
+        sy_record_spec_parse("x.in_a=FixedLen(a, float, [4]); x.in_c=FixedLen(b, float, [3])", &s));
+    CHECK_ERR(sy_record_spec_arrange(&s, inputs, 2, outputs, 2), SY_ERR_INVALID_ARGUMENT,
+              "x.in_c names no input", "its inputs: in_a, in_b");
+    CHECK_OK(sy_record_spec_parse("x.in_a=FixedLen(a, float, [4])", &s));
+    CHECK_ERR(sy_record_spec_arrange(&s, inputs, 2, outputs, 2), SY_ERR_INVALID_ARGUMENT,
+              "input 'in_b' has no "
+              "feature",
+              "x.in_b=");
+    CHECK_OK(sy_record_spec_parse("x=FixedLen(a, float, [4]); y=FixedLen(c, int64)", &s));
+    CHECK_ERR(sy_record_spec_arrange(&s, inputs, 2, outputs, 2), SY_ERR_INVALID_ARGUMENT,
+              "x names no input", "2 inputs (in_a, in_b)", "x.NAME");
+    CHECK_OK(sy_record_spec_parse("x.in_a=FixedLen(a, float, [4]); x.in_b=FixedLen(b, float, [3]); "
+                                  "y.cls=FixedLen(c, int64)",
+                                  &s));
+    CHECK_ERR(sy_record_spec_arrange(&s, inputs, 2, outputs, 2), SY_ERR_INVALID_ARGUMENT,
+              "output 'reg' has no "
+              "feature",
+              "y.reg=", "labels for every output, or none");
+    CHECK_OK(sy_record_spec_parse("x.in_a=FixedLen(a, float, [4]); x.in_b=FixedLen(b, float, [3]); "
+                                  "w=FixedLen(weight, float)",
+                                  &s));
+    CHECK_ERR(sy_record_spec_arrange(&s, inputs, 2, outputs, 2), SY_ERR_INVALID_ARGUMENT,
+              "w (the sample weight) "
+              "without y");
+    CHECK_OK(sy_record_spec_parse("x=FixedLen(a, float, [4]); y.other=FixedLen(c, int64)", &s));
+    CHECK_ERR(sy_record_spec_arrange(&s, one, 1, out1, 1), SY_ERR_INVALID_ARGUMENT,
+              "y.other names no output", "its outputs: dense");
+    CHECK_ERR(sy_record_spec_parse("x=FixedLen(a, float, [4]); x.in_a=FixedLen(b, float, [3])", &s),
+              SY_ERR_INVALID_ARGUMENT, "entry 2", "x.in_a beside x",
+              "x.NAME for each of its inputs");
+    CHECK_ERR(
+        sy_record_spec_parse("x.in_a=FixedLen(a, float, [4]); x.in_a=FixedLen(b, float, [3])", &s),
+        SY_ERR_INVALID_ARGUMENT, "entry 2", "x.in_a is given twice");
+    CHECK_ERR(sy_record_spec_parse("x=FixedLen(a, float); w.cls=FixedLen(b, float)", &s),
+              SY_ERR_INVALID_ARGUMENT, "w takes no name");
+    CHECK_ERR(sy_record_spec_parse("x.=FixedLen(a, float)", &s), SY_ERR_INVALID_ARGUMENT,
+              "role 'x.'");
+    CHECK_ERR(sy_record_spec_parse("x=FixedLen(a, float); w=FixedLen(b, float, [2])", &s),
+              SY_ERR_INVALID_ARGUMENT, "w (the sample weight) is one number per record",
+              "FixedLen(b)");
+    CHECK_ERR(sy_record_spec_parse("x=FixedLen(a, float); w=VarLen(b, float, length=1)", &s),
+              SY_ERR_INVALID_ARGUMENT, "one number per record");
+    CHECK_ERR(sy_record_spec_parse("x=FixedLen(a, float); w=FixedLen(b, bytes)", &s),
+              SY_ERR_INVALID_ARGUMENT, "one number per record");
+    CHECK_OK(sy_record_spec_parse(
+        "x=FixedLen(a, float); y=FixedLen(c, int64); w=FixedLen(b, int64, [1])", &s));
+    /* SY_ELEMENT_MAX: the ninth feature is refused when parsed; a model with more inputs and
+     * outputs than an element holds, when arranged */
+    char text[1024], names[10][16];
+    const char *many[10];
+    size_t len = 0;
+    for (int i = 0; i < 9; i++) {
+        snprintf(names[i], sizeof names[i], "in_%d", i);
+        many[i] = names[i];
+        len +=
+            (size_t)snprintf(text + len, sizeof text - len, "x.in_%d=FixedLen(f%d, float); ", i, i);
+    }
+    CHECK_ERR(sy_record_spec_parse(text, &s), SY_ERR_INVALID_ARGUMENT, "entry 9",
+              "more than 8 features", "SY_ELEMENT_MAX");
+    CHECK_OK(sy_record_spec_parse("x.in_0=FixedLen(f0, float)", &s));
+    CHECK_ERR(sy_record_spec_arrange(&s, many, 9, out1, 1), SY_ERR_INVALID_ARGUMENT,
+              "9 inputs and 1 outputs", "at most 8 components", "cannot feed it");
+    CHECK_OK(sy_record_spec_parse("x.in_0=FixedLen(f0, float); y=FixedLen(l, int64)", &s));
+    CHECK_ERR(sy_record_spec_arrange(&s, many, 8, out1, 1), SY_ERR_INVALID_ARGUMENT,
+              "8 inputs and 1 outputs", "predict takes the inputs alone");
+}
+
 /* ---- applying a spec to Examples -------------------------------------------------------------- */
 
 static sy_tensor *example(bool with_label, bool label_as_float, const uint8_t *png, size_t png_n) {
@@ -367,7 +482,7 @@ static int dump(const char *file, const char *spec_text, const char *out) {
     /* the records, then the spec applied one by one: batch stacks them */
     sy_iterator *it = NULL;
     if (!st) st = sy_dataset_iterator(d, &it);
-    sy_tensor *stacked[2] = {NULL, NULL};
+    sy_tensor *stacked[SY_ELEMENT_MAX] = {NULL};
     int64_t count = 0, cap = 0;
     sy_element *els = NULL;
     while (!st) {
@@ -397,13 +512,13 @@ static int dump(const char *file, const char *spec_text, const char *out) {
         for (int64_t i = 0; i < count; i++)
             memcpy((char *)sy_tensor_data(stacked[k]) + (size_t)i * bytes, sy_tensor_data(els[i].c[k]), bytes);
         char path[1024];
-        snprintf(path, sizeof path, "%s_%s.npy", out, s.f[k].role);
+        snprintf(path, sizeof path, "%s_%s%s%s.npy", out, s.f[k].role, s.f[k].name[0] ? "." : "",
+                 s.f[k].name);
         st = sy_npy_write(path, stacked[k]);
     }
     for (int64_t i = 0; i < count; i++) sy_element_clear(&els[i]);
     free(els);
-    sy_tensor_free(stacked[0]);
-    sy_tensor_free(stacked[1]);
+    for (int32_t k = 0; k < SY_ELEMENT_MAX; k++) sy_tensor_free(stacked[k]);
     sy_iterator_free(it);
     sy_dataset_free(d);
     sy_dataset_free(m);
@@ -422,6 +537,7 @@ int main(int argc, char **argv) {
     check_hostile();
     check_resize();
     check_specs();
+    check_roles();
     check_apply();
     return check_report("test_features");
 }

@@ -169,6 +169,12 @@ sy_status sy_npy_read(const char *path, sy_tensor **out);
  * as it was on failure). SY_ERR_DTYPE for a string tensor; SY_ERR_IO
  * naming the path. */
 sy_status sy_npy_write(const char *path, const sy_tensor *t);
+/* issue 17: n arrays (1 to 64) as the .npz archive np.savez writes, each
+ * under its name (names[i] + ".npy", names unique), stored, in order;
+ * written whole or not at all as sy_npy_write. SY_ERR_UNSUPPORTED past
+ * 4 GiB (written without zip64). */
+sy_status sy_npz_write(const char *path, const char *const *names, const sy_tensor *const *arrays,
+                       int32_t n);
 
 /* A NumPy .npz archive (a zip of .npy files, as np.savez and
  * np.savez_compressed write them: stored or deflated members, zip64
@@ -474,15 +480,23 @@ sy_status sy_image_decode(const void *data, size_t n, int32_t channels, sy_tenso
 sy_status sy_image_resize_bilinear(const sy_tensor *image, int64_t height, int64_t width, sy_tensor **out);
 
 /* What an element is made of, read from a TFRecord of tf.train.Examples:
- * each component (a role, "x" the model's input and "y" its label) from
- * one feature, as tf.io.parse_single_example with FixedLenFeature or
- * VarLenFeature reads it, or an encoded image decoded as decode_image
- * does, optionally resized and rescaled. Written as a flag
+ * each component (a role: "x" the model's input, "y" its label, "w" the
+ * sample weight; "x.NAME" and "y.NAME" the input and output layers NAME
+ * of a model with several) from one feature, as tf.io.parse_single_example
+ * with FixedLenFeature or VarLenFeature reads it, or an encoded image
+ * decoded as decode_image does, optionally resized and rescaled. Written
+ * as a flag
  *   x=FixedLen(image, float, [28,28,1]); y=FixedLen(label, int64)
  *   x=VarLen(text, int64, length=250); y=FixedLen(label, int64, default=0)
- *   x=Image(image/encoded, channels=3, resize=[224,224], rescale=0.00392156862); y=FixedLen(image/class/label, int64)
- * or as JSON ({"x": {"kind": "Image", "feature": "image/encoded", ...}});
- * docs/design/tfrecord.md gives both in full. */
+ *   x=Image(image/encoded, channels=3, resize=[224,224], rescale=0.00392156862);
+ *     y=FixedLen(image/class/label, int64)
+ *   x.in_a=FixedLen(a, float, [4]); x.in_b=FixedLen(b, float, [3]);
+ *     y.cls=FixedLen(c, int64); y.reg=FixedLen(r, float, [2]); w=FixedLen(weight, float)
+ * or as JSON ({"x": {"kind": "Image", "feature": "image/encoded", ...}},
+ * {"x.in_a": {...}, ...}); docs/design/tfrecord.md gives both in full.
+ * The components are an element's, (x..., y..., w), as Keras takes
+ * (x, y, sample_weight): at most SY_ELEMENT_MAX features together, a
+ * ninth is refused when the spec is parsed. */
 typedef enum sy_record_kind { SY_RECORD_FIXED_LEN = 0, SY_RECORD_VAR_LEN, SY_RECORD_IMAGE } sy_record_kind;
 
 #define SY_RECORD_NAME_MAX 128
@@ -491,7 +505,8 @@ typedef enum sy_record_kind { SY_RECORD_FIXED_LEN = 0, SY_RECORD_VAR_LEN, SY_REC
 #define SY_RECORD_MAX_BYTES ((int64_t)1 << 31)
 
 typedef struct sy_record_feature {
-    char role[16];                 /* "x" or "y" */
+    char role[16];                 /* "x", "y" or "w" */
+    char name[SY_RECORD_NAME_MAX]; /* x.NAME, y.NAME: the model's input or output layer; "": none */
     char key[SY_RECORD_NAME_MAX];  /* the Example's feature */
     sy_record_kind kind;
     sy_dtype dtype;                /* FixedLen, VarLen: SY_F32, SY_I64 or SY_STRING */
@@ -506,7 +521,7 @@ typedef struct sy_record_feature {
 } sy_record_feature;
 
 typedef struct sy_record_spec {
-    int32_t n;                     /* components, x before y */
+    int32_t n; /* components: the x's, then the y's, then w */
     sy_record_feature f[SY_ELEMENT_MAX];
 } sy_record_spec;
 
@@ -517,6 +532,15 @@ typedef struct sy_record_spec {
 sy_status sy_record_spec_parse(const char *text, sy_record_spec *out);
 sy_status sy_record_spec_from_json(const char *text, size_t n, const char *name, sy_record_spec *out);
 sy_status sy_record_spec_read(const char *path, sy_record_spec *out);
+/* Put s in a model's order: the x's as `inputs` lists the model's input
+ * layers, the y's as `outputs` lists its output layers, then w; a bare x
+ * (y) is the only input (output). A spec without y keeps none (predict's).
+ * SY_ERR_INVALID_ARGUMENT naming the role and the model's names: a NAME no
+ * input (output) has, an input without an x, labels for some outputs and
+ * not others, a bare x (y) for several, w without y, or more components
+ * than SY_ELEMENT_MAX. */
+sy_status sy_record_spec_arrange(sy_record_spec *s, const char *const *inputs, int32_t n_inputs,
+                                 const char *const *outputs, int32_t n_outputs);
 /* Component i's dtype and shape: FixedLen its dtype and shape, VarLen
  * (length,), Image uint8 (H, W, C), float32 when resized or rescaled. */
 sy_component_spec sy_record_spec_component(const sy_record_spec *s, int32_t i);

@@ -78,6 +78,8 @@ typedef struct file_model {
     bool saved_from_logits; /* the file's loss takes logits (a Loss object's from_logits) */
     bool saved_has_args;    /* issue 17: the file's loss is a Loss object with these arguments */
     sy_loss_args saved_args;
+    /* issue 17: the model's, which --dataset (one of each) must match */
+    int32_t n_inputs, n_outputs;
 } file_model;
 
 /* Set f up from MODEL's path and the file model's flags (each may be NULL).
@@ -99,21 +101,40 @@ sy_status model_file_save(const sy_model *m, const char *path);
 
 /* ---- a user's arrays (arrays.c) ------------------------------------------ */
 
-/* Why --input SPEC (FILE.npy, FILE.npz:KEY) or --output FILE (.npy) cannot
- * be what it says, or NULL when it can: checked before anything loads. */
-const char *array_check_input(const char *spec);
+/* A flag given again and again (FLAG_LIST, below): its values in order. */
+#define FLAG_LIST_MAX 16 /* a model's inputs at most (MODEL_MAX_IO) */
+typedef struct flag_list {
+    const char *v[FLAG_LIST_MAX];
+    int n;
+} flag_list;
+
+/* Input i's name as Keras gives it: its InputLayer's, or for a Sequential
+ * model without one "<first layer>_input" (written into buf). */
+const char *cli_input_name(const sy_model *m, int32_t i, char *buf, size_t size);
+/* Why predict's --input flags ([NAME=]FILE.npy, FILE.npz:KEY, FILE.npz)
+ * cannot be what they say, or NULL when they can: each one's form, all
+ * named or none, a keyless FILE.npz alone. Checked before anything loads. */
+const char *array_check_inputs(const flag_list *inputs);
+/* The arrays the --input flags give, one per model input in its order,
+ * into x[0 .. the model's inputs): new tensors as data's readers give them
+ * (float32, float64, int32, uint8), each checked against its input's
+ * shape, all with as many samples. Errors name the file, the array and the
+ * input; *usage is set when the flags themselves do not fit the model (a
+ * count or a NAME no input has: the command's usage error). */
+sy_status array_read_inputs(const flag_list *inputs, const sy_model *m, sy_tensor **x, bool *usage);
+/* Why --output FILE (.npy, .npz, .csv) cannot be written, or NULL. */
 const char *array_check_output(const char *path);
-/* The array SPEC names, as data's NPY reader gives it (float32, float64,
- * int32, uint8); the library's errors name the file (and the keys an
- * archive has, for a missing one). */
-sy_status array_read(const char *spec, sy_tensor **out);
-/* issue 17: predict's output p (samples, ...) as FILE.npy, or FILE.csv
- * (a header row naming the columns after the model's output layer, one
- * row per sample, values with %.9g), written whole or not at all. */
-sy_status array_write_output(const char *path, const sy_tensor *p, const sy_model *m);
-/* SY_ERR_SHAPE, naming SPEC, the array's shape and dtype and the model's
- * input shape, unless x is (samples >= 1, the model's input shape...). */
-sy_status array_check_samples(const sy_tensor *x, const char *spec, const sy_model *m);
+/* SY_ERR_INVALID_ARGUMENT, naming the outputs, for FILE.npy and a model
+ * with several outputs. */
+sy_status array_check_output_for(const char *path, const sy_model *m);
+/* predict's outputs p[0 .. n) (samples, ...) as FILE.npy (one output),
+ * FILE.npz (one array per output, keyed by its layer's name) or FILE.csv
+ * (a header row naming the columns after the output layers, one row per
+ * sample, values with %.9g), written whole or not at all. */
+sy_status array_write_outputs(const char *path, sy_tensor *const *p, int32_t n, const sy_model *m);
+/* "wrote FILE: float32 (6, 10)" ("wrote FILE.npz: cls float32 (8, 3), reg ..." for several). */
+void array_print_written(FILE *out, const char *path, sy_tensor *const *p, int32_t n,
+                         const sy_model *m);
 
 /* ---- TFRecord input (records.c) ------------------------------------------ */
 
@@ -133,25 +154,36 @@ sy_status records_check_spec(const char *spec);
  * when steps_per_epoch is set) and, when files with "test" in place of the
  * last "train" of the name exist, the validation pipeline (else
  * *validation is NULL and a note says so). Both end in a prefetch; both
- * read with `options` (compression, skip_corrupt). */
-sy_status records_datasets(const builtin_model *b, const char *spec, sy_record_spec *features,
-                           const sy_tfrecord_options *options, int64_t batch, int64_t steps_per_epoch, uint64_t seed,
+ * read with `options` (compression, skip_corrupt). issue 17: features
+ * (--features; NULL: convert's layout, for a model with one input and one
+ * output) is fitted to model m first: arranged in its input and output
+ * order (sy_record_spec_arrange), each x checked against its input (an
+ * Image's dimensions not given are the input's), a y for every output
+ * when labels are read, the x's alone when not (predict); errors name the
+ * role and the model's input or output. */
+sy_status records_datasets(const builtin_model *b, const sy_model *m, const char *spec,
+                           sy_record_spec *features, const sy_tfrecord_options *options,
+                           int64_t batch, int64_t steps_per_epoch, uint64_t seed,
                            record_parse *parse, sy_dataset **train, sy_dataset **validation);
 /* issue 17: evaluate's and predict's pipeline over the files GLOB names, in
  * order, batches of `batch` with the last one partial (evaluate and predict
- * pad it and leave the padding out): elements (x, y), or (x) without
- * with_label. features: --features (NULL: convert's layout); the
- * components an Example gives are checked against the model's input. */
-sy_status records_eval_dataset(const builtin_model *b, const char *spec, sy_record_spec *features,
-                               const sy_tfrecord_options *options, int64_t batch, bool with_label, record_parse *parse,
+ * pad it and leave the padding out): elements (x..., y..., [w]), or the x's
+ * alone without with_label. features: --features (NULL: convert's layout,
+ * one input and one label); the components an Example gives are checked
+ * against the model's inputs (m). */
+sy_status records_eval_dataset(const builtin_model *b, const sy_model *m, const char *spec,
+                               sy_record_spec *features, const sy_tfrecord_options *options,
+                               int64_t batch, bool with_label, record_parse *parse,
                                sy_dataset **out);
 /* --features SPEC: a .json file's path, else the flag's spelling. */
 sy_status records_features(const char *text, sy_record_spec *out);
 
 /* ---- flags --------------------------------------------------------------- */
 
-/* FLAG_BOOL is a switch: "--overwrite" sets it, and it takes no value. */
-typedef enum flag_kind { FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_BOOL } flag_kind;
+/* FLAG_BOOL is a switch: "--overwrite" sets it, and it takes no value.
+ * FLAG_LIST may be given again and again (predict's --input, one per
+ * model input): each value joins a flag_list, in the order given. */
+typedef enum flag_kind { FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_BOOL, FLAG_LIST } flag_kind;
 
 /* Numbers are checked against the range of what they end up in, so that
  * none is cut short on the way: an int32_t field (epochs) takes at most
@@ -163,7 +195,7 @@ typedef enum flag_kind { FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_BOOL } flag_kin
 typedef struct flag {
     const char *name; /* "--epochs" */
     flag_kind kind;
-    void *value;      /* int64_t *, double *, const char **, bool * */
+    void *value;      /* int64_t *, double *, const char **, bool *, flag_list * */
     const char *arg;  /* "N"; "" for a switch */
     const char *help;
     bool set;         /* out: given on the command line */

@@ -1,6 +1,7 @@
 /*
  * flags.c - a table-driven parser for `--name value` and `--name=value`
- * flags, and `--name` switches. Every flag has a type, and a value that
+ * flags (a list flag may be given again: each value joins its list), and
+ * `--name` switches. Every flag has a type, and a value that
  * does not parse as that type, an unknown flag, a missing value or a value
  * given to a switch is a usage error (exit status 2) that names the flag.
  *
@@ -59,6 +60,16 @@ static int parse_value(flag *f, const char *text, const char *command) {
     }
     case FLAG_STRING: *(const char **)f->value = text; break;
     case FLAG_BOOL: *(bool *)f->value = true; break;
+    case FLAG_LIST: {
+        flag_list *l = f->value;
+        if (l->n == FLAG_LIST_MAX) {
+            fprintf(stderr, "systolic %s: %s is given more than %d times\n", command, f->name,
+                    FLAG_LIST_MAX);
+            return 2;
+        }
+        l->v[l->n++] = text;
+        break;
+    }
     }
     f->set = true;
     return 0;

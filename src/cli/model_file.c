@@ -193,6 +193,8 @@ sy_status file_model_load(file_model *f, uint64_t seed, sy_model **out) {
      * (vocabulary and length) when it starts with an Embedding */
     const sy_layer *first = sy_model_layer(m, 0);
     f->b.input_shape = sy_model_input_shape(m);
+    f->n_inputs = sy_model_input_count(m);
+    f->n_outputs = sy_model_output_count(m);
     if (first && first->kind == SY_LAYER_EMBEDDING) {
         f->b.num_words = first->input_dim;
         f->b.maxlen = f->b.input_shape.rank == 1 ? f->b.input_shape.dims[0] : 0;
@@ -232,6 +234,13 @@ static sy_status load_imdb(const file_model *f, sy_data_split *d) {
 sy_status file_model_data(const file_model *f, sy_data_split *d) {
     memset(d, 0, sizeof *d);
     sy_status st;
+    if (f->n_inputs != 1 || f->n_outputs != 1)
+        return sy_error(
+            SY_ERR_INVALID_ARGUMENT,
+            "--dataset %s gives one input and one label, but '%s' has %d inputs and %d outputs: "
+            "give its data as TFRecords (--data tfrecord:GLOB --features 'x.NAME=...; y.NAME=...') "
+            "or, to predict, NumPy files (--input NAME=FILE for each input)",
+            f->dataset, f->b.name, f->n_inputs, f->n_outputs);
     if (!strcmp(f->dataset, "imdb")) return load_imdb(f, d);
     st = !strcmp(f->dataset, "mnist") ? sy_mnist_load_data(d) : sy_fashion_mnist_load_data(d);
     if (!st && (st = shape_images(f, d))) sy_data_split_free(d);

@@ -19,7 +19,10 @@
  * words the model's vocabulary lacks turned into the out-of-vocabulary
  * index 2 and padded or cut at the start, as load_data(num_words) and
  * pad_sequences do. So the same model trains on the same numbers either
- * way.
+ * way. Any other layout, and a model with several inputs and outputs, is
+ * read through a --features record spec (issue 17; src/data/features.c),
+ * arranged in the model's input and output order, so that each element is
+ * (x1..xn, y1..ym, [sample_weight]) as sy_model_fit_dataset takes it.
  *
  * The shuffle buffer holds 65,536 records, more than the training split
  * of any built-in dataset, so each epoch is a uniform shuffle, as fit()
@@ -31,7 +34,8 @@
  */
 #include "cli_internal.h"
 
-#include "core/core_internal.h" /* sy_error */
+#include "core/core_internal.h"   /* sy_error */
+#include "keras/keras_internal.h" /* the model's inputs and outputs: names, shapes */
 
 #include <glob.h>
 #include <sys/stat.h>
@@ -90,9 +94,9 @@ static sy_status parse_words(const record_parse *p, const sy_string *rec, sy_ele
 }
 
 /* issue 17, TFRecord layouts: an Example of any layout, through the
- * --features spec; the element carries its file and record index
- * (with_origin), which every error names. Without a label (predict) y is
- * made when the spec has one, and dropped. */
+ * --features spec, into (x..., y..., [w]) in the model's order (or the x's
+ * alone for predict: fit_spec cut the spec to them); the element carries
+ * its file and record index (with_origin), which every error names. */
 static sy_status parse_with_spec(const record_parse *p, const sy_element *in, const sy_string *rec, sy_element *out) {
     char where[512];
     sy_string file = sy_tensor_string(in->c[1], 0);
@@ -106,7 +110,8 @@ static sy_status parse_record(void *ctx, const sy_element *in, sy_element *out) 
     sy_string rec = sy_tensor_string(in->c[0], 0);
     sy_status st = p->spec ? parse_with_spec(p, in, &rec, out)
                    : p->b->maxlen ? parse_words(p, &rec, out) : parse_image(p, &rec, out);
-    if (!st && !p->with_label) { /* predict: x alone */
+    if (!st && !p->spec &&
+        !p->with_label) { /* predict: x alone (a spec holds the inputs alone then) */
         for (int32_t i = 1; i < out->n; i++) sy_tensor_free(out->c[i]);
         out->n = 1;
     }
@@ -213,11 +218,13 @@ static sy_status split_dataset(const builtin_model *b, record_parse *parse, cons
     sy_status st = expand(pattern, &g);
     if (st) return st;
     int32_t files = (int32_t)g.gl_pathc;
-    sy_component_spec specs[2] = {{b->maxlen ? SY_I32 : SY_U8, parse->x_shape}, {SY_I64, sy_shape_of(0)}};
+    sy_component_spec specs[SY_ELEMENT_MAX] = {{b->maxlen ? SY_I32 : SY_U8, parse->x_shape},
+                                               {SY_I64, sy_shape_of(0)}};
     int32_t n_specs = parse->with_label ? 2 : 1;
     sy_tfrecord_options with_origin = *to;
     if (parse->spec) { /* issue 17: the spec's components, records with their origin */
         with_origin.with_origin = true;
+        n_specs = parse->spec->n;
         for (int32_t i = 0; i < n_specs; i++) specs[i] = sy_record_spec_component(parse->spec, i);
     }
     if ((st = check_compression(&g, to))) {
@@ -247,52 +254,130 @@ sy_status records_check_spec(const char *spec) {
     return SY_OK;
 }
 
-/* issue 17, TFRecord layouts: the --features spec fitted to the model:
- * an image's dimensions not fixed by the spec are the model's; x must then
- * be what the model takes. */
-static sy_status fit_spec(const builtin_model *b, record_parse *parse) {
-    sy_record_feature *x = &parse->spec->f[0];
-    sy_shape want = b->input_shape;
-    if (x->kind == SY_RECORD_IMAGE && want.rank == 3)
-        for (int k = 0; k < 3; k++)
-            if (x->shape.dims[k] < 0) x->shape.dims[k] = want.dims[k];
-    bool same = x->shape.rank == want.rank;
-    for (int k = 0; same && k < want.rank; k++) same = x->shape.dims[k] == want.dims[k];
-    if (same) return SY_OK;
-    char a[SY_SHAPE_STR_MAX], w[SY_SHAPE_STR_MAX];
-    return sy_error(SY_ERR_SHAPE, "--features: x (%s(%s)) gives %s %s but model %s takes inputs of shape %s",
-                    x->kind == SY_RECORD_IMAGE ? "Image" : x->kind == SY_RECORD_VAR_LEN ? "VarLen" : "FixedLen", x->key,
-                    sy_dtype_name(x->dtype), sy_shape_format(&x->shape, a, sizeof a), b->name,
-                    sy_shape_format(&want, w, sizeof w));
+/* f, the component for input `name` (or, label, the labels of output
+ * `name`), gives numbers of the shape `want` (a label may add or drop a
+ * trailing 1, as Keras's losses take (batch,) or (batch, 1)). */
+static sy_status check_component(const sy_model *m, const sy_record_feature *f,
+                                 const sy_shape *want, const char *name, bool label) {
+    const sy_shape *g = &f->shape;
+    bool same = g->rank == want->rank, extra_one = false;
+    for (int k = 0; same && k < want->rank; k++) same = g->dims[k] == want->dims[k];
+    if (label && !same && (g->rank == want->rank + 1 || g->rank + 1 == want->rank)) {
+        const sy_shape *longer = g->rank > want->rank ? g : want,
+                       *shorter = g->rank > want->rank ? want : g;
+        extra_one = longer->dims[longer->rank - 1] == 1;
+        for (int k = 0; extra_one && k < shorter->rank; k++)
+            extra_one = longer->dims[k] == shorter->dims[k];
+    }
+    if ((same || extra_one) && f->dtype != SY_STRING) return SY_OK;
+    char a[SY_SHAPE_STR_MAX], w[SY_SHAPE_STR_MAX + 8], role[SY_RECORD_NAME_MAX + 24],
+        out[SY_SHAPE_STR_MAX + 8];
+    snprintf(role, sizeof role, "%s%s%s", f->role, f->name[0] ? "." : "", f->name);
+    const char *kind = f->kind == SY_RECORD_IMAGE     ? "Image"
+                       : f->kind == SY_RECORD_VAR_LEN ? "VarLen"
+                                                      : "FixedLen";
+    sy_status st = f->dtype == SY_STRING ? SY_ERR_DTYPE : SY_ERR_SHAPE;
+    const char *numbers = f->dtype == SY_STRING ? " numbers" : "";
+    sy_shape_format(g, a, sizeof a);
+    if (!label)
+        return sy_error(
+            st, "--features: %s (%s(%s)) gives %s %s but input '%s' of model '%s' takes%s %s", role,
+            kind, f->key, sy_dtype_name(f->dtype), a, name, sy_model_name(m), numbers,
+            keras_shape_str(want, w, sizeof w));
+    int32_t j = 0;
+    while (j < m->n_outputs && strcmp(model_output_name(m, j), name)) j++;
+    sy_shape o = model_output_shape_at(m, j);
+    return sy_error(
+        st,
+        "--features: %s (%s(%s)) gives %s %s but the loss %s of output '%s' %s takes%s labels of "
+        "shape %s per sample",
+        role, kind, f->key, sy_dtype_name(f->dtype), a, m->heads[j].loss_name, name,
+        keras_shape_str(&o, out, sizeof out), numbers, sy_shape_format(want, w, sizeof w));
 }
 
-static sy_status parse_init(const builtin_model *b, sy_record_spec *features, bool with_label, record_parse *parse) {
+/* issue 17, TFRecord layouts: the --features spec fitted to model m:
+ * arranged in its order, an image's dimensions not fixed by the spec the
+ * input's; each x must then be what its input takes, each y what its
+ * output's loss takes. */
+static sy_status fit_spec(const sy_model *m, record_parse *parse) {
+    sy_record_spec *s = parse->spec;
+    const char *inputs[MODEL_MAX_IO], *outputs[MODEL_MAX_IO];
+    char names[MODEL_MAX_IO][160];
+    for (int32_t i = 0; i < m->n_inputs; i++)
+        inputs[i] = cli_input_name(m, i, names[i], sizeof names[i]);
+    for (int32_t j = 0; j < m->n_outputs; j++) outputs[j] = model_output_name(m, j);
+    sy_status st = sy_record_spec_arrange(s, inputs, m->n_inputs, outputs, m->n_outputs);
+    if (st) { /* the library's "record spec: ..." is the flag's */
+        const char *msg = sy_last_error();
+        return sy_error(st, "--features: %s", msg + (strncmp(msg, "record spec: ", 13) ? 0 : 13));
+    }
+    bool labels = s->n > m->n_inputs;
+    if (parse->with_label && !labels) {
+        char list[1024] = "";
+        for (int32_t j = 0, len = 0; j < m->n_outputs && len < (int32_t)sizeof list; j++)
+            len += snprintf(list + len, sizeof list - (size_t)len, "%sy.%s=...", j ? ", " : "",
+                            outputs[j]);
+        if (m->n_outputs == 1)
+            return sy_error(SY_ERR_INVALID_ARGUMENT,
+                            "--features: no y (the label) given; training and evaluating "
+                            "need one");
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "--features: no y (the labels) given; training and evaluating need "
+                        "one for each output: %s",
+                        list);
+    }
+    if (!parse->with_label)
+        s->n = m->n_inputs; /* predict: the inputs alone, so records without labels do */
+    for (int32_t i = 0; i < m->n_inputs; i++) {
+        sy_record_feature *x = &s->f[i];
+        sy_shape want = model_input_shape_at(m, i);
+        if (x->kind == SY_RECORD_IMAGE && want.rank == 3)
+            for (int k = 0; k < 3; k++)
+                if (x->shape.dims[k] < 0) x->shape.dims[k] = want.dims[k];
+        if ((st = check_component(m, x, &want, inputs[i], false))) return st;
+    }
+    for (int32_t j = 0; j < m->n_outputs && s->n > m->n_inputs; j++) {
+        sy_shape want = model_label_shape(m, j);
+        if ((st = check_component(m, &s->f[m->n_inputs + j], &want, outputs[j], true))) return st;
+    }
+    return SY_OK;
+}
+
+static sy_status parse_init(const builtin_model *b, const sy_model *m, sy_record_spec *features,
+                            bool with_label, record_parse *parse) {
     parse->b = b;
     parse->x_shape = b->input_shape;
     parse->spec = features;
     parse->with_label = with_label;
-    if (!features) return SY_OK;
-    if (with_label && features->n < 2)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "--features: no y (the label) given; training and evaluating need one");
-    return fit_spec(b, parse);
+    if (features) return fit_spec(m, parse);
+    if (m->n_inputs > 1 || m->n_outputs > 1)
+        return sy_error(
+            SY_ERR_INVALID_ARGUMENT,
+            "model '%s' has %d inputs and %d outputs, but the layout `systolic "
+            "convert` writes holds one image (or review) and one label: give --features naming a "
+            "feature for each input and output (x.NAME=..., y.NAME=...)",
+            sy_model_name(m), m->n_inputs, m->n_outputs);
+    return SY_OK;
 }
 
-sy_status records_eval_dataset(const builtin_model *b, const char *spec, sy_record_spec *features,
-                               const sy_tfrecord_options *options, int64_t batch, bool with_label, record_parse *parse,
+sy_status records_eval_dataset(const builtin_model *b, const sy_model *m, const char *spec,
+                               sy_record_spec *features, const sy_tfrecord_options *options,
+                               int64_t batch, bool with_label, record_parse *parse,
                                sy_dataset **out) {
     *out = NULL;
     sy_status st = records_check_spec(spec);
-    if (!st) st = parse_init(b, features, with_label, parse);
+    if (!st) st = parse_init(b, m, features, with_label, parse);
     if (!st) st = split_dataset(b, parse, spec + sizeof RECORDS_PREFIX - 1, options, batch, false, 0, 0, out);
     return st ? sy_error(st, "--data: %s", sy_last_error()) : SY_OK;
 }
 
-sy_status records_datasets(const builtin_model *b, const char *spec, sy_record_spec *features,
-                           const sy_tfrecord_options *options, int64_t batch, int64_t steps_per_epoch, uint64_t seed,
+sy_status records_datasets(const builtin_model *b, const sy_model *m, const char *spec,
+                           sy_record_spec *features, const sy_tfrecord_options *options,
+                           int64_t batch, int64_t steps_per_epoch, uint64_t seed,
                            record_parse *parse, sy_dataset **train, sy_dataset **validation) {
     *train = *validation = NULL;
     sy_status st = records_check_spec(spec);
-    if (!st) st = parse_init(b, features, true, parse);
+    if (!st) st = parse_init(b, m, features, true, parse);
     if (st) return sy_error(st, "--data: %s", sy_last_error());
     const char *pattern = spec + sizeof RECORDS_PREFIX - 1;
     st = split_dataset(b, parse, pattern, options, batch, true, steps_per_epoch, seed, train);

@@ -46,8 +46,10 @@ typedef struct run_opts {
     bool early_stopping; /* --early-stopping given (its PATIENCE may be 0) */
     int64_t patience;
     double min_delta;
-    /* predict on a user's array: --input FILE.npy|FILE.npz:KEY, --output FILE.npy */
-    const char *input, *output;
+    /* predict on a user's arrays: --input [NAME=]FILE.npy|FILE.npz:KEY|FILE.npz, one per model
+     * input; --output FILE.npy|.npz|.csv */
+    flag_list inputs;
+    const char *output;
     const char *dtype_policy; /* issue 16, mixed_bfloat16: --dtype-policy */
     /* issue 17, fit arguments: --validation-split, --class-weight, ModelCheckpoint's flags, --backup-dir */
     double validation_split;
@@ -173,16 +175,28 @@ static void make_flags(flag *f, run_opts *o) {
                                    .set = false};
     f[F_RESTORE_BEST] = (flag){"--restore-best-weights", FLAG_BOOL, &o->restore_best_weights, "",
                                "when early stopping stops, restore the best epoch's weights", .set = false};
-    f[F_INPUT] = (flag){"--input", FLAG_STRING, &o->input, "FILE",
-                        "predict on the samples in FILE instead of the test split: FILE.npy, or FILE.npz:KEY for the "
-                        "array KEY of an np.savez archive; shaped (samples, the model's input shape...), any numeric "
-                        "dtype (cast to the model's input type, as Keras does); needs --output",
-                        .set = false};
-    f[F_OUTPUT] = (flag){"--output", FLAG_STRING, &o->output, "FILE",
-                         "write the model's whole output for --input's or --data's samples to FILE.npy: float32 "
-                         "(samples, output shape...), model.predict's array; or to FILE.csv: a header row, then a row "
-                         "per sample (written whole or not at all)",
-                         .set = false};
+    f[F_INPUT] = (flag){
+        "--input",
+        FLAG_LIST,
+        &o->inputs,
+        "FILE",
+        "predict on the samples in FILE instead of the test split: FILE.npy, or FILE.npz:KEY for "
+        "the array KEY of an np.savez archive; shaped (samples, the input's shape...), any "
+        "numeric dtype (cast to the model's input type, as Keras does); needs --output. A model "
+        "with several inputs takes one --input per input, in its order, or NAME=FILE naming "
+        "each input layer, or one FILE.npz whose arrays are named after the input layers",
+        .set = false};
+    f[F_OUTPUT] = (flag){
+        "--output",
+        FLAG_STRING,
+        &o->output,
+        "FILE",
+        "write the model's whole output for --input's or --data's samples to FILE.npy: float32 "
+        "(samples, output shape...), model.predict's array; to FILE.npz: one such array per "
+        "output, named after its layer (a model with several outputs); or to FILE.csv: a header "
+        "row naming the columns after the output layers, then a row per sample (written whole or "
+        "not at all)",
+        .set = false};
     /* issue 16, mixed_bfloat16 */
     f[F_DTYPE_POLICY] = (flag){"--dtype-policy", FLAG_STRING, &o->dtype_policy, "NAME",
                                "Keras's dtype policy for every layer: float32 or mixed_bfloat16 (variables float32, "
@@ -214,8 +228,9 @@ static void make_flags(flag *f, run_opts *o) {
                            "what --data's Examples hold: x (the input) and y (the label), each a feature as tf.io "
                            "reads it, e.g. 'x=FixedLen(image, float, [28,28,1]); y=FixedLen(label, int64)', "
                            "'x=VarLen(text, int64, length=250)', 'x=Image(image/encoded, channels=3, "
-                           "resize=[224,224], rescale=0.00392156862)'; or FILE.json (docs/design/tfrecord.md); "
-                           "default: the layout `systolic convert` writes",
+                           "resize=[224,224], rescale=0.00392156862)'; x.NAME and y.NAME for each input and "
+                           "output layer of a model with several; w=FixedLen(KEY, float) for a sample weight; "
+                           "or FILE.json (docs/design/tfrecord.md); default: the layout `systolic convert` writes",
                            .set = false};
     f[F_SPE] = (flag){"--steps-per-execution", FLAG_INT, &o->steps_per_execution, "N",
                       "steps per host round trip; the progress bar updates every N steps (default 1)", .set = false, .min = 1, .max = INT32_MAX};
@@ -354,12 +369,12 @@ static bool takes(const command_spec *c, int flag_index) {
 static int parse_file_model(const command_spec *c, const char *path, const run_opts *o, file_model *fm) {
     int rc = file_model_init(fm, c->name, path, o->dataset, o->loss, o->metrics);
     if (rc >= 0) return rc;
-    if (takes(c, F_DATASET) && !o->dataset && !o->data && !o->input) {
+    if (takes(c, F_DATASET) && !o->dataset && !o->data && !o->inputs.n) {
         fprintf(stderr, "systolic %s: a model from a file needs --dataset NAME%s (its training and test data)\n", c->name,
                 takes(c, F_DATA) ? " or --data tfrecord:GLOB" : takes(c, F_INPUT) ? " or --input FILE" : "");
         return 2;
     }
-    if (o->dataset && (o->data || o->input)) {
+    if (o->dataset && (o->data || o->inputs.n)) {
         fprintf(stderr, "systolic %s: --dataset and %s both give the data: give one\n", c->name,
                 o->data ? "--data" : "--input");
         return 2;
@@ -443,13 +458,15 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
     sy_clear_error();
     const char *bad_save = o->save_model ? model_file_check_save(o->save_model) : NULL;
     /* the numbers' ranges are flags_parse's; here what depends on other flags */
-    const char *bad = !o->data && (o->data_compression || o->skip_corrupt)
-                          ? "--data-compression and --skip-corrupt describe --data's files: give --data tfrecord:GLOB"
-                      : !o->data && o->features ? "--features describes --data's files: give --data tfrecord:GLOB"
-                      : o->data && o->input ? "--data and --input both give the samples: give one"
-                      : !o->model_dir && (f[F_CKPT_STEPS].set || f[F_KEEP_CKPT].set || o->resume)
-                          ? "--save-checkpoints-steps, --keep-checkpoints and --resume need --model-dir DIR"
-                          : bad_save;
+    const char *bad =
+        !o->data && (o->data_compression || o->skip_corrupt)
+            ? "--data-compression and --skip-corrupt describe --data's files: give --data "
+              "tfrecord:GLOB"
+        : !o->data && o->features ? "--features describes --data's files: give --data tfrecord:GLOB"
+        : o->data && o->inputs.n  ? "--data and --input both give the samples: give one"
+        : !o->model_dir && (f[F_CKPT_STEPS].set || f[F_KEEP_CKPT].set || o->resume)
+            ? "--save-checkpoints-steps, --keep-checkpoints and --resume need --model-dir DIR"
+            : bad_save;
     if (bad) {
         fprintf(stderr, "systolic %s: %s\n", c->name, bad);
         return 2;
@@ -466,13 +483,18 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
         return 2;
     }
     o->early_stopping = f[F_PATIENCE].set;
-    bool samples = o->input || (o->data && c->flags == predict_flags); /* issue 17: predict --data */
-    bad = o->data && c->flags == predict_flags && !o->output
-              ? "--data tfrecord:GLOB needs --output FILE (.npy or .csv): predict writes the output of every record"
-          : samples != !!o->output ? "--input FILE and --output FILE.npy go together: predict reads one, writes the other"
-          : samples && f[F_COUNT].set ? "--count is for the printed table; with --input or --data every sample is predicted"
-          : o->input                   ? array_check_input(o->input)
-          : NULL;
+    bool samples =
+        o->inputs.n || (o->data && c->flags == predict_flags); /* issue 17: predict --data */
+    bad =
+        o->data && c->flags == predict_flags && !o->output
+            ? "--data tfrecord:GLOB needs --output FILE (.npy, .npz or .csv): predict writes the "
+              "output of every record"
+        : samples != !!o->output
+            ? "--input FILE and --output FILE.npy go together: predict reads one, writes the other"
+        : samples && f[F_COUNT].set
+            ? "--count is for the printed table; with --input or --data every sample is predicted"
+        : o->inputs.n ? array_check_inputs(&o->inputs)
+                      : NULL;
     if (!bad && o->output) bad = array_check_output(o->output);
     if (bad) {
         fprintf(stderr, "systolic %s: %s\n", c->name, bad);
@@ -521,6 +543,54 @@ static int fail(const char *command, const char *what) {
     return 1;
 }
 
+/* issue 17: a model file compiled with a loss per output (Keras's list or
+ * dict): each output's loss, loss weight and metrics as the file has them,
+ * copied out of the model before compile() replaces them. */
+typedef struct saved_outputs {
+    sy_compile_output out[MODEL_MAX_IO];
+    char loss[MODEL_MAX_IO][48], metrics[MODEL_MAX_IO][HEAD_MAX_METRICS][64];
+    const char *metric_names[MODEL_MAX_IO][HEAD_MAX_METRICS];
+    sy_loss_args args[MODEL_MAX_IO];
+    double weights[MODEL_MAX_IO];
+} saved_outputs;
+
+/* c's losses, weights and metrics per output from the file's compile (m's
+ * heads), unless --loss gives one for all; --metrics, when given, stays one
+ * flat list for every output, as Keras's compile(metrics=[...]). */
+static void compile_saved_outputs(const sy_model *m, const run_opts *o, saved_outputs *so,
+                                  sy_compile_options *c) {
+    if (o->loss || m->n_outputs < 2 || m->form == LOSS_SINGLE) return;
+    for (int32_t i = 0; i < m->n_outputs; i++) {
+        /* a dict in the order its keys were given */
+        int32_t j = m->form == LOSS_DICT ? m->dict_order[i] : i;
+        const model_head *h = &m->heads[j];
+        sy_compile_output *e = &so->out[i];
+        memset(e, 0, sizeof *e);
+        e->output = m->form == LOSS_DICT ? model_output_name(m, j) : NULL;
+        snprintf(so->loss[i], sizeof so->loss[i], "%s", h->loss_name);
+        e->loss = so->loss[i];
+        e->from_logits = h->from_logits;
+        so->args[i] = h->args;
+        if (o->label_smoothing_set) so->args[i].label_smoothing = o->label_smoothing;
+        if (h->object || o->label_smoothing_set) e->loss_args = &so->args[i];
+        for (int32_t k = 0; !o->metrics && k < h->n_metrics; k++) {
+            snprintf(so->metrics[i][k], sizeof so->metrics[i][k], "%s", h->metrics[k].given);
+            so->metric_names[i][k] = so->metrics[i][k];
+        }
+        e->metrics = so->metric_names[i];
+        e->n_metrics = o->metrics ? 0 : h->n_metrics;
+        so->weights[i] = h->weight;
+    }
+    c->outputs = so->out;
+    c->n_outputs = m->n_outputs;
+    if (m->loss_weights_given) {
+        c->loss_weights = so->weights;
+        c->n_loss_weights = m->n_outputs;
+    }
+    if (!o->metrics) c->n_metrics = 0; /* the file's, per output */
+    c->loss_args = NULL;
+}
+
 /* Resolve the devices, build (or read, fm) and compile the model in the
  * strategy's scope; load its data. */
 static int prepare(const char *command, const builtin_model *b, file_model *fm, const run_opts *o, sy_strategy **s,
@@ -561,6 +631,8 @@ static int prepare(const char *command, const builtin_model *b, file_model *fm, 
     }
     c.metrics = b->metrics;
     c.n_metrics = b->n_metrics;
+    saved_outputs so;
+    if (fm && fm->has_optimizer) compile_saved_outputs(*m, o, &so, &c);
     c.steps_per_execution = (int32_t)o->steps_per_execution;
     if ((st = sy_model_compile(*m, &c))) {
         /* an unknown --loss or --metrics name, or a metric that does not go with the loss: known only now */
@@ -606,7 +678,8 @@ static int run(const command_spec *c, int argc, char **argv, bool with_data, bod
     sy_model *m = NULL;
     sy_strategy *s = NULL;
     sy_data_split d;
-    rc = prepare(c->name, b, b == &fm.b ? &fm : NULL, &o, &s, &m, &d, with_data && !o.data && !o.input);
+    rc = prepare(c->name, b, b == &fm.b ? &fm : NULL, &o, &s, &m, &d,
+                 with_data && !o.data && !o.inputs.n);
     if (rc == 0) rc = body(c, b, &o, m, &d);
     sy_data_split_free(&d);
     sy_model_free(m);
@@ -640,12 +713,26 @@ static sy_status count_epoch(void *ctx, sy_model *m, int32_t epoch, const sy_log
 static int check_monitor(const command_spec *c, const run_opts *o, const sy_model *m) {
     if (!o->early_stopping || !o->monitor) return -1;
     const char *name = strncmp(o->monitor, "val_", 4) ? o->monitor : o->monitor + 4;
-    bool known = !strcmp(name, "loss");
-    for (int32_t i = 0; i < m->heads[0].n_metrics && !known; i++) known = !strcmp(name, m->heads[0].metrics[i].name);
-    if (known) return -1;
-    fprintf(stderr, "systolic %s: --monitor: '%s' is not in the logs; known: loss", c->name, o->monitor);
-    for (int32_t i = 0; i < m->heads[0].n_metrics; i++) fprintf(stderr, ", %s", m->heads[0].metrics[i].name);
-    fprintf(stderr, ", and each with val_\n");
+    char known[2048] = "loss";
+    bool found = !strcmp(name, "loss");
+    size_t len = strlen(known);
+    /* Keras's names, in its order: "<metric>" with one output; with several "<output>_loss" for
+     * each, then "<output>_<metric>" */
+    bool several = m->n_outputs > 1;
+    for (int pass = several ? 0 : 1; pass < 2; pass++)
+        for (int32_t j = 0; j < m->n_outputs; j++)
+            for (int32_t i = pass ? 0 : -1;
+                 i < (pass ? m->heads[j].n_metrics : 0) && len < sizeof known; i++) {
+                char log[160];
+                snprintf(log, sizeof log, "%s%s%s", several ? model_output_name(m, j) : "",
+                         several ? "_" : "", i < 0 ? "loss" : m->heads[j].metrics[i].name);
+                found |= !strcmp(name, log);
+                len += (size_t)snprintf(known + len, sizeof known - len, ", %s", log);
+            }
+    if (found) return -1;
+    fprintf(stderr,
+            "systolic %s: --monitor: '%s' is not in the logs; known: %s, and each with val_\n",
+            c->name, o->monitor, known);
     return 2;
 }
 
@@ -746,8 +833,8 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
         sy_record_spec spec = o->spec; /* issue 17: --features, fitted to the model there */
         st = o->data_compression ? sy_compression_from_name(o->data_compression, &to.compression) : SY_OK;
         if (!st)
-            st = records_datasets(b, o->data, o->features ? &spec : NULL, &to, o->batch_size, o->steps_per_epoch,
-                                  (uint64_t)o->seed, &parse, &train, &val);
+            st = records_datasets(b, m, o->data, o->features ? &spec : NULL, &to, o->batch_size,
+                                  o->steps_per_epoch, (uint64_t)o->seed, &parse, &train, &val);
         if (!st) st = sy_model_fit_dataset(m, train, val, &fo, &h);
         sy_dataset_free(train);
         sy_dataset_free(val);
@@ -797,14 +884,16 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
 /* issue 17: evaluate's and predict's --data: GLOB's records in order, the
  * last batch partial (padded by evaluate and predict, left out of their
  * results). */
-static sy_status records_for(const builtin_model *b, const run_opts *o, bool with_label, record_parse *parse,
-                             sy_record_spec *spec, sy_dataset **out) {
+static sy_status records_for(const builtin_model *b, const sy_model *m, const run_opts *o,
+                             bool with_label, record_parse *parse, sy_record_spec *spec,
+                             sy_dataset **out) {
     sy_tfrecord_options to = sy_tfrecord_options_default();
     to.skip_corrupt = o->skip_corrupt;
     *spec = o->spec;
     sy_status st = o->data_compression ? sy_compression_from_name(o->data_compression, &to.compression) : SY_OK;
     return st ? st
-              : records_eval_dataset(b, o->data, o->features ? spec : NULL, &to, o->batch_size, with_label, parse, out);
+              : records_eval_dataset(b, m, o->data, o->features ? spec : NULL, &to, o->batch_size,
+                                     with_label, parse, out);
 }
 
 static int evaluate_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
@@ -818,7 +907,7 @@ static int evaluate_body(const command_spec *c, const builtin_model *b, const ru
         record_parse parse;
         sy_record_spec spec;
         sy_dataset *data = NULL;
-        sy_status st = records_for(b, o, true, &parse, &spec, &data);
+        sy_status st = records_for(b, m, o, true, &parse, &spec, &data);
         if (!st) st = sy_model_evaluate_dataset(m, data, &eo, &l);
         sy_dataset_free(data);
         if (st) return fail(c->name, b->name);
@@ -829,12 +918,12 @@ static int evaluate_body(const command_spec *c, const builtin_model *b, const ru
     return 0;
 }
 
-/* Predictions of the first --count test samples (each sample's prediction
- * is the same whatever else is in its batch). A one-unit output is a
- * sigmoid's probability of class 1: the predicted class is 1 above 0.5, as
- * binary_accuracy counts it, and the probability printed is that class's. */
+/* predict --input or --data: the model's whole outputs for every sample,
+ * to --output (arrays.c): one array per output. */
 static int predict_file(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m) {
-    sy_tensor *x = NULL, *p = NULL;
+    int32_t n_out = m->n_outputs;
+    sy_tensor *x[MODEL_MAX_IO] = {NULL}, *p[MODEL_MAX_IO] = {NULL};
+    if (array_check_output_for(o->output, m)) return flag_refused(c->name, "--output");
     sy_evaluate_options eo = sy_evaluate_options_default();
     eo.batch_size = o->batch_size;
     eo.verbose = (int32_t)o->verbose;
@@ -843,32 +932,30 @@ static int predict_file(const command_spec *c, const builtin_model *b, const run
         record_parse parse;
         sy_record_spec spec;
         sy_dataset *data = NULL;
-        st = records_for(b, o, false, &parse, &spec, &data);
-        if (!st) st = sy_model_predict_dataset(m, data, &eo, &p);
+        st = records_for(b, m, o, false, &parse, &spec, &data);
+        if (!st) st = sy_model_predict_dataset_multi(m, data, &eo, p, n_out);
         sy_dataset_free(data);
     } else {
-        if (array_read(o->input, &x)) return fail(c->name, "--input");
-        if (array_check_samples(x, o->input, m)) {
-            sy_tensor_free(x);
-            return fail(c->name, "--input");
-        }
-        st = sy_model_predict(m, x, &eo, &p);
-        sy_tensor_free(x);
+        bool usage;
+        if (array_read_inputs(&o->inputs, m, x, &usage))
+            return usage ? flag_refused(c->name, "--input") : fail(c->name, "--input");
+        st = sy_model_predict_multi(m, (const sy_tensor *const *)x, m->n_inputs, &eo, p, n_out);
+        for (int32_t i = 0; i < m->n_inputs; i++) sy_tensor_free(x[i]);
     }
     if (st) return fail(c->name, b->name);
-    st = array_write_output(o->output, p, m);
-    if (!st) {
-        sy_shape s = sy_tensor_shape(p);
-        char shape[SY_SHAPE_STR_MAX];
-        printf("wrote %s: float32 %s\n", o->output, sy_shape_format(&s, shape, sizeof shape));
-    }
-    sy_tensor_free(p);
+    st = array_write_outputs(o->output, p, n_out, m);
+    if (!st) array_print_written(stdout, o->output, p, n_out, m);
+    for (int32_t j = 0; j < n_out; j++) sy_tensor_free(p[j]);
     return st ? fail(c->name, "--output") : 0;
 }
 
+/* Predictions of the first --count test samples (each sample's prediction
+ * is the same whatever else is in its batch). A one-unit output is a
+ * sigmoid's probability of class 1: the predicted class is 1 above 0.5, as
+ * binary_accuracy counts it, and the probability printed is that class's. */
 static int predict_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
                         const sy_data_split *d) {
-    if (o->input || o->data) return predict_file(c, b, o, m);
+    if (o->inputs.n || o->data) return predict_file(c, b, o, m);
     int64_t samples = sy_tensor_shape(d->x_test).dims[0], n = samples < o->count ? samples : o->count;
     printf("sample label predicted probability\n");
     if (n == 0) return 0;
@@ -931,9 +1018,10 @@ int cmd_predict(int argc, char **argv) {
                                    "its test split (model.predict) and "
                                    "print its predictions: sample, label, predicted class and its probability (for a "
                                    "one-unit sigmoid output, class 1 when the output is above 0.5). With --input "
-                                   "FILE.npy (or FILE.npz:KEY), or --data tfrecord:GLOB, and --output OUT.npy: the "
-                                   "model's whole output for every sample, written to OUT.npy as float32 (samples, "
-                                   "output shape...), as model.predict returns it, or to OUT.csv.",
+                                   "FILE.npy (or FILE.npz:KEY; one per model input), or --data tfrecord:GLOB, and "
+                                   "--output OUT.npy: the model's whole output for every sample, written to OUT.npy "
+                                   "as float32 (samples, output shape...), as model.predict returns it, to OUT.npz "
+                                   "(one array per output, named after it), or to OUT.csv.",
                                    predict_flags};
     return run(&c, argc, argv, true, predict_body);
 }

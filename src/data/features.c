@@ -1,7 +1,9 @@
 /*
  * features.c - record specs: what each component of a dataset element
- * (x, the model's input; y, its label) is made of, read from a TFRecord
- * of tf.train.Examples in any layout, as a tf.data pipeline would write
+ * (x, the model's input; y, its label; w, the sample weight; x.NAME and
+ * y.NAME for each input and output layer of a model with several) is
+ * made of, read from a TFRecord of tf.train.Examples in any layout, as a
+ * tf.data pipeline would write
  *
  *   features = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
  *               "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
@@ -18,7 +20,10 @@
  * and JSON, one object per role with the same names as keys
  * ({"x": {"kind": "Image", "feature": "image/encoded", "channels": 3}}).
  * Both go through set_option and finish, so they accept and refuse the
- * same things with the same messages.
+ * same things with the same messages. The components come out as Keras
+ * takes (x, y, sample_weight): the x's, the y's, then w, each kind in the
+ * order given; sy_record_spec_arrange then puts the x's and y's in a
+ * model's order, by the layers' names, so a spec's order never matters.
  *
  * Applying a spec parses the Example once (sy_parse_single_example, one
  * pass over the wire format for all features), then makes each
@@ -214,6 +219,17 @@ static sy_status set_key(sy_record_feature *f, const char *where, const char *ke
     return SY_OK;
 }
 
+/* w is the sample weight: one number per record, as fit takes it. */
+static sy_status check_weight(const sy_record_feature *f, const char *where) {
+    bool one = f->kind == SY_RECORD_FIXED_LEN && f->dtype != SY_STRING &&
+               (f->shape.rank == 0 || (f->shape.rank == 1 && f->shape.dims[0] == 1));
+    if (f->role[0] != 'w' || one) return SY_OK;
+    return sy_error(SY_ERR_INVALID_ARGUMENT,
+                    "%s: w (the sample weight) is one number per record: FixedLen(KEY, "
+                    "float) or int64, shape [] or [1]; not %s(%s)",
+                    where, kind_name(f->kind), f->key);
+}
+
 /* What the options set must fit together: checked once all are read. */
 static sy_status finish(sy_record_feature *f, const char *where, bool has_dtype, bool has_shape) {
     const char *bad = NULL;
@@ -260,33 +276,157 @@ static sy_status finish(sy_record_feature *f, const char *where, bool has_dtype,
                         "tf.train.Example is a protocol buffer of at most 2 GiB)", where, kind_name(f->kind), f->key,
                         buf, (long long)values);
     }
-    return SY_OK;
+    return check_weight(f, where);
 }
 
-/* Role `role` (x or y), once each. */
+/* "x", "y.cls": a role and its name, for messages. */
+static const char *role_text(const sy_record_feature *f, char *buf, size_t size) {
+    snprintf(buf, size, "%s%s%s", f->role, f->name[0] ? "." : "", f->name);
+    return buf;
+}
+
+/* Role `role` -- x, y or w, or x.NAME and y.NAME naming a model's input
+ * or output layer -- once each, and a bare x (y) not beside named ones.
+ * At most SY_ELEMENT_MAX in all: they are one dataset element's
+ * components. */
 static sy_status add_role(sy_record_spec *s, const char *where, const char *role, size_t n, sy_record_feature **f) {
-    if (!((n == 1 && (role[0] == 'x' || role[0] == 'y'))))
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: role '%.*s'; expected x (the model's input) or y (its label)",
+    char r = n ? role[0] : 0;
+    bool named = n > 2 && role[1] == '.';
+    if (!((n == 1 || named) && (r == 'x' || r == 'y' || r == 'w')))
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "%s: role '%.*s'; expected x (the model's input), y (its label), "
+                        "x.NAME and y.NAME (the input and output layers of a model with several), "
+                        "or w (the sample weight)",
                         where, (int)(n > 64 ? 64 : n), role);
-    for (int32_t i = 0; i < s->n; i++)
-        if (s->f[i].role[0] == role[0])
-            return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %c is given twice", where, role[0]);
-    if (s->n >= 2) return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: at most x and y", where);
+    if (named && r == 'w')
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "%s: role '%.*s': w takes no name (one sample weight for every "
+                        "output, as Keras's sample_weight array)",
+                        where, (int)(n > 64 ? 64 : n), role);
+    if (named && n - 2 >= SY_RECORD_NAME_MAX)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "%s: a layer's name in a role is at most %d bytes, not %zu", where,
+                        SY_RECORD_NAME_MAX - 1, n - 2);
+    char have[SY_RECORD_NAME_MAX + 4];
+    for (int32_t i = 0; i < s->n; i++) {
+        const sy_record_feature *g = &s->f[i];
+        if (g->role[0] != r) continue;
+        if (!named && !g->name[0])
+            return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %c is given twice", where, r);
+        if (!named || !g->name[0])
+            return sy_error(SY_ERR_INVALID_ARGUMENT,
+                            "%s: %.*s beside %s: give one %c for a model's only %s, or %c.NAME for "
+                            "each of its %ss",
+                            where, (int)(n > 64 ? 64 : n), role, role_text(g, have, sizeof have), r,
+                            r == 'x' ? "input" : "output", r, r == 'x' ? "input" : "output");
+        if (strlen(g->name) == n - 2 && !memcmp(g->name, role + 2, n - 2))
+            return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %.*s is given twice", where, (int)n,
+                            role);
+    }
+    if (s->n >= SY_ELEMENT_MAX)
+        return sy_error(
+            SY_ERR_INVALID_ARGUMENT,
+            "%s: more than %d features; a dataset element holds at most %d "
+            "components (SY_ELEMENT_MAX): the inputs, the labels and the sample weight together",
+            where, SY_ELEMENT_MAX, SY_ELEMENT_MAX);
     *f = &s->f[s->n++];
     memset(*f, 0, sizeof **f);
-    (*f)->role[0] = role[0];
+    (*f)->role[0] = r;
+    if (named) memcpy((*f)->name, role + 2, n - 2);
     return SY_OK;
 }
 
-/* x before y, as an element (x, y). */
+/* The x's, then the y's, then w, each kind in the order given: an element
+ * (x..., y..., sample_weight), as Keras takes (x, y, sample_weight). */
 static sy_status order_roles(sy_record_spec *s, const char *name) {
     if (s->n == 0) return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: no feature given; expected x=... and y=...", name);
-    if (s->n == 2 && s->f[0].role[0] == 'y') {
-        sy_record_feature t = s->f[0];
-        s->f[0] = s->f[1];
-        s->f[1] = t;
-    }
+    sy_record_feature sorted[SY_ELEMENT_MAX];
+    int32_t k = 0;
+    for (const char *r = "xyw"; *r; r++)
+        for (int32_t i = 0; i < s->n; i++)
+            if (s->f[i].role[0] == *r) sorted[k++] = s->f[i];
+    memcpy(s->f, sorted, sizeof sorted[0] * (size_t)k);
     if (s->f[0].role[0] != 'x') return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: no x (the model's input) given", name);
+    return SY_OK;
+}
+
+sy_status sy_record_spec_arrange(sy_record_spec *s, const char *const *inputs, int32_t n_inputs,
+                                 const char *const *outputs, int32_t n_outputs) {
+    if (!s || n_inputs < 1 || n_outputs < 1 || !inputs || !outputs)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "record spec: arrange needs the spec and the model's inputs and outputs");
+    bool labels = false;
+    for (int32_t i = 0; i < s->n; i++) labels |= s->f[i].role[0] == 'y';
+    if (n_inputs + (labels ? n_outputs : 0) > SY_ELEMENT_MAX)
+        return sy_error(
+            SY_ERR_INVALID_ARGUMENT,
+            "record spec: the model has %d inputs and %d outputs; a dataset "
+            "element holds at most %d components (SY_ELEMENT_MAX), inputs and labels together, so "
+            "records cannot feed %s",
+            n_inputs, n_outputs, SY_ELEMENT_MAX,
+            n_inputs > SY_ELEMENT_MAX
+                ? "it"
+                : "its training and evaluation (predict takes the inputs alone)");
+    sy_record_feature sorted[SY_ELEMENT_MAX];
+    int32_t k = 0;
+    char text[SY_RECORD_NAME_MAX + 4], names[1024];
+    for (int pass = 0; pass < 2; pass++) {
+        char r = pass ? 'y' : 'x';
+        const char *const *want = pass ? outputs : inputs;
+        int32_t n_want = pass ? n_outputs : n_inputs, given = 0;
+        size_t len = 0;
+        names[0] = 0;
+        for (int32_t j = 0; j < n_want && len < sizeof names; j++)
+            len +=
+                (size_t)snprintf(names + len, sizeof names - len, "%s%s", j ? ", " : "", want[j]);
+        const char *what = pass ? "output" : "input";
+        for (int32_t i = 0; i < s->n; i++) {
+            const sy_record_feature *f = &s->f[i];
+            if (f->role[0] != r) continue;
+            given++;
+            if (!f->name[0] && n_want > 1)
+                return sy_error(SY_ERR_INVALID_ARGUMENT,
+                                "record spec: %c names no %s, but the model has %d %ss (%s): "
+                                "give %c.NAME=... for each",
+                                r, what, n_want, what, names, r);
+            bool found = !f->name[0];
+            for (int32_t j = 0; j < n_want && !found; j++) found = !strcmp(f->name, want[j]);
+            if (!found)
+                return sy_error(SY_ERR_INVALID_ARGUMENT,
+                                "record spec: %s names no %s of the model; its %ss: %s",
+                                role_text(f, text, sizeof text), what, what, names);
+        }
+        if (pass == 1 && given == 0) continue; /* no labels: predict's spec */
+        for (int32_t j = 0; j < n_want; j++) {
+            int32_t at = -1;
+            for (int32_t i = 0; i < s->n && at < 0; i++)
+                if (s->f[i].role[0] == r && (!s->f[i].name[0] || !strcmp(s->f[i].name, want[j])))
+                    at = i;
+            if (at < 0)
+                return sy_error(SY_ERR_INVALID_ARGUMENT,
+                                "record spec: the model's %s '%s' has no feature: give "
+                                "%c.%s=...%s",
+                                what, want[j], r, want[j],
+                                pass ? " (labels for every output, or none)" : "");
+            sorted[k++] = s->f[at];
+        }
+    }
+    for (int32_t i = 0; i < s->n; i++)
+        if (s->f[i].role[0] == 'w') {
+            if (k == SY_ELEMENT_MAX)
+                return sy_error(SY_ERR_INVALID_ARGUMENT,
+                                "record spec: w: the model's %d inputs and %d labels fill "
+                                "a dataset element's %d components (SY_ELEMENT_MAX); no room for a "
+                                "sample weight",
+                                n_inputs, n_outputs, SY_ELEMENT_MAX);
+            if (k == n_inputs)
+                return sy_error(SY_ERR_INVALID_ARGUMENT,
+                                "record spec: w (the sample weight) without y: weights "
+                                "weigh the labels' losses");
+            sorted[k++] = s->f[i];
+        }
+    memcpy(s->f, sorted, sizeof sorted[0] * (size_t)k);
+    s->n = k;
     return SY_OK;
 }
 
