@@ -365,6 +365,33 @@ static void build_dense_softmax(sy_graph *g, bool mixed, sy_node *x, sy_node *la
     *y = sy_graph_softmax(g, h, -1);
 }
 
+static void test_bf16_cast_recomputed(void) {
+    /* A cast of a value its readers recompute is recomputed with it (a BatchNormalization's float32
+     * output, cast to bfloat16 and streamed into the next convolution): -x, cast to bfloat16 and
+     * read by a bf16 product, never goes to HBM; the product reads x (32 x 4) and the float32
+     * kernel (8 x 4) and writes its output in bfloat16 (16 x 2). */
+    sy_graph *g;
+    CHECK_OK(sy_graph_new(&g));
+    sy_node x = sy_graph_input(g, "x", SY_F32, sy_shape_of(2, 8, 4));
+    sy_node k = sy_graph_param(g, "kernel", SY_F32, sy_shape_of(2, 4, 2), sy_init_zeros());
+    sy_node xb = sy_graph_cast_bf16(g, sy_graph_neg(g, x)), kb = sy_graph_cast_bf16(g, k);
+    bool was = sy_graph_set_bf16(g, true);
+    sy_node y = sy_graph_matmul(g, xb, kb, false, false);
+    sy_graph_set_bf16(g, was);
+    CHECK_OK(sy_graph_status(g));
+    sy_plan *plan;
+    sy_profile *p = profile_outputs(g, &y, 1, &plan);
+    const sy_profile_op *mm = row(p, "matmul"), *neg = row(p, "neg");
+    if (mm && neg) {
+        CHECK_CLOSE(mm->bytes, 128 + 32 + 32, 0, 0, "the product reads x and the kernel");
+        CHECK_CLOSE(neg->bytes, 0, 0, 0, "-x is not stored");
+        CHECK_CLOSE(p->bytes, 128 + 32 + 32, 0, 0, "neither is its cast");
+    }
+    sy_profile_free(p);
+    sy_plan_free(plan);
+    sy_graph_free(g);
+}
+
 static void test_bf16_bytes(void) {
     double want[2][3] = {
         /* float32: the product reads x (32 x 4) and the kernel (8 x 4), writes h (16 x 4); the
@@ -450,5 +477,6 @@ int main(void) {
     test_plan_pass();
     test_fusion_rules(); /* issue 16, cost validation */
     test_bf16_bytes();
+    test_bf16_cast_recomputed();
     return check_report("test_cost");
 }

@@ -373,12 +373,13 @@ sy_status sy_plan_profile(const sy_plan *plan, const sy_tpu_chip *chip,
             kind[node] = DUPLICATED;
             continue;
         }
-        /* A convert to bfloat16 of a value only it reads is done by that value's producer (XLA
-         * fuses the convert into the fusion computing its operand): the float32 value is never
-         * stored. */
+        /* A convert to bfloat16 of a stored value only it reads is done by that value's producer
+         * (XLA fuses the convert into the fusion computing its operand): the float32 value is never
+         * stored, where reading it in the convert's readers would store it and read it at 4 bytes.
+         * (A value recomputed in its readers is recomputed in the convert's, by the rule below.) */
         if (bf16_cast(g, node)) {
             sy_node x = source_of(g, graph_input(g, node, 0));
-            if (step_of[x] >= 0 && uses[x] == 1) {
+            if (step_of[x] >= 0 && uses[x] == 1 && kind[x] == HBM) {
                 kind[x] = INTO_NEXT;
                 continue;
             }
