@@ -31,7 +31,8 @@
  * their gradients and optimizer slots, BatchNormalization's statistics, a
  * float32 layer's softmax or loss -- 4. A cast of a variable to bfloat16 is
  * never stored: XLA fuses the convert into every reader, which reads the
- * float32 variable.
+ * float32 variable; a cast of a stored value only it reads is fused into
+ * that value's producer, which writes bfloat16.
  *
  * Then the step: the ops' seconds, plus what the infeed adds (the inputs
  * the plan reads, which the host sends while the previous step computes,
@@ -76,15 +77,12 @@ static bool elementwise(const sy_node_rec *r) {
     return r->op == SY_OP_FUSED_ELTWISE || (sy_op_def_of(r->op)->flags & SY_OPF_ELTWISE);
 }
 
-/* issue 16, cost validation: XLA's loop fusion and the values' precision ------------------------
- */
+/* issue 16, cost validation: XLA's loop fusion and the values' precision -------------------- */
 
 /* How a step's value reaches its readers. */
 enum {
     HBM = 0,   /* written to HBM, read from it by each reader */
-    INTO_NEXT, /* fused into its one reader: the next step, an elementwise one (the
-                  producer-consumer rule), or a convert to bfloat16, which its producer then writes
-                */
+    INTO_NEXT, /* fused into its one reader: the next, elementwise, step or a bfloat16 convert */
     DUPLICATED
 }; /* an elementwise value recomputed inside each of its readers' loops */
 
