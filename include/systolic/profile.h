@@ -80,11 +80,6 @@ const char *sy_bound_name(sy_bound bound);
 typedef struct sy_profile_options {
     int32_t replicas; /* replicas sharing the step (default: the chip's replicas per chip) */
     int32_t steps_per_execution; /* steps per host round trip (default 1) */
-    /* issue 16, cost validation: the bytes of an activation in HBM -- a per-example float tensor
-     * (leading dimension the batch; not a parameter, its gradient or an optimizer slot): 0 (the
-     * default) keeps the graph's dtype (float32, 4 bytes); 2 stores activations as bfloat16, as XLA
-     * on a TPU does under Keras's mixed_bfloat16 policy, which the published ResNet-50 runs used. */
-    int32_t activation_bytes;
 } sy_profile_options;
 
 sy_profile_options sy_profile_options_default(void);
@@ -100,6 +95,8 @@ typedef struct sy_profile_op {
     sy_bound bound;         /* the largest of the three */
     double seconds;         /* the largest of the three, in seconds */
     double share;           /* seconds / the step's seconds */
+    bool bf16;              /* its output is bfloat16 in HBM: a bf16 op of the model's dtype policy
+                               (mixed_bfloat16) */
 } sy_profile_op;
 
 typedef struct sy_profile {
@@ -120,14 +117,18 @@ typedef struct sy_profile {
     double step_s;         /* compute + infeed stall + all-reduce + host */
     double samples_per_s;  /* batch * replicas / step_s */
     sy_bound bound;        /* what the step spends most on */
-    int32_t activation_bytes; /* issue 16, cost validation: the option the profile was made with */
+    int32_t bf16_ops;      /* the ops whose output is bfloat16 (0 under the float32 policy) */
 } sy_profile;
 
 /* The cost of one step of `plan` (a training step or predict) on `chip`,
  * each replica running the plan as compiled (its inputs' leading dimension
- * is the per-replica batch). SY_ERR_INVALID_ARGUMENT for a NULL plan or
- * chip, a replica count < 1 or steps_per_execution < 1. *out is freed with
- * sy_profile_free; its strings live as long as it. */
+ * is the per-replica batch). Each value's bytes in HBM follow the plan's
+ * dtype policy, as XLA stores them: a bf16 op's output (Keras's
+ * mixed_bfloat16) in bfloat16, every other value -- variables, gradients,
+ * optimizer slots, what Keras computes in float32 -- at its dtype.
+ * SY_ERR_INVALID_ARGUMENT for a NULL plan or chip, a replica count < 1 or
+ * steps_per_execution < 1. *out is freed with sy_profile_free; its strings
+ * live as long as it. */
 sy_status sy_plan_profile(const sy_plan *plan, const sy_tpu_chip *chip,
                           const sy_profile_options *options, sy_profile **out);
 void sy_profile_free(sy_profile *profile);

@@ -12,30 +12,44 @@
  * MXU, the vector unit and HBM, the MXU's utilisation, what bounds it and
  * its share of the step; then the infeed, the all-reduce, the host round
  * trip, the step time and samples/s. --json prints the same as one JSON
- * object. --trace FILE.json writes the step as a Chrome trace-event file
- * and --roofline FILE.svg a roofline plot of its ops (profile_files.c).
+ * object. --dtype-policy mixed_bfloat16 builds every layer under Keras's
+ * mixed-precision policy (as `train` does), and the cost pass then counts
+ * the values Keras computes in bfloat16 at 2 bytes. --trace FILE.json writes the step as a Chrome
+ * trace-event file and --roofline FILE.svg a roofline plot of its ops (profile_files.c).
  */
 #include "cli_internal.h"
 
 #include <string.h>
 
 typedef struct profile_opts {
-    const char *tpu, *chip, *activations;
+    const char *tpu, *chip, *dtype_policy;
     const char *trace, *roofline; /* issue 16, trace and roofline */
     int64_t replicas, batch_size, steps_per_execution, seed;
     bool json, predict;
 } profile_opts;
 
-enum { P_TPU, P_CHIP, P_REPLICAS, P_BATCH, P_SPE, P_SEED, P_PREDICT, P_JSON, P_ACT, P_TRACE, P_ROOFLINE, P_N };
+enum {
+    P_TPU,
+    P_CHIP,
+    P_REPLICAS,
+    P_BATCH,
+    P_SPE,
+    P_SEED,
+    P_PREDICT,
+    P_JSON,
+    P_POLICY,
+    P_TRACE,
+    P_ROOFLINE,
+    P_N
+};
 
 static void print_json(FILE *out, const char *model, const sy_profile *p) {
     fprintf(out, "{\"model\": ");
     cli_json_string(out, model);
     fprintf(out,
             ", \"chip\": \"%s\", \"replicas\": %d, \"batch_per_replica\": %lld, "
-            "\"steps_per_execution\": %d, \"activation_bytes\": %d,\n",
-            p->chip->name, p->replicas, (long long)p->batch, p->steps_per_execution,
-            p->activation_bytes ? p->activation_bytes : 4);
+            "\"steps_per_execution\": %d, \"bf16_ops\": %d,\n",
+            p->chip->name, p->replicas, (long long)p->batch, p->steps_per_execution, p->bf16_ops);
     fprintf(out, " \"ops\": [\n");
     for (int32_t i = 0; i < p->n_ops; i++) {
         const sy_profile_op *o = &p->ops[i];
@@ -48,10 +62,10 @@ static void print_json(FILE *out, const char *model, const sy_profile *p) {
             ", \"flops\": %.17g, \"mxu_flops\": %.17g, \"bytes\": %.17g, \"mxu_cycles\": %.17g, "
             "\"vector_cycles\": %.17g, \"memory_cycles\": %.17g, \"mxu_utilization\": %.6g, "
             "\"bound\": \"%s\", "
-            "\"seconds\": %.9g, \"share\": %.6g}%s\n",
+            "\"seconds\": %.9g, \"share\": %.6g, \"dtype\": \"%s\"}%s\n",
             o->flops, o->mxu_flops, o->bytes, o->mxu_cycles, o->vector_cycles, o->memory_cycles,
             o->mxu_utilization, sy_bound_name(o->bound), o->seconds, o->share,
-            i + 1 < p->n_ops ? "," : "");
+            o->bf16 ? "bfloat16" : "float32", i + 1 < p->n_ops ? "," : "");
     }
     fprintf(out,
             " ],\n \"flops\": %.17g, \"bytes\": %.17g, \"compute_seconds\": %.9g, "
@@ -68,18 +82,18 @@ static void print_json(FILE *out, const char *model, const sy_profile *p) {
 static void print_table(FILE *out, const char *model, const sy_profile *p) {
     fprintf(out,
             "%s on TPU %s: %d replica%s, batch %lld per replica (%lld global), steps_per_execution "
-            "%d, activations %s\n",
+            "%d, %d of %d ops write bfloat16\n",
             model, p->chip->name, p->replicas, p->replicas == 1 ? "" : "s", (long long)p->batch,
-            (long long)p->batch * p->replicas, p->steps_per_execution,
-            p->activation_bytes == 2 ? "bf16" : "f32");
-    fprintf(out, "%-24s %-22s %10s %10s %11s %11s %11s %6s %-7s %6s\n", "layer", "op", "MFLOP",
-            "MB", "MXU cycles", "vec cycles", "mem cycles", "MXU %", "bound", "share");
+            (long long)p->batch * p->replicas, p->steps_per_execution, p->bf16_ops, p->n_ops);
+    fprintf(out, "%-24s %-22s %-4s %10s %10s %11s %11s %11s %6s %-7s %6s\n", "layer", "op", "out",
+            "MFLOP", "MB", "MXU cycles", "vec cycles", "mem cycles", "MXU %", "bound", "share");
     for (int32_t i = 0; i < p->n_ops; i++) {
         const sy_profile_op *o = &p->ops[i];
-        fprintf(out, "%-24.24s %-22.22s %10.3f %10.3f %11.0f %11.0f %11.0f %6.1f %-7s %5.1f%%\n",
-                *o->layer ? o->layer : "-", o->op, o->flops / 1e6, o->bytes / 1e6, o->mxu_cycles,
-                o->vector_cycles, o->memory_cycles, 100 * o->mxu_utilization,
-                sy_bound_name(o->bound), 100 * o->share);
+        fprintf(out,
+                "%-24.24s %-22.22s %-4s %10.3f %10.3f %11.0f %11.0f %11.0f %6.1f %-7s %5.1f%%\n",
+                *o->layer ? o->layer : "-", o->op, o->bf16 ? "bf16" : "f32", o->flops / 1e6,
+                o->bytes / 1e6, o->mxu_cycles, o->vector_cycles, o->memory_cycles,
+                100 * o->mxu_utilization, sy_bound_name(o->bound), 100 * o->share);
     }
     double step = p->step_s > 0 ? p->step_s : 1;
     fprintf(out, "ops:             %10.3f us  %5.1f%%  (%.3f GFLOP, %.3f MB per replica)\n",
@@ -200,9 +214,10 @@ static int write_outputs(const profile_opts *o, const char *model, const sy_prof
     return 0;
 }
 
-/* Build MODEL under a one-replica strategy and compile it as `train` does. */
+/* Build MODEL under a one-replica strategy, under --dtype-policy if given, and compile it as
+ * `train` does. */
 static int build(const char *name, const builtin_model *b, file_model *fm, uint64_t seed,
-                 sy_strategy **s, sy_model **m) {
+                 const char *policy, sy_strategy **s, sy_model **m) {
     sy_cluster *c;
     sy_status st = sy_cluster_resolve("cpu:1", &c);
     if (!st) {
@@ -212,6 +227,7 @@ static int build(const char *name, const builtin_model *b, file_model *fm, uint6
     if (!st) {
         sy_strategy_scope_enter(*s);
         st = fm ? file_model_load(fm, seed, m) : b->build(seed, m);
+        if (!st && policy) st = sy_model_set_dtype_policy(*m, policy);
         sy_strategy_scope_exit(*s);
     }
     sy_compile_options co = sy_compile_options_default();
@@ -282,11 +298,15 @@ int cmd_profile(int argc, char **argv) {
                         .set = false};
     f[P_ROOFLINE] = (flag){"--roofline", FLAG_STRING, &o.roofline, "FILE.svg",
                            "also write a roofline plot of the step's ops on the chip (SVG)", .set = false};
-    /* issue 16, cost validation: the activations' precision in HBM */
-    f[P_ACT] = (flag){"--activations", FLAG_STRING, &o.activations, "f32|bf16",
-                      "activations in HBM as the model's float32 (default) or as bfloat16, as under "
-                      "Keras's mixed_bfloat16 policy on a TPU",
-                      .set = false};
+    /* issue 16, cost validation: the model's precision, hence each value's bytes in HBM */
+    f[P_POLICY] =
+        (flag){"--dtype-policy",
+               FLAG_STRING,
+               &o.dtype_policy,
+               "NAME",
+               "Keras's dtype policy for every layer, as train's: float32 or mixed_bfloat16 "
+               "(bfloat16 activations where Keras computes in bfloat16; default the model's)",
+               .set = false};
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout, f);
@@ -300,10 +320,9 @@ int cmd_profile(int argc, char **argv) {
         fprintf(stderr, "systolic profile: which model? (see systolic profile --help)\n");
         return 2;
     }
-    if (o.activations && strcmp(o.activations, "f32") && strcmp(o.activations, "bf16")) {
-        fprintf(stderr, "systolic profile: --activations: '%s' is not f32 or bf16\n", o.activations);
-        return 2;
-    }
+    sy_dtype_policy policy;
+    if (o.dtype_policy && sy_dtype_policy_from_name(o.dtype_policy, NULL, &policy))
+        return flag_refused("profile", "--dtype-policy");
     const sy_tpu_chip *chip = NULL;
     int32_t replicas = 1;
     if ((rc = find_chip(&o, f, &chip, &replicas)) >= 0) return rc;
@@ -330,12 +349,11 @@ int cmd_profile(int argc, char **argv) {
     sy_strategy *s = NULL;
     sy_model *m = NULL;
     sy_profile *p = NULL;
-    rc = build(pos[0], b, b == &fm.b ? &fm : NULL, (uint64_t)o.seed, &s, &m);
+    rc = build(pos[0], b, b == &fm.b ? &fm : NULL, (uint64_t)o.seed, o.dtype_policy, &s, &m);
     if (rc < 0) {
         sy_profile_options po = sy_profile_options_default();
         po.replicas = replicas;
         po.steps_per_execution = (int32_t)o.steps_per_execution;
-        po.activation_bytes = o.activations && !strcmp(o.activations, "bf16") ? 2 : 0;
         if (sy_model_profile(m, chip, global / replicas, !o.predict, &po, &p)) {
             fprintf(stderr, "systolic profile: %s: %s\n", pos[0], sy_last_error());
             rc = 1;

@@ -94,6 +94,17 @@ sy_status autodiff(sy_graph *g, sy_node loss, const sy_node *params, int n_param
         const char *name = g->nodes[i].name, *slash = name ? strrchr(name, '/') : NULL;
         snprintf(g->scope, sizeof g->scope, "%.*s", slash ? (int)(slash - name) : 0, slash ? name : "");
         st = def->grad(g, (sy_node)i, dy, need, dx);
+        /* issue 16, mixed_bfloat16: the gradient of a bfloat16 value is bfloat16. Where a float32
+         * op reads one (a BatchNormalization, a dtype='float32' layer), Keras casts it up, and the
+         * cast's gradient rounds the float32 gradient to bfloat16 -- and a TPU stores it in
+         * bfloat16 */
+        for (int j = 0; st == SY_OK && j < n_in; j++) {
+            const sy_node_rec *x = &g->nodes[graph_input(g, (sy_node)i, j)];
+            if (need[j] && dx[j] != SY_NONE && !g->nodes[i].bf16 && x->bf16 && x->dtype == SY_F32 &&
+                !(sy_op_def_of(x->op)->flags & SY_OPF_LEAF) && g->nodes[dx[j]].dtype == SY_F32 &&
+                !g->nodes[dx[j]].bf16)
+                if ((dx[j] = sy_graph_cast_bf16(g, dx[j])) == SY_NONE) st = sy_graph_status(g);
+        }
         memcpy(g->scope, outer, sizeof outer);
         if (st != SY_OK) goto done;
         for (int j = 0; j < n_in; j++) {

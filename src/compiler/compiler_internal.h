@@ -117,6 +117,10 @@ int64_t plan_step_elements(const sy_plan *p, int32_t step); /* of the step's fir
 /* issue 17, optimizers: once a step, after the all-reduce and before the update steps */
 void plan_before_update(sy_plan *p);
 bool plan_has_before_update(const sy_plan *p);
+/* issue 16, cost validation: the bytes of node n's value as a TPU stores it under XLA -- a bf16
+ * op's float output (Keras's mixed_bfloat16 policy) 2 an element, any other value its dtype's
+ * (cost.c; the HBM check counts activations with it) */
+double cost_stored_bytes(const sy_graph *g, sy_node n);
 /* issue 16, cost model: the plan's rewritten graph, and the node step `step` computes */
 const sy_graph *plan_graph(const sy_plan *p);
 sy_node plan_step_node(const sy_plan *p, int32_t step);

@@ -19,9 +19,20 @@
  * Fusion. The plan has already fused what the compiler fuses (a product's
  * bias and activation epilogue, chains of elementwise ops: fusion.c), and
  * a fused step pays HBM once, for its inputs and its output. On top of it
- * the model applies XLA's producer-consumer fusion rule: a value read by
- * exactly one step, the very next one, which is elementwise, never goes to
- * HBM -- its producer does not write it and the consumer does not read it.
+ * the model applies XLA's fusion rules (tpu-cost-model.md section 3):
+ * cheap values recomputed in their readers' loops, loops over the same
+ * elements run as one pass, and a value read only by the next step, an
+ * elementwise one, kept on chip.
+ *
+ * Precision. Each value is counted in HBM at the bytes the chip stores it
+ * in under XLA, which follow the model's dtype policy: the output of a bf16
+ * op (a node flagged by Keras's mixed_bfloat16 policy, dtype_policy.c) is
+ * bfloat16, 2 bytes an element; what Keras keeps in float32 -- variables,
+ * their gradients and optimizer slots, BatchNormalization's statistics, a
+ * float32 layer's softmax or loss -- 4. A cast of a variable to bfloat16 is
+ * never stored: XLA fuses the convert into every reader, which reads the
+ * float32 variable; a cast of a stored value only it reads is fused into
+ * that value's producer, which writes bfloat16.
  *
  * Then the step: the ops' seconds, plus what the infeed adds (the inputs
  * the plan reads, which the host sends while the previous step computes,
@@ -42,7 +53,7 @@ const char *sy_bound_name(sy_bound bound) {
 }
 
 sy_profile_options sy_profile_options_default(void) {
-    return (sy_profile_options){.replicas = 0, .steps_per_execution = 1, .activation_bytes = 0};
+    return (sy_profile_options){.replicas = 0, .steps_per_execution = 1};
 }
 
 void sy_profile_free(sy_profile *p) {
@@ -66,12 +77,12 @@ static bool elementwise(const sy_node_rec *r) {
     return r->op == SY_OP_FUSED_ELTWISE || (sy_op_def_of(r->op)->flags & SY_OPF_ELTWISE);
 }
 
-/* issue 16, cost validation: XLA's loop fusion and bfloat16 activations ------------------------ */
+/* issue 16, cost validation: XLA's loop fusion and the values' precision -------------------- */
 
 /* How a step's value reaches its readers. */
 enum {
     HBM = 0,   /* written to HBM, read from it by each reader */
-    INTO_NEXT, /* the producer-consumer rule: fused into the next step, which is elementwise */
+    INTO_NEXT, /* fused into its one reader: the next, elementwise, step or a bfloat16 convert */
     DUPLICATED
 }; /* an elementwise value recomputed inside each of its readers' loops */
 
@@ -107,14 +118,31 @@ static bool streams_whole(const sy_node_rec *r) {
            r->op != SY_OP_GATHER;
 }
 
-/* Bytes of a value in HBM: a per-example float tensor (leading dimension the batch, not a
- * parameter's gradient) at activation_bytes when that is set, every other at its dtype. */
-static double hbm_bytes(const sy_node_rec *r, const bool *param_grad, sy_node n, int64_t batch,
-                        int32_t activation_bytes) {
-    if (activation_bytes > 0 && r->dtype == SY_F32 && r->shape.rank >= 1 &&
-        r->shape.dims[0] == batch && !param_grad[n] && r->op != SY_OP_PARAM)
-        return (double)sy_shape_count(&r->shape) * activation_bytes;
-    return node_bytes(r);
+double cost_stored_bytes(const sy_graph *g, sy_node n) {
+    const sy_node_rec *r = &g->nodes[n];
+    bool bf16 = r->bf16 && r->dtype == SY_F32 &&
+                !(sy_op_def_of(r->op)->flags & (SY_OPF_LEAF | SY_OPF_UPDATE));
+    return bf16 ? 2.0 * (double)sy_shape_count(&r->shape) : node_bytes(r);
+}
+
+/* Bytes of a value in HBM: as stored (cost_stored_bytes), except a parameter's gradient, which the
+ * chip keeps in float32 for the all-reduce and the update (the gradient of Keras's cast of the
+ * variable casts it back to float32, and XLA fuses that convert into its producer). */
+static double hbm_bytes(const sy_graph *g, const bool *param_grad, sy_node n) {
+    return param_grad[n] ? node_bytes(&g->nodes[n]) : cost_stored_bytes(g, n);
+}
+
+/* A convert of a float32 value to bfloat16 (mixed_bfloat16's casts, and their gradients'). */
+static bool bf16_cast(const sy_graph *g, sy_node n) {
+    const sy_node_rec *r = &g->nodes[n];
+    if (r->op != SY_OP_COPY || !r->bf16 || r->dtype != SY_F32) return false;
+    sy_node x = source_of(g, graph_input(g, n, 0));
+    return cost_stored_bytes(g, x) == node_bytes(&g->nodes[x]);
+}
+
+/* A cast of a variable to bfloat16 (mixed_bfloat16's autocasting): fused into every reader. */
+static bool variable_cast(const sy_graph *g, sy_node n) {
+    return bf16_cast(g, n) && g->nodes[source_of(g, graph_input(g, n, 0))].op == SY_OP_PARAM;
 }
 
 /* What a loop computing `node` reads from HBM through its inputs: each stored value once, reached
@@ -127,8 +155,6 @@ typedef struct fusion_ctx {
     int32_t *seen, *seen_indirect;
     sy_node *stack;
     int32_t stamp;
-    int64_t batch;
-    int32_t activation_bytes;
     /* the loop being filled: its id (0: none), first step and iteration space; per value, the loop
      * that computes it and the last loop that read it from HBM; per node, its step (-1: none) */
     int32_t group, group_start;
@@ -182,13 +208,11 @@ static double stored_reads(fusion_ctx *f, sy_node node, double *redo_flops) {
     for (sy_node n = node, first = 1; first || top > 0; first = 0) {
         if (!first) {
             n = f->stack[--top];
-            const sy_node_rec *nr = &g->nodes[n];
             if (f->kind[n] != DUPLICATED) { /* a value fused into its one reader costs it nothing */
                 /* in a loop of several steps: a value one of them computes, or one read already */
                 bool in_loop =
                     f->group && (f->group_of[n] == f->group || f->group_read[n] == f->group);
-                if (f->kind[n] == HBM && !in_loop)
-                    bytes += hbm_bytes(nr, f->param_grad, n, f->batch, f->activation_bytes);
+                if (f->kind[n] == HBM && !in_loop) bytes += hbm_bytes(g, f->param_grad, n);
                 if (f->group) f->group_read[n] = f->group;
                 continue;
             }
@@ -251,11 +275,6 @@ sy_status sy_plan_profile(const sy_plan *plan, const sy_tpu_chip *chip,
         return sy_error(SY_ERR_INVALID_ARGUMENT,
                         "sy_plan_profile: steps_per_execution must be at least 1, got %d",
                         o.steps_per_execution);
-    if (o.activation_bytes < 0 || o.activation_bytes > 8)
-        return sy_error(
-            SY_ERR_INVALID_ARGUMENT,
-            "sy_plan_profile: activation_bytes must be 0 (the graph's dtypes) or 1 to 8, got %d",
-            o.activation_bytes);
     if (chip->replicas < 1 || chip->cores < chip->replicas || chip->clock_hz <= 0 ||
         chip->mxu_rows < 1 || chip->mxu_cols < 1 || chip->hbm_bytes_per_s <= 0 ||
         chip->vector_flops_core <= 0)
@@ -292,7 +311,6 @@ sy_status sy_plan_profile(const sy_plan *plan, const sy_tpu_chip *chip,
         p->chip = chip;
         p->replicas = o.replicas;
         p->steps_per_execution = o.steps_per_execution;
-        p->activation_bytes = o.activation_bytes;
     }
 
     /* Who reads each value, whether every reader could take it into its loop, which values are
@@ -336,8 +354,6 @@ sy_status sy_plan_profile(const sy_plan *plan, const sy_tpu_chip *chip,
                     .seen = seen,
                     .seen_indirect = seen_indirect,
                     .stack = stack,
-                    .batch = p->batch,
-                    .activation_bytes = o.activation_bytes,
                     .group_of = group_of,
                     .group_read = group_read,
                     .step_of = step_of};
@@ -351,8 +367,23 @@ sy_status sy_plan_profile(const sy_plan *plan, const sy_tpu_chip *chip,
     for (int32_t s = 0; s < n_steps; s++) {
         sy_node node = plan_step_node(plan, s);
         const sy_node_rec *r = &g->nodes[node];
+        if (readers[node] >= 1 && variable_cast(g, node)) {
+            kind[node] = DUPLICATED;
+            continue;
+        }
+        /* A convert to bfloat16 of a stored value only it reads is done by that value's producer
+         * (XLA fuses the convert into the fusion computing its operand): the float32 value is never
+         * stored, where reading it in the convert's readers would store it and read it at 4 bytes.
+         * (A value recomputed in its readers is recomputed in the convert's, by the rule below.) */
+        if (bf16_cast(g, node)) {
+            sy_node x = source_of(g, graph_input(g, node, 0));
+            if (step_of[x] >= 0 && uses[x] == 1 && kind[x] == HBM) {
+                kind[x] = INTO_NEXT;
+                continue;
+            }
+        }
         if (readers[node] < 1 || !all_loop[node] || !loop_producer(r)) continue;
-        double size = hbm_bytes(r, param_grad, node, p->batch, o.activation_bytes);
+        double size = hbm_bytes(g, param_grad, node);
         if (readers[node] * stored_reads(&f, node, NULL) <= (1 + readers[node]) * size)
             kind[node] = DUPLICATED;
     }
@@ -395,20 +426,25 @@ sy_status sy_plan_profile(const sy_plan *plan, const sy_tpu_chip *chip,
             }
             /* the stored values its loop reads, through those it recomputes, less those the loop
              * computes or has read; its output unless fused away */
-            bytes =
-                stored_reads(&f, node, &vector_flops) +
-                (kind[node] == HBM ? hbm_bytes(r, param_grad, node, p->batch, o.activation_bytes)
-                                   : 0);
+            bytes = stored_reads(&f, node, &vector_flops) +
+                    (kind[node] == HBM ? hbm_bytes(g, param_grad, node) : 0);
+        } else if (r->op == SY_OP_SLICE || r->op == SY_OP_GATHER) {
+            /* it reads as many elements of input 0 as it writes (a gather also its indices), at
+             * input 0's precision: through a variable's cast, the float32 variable */
+            sy_node x = source_of(g, graph_input(g, node, 0));
+            while (kind[x] == DUPLICATED && g->nodes[x].op == SY_OP_COPY)
+                x = source_of(g, graph_input(g, x, 0));
+            double x_bytes = node_bytes(&g->nodes[x]);
+            double precision = x_bytes > 0 ? hbm_bytes(g, param_grad, x) / x_bytes : 1;
+            bytes = c.bytes_read + node_bytes(r) * (precision - 1) +
+                    (kind[node] == HBM ? hbm_bytes(g, param_grad, node) : 0);
         } else {
-            /* slices, gathers and updates keep their own count; a stored output at its precision */
+            /* updates rewrite their float32 variables and slots in place; leaves and views run
+             * nothing */
             bytes = c.bytes_read + (kind[node] == HBM ? c.bytes_written : 0);
-            if (kind[node] == HBM && c.bytes_written > 0 && node_bytes(r) > 0 &&
-                !(sy_op_def_of(r->op)->flags & SY_OPF_UPDATE))
-                bytes +=
-                    c.bytes_written *
-                    (hbm_bytes(r, param_grad, node, p->batch, o.activation_bytes) / node_bytes(r) -
-                     1);
         }
+        op->bf16 = hbm_bytes(g, param_grad, node) < node_bytes(r);
+        p->bf16_ops += op->bf16;
         op->flops = c.flops;
         op->mxu_flops = c.flops - c.vector_flops;
         op->bytes = bytes;

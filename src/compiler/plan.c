@@ -524,11 +524,36 @@ static const char *size_words(int64_t bytes, char *buf, size_t size) {
 /* issue 16, sim devices: a plan the device cannot hold -- a TPU core's HBM
  * holds its replica's copy of the weights and optimizer slots, its
  * gradients and its activations -- is refused before anything is
- * allocated, naming each part, so the user sees which to shrink. */
-static sy_status check_device_memory(const compile_ctx *c, int64_t grad_bytes, int64_t act_bytes) {
+ * allocated, naming each part, so the user sees which to shrink. The
+ * activations are the arena planned again with each value at the bytes the
+ * chip stores it in (cost_stored_bytes: bfloat16 where the dtype policy
+ * computes in it), whatever the host's arena holds it in. */
+static sy_status check_device_memory(const compile_ctx *c, int64_t grad_bytes, int64_t const_bytes,
+                                     const sy_buffer_req *reqs, const int64_t *req_node,
+                                     int64_t nreq, int64_t arena_bytes) {
     const sy_plan_options *o = c->o;
     if (o->device_memory <= 0) return SY_OK;
     const sy_graph *g = c->g;
+    int64_t act_bytes = arena_bytes;
+    bool differs = false; /* requests are aligned sizes (value_bytes) */
+    for (int64_t k = 0; k < nreq && !differs; k++)
+        differs = req_node[k] >= 0 &&
+                  sy_align_up((int64_t)cost_stored_bytes(g, (sy_node)req_node[k]), SY_ALIGN) !=
+                      reqs[k].bytes;
+    if (differs) {
+        sy_buffer_req *dev = sy_malloc((size_t)(nreq ? nreq : 1) * sizeof *dev);
+        if (!dev) return sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+        for (int64_t k = 0; k < nreq; k++) {
+            dev[k] = reqs[k];
+            if (req_node[k] >= 0)
+                dev[k].bytes =
+                    sy_align_up((int64_t)cost_stored_bytes(g, (sy_node)req_node[k]), SY_ALIGN);
+        }
+        sy_status st = memplan(dev, nreq, &act_bytes);
+        sy_free(dev);
+        if (st) return st;
+    }
+    if (sy_add_overflow64(act_bytes, const_bytes, &act_bytes)) act_bytes = INT64_MAX;
     bool *is_slot = sy_calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *is_slot);
     if (!is_slot) return sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
     mark_slots(c, is_slot);
@@ -668,7 +693,8 @@ static sy_status plan_buffers(compile_ctx *c) {
         st = too_large(g, "its activations and gradients need more than", INT64_MAX);
         goto done;
     }
-    if ((st = check_device_memory(c, grad_bytes, arena_bytes + const_bytes))) goto done;
+    if ((st = check_device_memory(c, grad_bytes, const_bytes, reqs, req_node, nreq, arena_bytes)))
+        goto done;
     if (total > available_memory()) {
         st = too_large(g, "its activations and gradients need", total);
         goto done;

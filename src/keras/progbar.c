@@ -19,8 +19,10 @@
  *
  * On an emulated TPU (issue 16) the time per step is followed by the
  * chip's, from the cost model (systolic/profile.h), computed once when fit
- * starts: "- 1s 45ms/step (TPU v2-8: 1.70ms/step) - loss: ...". On the CPU
- * the line is Keras's, byte for byte.
+ * starts: "- 1s 45ms/step (TPU v2-8: 4.77ms/step) - loss: ...". It costs
+ * the plan fit runs, so the model's dtype policy is in it (mixed_bfloat16's
+ * values in bfloat16, as the chip stores them). On the CPU the line is
+ * Keras's, byte for byte.
  */
 #include "keras_internal.h"
 #include "systolic/profile.h"
@@ -46,7 +48,7 @@ static void format_time(char *buf, size_t size, double t, const char *unit) {
     else snprintf(buf, size, " %.0fus/%s", t * 1e6, unit);
 }
 
-/* issue 16, trace and roofline: " (TPU v2-8: 1.70ms/step)", three significant figures, as the model
+/* issue 16, trace and roofline: " (TPU v2-8: 4.77ms/step)", three significant figures, as the model
  * has them to spare and a rounded "2ms" would hide the difference between configurations */
 static int append_tpu_step(const progbar *p, char *buf, size_t size, int len);
 
