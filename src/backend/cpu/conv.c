@@ -266,6 +266,24 @@ static inline void vst(float *p, vf v) { memcpy(p, &v, sizeof v); }
 /* max(v, 0) through a mask, so that NaN gives 0 as in sy_act_f32 */
 static inline vf vrelu(vf v) { return (vf)((vi)v & (vi)(v > 0)); }
 
+/* issue 16, bfloat16 storage: sy_bf16_round and the top halves' store, VL lanes at a time */
+typedef uint32_t vu __attribute__((vector_size(VL * sizeof(uint32_t))));
+typedef uint16_t vh __attribute__((vector_size(VL * sizeof(uint16_t))));
+static inline vf vbf16_round(vf v) {
+    vu u = (vu)v, nan = (vu)((u & 0x7fffffffu) > 0x7f800000u);
+    vu r = ((u + 0x7fffu + ((u >> 16) & 1u)) & ~nan) | ((u | 0x00400000u) & nan);
+    return (vf)(r & 0xffff0000u);
+}
+static inline vf vld_bf16(const uint16_t *p) {
+    vh h;
+    memcpy(&h, p, sizeof h);
+    return (vf)(__builtin_convertvector(h, vu) << 16);
+}
+static inline void vst_bf16(uint16_t *p, vf v) {
+    vh h = __builtin_convertvector((vu)v >> 16, vh);
+    memcpy(p, &h, sizeof h);
+}
+
 static bool direct(const geom *g) { return g->K <= DIRECT_K; }
 
 typedef struct run {
@@ -324,14 +342,15 @@ static int64_t runs_of(run *rn, float *border, const geom *g, const float *x, co
 
 /* y (np pixels, nv vectors) = bias + windows x w, the np windows `step`
  * apart. np and nv are constants at every call, so the accumulators live in
- * registers. */
-static inline __attribute__((always_inline)) void fwd_tile(float *restrict y, int64_t ldy, const float *restrict src,
-                                                           int64_t step, const int64_t *restrict off, int64_t K,
-                                                           const float *restrict w, int64_t ldw, const float *bias,
-                                                           bool relu, int np, int nv) {
+ * registers. bf16 (issue 16): y is bfloat16, round(act(round(windows x w +
+ * bias))) as sy_bf16_epilogue computes it (act none or relu). */
+static inline __attribute__((always_inline)) void
+fwd_tile(void *restrict y, int64_t ldy, const float *restrict src, int64_t step,
+         const int64_t *restrict off, int64_t K, const float *restrict w, int64_t ldw,
+         const float *bias, bool relu, bool bf16, int np, int nv) {
     vf acc[TILE][NV];
     UNROLL for (int v = 0; v < nv; v++) {
-        vf b = bias ? vld(bias + v * VL) : (vf){0};
+        vf b = bias && !bf16 ? vld(bias + v * VL) : (vf){0};
         UNROLL for (int i = 0; i < np; i++) acc[i][v] = b;
     }
     for (int64_t t = 0; t < K; t++) {
@@ -346,15 +365,28 @@ static inline __attribute__((always_inline)) void fwd_tile(float *restrict y, in
             UNROLL for (int v = 0; v < nv; v++) acc[i][v] += xs * wv[v];
         }
     }
-    UNROLL for (int i = 0; i < np; i++)
-        UNROLL for (int v = 0; v < nv; v++) vst(y + i * ldy + v * VL, relu ? vrelu(acc[i][v]) : acc[i][v]);
+    if (bf16) { /* sy_bf16_epilogue's roundings, in registers: the bias after the sum */
+        UNROLL for (int v = 0; v < nv; v++) {
+            vf b = bias ? vld(bias + v * VL) : (vf){0};
+            UNROLL for (int i = 0; i < np; i++) {
+                /* no bias, no + 0: it would turn a -0 into 0 */
+                vf t = vbf16_round(bias ? acc[i][v] + b : acc[i][v]);
+                vst_bf16((uint16_t *)y + i * ldy + v * VL, relu ? vrelu(t) : t);
+            }
+        }
+        return;
+    }
+    UNROLL for (int i = 0; i < np; i++) UNROLL for (int v = 0; v < nv; v++)
+        vst((float *)y + i * ldy + v * VL, relu ? vrelu(acc[i][v]) : acc[i][v]);
 }
 
 /* dw rows [k0, k0 + ks) x nv vectors += windows^T x dy over the pixels of
- * `nr` runs (dy row by row). */
-static inline __attribute__((always_inline)) void bf_tile(float *restrict dw, int64_t ldw, const run *rn, int64_t nr,
-                                                          int64_t k0, const float *restrict dy, int64_t ldy, int ks,
-                                                          int nv) {
+ * `nr` runs (dy row by row; dyb: dy stored as bfloat16, widened as it is
+ * loaded, issue 16). */
+static inline __attribute__((always_inline)) void bf_tile(float *restrict dw, int64_t ldw,
+                                                          const run *rn, int64_t nr, int64_t k0,
+                                                          const void *restrict dy, int64_t ldy,
+                                                          int ks, int nv, bool dyb) {
     vf acc[TILE][NV];
     UNROLL for (int k = 0; k < ks; k++)
         UNROLL for (int v = 0; v < nv; v++) acc[k][v] = (vf){0};
@@ -362,10 +394,12 @@ static inline __attribute__((always_inline)) void bf_tile(float *restrict dw, in
         const float *s = rn[r].src;
         int64_t o[TILE];
         UNROLL for (int k = 0; k < ks; k++) o[k] = rn[r].off[k0 + k];
-        for (int64_t p = 0; p < rn[r].n; p++, s += rn[r].step, dy += ldy) {
+        for (int64_t p = 0; p < rn[r].n;
+             p++, s += rn[r].step, dy = (const char *)dy + ldy * (dyb ? 2 : 4)) {
             vf d[NV];
             UNROLL for (int v = 0; v < nv; v++) {
-                d[v] = vld(dy + v * VL);
+                d[v] =
+                    dyb ? vld_bf16((const uint16_t *)dy + v * VL) : vld((const float *)dy + v * VL);
                 IN_REGISTER(d[v]);
             }
             UNROLL for (int k = 0; k < ks; k++) {
@@ -379,18 +413,22 @@ static inline __attribute__((always_inline)) void bf_tile(float *restrict dw, in
 }
 
 /* One function per tile shape, so that each gets its own register allocation. */
-#define TILE_FNS(N, V)                                                                                        \
-    static __attribute__((noinline)) void fwd_tile_##N##x##V(float *restrict y, int64_t ldy,                  \
-                                                              const float *restrict src, int64_t step,        \
-                                                              const int64_t *restrict off, int64_t K,         \
-                                                              const float *restrict w, int64_t ldw,           \
-                                                              const float *bias, bool relu) {                 \
-        fwd_tile(y, ldy, src, step, off, K, w, ldw, bias, relu, N, V);                                        \
-    }                                                                                                         \
-    static __attribute__((noinline)) void bf_tile_##N##x##V(float *restrict dw, int64_t ldw, const run *rn,   \
-                                                             int64_t nr, int64_t k0, const float *restrict dy, \
-                                                             int64_t ldy) {                                   \
-        bf_tile(dw, ldw, rn, nr, k0, dy, ldy, N, V);                                                          \
+#define TILE_FNS(N, V)                                                                             \
+    static __attribute__((noinline)) void fwd_tile_##N##x##V(                                      \
+        void *restrict y, int64_t ldy, const float *restrict src, int64_t step,                    \
+        const int64_t *restrict off, int64_t K, const float *restrict w, int64_t ldw,              \
+        const float *bias, bool relu, bool bf16) {                                                 \
+        fwd_tile(y, ldy, src, step, off, K, w, ldw, bias, relu, bf16, N, V);                       \
+    }                                                                                              \
+    static __attribute__((noinline)) void bf_tile_##N##x##V(                                       \
+        float *restrict dw, int64_t ldw, const run *rn, int64_t nr, int64_t k0,                    \
+        const void *restrict dy, int64_t ldy) {                                                    \
+        bf_tile(dw, ldw, rn, nr, k0, dy, ldy, N, V, false);                                        \
+    }                                                                                              \
+    static __attribute__((noinline)) void bf_tile_bf16_##N##x##V(                                  \
+        float *restrict dw, int64_t ldw, const run *rn, int64_t nr, int64_t k0,                    \
+        const void *restrict dy, int64_t ldy) {                                                    \
+        bf_tile(dw, ldw, rn, nr, k0, dy, ldy, N, V, true);                                         \
     }
 TILE_FNS(1, 1)
 TILE_FNS(2, 1)
@@ -406,74 +444,107 @@ TILE_FNS(5, NV)
 TILE_FNS(6, NV)
 #undef TILE_FNS
 
-typedef void (*fwd_tile_fn)(float *restrict, int64_t, const float *restrict, int64_t, const int64_t *restrict, int64_t,
-                            const float *restrict, int64_t, const float *, bool);
+typedef void (*fwd_tile_fn)(void *restrict, int64_t, const float *restrict, int64_t,
+                            const int64_t *restrict, int64_t, const float *restrict, int64_t,
+                            const float *, bool, bool);
 static const fwd_tile_fn fwd_tiles[2][TILE] = {
     {fwd_tile_1x1, fwd_tile_2x1, fwd_tile_3x1, fwd_tile_4x1, fwd_tile_5x1, fwd_tile_6x1},
     {fwd_tile_1xNV, fwd_tile_2xNV, fwd_tile_3xNV, fwd_tile_4xNV, fwd_tile_5xNV, fwd_tile_6xNV},
 };
-typedef void (*bf_tile_fn)(float *restrict, int64_t, const run *, int64_t, int64_t, const float *restrict, int64_t);
-static const bf_tile_fn bf_tiles[2][TILE] = {
-    {bf_tile_1x1, bf_tile_2x1, bf_tile_3x1, bf_tile_4x1, bf_tile_5x1, bf_tile_6x1},
-    {bf_tile_1xNV, bf_tile_2xNV, bf_tile_3xNV, bf_tile_4xNV, bf_tile_5xNV, bf_tile_6xNV},
+typedef void (*bf_tile_fn)(float *restrict, int64_t, const run *, int64_t, int64_t,
+                           const void *restrict, int64_t);
+static const bf_tile_fn bf_tiles[2][2][TILE] = {
+    {{bf_tile_1x1, bf_tile_2x1, bf_tile_3x1, bf_tile_4x1, bf_tile_5x1, bf_tile_6x1},
+     {bf_tile_1xNV, bf_tile_2xNV, bf_tile_3xNV, bf_tile_4xNV, bf_tile_5xNV, bf_tile_6xNV}},
+    /* issue 16: dy stored as bfloat16 */
+    {{bf_tile_bf16_1x1, bf_tile_bf16_2x1, bf_tile_bf16_3x1, bf_tile_bf16_4x1, bf_tile_bf16_5x1,
+      bf_tile_bf16_6x1},
+     {bf_tile_bf16_1xNV, bf_tile_bf16_2xNV, bf_tile_bf16_3xNV, bf_tile_bf16_4xNV, bf_tile_bf16_5xNV,
+      bf_tile_bf16_6xNV}},
 };
 
-/* y (pixels of the runs, O) = act(bias + windows x w); y row by row. */
-static void fwd_direct(float *restrict y, const run *rn, int64_t nr, const geom *g, const float *restrict w,
-                       const float *bias, int act) {
-    int64_t O = g->o, K = g->K;
+/* y (pixels of the runs, O) = act(bias + windows x w); y row by row. bf16 (issue 16; act none or
+ * relu): y is bfloat16, round(act(round(windows x w + bias))). */
+static void fwd_direct(void *restrict y, const run *rn, int64_t nr, const geom *g,
+                       const float *restrict w, const float *bias, int act, bool bf16) {
+    int64_t O = g->o, K = g->K, rows = 0;
     bool relu = act == SY_ACT_RELU;
-    float *y0 = y;
+    SY_ASSERT(!bf16 || relu || act == SY_ACT_NONE);
     for (int64_t r = 0; r < nr; r++) {
         for (int64_t i = 0; i < rn[r].n;) {
-            int64_t np = sy_min64(TILE, rn[r].n - i), o0 = 0;
+            int64_t np = sy_min64(TILE, rn[r].n - i), o0 = 0, at = rows * O;
             const float *s = rn[r].src + i * rn[r].step;
+            void *yr = bf16 ? (void *)((uint16_t *)y + at) : (void *)((float *)y + at);
             for (; o0 + NV * VL <= O; o0 += NV * VL)
-                fwd_tiles[1][np - 1](y + o0, O, s, rn[r].step, rn[r].off, K, w + o0, O, bias ? bias + o0 : NULL, relu);
+                fwd_tiles[1][np - 1](
+                    bf16 ? (void *)((uint16_t *)yr + o0) : (void *)((float *)yr + o0), O, s,
+                    rn[r].step, rn[r].off, K, w + o0, O, bias ? bias + o0 : NULL, relu, bf16);
             for (; o0 + VL <= O; o0 += VL)
-                fwd_tiles[0][np - 1](y + o0, O, s, rn[r].step, rn[r].off, K, w + o0, O, bias ? bias + o0 : NULL, relu);
+                fwd_tiles[0][np - 1](
+                    bf16 ? (void *)((uint16_t *)yr + o0) : (void *)((float *)yr + o0), O, s,
+                    rn[r].step, rn[r].off, K, w + o0, O, bias ? bias + o0 : NULL, relu, bf16);
             for (; o0 < O; o0++)
                 for (int64_t q = 0; q < np; q++) {
-                    float acc = bias ? bias[o0] : 0;
+                    float acc = bias && !bf16 ? bias[o0] : 0;
                     for (int64_t t = 0; t < K; t++) acc += s[q * rn[r].step + rn[r].off[t]] * w[t * O + o0];
-                    y[q * O + o0] = relu ? sy_act_f32(acc, act) : acc;
+                    if (bf16) {
+                        float v = sy_bf16_round(bias ? acc + bias[o0] : acc);
+                        ((uint16_t *)yr)[q * O + o0] = sy_bf16_bits(relu ? sy_act_f32(v, act) : v);
+                    } else {
+                        ((float *)yr)[q * O + o0] = relu ? sy_act_f32(acc, act) : acc;
+                    }
                 }
-            y += np * O;
+            rows += np;
             i += np;
         }
     }
-    if (!relu) sy_epilogue_f32(y0, (y - y0) / O, O, O, NULL, 0, act);
+    if (!relu && !bf16) sy_epilogue_f32(y, rows, O, O, NULL, 0, act);
 }
 
 /* dw (K, O) += windows^T x dy over the pixels of the runs; dy row by row. */
-static void bf_direct(float *restrict dw, const run *rn, int64_t nr, const geom *g, const float *restrict dy) {
+static void bf_direct(float *restrict dw, const run *rn, int64_t nr, const geom *g,
+                      const void *restrict dy, bool dyb) {
     int64_t O = g->o, K = g->K, o0 = 0;
     int64_t slabs = ceil_div(K, TILE);
+    size_t es = dyb ? 2 : 4;
     for (int nv = NV; nv >= 1; nv -= NV - 1)
         for (; o0 + nv * VL <= O; o0 += nv * VL)
             for (int64_t sl = 0; sl < slabs; sl++) {
                 int64_t k0, k1;
                 sy_split_range(K, (int)sl, (int)slabs, &k0, &k1);
-                bf_tiles[nv == NV][k1 - k0 - 1](dw + k0 * O + o0, O, rn, nr, k0, dy + o0, O);
+                bf_tiles[dyb][nv == NV][k1 - k0 - 1](dw + k0 * O + o0, O, rn, nr, k0,
+                                                     (const char *)dy + (size_t)o0 * es, O);
             }
     for (; o0 < O; o0++)
         for (int64_t k = 0; k < K; k++) {
             float acc = 0;
-            const float *d = dy + o0;
+            int64_t d = o0;
             for (int64_t r = 0; r < nr; r++)
-                for (int64_t p = 0; p < rn[r].n; p++, d += O) acc += rn[r].src[p * rn[r].step + rn[r].off[k]] * *d;
+                for (int64_t p = 0; p < rn[r].n; p++, d += O)
+                    acc += rn[r].src[p * rn[r].step + rn[r].off[k]] * sy_ldf(dy, d, dyb);
             dw[k * O + o0] += acc;
         }
 }
 
-/* issue 16, bfloat16 storage: the runs of pixels [p0, p0 + rows) of an x stored as bfloat16 --
- * every window widened into `border` (rows * K floats), one run read through the identity table.
- * Each pixel's window and sum are the same as through runs_of, so is the result. */
-static int64_t runs_bf16(run *rn, float *border, const geom *g, const void *x,
-                         const int64_t *off_id, int64_t p0, int64_t rows) {
-    im2col_any(border, x, true, g, p0, rows, 0, g->K);
-    rn[0] = (run){border, off_id, g->K, rows};
-    return 1;
+/* issue 16, bfloat16 storage: the direct kernels read x's windows in place, so an x stored as
+ * bfloat16 is widened first, a block's images at a time (a first layer's images are small: 3 KB
+ * for Fashion-MNIST's): images_floats(g, rows) floats for the images of `rows` consecutive output
+ * pixels. widen_images widens those of pixels [p0, p0 + rows) into xt and makes *gl the geometry
+ * of those images alone; pixel p of g is pixel p - (the returned offset) of gl, its windows the
+ * same numbers, so the runs (runs_of) and the sums are the same as on a float32 x. */
+static int64_t images_floats(const geom *g, int64_t rows) {
+    int64_t opix = sy_max64(g->oh * g->ow, 1);
+    return floats_aligned(sy_min64(g->n, ceil_div(rows, opix) + 1) * g->h * g->w * g->c);
+}
+static int64_t widen_images(float *xt, const void *x, const geom *g, int64_t p0, int64_t rows,
+                            geom *gl) {
+    int64_t opix = g->oh * g->ow, img = g->h * g->w * g->c;
+    int64_t n0 = p0 / opix, n1 = (p0 + rows - 1) / opix + 1;
+    sy_bf16_load_all(xt, (const uint16_t *)x + n0 * img, (n1 - n0) * img);
+    *gl = *g;
+    gl->n = n1 - n0;
+    gl->P = gl->n * opix;
+    return n0 * opix;
 }
 
 /* Operands stored as bfloat16 (issue 16), widened in the packing -- x's windows, w and the bias
@@ -511,17 +582,30 @@ static void fwd_block(void *ctx, int64_t block, float *cols) {
     if (direct(g)) {
         run *rn = (run *)(void *)cols;
         float *border = cols + runs_floats(g, SUB), *yt = border + floats_aligned(SUB * g->K);
+        float *xt = yt + (j->b.y ? floats_aligned(SUB * g->o) : 0);
+        const float *x = j->x;
+        const geom *gx = g;
+        geom gl;
+        int64_t base = 0;
+        if (j->b.x) {
+            base = widen_images(xt, j->x, g, p0, rows, &gl);
+            x = xt;
+            gx = &gl;
+        }
         for (int64_t s = 0; s < rows; s += SUB) {
             int64_t n = sy_min64(SUB, rows - s);
-            int64_t nr = j->b.x ? runs_bf16(rn, border, g, j->x, j->off_id, p0 + s, n)
-                                : runs_of(rn, border, g, j->x, j->off_in, j->off_id, p0 + s, n);
+            int64_t nr = runs_of(rn, border, gx, x, j->off_in, j->off_id, p0 + s - base, n);
             if (!j->b.y) {
-                fwd_direct(y + s * g->o, rn, nr, g, j->w, j->bias, j->act);
-                continue;
+                fwd_direct(y + s * g->o, rn, nr, g, j->w, j->bias, j->act, false);
+            } else if (j->act == SY_ACT_NONE ||
+                       j->act == SY_ACT_RELU) { /* the epilogue in registers */
+                fwd_direct((uint16_t *)j->y + (p0 + s) * g->o, rn, nr, g, j->w, j->bias, j->act,
+                           true);
+            } else {
+                fwd_direct(yt, rn, nr, g, j->w, NULL, SY_ACT_NONE, false);
+                sy_bf16_epilogue_store((uint16_t *)j->y + (p0 + s) * g->o, g->o, yt, g->o, n, g->o,
+                                       j->bias, j->act);
             }
-            fwd_direct(yt, rn, nr, g, j->w, NULL, SY_ACT_NONE);
-            sy_bf16_epilogue_store((uint16_t *)j->y + (p0 + s) * g->o, g->o, yt, g->o, n, g->o,
-                                   j->bias, j->act);
         }
         return;
     }
@@ -541,10 +625,12 @@ static int64_t fwd_rows(const geom *g) {
 }
 
 /* Per-thread scratch: the im2col block, or the direct kernel's windows and border copies; and a
- * bfloat16 y's float32 block. */
+ * bfloat16 y's float32 block, a bfloat16 x's widened images. */
 static int64_t fwd_scratch(const geom *g, int64_t pb, conv_bf16 b) {
     int64_t y = b.y ? floats_aligned((direct(g) ? SUB : pb) * g->o) : 0;
-    if (direct(g)) return runs_floats(g, SUB) + floats_aligned(SUB * g->K) + y;
+    if (direct(g))
+        return runs_floats(g, SUB) + floats_aligned(SUB * g->K) + y +
+               (b.x ? images_floats(g, pb) : 0);
     return floats_aligned(pb * g->K) + y;
 }
 
@@ -771,13 +857,22 @@ static void bwd_filter_part(void *ctx, int64_t part, float *cols) {
     if (direct(g)) {
         int64_t sub = bf_sub(g);
         run *rn = (run *)(void *)cols;
-        float *border = cols + runs_floats(g, sub), *dyt = border + floats_aligned(sub * g->K);
+        float *border = cols + runs_floats(g, sub), *xt = border + floats_aligned(sub * g->K);
+        const float *x = j->x;
+        const geom *gx = g;
+        geom gl;
+        int64_t base = 0;
+        if (j->xb && q1 > q0) {
+            base = widen_images(xt, j->x, g, q0, q1 - q0, &gl);
+            x = xt;
+            gx = &gl;
+        }
         memset(dst, 0, (size_t)(g->K * g->o) * sizeof(float));
         for (int64_t p0 = q0; p0 < q1; p0 += sub) {
             int64_t n = sy_min64(sub, q1 - p0);
-            int64_t nr = j->xb ? runs_bf16(rn, border, g, j->x, j->off_id, p0, n)
-                               : runs_of(rn, border, g, j->x, j->off_in, j->off_id, p0, n);
-            bf_direct(dst, rn, nr, g, dy_rows(j, dyt, p0, n));
+            int64_t nr = runs_of(rn, border, gx, x, j->off_in, j->off_id, p0 - base, n);
+            bf_direct(dst, rn, nr, g, (const char *)j->dy + (size_t)(p0 * g->o) * (j->dyb ? 2 : 4),
+                      j->dyb);
         }
         return;
     }
@@ -809,11 +904,12 @@ static void sum_part(void *ctx, int64_t part) {
     }
 }
 
-/* and a block of dy widened when it is stored as bfloat16 */
-static int64_t bwd_filter_scratch(const geom *g, const bwd_filter_plan *p, bool dyb) {
+/* and, stored as bfloat16 (issue 16): x's widened images (direct: its tiles read dy as it is), a
+ * block of dy widened (im2col) */
+static int64_t bwd_filter_scratch(const geom *g, const bwd_filter_plan *p, bool xb, bool dyb) {
     if (direct(g))
         return runs_floats(g, bf_sub(g)) + floats_aligned(bf_sub(g) * g->K) +
-               (dyb ? floats_aligned(bf_sub(g) * g->o) : 0);
+               (xb ? images_floats(g, ceil_div(g->P, p->R)) : 0);
     return pointwise(g)
                ? 0
                : floats_aligned(p->pb * p->width) + (dyb ? floats_aligned(p->pb * g->o) : 0);
@@ -828,9 +924,10 @@ static size_t conv2d_bwd_filter_ws(const sy_kargs *k, int threads) {
     sy_wino_shape ws;
     if (wino_shape(&g, false, &ws)) return sy_winograd_bwd_filter_ws(&ws, threads);
     bwd_filter_plan p = bwd_filter_plan_make(&g);
-    int64_t n = 2 * floats_aligned(2 * g.K) + floats_aligned((p.R - 1) * g.K * g.o) +
-                sy_blocks_buffers(threads, p.R * p.S) *
-                    bwd_filter_scratch(&g, &p, k->in_dtype[1] == SY_BF16);
+    int64_t n =
+        2 * floats_aligned(2 * g.K) + floats_aligned((p.R - 1) * g.K * g.o) +
+        sy_blocks_buffers(threads, p.R * p.S) *
+            bwd_filter_scratch(&g, &p, k->in_dtype[0] == SY_BF16, k->in_dtype[1] == SY_BF16);
     return (size_t)n * sizeof(float);
 }
 
@@ -865,7 +962,7 @@ static void conv2d_bwd_filter_f32_fast(const sy_kargs *k) {
                         k->in_dtype[0] == SY_BF16,
                         k->in_dtype[1] == SY_BF16};
     sy_run_blocks(k->ex, p.R * p.S, bwd_filter_part, &j, scratch,
-                  bwd_filter_scratch(&g, &p, j.dyb));
+                  bwd_filter_scratch(&g, &p, j.xb, j.dyb));
     if (p.R > 1) {
         int64_t n = g.K * g.o;
         sum_job s = {dw, partial, n, clamp64(n / 4096, 1, 16), p.R - 1};
