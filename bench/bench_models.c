@@ -42,6 +42,15 @@
  * each run measures every backend in turn, so that load from other jobs
  * falls on all alike, and the last line gives each one's time per step
  * against the first's (issue 16: sim, the MXU's numerics, against cpu).
+ *
+ * --dtype-policy P[,Q...] (issue 16, mixed_bfloat16): Keras's dtype policy
+ * for every layer, float32 (default) or mixed_bfloat16, whose activations
+ * the cpu backend stores as 2-byte bfloat16; "mixed_bfloat16:float32-storage"
+ * is the same policy with its bfloat16 numbers in float32 buffers, the path
+ * before 2-byte storage ($SYSTOLIC_BF16_STORAGE=0). Like --backend, each run
+ * measures every backend and policy in turn:
+ *
+ *   build/bench/bench_models --dtype-policy float32,mixed_bfloat16:float32-storage,mixed_bfloat16
  */
 #include "cli/cli_internal.h"
 
@@ -49,6 +58,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* --dtype-policy: mixed_bfloat16 with float32 storage of its activations (issue 16) */
+#define F32_STORAGE "mixed_bfloat16:float32-storage"
 
 static double now(void) {
     struct timespec t;
@@ -254,9 +266,9 @@ static double predict_rate(sy_model *m, const sy_data_split *d, int64_t batch, i
 
 int main(int argc, char **argv) {
     const char *model = "fashion_mnist_cnn", *tpu = NULL, *dump = NULL, *data = NULL;
-    const char *backends[8] = {"cpu"};
-    int n_backends = 1;
-    char backend_list[256] = "";
+    const char *backends[8] = {"cpu"}, *policies[8] = {"float32"};
+    int n_backends = 1, n_policies = 1;
+    char backend_list[256] = "", policy_list[256] = "";
     int64_t batch = 1000, steps = 20;
     int threads = sy_cpu_count(), spe = 1, runs = 3;
     bool predict = false;
@@ -275,10 +287,23 @@ int main(int argc, char **argv) {
             snprintf(backend_list, sizeof backend_list, "%s", argv[++i]);
             n_backends = 0;
             for (char *tok = strtok(backend_list, ","); tok && n_backends < 8; tok = strtok(NULL, ",")) backends[n_backends++] = tok;
+        } else if (!strcmp(argv[i], "--dtype-policy") && i + 1 < argc) {
+            snprintf(policy_list, sizeof policy_list, "%s", argv[++i]);
+            n_policies = 0;
+            for (char *tok = strtok(policy_list, ","); tok && n_policies < 8;
+                 tok = strtok(NULL, ",")) {
+                const char *name = strcmp(tok, F32_STORAGE) ? tok : "mixed_bfloat16";
+                sy_dtype_policy policy;
+                if (sy_dtype_policy_from_name(name, NULL, &policy)) {
+                    fprintf(stderr, "bench_models: --dtype-policy: %s\n", sy_last_error());
+                    return 2;
+                }
+                policies[n_policies++] = tok;
+            }
         } else {
-            fprintf(stderr, "usage: bench_models [--model fashion_mnist_cnn|imdb_lstm|vgg16|resnet50] [--batch N] [--steps N] "
-                            "[--threads N | --tpu SPEC] [--steps-per-execution N] [--predict] [--dump-data DIR] "
-                            "[--data DIR] [--runs N] [--backend A[,B...]]\n");
+            fprintf(stderr, "usage: bench_models [--model fashion_mnist_cnn|imdb_lstm|vgg16|resnet50] [--batch N] "
+                            "[--steps N] [--threads N | --tpu SPEC] [--steps-per-execution N] [--predict] "
+                            "[--dump-data DIR] [--data DIR] [--runs N] [--backend A[,B...]] [--dtype-policy P[,Q...]]\n");
             return 2;
         }
     }
@@ -312,14 +337,23 @@ int main(int argc, char **argv) {
         threads = sy_strategy_threads(strategy) * (replicas < sy_cpu_count() ? sy_cpu_count() / replicas : 1);
         sy_cluster_free(cluster);
     }
-    double bests[8] = {0};
-    for (int run = 0; run < runs * n_backends; run++) {
-        int bi = run % n_backends;
+    double bests[64] = {0};
+    char storage_env_copy[16];
+    const char *storage_env = getenv("SYSTOLIC_BF16_STORAGE");
+    if (storage_env) storage_env = strncpy(storage_env_copy, storage_env, sizeof storage_env_copy - 1);
+    storage_env_copy[sizeof storage_env_copy - 1] = 0;
+    int n_variants = n_backends * n_policies;
+    for (int run = 0; run < runs * n_variants; run++) {
+        int vi = run % n_variants, bi = vi / n_policies, pi = vi % n_policies;
+        bool f32_storage = !strcmp(policies[pi], F32_STORAGE);
         sy_model *m;
         if (strategy) sy_strategy_scope_enter(strategy);
         sy_status st = sm ? synth_build(data, model, &m) : b->build(0, &m);
         if (strategy) sy_strategy_scope_exit(strategy);
         if (st) die("model");
+        if (sy_model_set_dtype_policy(m, f32_storage ? "mixed_bfloat16" : policies[pi]))
+            die("--dtype-policy");
+        if (f32_storage && setenv("SYSTOLIC_BF16_STORAGE", "0", 1)) die("setenv");
         sy_compile_options c = sy_compile_options_default();
         static const char *const synth_metrics[] = {"sparse_categorical_accuracy"};
         if (sy_optimizer_from_name(sm ? "sgd" : b->optimizer, &c.optimizer)) die("optimizer");
@@ -332,20 +366,25 @@ int main(int argc, char **argv) {
         c.backend = backends[bi];
         if (sy_model_compile(m, &c)) die("compile");
         double rate = predict ? predict_rate(m, &d, batch, steps) : train_rate(m, &d, batch, steps, spe);
-        if (rate > bests[bi]) bests[bi] = rate;
+        if (rate > bests[vi]) bests[vi] = rate;
         sy_model_free(m);
+        if (f32_storage && (storage_env ? setenv("SYSTOLIC_BF16_STORAGE", storage_env, 1) : unsetenv("SYSTOLIC_BF16_STORAGE")))
+            die("setenv");
     }
     double peak = gemm_peak(threads), per_sample = predict ? flops->predict : flops->train;
-    for (int bi = 0; bi < n_backends; bi++) {
-        double best = bests[bi];
-        printf("systolic %s %s on %s: batch %lld, %d replica%s, %d threads, %d steps/execution: %.*f samples/s (%.1f "
-               "ms/step); %.1f GFLOP/s = %.0f%% of the %.1f GFLOP/s GEMM peak\n",
-               model, predict ? "predict" : "train", backends[bi], (long long)batch, replicas, replicas == 1 ? "" : "s", threads,
-               spe, best < 100 ? 1 : 0, best, 1e3 * (double)batch / best, best * per_sample * 1e-9,
-               100 * best * per_sample * 1e-9 / peak, peak);
+    for (int vi = 0; vi < n_variants; vi++) {
+        double best = bests[vi];
+        printf("systolic %s %s on %s, %s: batch %lld, %d replica%s, %d threads, %d "
+               "steps/execution: %.*f samples/s "
+               "(%.1f ms/step); %.1f GFLOP/s = %.0f%% of the %.1f GFLOP/s GEMM peak\n",
+               model, predict ? "predict" : "train", backends[vi / n_policies],
+               policies[vi % n_policies], (long long)batch, replicas, replicas == 1 ? "" : "s",
+               threads, spe, best < 100 ? 1 : 0, best, 1e3 * (double)batch / best,
+               best * per_sample * 1e-9, 100 * best * per_sample * 1e-9 / peak, peak);
     }
-    for (int bi = 1; bi < n_backends; bi++)
-        printf("time per step, %s / %s: %.2f\n", backends[bi], backends[0], bests[0] / bests[bi]);
+    for (int vi = 1; vi < n_variants; vi++)
+        printf("time per step, %s %s / %s %s: %.2f\n", backends[vi / n_policies],
+               policies[vi % n_policies], backends[0], policies[0], bests[0] / bests[vi]);
     sy_data_split_free(&d);
     sy_strategy_free(strategy);
     return 0;

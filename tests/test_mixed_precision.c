@@ -3,6 +3,9 @@
  * mixed_bfloat16) against tf.keras 2.15: the policy's API and refusals, the
  * model JSON Keras writes under it (byte for byte, both ways), and a small
  * CNN's predictions, loss and weights after one SGD step under the policy.
+ * Then the plan's 2-byte bfloat16 storage of activations: the Fashion-MNIST
+ * tutorial's CNN trains and predicts to the same bits with it as with
+ * float32 buffers ($SYSTOLIC_BF16_STORAGE=0), in a smaller arena.
  *
  * The fixtures come from tools/golden/make_bf16_fixtures.py (tf.keras on
  * CPU): tests/data/keras/mixed_bfloat16.json and
@@ -10,6 +13,7 @@
  * what the policy computes and why the tolerances below are what they are.
  */
 #include "check.h"
+#include "keras/keras_internal.h" /* model_plan_get: the plans' arena */
 #include "systolic.h"
 
 #include <math.h>
@@ -262,6 +266,142 @@ static void test_dense_epilogue(const char *act_name, sy_activation act) {
     sy_npz_close(z);
 }
 
+/* ---- issue 16, bfloat16 storage
+ * ------------------------------------------------------------------------ */
+
+/* The tutorial's CNN (src/cli/builtin.c, fashion_mnist_cnn) under the policy: Conv2D(64, 3x3) ->
+ * MaxPooling2D(2x2, strides 2) -> relu -> Flatten -> Dense(10) -> softmax, Adam(1e-3), sparse
+ * categorical crossentropy. */
+static sy_model *tutorial_cnn(void) {
+    sy_model *m = NULL;
+    CHECK_OK(sy_keras_set_global_policy("mixed_bfloat16"));
+    CHECK_OK(sy_model_new(NULL, &m));
+    sy_layer ls[6] = {sy_layer_conv2d(64, 3, 3),
+                      sy_layer_max_pooling2d(2, 2),
+                      sy_layer_activation(SY_ACTIVATION_RELU),
+                      sy_layer_flatten(),
+                      sy_layer_dense(10),
+                      sy_layer_activation(SY_ACTIVATION_SOFTMAX)};
+    ls[0].input_shape = sy_shape_of(3, 28, 28, 1);
+    ls[1].strides[0] = ls[1].strides[1] = 2;
+    for (int i = 0; i < 6 && m; i++) CHECK_OK(sy_model_add(m, &ls[i]));
+    CHECK_OK(sy_keras_set_global_policy("float32"));
+    sy_compile_options co = sy_compile_options_default();
+    co.optimizer = sy_optimizer_adam(1e-3f);
+    co.loss = "sparse_categorical_crossentropy";
+    static const char *metrics[] = {"sparse_categorical_accuracy"};
+    co.metrics = metrics;
+    co.n_metrics = 1;
+    if (m) CHECK_OK(sy_model_compile(m, &co));
+    return m;
+}
+
+typedef struct storage_run {
+    double loss[3];
+    sy_tensor *pred;
+    float *weights;
+    int64_t n_weights, arena, unplanned;
+    sy_plan_info info;
+} storage_run;
+
+/* Three epochs of one step each (a loss per step) on `devices`, then predict, with 2-byte storage
+ * or not. */
+static void run_storage(const char *devices, bool bf16, const sy_tensor *x, const sy_tensor *y,
+                        storage_run *r) {
+    memset(r, 0, sizeof *r);
+    CHECK(setenv("SYSTOLIC_BF16_STORAGE", bf16 ? "1" : "0", 1) == 0, "setenv");
+    sy_cluster *c = NULL;
+    sy_strategy *s = NULL;
+    CHECK_OK(sy_cluster_resolve(devices, &c));
+    CHECK_OK(sy_strategy_new(c, &s));
+    if (s) sy_strategy_scope_enter(s);
+    sy_model *m = tutorial_cnn();
+    if (s) sy_strategy_scope_exit(s);
+    sy_fit_options f = sy_fit_options_default();
+    f.batch_size = 32;
+    f.epochs = 3;
+    f.steps_per_epoch = 1;
+    f.shuffle = false;
+    f.verbose = 0;
+    sy_history *h = NULL;
+    if (m) CHECK_OK(sy_model_fit(m, x, y, &f, &h));
+    for (int32_t e = 0; h && e < 3 && e < sy_history_epochs(h); e++)
+        r->loss[e] = sy_logs_get(sy_history_logs(h, e), "loss");
+    sy_history_free(h);
+    model_plan *mp = NULL;
+    if (m) CHECK_OK(model_plan_get(m, MODE_TRAIN, 32 / (devices[4] == '2' ? 2 : 1), &mp));
+    if (mp) sy_plan_get_info(mp->rs->plans[0], &r->info);
+    sy_evaluate_options eo = sy_evaluate_options_default();
+    eo.verbose = 0;
+    if (m) CHECK_OK(sy_model_predict(m, x, &eo, &r->pred));
+    for (int32_t i = 0; m && i < sy_model_weight_count(m); i++) {
+        sy_shape ws = sy_model_weight_shape(m, i);
+        int64_t n = sy_shape_count(&ws);
+        r->weights = realloc(r->weights, (size_t)(r->n_weights + n) * sizeof *r->weights);
+        memcpy(r->weights + r->n_weights, sy_model_weight_data(m, i),
+               (size_t)n * sizeof *r->weights);
+        r->n_weights += n;
+    }
+    sy_model_free(m);
+    sy_strategy_free(s);
+    sy_cluster_free(c);
+    unsetenv("SYSTOLIC_BF16_STORAGE");
+}
+
+static void test_bf16_storage(const char *devices) {
+    sy_tensor *x = NULL, *y = NULL;
+    CHECK_OK(sy_tensor_new(SY_F32, sy_shape_of(4, 64, 28, 28, 1), &x));
+    CHECK_OK(sy_tensor_new(SY_I32, sy_shape_of(1, 64), &y));
+    if (!x || !y) return;
+    /* the tutorial's raw 0-255 pixels, and labels */
+    sy_rng rng = sy_rng_new(16, 3);
+    float *xs = sy_tensor_data(x);
+    for (int64_t i = 0; i < sy_tensor_count(x); i++)
+        xs[i] = (float)(int)(sy_rng_uniform64(&rng) * 256);
+    int32_t *ys = sy_tensor_data(y);
+    for (int64_t i = 0; i < 64; i++) ys[i] = (int32_t)(sy_rng_uniform64(&rng) * 10);
+    storage_run two, four;
+    run_storage(devices, true, x, y, &two);
+    run_storage(devices, false, x, y, &four);
+    fprintf(stderr,
+            "  %s bfloat16 storage: losses %.9g %.9g %.9g; arena %lld bytes (float32 storage: "
+            "%lld), %d steps read "
+            "or write bfloat16, %d inputs converted\n",
+            devices, two.loss[0], two.loss[1], two.loss[2], (long long)two.info.arena_bytes,
+            (long long)four.info.arena_bytes, two.info.bf16_steps, two.info.bf16_converts);
+    for (int e = 0; e < 3; e++)
+        CHECK(memcmp(&two.loss[e], &four.loss[e], sizeof(double)) == 0 && isfinite(two.loss[e]),
+              "%s: step %d's loss %.9g with bfloat16 storage, %.9g with float32", devices, e + 1,
+              two.loss[e], four.loss[e]);
+    CHECK(two.n_weights == four.n_weights && two.n_weights == 3 * 3 * 64 + 64 + 10816 * 10 + 10,
+          "%s: %lld weights", devices, (long long)two.n_weights);
+    int64_t differ = 0;
+    for (int64_t i = 0; i < two.n_weights && two.n_weights == four.n_weights; i++)
+        differ += memcmp(&two.weights[i], &four.weights[i], sizeof(float)) != 0;
+    CHECK(differ == 0, "%s: %lld weights after 3 steps differ between bfloat16 and float32 storage",
+          devices, (long long)differ);
+    CHECK(two.pred && four.pred && sy_tensor_bytes(two.pred) == sy_tensor_bytes(four.pred) &&
+              memcmp(sy_tensor_data(two.pred), sy_tensor_data(four.pred),
+                     sy_tensor_bytes(two.pred)) == 0,
+          "%s: predictions differ between bfloat16 and float32 storage", devices);
+    /* the conv's output and its gradient, the pooled and relu'd activations and their gradients
+     * take 2 bytes */
+    CHECK(four.info.bf16_steps == 0 && four.info.bf16_converts == 0,
+          "%s: $SYSTOLIC_BF16_STORAGE=0 left %d bfloat16 steps", devices, four.info.bf16_steps);
+    CHECK(two.info.bf16_steps >= 10, "%s: only %d steps read or write bfloat16", devices,
+          two.info.bf16_steps);
+    CHECK(two.info.arena_bytes * 10 <= four.info.arena_bytes * 6,
+          "%s: the arena is %lld bytes with bfloat16 storage, "
+          "%lld without: expected at most 60%%",
+          devices, (long long)two.info.arena_bytes, (long long)four.info.arena_bytes);
+    sy_tensor_free(two.pred);
+    sy_tensor_free(four.pred);
+    free(two.weights);
+    free(four.weights);
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+}
+
 int main(void) {
     test_policy_names();
     test_json();
@@ -269,5 +409,7 @@ int main(void) {
     test_cnn("sim:v2-8");
     test_dense_epilogue("sigmoid", SY_ACTIVATION_SIGMOID);
     test_dense_epilogue("tanh", SY_ACTIVATION_TANH);
+    test_bf16_storage("cpu:1");
+    test_bf16_storage("cpu:2");
     return check_report("test_mixed_precision");
 }

@@ -256,6 +256,10 @@ typedef struct sy_plan_info {
     int64_t unplanned_bytes; /* what the arena would need with no reuse */
     int64_t param_bytes, grad_bytes, slot_bytes;
     const char *backend;   /* issue 16, sim devices: the backend it runs ("sim" on an emulated TPU) */
+    /* issue 16, mixed_bfloat16: kernels that read or write 2-byte bfloat16 activations, and inputs
+     * the plan converts from bfloat16 to float32 for a kernel that reads float32 only
+     * ($SYSTOLIC_BF16_STORAGE=0: none) */
+    int32_t bf16_steps, bf16_converts;
 } sy_plan_info;
 
 void sy_plan_get_info(const sy_plan *plan, sy_plan_info *info);

@@ -61,12 +61,16 @@ typedef enum sy_dtype {
     SY_U8,      /* uint8_t: raw pixels and labels as datasets store them (tensors only, not graph values) */
     SY_I64,     /* int64_t: tf.train.Example's integers (tensors only) */
     SY_STRING,  /* byte strings (sy_string): records, lines, file names (tensors only) */
+    /* issue 16: bfloat16, 2 bytes, how a compiled plan stores activations under mixed_bfloat16; neither a
+     * tensor's nor a graph value's dtype */
+    SY_BF16,
     SY_DTYPE_COUNT
 } sy_dtype;
 
 /* Bytes of one element: sizeof(sy_string) for SY_STRING. */
 size_t sy_dtype_size(sy_dtype dtype);
-const char *sy_dtype_name(sy_dtype dtype); /* "float32", "float64", "int32", "uint8", "int64", "string" */
+/* "float32", "float64", "int32", "uint8", "int64", "string", "bfloat16" */
+const char *sy_dtype_name(sy_dtype dtype);
 
 /* An element of a SY_STRING tensor, tf.string's: `size` bytes (any
  * bytes, NULs included) followed by a NUL that `size` does not count. The

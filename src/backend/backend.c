@@ -56,7 +56,11 @@ void sy_exec_fail(sy_exec *ex, const char *fmt, ...) {
     va_end(ap);
 }
 
-static const sy_kernel *ref_lookup(sy_op op, sy_dtype dtype) { return sy_ref_kernel(op, dtype); }
+/* issue 16, bfloat16 storage is the cpu backend's: ref stays the float32 oracle, and sim's MXU
+ * kernels read float32 (its plans store float32, as before) */
+static const sy_kernel *ref_lookup(sy_op op, sy_dtype dtype) {
+    return dtype == SY_BF16 ? NULL : sy_ref_kernel(op, dtype);
+}
 
 static const sy_kernel *cpu_lookup(sy_op op, sy_dtype dtype) {
     const sy_kernel *k = sy_cpu_kernel(op, dtype);
@@ -67,6 +71,7 @@ static const sy_kernel *cpu_lookup(sy_op op, sy_dtype dtype) {
  * rest run as on the chip's vector unit, in float32, which is the cpu
  * backend's arithmetic. */
 static const sy_kernel *sim_lookup(sy_op op, sy_dtype dtype) {
+    if (dtype == SY_BF16) return NULL;
     const sy_kernel *k = sy_sim_kernel(op, dtype);
     return k ? k : cpu_lookup(op, dtype);
 }
@@ -74,6 +79,7 @@ static const sy_kernel *sim_lookup(sy_op op, sy_dtype dtype) {
 /* issue 16, MXU numerics: the oracle of the sim backend's MXU kernels, for the op harness -- the MXU's ops
  * run their scalar reference kernels (sim/mxu_ref.c), every other op its ref kernel. */
 static const sy_kernel *sim_ref_lookup(sy_op op, sy_dtype dtype) {
+    if (dtype == SY_BF16) return NULL;
     const sy_kernel *k = sy_sim_ref_kernel(op, dtype);
     return k ? k : sy_ref_kernel(op, dtype);
 }
@@ -97,4 +103,9 @@ const char *sy_op_name_at(int index) { return index >= 0 && index < SY_OP_COUNT 
  * cache from the kernel that wrote it (a kernel-agnostic pass, so every op on every backend gets it). */
 void sy_bf16_round_all(float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = sy_bf16_round(x[i]);
+}
+
+uint32_t sy_bf16_uniform(const sy_kargs *k) {
+    (void)k;
+    return SY_BF16_UNIFORM;
 }

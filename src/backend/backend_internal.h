@@ -165,10 +165,26 @@ typedef struct sy_kargs {
 typedef void (*sy_kernel_fn)(const sy_kargs *k);
 typedef size_t (*sy_ws_fn)(const sy_kargs *k, int threads);
 
+/* issue 16, bfloat16 storage (docs/design/mixed-precision.md): which operands a kernel of a
+ * backend's SY_BF16 table reads or writes as 2-byte bfloat16 buffers, for the shapes and attributes
+ * of k: input j if bit SY_BF16_IN(j), the output if SY_BF16_OUT; k->in_dtype[j] and k->dtype then
+ * say which each one is, and every other float operand is float32. SY_BF16_UNIFORM (the layout
+ * kernels, which move elements of one size): every float input and the output must be bfloat16
+ * together. A kernel writing bfloat16 rounds each result to nearest even as it stores it, and a
+ * product (matmul, conv2d) applies TensorFlow's bfloat16 epilogue (sy_bf16_epilogue), so the stored
+ * numbers are the ones float32 storage holds after the plan's rounding. */
+#define SY_BF16_IN(j)   (1u << (j))
+#define SY_BF16_OUT     (1u << 30)
+#define SY_BF16_UNIFORM (1u << 31)
+typedef uint32_t (*sy_bf16_io_fn)(const sy_kargs *k);
+
 typedef struct sy_kernel {
     sy_kernel_fn run;
-    sy_ws_fn workspace; /* NULL: needs none */
+    sy_ws_fn workspace;    /* NULL: needs none */
+    sy_bf16_io_fn bf16_io; /* issue 16: what it takes as bfloat16 (above); NULL: float32 only */
 } sy_kernel;
+/* The bf16_io of the layout kernels: SY_BF16_UNIFORM. */
+uint32_t sy_bf16_uniform(const sy_kargs *k);
 
 typedef struct sy_backend {
     const char *name;
@@ -289,15 +305,39 @@ double sy_act_fn_grad_ref(const sy_act_params *p, double x);
  * NaN stays a NaN (quieted, sign kept), a finite value past bfloat16's largest rounds to infinity, as
  * round-to-nearest does; subnormals round like any other value (bfloat16 has float32's exponent range).
  * Branch-free, so that packing loops vectorise. */
-static inline float sy_bf16_round(float x) {
+static inline uint16_t sy_bf16_bits(float x) {
     uint32_t u;
     memcpy(&u, &x, sizeof u);
-    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-    uint32_t nan = (u | 0x00400000u) & 0xffff0000u;
-    u = (u & 0x7fffffffu) > 0x7f800000u ? nan : rounded;
+    uint32_t rounded = u + 0x7fffu + ((u >> 16) & 1u);
+    uint32_t nan = u | 0x00400000u;
+    return (uint16_t)(((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded) >> 16);
+}
+static inline float sy_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float x;
     memcpy(&x, &u, sizeof x);
     return x;
 }
+static inline float sy_bf16_round(float x) {
+    return sy_bf16_to_f32(sy_bf16_bits(x));
+}
+/* issue 16, bfloat16 storage: a bfloat16 is the top 16 bits of the float32 of the same value, so
+ * storing rounds (sy_bf16_bits above) and loading is exact (sy_bf16_to_f32). sy_ldf and sy_stf read
+ * and write element i of a float operand stored either way; with a constant `bf16` they compile to
+ * plain loops that vectorise. */
+static inline float sy_ldf(const void *p, int64_t i, bool bf16) {
+    return bf16 ? sy_bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+static inline void sy_stf(void *p, int64_t i, float v, bool bf16) {
+    if (bf16)
+        ((uint16_t *)p)[i] = sy_bf16_bits(v);
+    else
+        ((float *)p)[i] = v;
+}
+/* dst (n) = src (n) widened to float32, or narrowed to bfloat16 with rounding. */
+void sy_bf16_load_all(float *dst, const uint16_t *src, int64_t n);
+void sy_bf16_store_all(uint16_t *dst, const float *src, int64_t n);
+
 /* issue 16, mixed_bfloat16: each of x[0 .. n) rounded to bfloat16 in place (docs/design/mixed-precision.md). */
 void sy_bf16_round_all(float *x, int64_t n);
 /* issue 16, mixed_bfloat16: a bf16 product's epilogue as tf.keras 2.15 runs it on CPU, where grappler fuses
@@ -305,6 +345,10 @@ void sy_bf16_round_all(float *x, int64_t n);
  * of its own: y (rows, n) = round(act(round(y + bias))) (relu needs no rounding; sigmoid as
  * sy_bf16_sigmoid). bias (n) or NULL; act a sy_act. */
 void sy_bf16_epilogue(float *y, int64_t rows, int64_t n, const float *bias, int act);
+/* issue 16, bfloat16 storage: the same from a float32 block y (rows, n; row stride ldy) into
+ * bfloat16 dst (row stride ldd) -- a product's kernel writing bfloat16 ends with it. */
+void sy_bf16_epilogue_store(uint16_t *dst, int64_t ldd, const float *y, int64_t ldy, int64_t rows,
+                            int64_t n, const float *bias, int act);
 /* TensorFlow's bfloat16 sigmoid on CPU (Eigen's, in bfloat16 arithmetic): e = round(exp(x)), y =
  * round(e / round(1 + e)); y (n), x (n), may be the same. */
 void sy_bf16_sigmoid(float *y, const float *x, int64_t n);

@@ -124,5 +124,9 @@ double cost_stored_bytes(const sy_graph *g, sy_node n);
 /* issue 16, cost model: the plan's rewritten graph, and the node step `step` computes */
 const sy_graph *plan_graph(const sy_plan *p);
 sy_node plan_step_node(const sy_plan *p, int32_t step);
+/* issue 16, bfloat16 storage (tests): whether step `step`'s kernel writes its output as bfloat16;
+ * bit j of *bf16_in: it reads input j as bfloat16; of *converted: the plan converts input j to
+ * float32 for it. */
+bool plan_step_bf16(const sy_plan *p, int32_t step, uint32_t *bf16_in, uint32_t *converted);
 
 #endif

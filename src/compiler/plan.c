@@ -52,6 +52,8 @@ typedef struct step {
     int64_t ws_bytes;
     sy_kargs args;
     bool round_bf16; /* issue 16, mixed_bfloat16: the output is rounded to bfloat16 after the kernel */
+    bool out_bf16;     /* issue 16, bfloat16 storage: the kernel writes its output as bfloat16 (rounding it) */
+    int64_t cvt_bytes; /* inputs the plan converts from bfloat16 for it (plan.cvt): their share of the workspace */
     int8_t bf16_act; /* a bf16 matmul/conv2d with a fused epilogue: its act (the kernel runs without bias and
                         act, sy_bf16_epilogue after it); -1: none */
     sy_attrs bf16_attr; /* the kernel's attributes then, act cleared */
@@ -67,12 +69,15 @@ struct sy_plan {
     int32_t n_steps;
     place *places;      /* per node */
     int32_t *remap;     /* per node: the node now holding its value */
+    sy_dtype *store;    /* per node: how its buffer stores it (issue 16: SY_BF16, or its dtype) */
     int32_t *var_index; /* per node: PARAM -> index in vars */
     bool *readable;     /* per node: may be read after a run */
     void **in_ptrs;
     sy_shape *in_shapes;
     sy_dtype *in_dtypes;
     place *in_places;
+    bool *cvt;      /* per input: stored as bfloat16, read as float32 by its kernel: the plan converts it */
+    void **cvt_src; /* per input: the bfloat16 buffer the conversion reads */
     char *arena, *grads, *consts;
     sy_node *grad_params, *grad_nodes;
     int32_t n_grads;
@@ -129,12 +134,20 @@ static void bind(sy_plan *p) {
     for (int32_t s = 0; s < p->n_steps; s++) {
         step *st = &p->steps[s];
         const sy_node_rec *n = &p->g->nodes[st->node];
+        char *ws = st->ws_bytes + st->cvt_bytes ? resolve(p, st->ws) : NULL;
         for (int j = 0; j < n->n_in; j++) {
             sy_node in = graph_input(p->g, st->node, j);
             p->in_ptrs[st->in_first + j] = resolve(p, p->places[storage_of(p, in)]);
+            if (!p->cvt[st->in_first + j]) continue;
+            /* issue 16, bfloat16 storage: the kernel reads the float32 copy at the start of its
+             * workspace */
+            p->cvt_src[st->in_first + j] = p->in_ptrs[st->in_first + j];
+            p->in_ptrs[st->in_first + j] = ws;
+            ws += sy_align_up(
+                sy_shape_count(&p->in_shapes[st->in_first + j]) * (int64_t)sizeof(float), SY_ALIGN);
         }
         st->args.out = resolve(p, p->places[storage_of(p, st->node)]);
-        st->args.ws = st->ws_bytes ? resolve(p, st->ws) : NULL;
+        st->args.ws = st->ws_bytes ? ws : NULL;
     }
     p->n_opt_vars = 0;
     p->u_product = NULL;
@@ -206,6 +219,9 @@ void sy_plan_free(sy_plan *p) {
     sy_free(p->steps);
     sy_free(p->places);
     sy_free(p->remap);
+    sy_free(p->store);
+    sy_free(p->cvt);
+    sy_free(p->cvt_src);
     sy_free(p->var_index);
     sy_free(p->readable);
     sy_free(p->in_ptrs);
@@ -453,11 +469,13 @@ static void batch_words(const sy_graph *g, char *buf, size_t size) {
 }
 
 /* Add node i's value's bytes, aligned, to *total (checked: a shape too
- * large is an error that names the node and the batch size). */
-static sy_status value_bytes(const sy_graph *g, int64_t i, int64_t *total) {
+ * large is an error that names the node and the batch size), stored as
+ * store[i] (issue 16: bfloat16 storage), or as its dtype when store is NULL. */
+static sy_status value_bytes(const sy_graph *g, const sy_dtype *store, int64_t i, int64_t *total) {
     const sy_node_rec *r = &g->nodes[i];
     int64_t bytes;
-    if (sy_shape_bytes(&r->shape, sy_dtype_size(r->dtype), &bytes) == SY_OK && bytes <= INT64_MAX - SY_ALIGN &&
+    if (sy_shape_bytes(&r->shape, sy_dtype_size(store ? store[i] : r->dtype), &bytes) == SY_OK &&
+        bytes <= INT64_MAX - SY_ALIGN &&
         !sy_add_overflow64(*total, sy_align_up(bytes, SY_ALIGN), total))
         return SY_OK;
     char buf[SY_SHAPE_STR_MAX], at[64];
@@ -560,7 +578,8 @@ static sy_status check_device_memory(const compile_ctx *c, int64_t grad_bytes, i
     int64_t weights = 0, slots = 0, total = 0;
     sy_status st = SY_OK;
     for (int64_t i = 0; st == SY_OK && i < g->n_nodes; i++)
-        if (c->fs.live[i] && g->nodes[i].op == SY_OP_PARAM) st = value_bytes(g, i, is_slot[i] ? &slots : &weights);
+        if (c->fs.live[i] && g->nodes[i].op == SY_OP_PARAM)
+            st = value_bytes(g, NULL, i, is_slot[i] ? &slots : &weights);
     sy_free(is_slot);
     if (st) return st;
     if (sy_add_overflow64(weights, slots, &total) || sy_add_overflow64(total, grad_bytes, &total) ||
@@ -586,17 +605,15 @@ static sy_status plan_buffers(compile_ctx *c) {
     int64_t n = g->n_nodes;
     sy_status st = SY_OK;
     p->places = sy_calloc((size_t)n, sizeof *p->places);
-    p->remap = sy_malloc((size_t)n * sizeof *p->remap);
     p->var_index = sy_malloc((size_t)n * sizeof *p->var_index);
     p->readable = sy_calloc((size_t)n, sizeof *p->readable);
     int32_t *first = sy_malloc((size_t)n * sizeof *first), *last = sy_malloc((size_t)n * sizeof *last);
     sy_buffer_req *reqs = sy_malloc((size_t)(n + p->n_steps + 1) * sizeof *reqs);
     int64_t *req_node = sy_malloc((size_t)(n + p->n_steps + 1) * sizeof *req_node);
-    if (!p->places || !p->remap || !p->var_index || !p->readable || !first || !last || !reqs || !req_node) {
+    if (!p->places || !p->var_index || !p->readable || !first || !last || !reqs || !req_node) {
         st = sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
         goto done;
     }
-    memcpy(p->remap, c->fs.remap, (size_t)n * sizeof *p->remap);
     for (int64_t i = 0; i < n; i++) {
         p->var_index[i] = -1;
         first[i] = INT32_MAX;
@@ -615,7 +632,7 @@ static sy_status plan_buffers(compile_ctx *c) {
         if (c->grads[i] == SY_NONE) continue;
         sy_node gn = storage_of(p, c->grads[i]);
         p->places[gn] = (place){BLK_GRADS, grad_bytes};
-        if ((st = value_bytes(g, gn, &grad_bytes))) goto done;
+        if ((st = value_bytes(g, NULL, gn, &grad_bytes))) goto done;
         p->grad_params[p->n_grads] = c->params[i];
         p->grad_nodes[p->n_grads++] = gn;
         p->readable[gn] = true;
@@ -624,7 +641,7 @@ static sy_status plan_buffers(compile_ctx *c) {
     for (int32_t i = 0; i < c->n_states; i++) {
         sy_node vn = storage_of(p, c->state_values[i]);
         p->places[vn] = (place){BLK_GRADS, grad_bytes};
-        if ((st = value_bytes(g, vn, &grad_bytes))) goto done;
+        if ((st = value_bytes(g, NULL, vn, &grad_bytes))) goto done;
         p->grad_params[p->n_grads] = c->state_params[i];
         p->grad_nodes[p->n_grads++] = vn;
         p->readable[vn] = true;
@@ -634,7 +651,7 @@ static sy_status plan_buffers(compile_ctx *c) {
     for (int64_t i = 0; i < n; i++) {
         if (!c->fs.live[i] || g->nodes[i].op != SY_OP_FILL) continue;
         p->places[i] = (place){BLK_CONST, const_bytes};
-        if ((st = value_bytes(g, i, &const_bytes))) goto done;
+        if ((st = value_bytes(g, NULL, i, &const_bytes))) goto done;
     }
     /* lifetimes of arena values, on storage nodes (views extend their source) */
     for (int32_t s = 0; s < p->n_steps; s++) {
@@ -667,13 +684,14 @@ static sy_status plan_buffers(compile_ctx *c) {
             last[i] = p->n_steps;
         }
         int64_t bytes = 0;
-        if ((st = value_bytes(g, i, &bytes))) goto done;
+        if ((st = value_bytes(g, p->store, i, &bytes))) goto done;
         reqs[nreq] = (sy_buffer_req){bytes, first[i], last[i], 0};
         req_node[nreq++] = i;
     }
     for (int32_t s = 0; s < p->n_steps; s++) {
-        if (!p->steps[s].ws_bytes) continue;
-        reqs[nreq] = (sy_buffer_req){p->steps[s].ws_bytes, s, s, 0};
+        int64_t ws = p->steps[s].ws_bytes + p->steps[s].cvt_bytes;
+        if (!ws) continue;
+        reqs[nreq] = (sy_buffer_req){ws, s, s, 0};
         req_node[nreq++] = -1 - s;
     }
     /* The sum of the aligned sizes bounds the arena (memplan places each
@@ -736,14 +754,19 @@ done:
 }
 
 /* 7a: a kernel and an argument block per step; workspace sizes. */
-/* issue 16, mixed_bfloat16: ops whose output values are copies of one input's values (or zeros): relu,
- * pooling by max, views, and their gradients, which route dy. -1: none; -2: every input. */
-static int selected_input(sy_op op) {
-    switch (op) {
+/* issue 16, mixed_bfloat16: ops whose output values are copies of one input's values (or zeros):
+ * relu, pooling by max, views, and their gradients, which route dy (max-pooling's only where its
+ * windows do not overlap: else a dx element may be the sum of several dy). -1: none; -2: every
+ * input. */
+static int selected_input(const sy_node_rec *r) {
+    const sy_attrs *a = &r->attr;
+    switch (r->op) {
     case SY_OP_RELU: case SY_OP_MAX_POOL2D: case SY_OP_RESHAPE: case SY_OP_TRANSPOSE: case SY_OP_SLICE:
     case SY_OP_BROADCAST_TO: case SY_OP_REVERSE: case SY_OP_NEG: case SY_OP_PAD: case SY_OP_COPY:
     case SY_OP_RELU_GRAD: case SY_OP_REDUCE_MAX: case SY_OP_SLICE_GRAD: return 0;
-    case SY_OP_MAX_POOL2D_GRAD: return 2;
+    case SY_OP_MAX_POOL2D_GRAD:
+        return a->pool.stride[0] >= a->pool.ksize[0] && a->pool.stride[1] >= a->pool.ksize[1] ? 2
+                                                                                              : -1;
     case SY_OP_CONCAT: return -2;
     default: return -1;
     }
@@ -755,7 +778,7 @@ static int selected_input(sy_op op) {
 static bool holds_bf16(const sy_graph *g, sy_node n, uint8_t *memo) {
     if (memo[n]) return memo[n] == 1;
     const sy_node_rec *r = &g->nodes[n];
-    int sel = selected_input(r->op);
+    int sel = selected_input(r);
     bool yes;
     if (sel == -1) yes = r->bf16 && r->dtype == SY_F32 && !(sy_op_def_of(r->op)->flags & (SY_OPF_LEAF | SY_OPF_UPDATE));
     else {
@@ -771,73 +794,160 @@ static bool holds_bf16(const sy_graph *g, sy_node n, uint8_t *memo) {
 static bool needs_rounding(const sy_graph *g, sy_node n, uint8_t *memo) {
     const sy_node_rec *r = &g->nodes[n];
     if (!r->bf16 || r->dtype != SY_F32 || (sy_op_def_of(r->op)->flags & (SY_OPF_UPDATE | SY_OPF_ALIAS))) return false;
-    int sel = selected_input(r->op);
+    int sel = selected_input(r);
     if (sel == -1) return true;
     for (int j = sel == -2 ? 0 : sel; j < (sel == -2 ? r->n_in : sel + 1); j++)
         if (j >= r->n_in || !holds_bf16(g, graph_input(g, n, j), memo)) return true;
     return false;
 }
 
+/* issue 16, bfloat16 storage: $SYSTOLIC_BF16_STORAGE=0 keeps every activation in float32 (holding
+ * the same bfloat16 numbers), the path before 2-byte storage, for comparisons (tests, bench). */
+static bool bf16_storage_enabled(void) {
+    const char *e = getenv("SYSTOLIC_BF16_STORAGE");
+    return !e || strcmp(e, "0") != 0;
+}
+
+/* issue 16, bfloat16 storage: values that must stay float32 whatever they hold -- what a caller
+ * reads after a run (the loss, the outputs) and what the gradient block holds (gradients, state
+ * values), which the replicas' all-reduce and the optimizer read as float32. */
+static void mark_float32(const compile_ctx *c, bool *keep /* per node */) {
+    const sy_plan_options *o = c->o;
+    if (o->loss != SY_NONE) keep[storage_of(c->p, o->loss)] = true;
+    for (int i = 0; i < o->n_outputs; i++) keep[storage_of(c->p, o->outputs[i])] = true;
+    for (int32_t i = 0; o->loss != SY_NONE && i < c->n_params; i++)
+        if (c->grads[i] != SY_NONE) keep[storage_of(c->p, c->grads[i])] = true;
+    for (int32_t i = 0; i < c->n_states; i++) keep[storage_of(c->p, c->state_values[i])] = true;
+}
+
+/* issue 16, bfloat16 storage: step st's kernel and the dtypes of its operands. Its output is stored
+ * as bfloat16 when it holds bfloat16 numbers (want_out) and the backend's SY_BF16 kernel writes
+ * bfloat16 for these shapes; an input stored as bfloat16 that the chosen kernel reads as float32
+ * only is converted at the boundary, into the step's workspace, before the kernel runs (the
+ * fallback that keeps every op running). The plan's own passes after a float32 output read the bias
+ * (a product's epilogue) or the input (sigmoid) as float32, so those inputs are converted too. */
+static const sy_kernel *choose_storage(sy_plan *p, step *st, const sy_node_rec *r, const sy_kernel *kf, bool want_out,
+                                       bool post_reads) {
+    sy_kargs *a = &st->args;
+    sy_dtype *in_dt = p->in_dtypes + st->in_first;
+    bool any_in = false;
+    for (int j = 0; j < r->n_in; j++) any_in |= in_dt[j] == SY_BF16;
+    const sy_kernel *kb = any_in || want_out ? p->backend->kernel(r->op, SY_BF16) : NULL;
+    uint32_t io = 0;
+    if (kb && kb->bf16_io) {
+        a->dtype = want_out ? SY_BF16 : a->dtype;
+        io = kb->bf16_io(a);
+    }
+    if (io & SY_BF16_UNIFORM) { /* every float operand bfloat16, or the float32 kernel */
+        bool all = want_out && r->n_in < 30;
+        for (int j = 0; all && j < r->n_in; j++) all = in_dt[j] == SY_BF16 || graph_in_rec(p->g, r, j)->dtype != SY_F32;
+        io = all ? SY_BF16_OUT | (SY_BF16_OUT - 1) : 0;
+    }
+    if (!want_out) io &= ~SY_BF16_OUT;
+    if (!(io & SY_BF16_OUT) && post_reads) io &= ~SY_BF16_IN(r->op == SY_OP_SIGMOID ? 0 : 2);
+    st->out_bf16 = (io & SY_BF16_OUT) != 0;
+    bool reads = false; /* an input read as bfloat16 */
+    for (int j = 0; j < r->n_in; j++) reads |= in_dt[j] == SY_BF16 && j < 30 && (io & SY_BF16_IN(j));
+    const sy_kernel *k = st->out_bf16 || reads ? kb : kf;
+    a->dtype = st->out_bf16 ? SY_BF16 : r->dtype;
+    st->cvt_bytes = 0;
+    for (int j = 0; j < r->n_in; j++) {
+        if (in_dt[j] != SY_BF16 || (k == kb && j < 30 && (io & SY_BF16_IN(j)))) continue;
+        p->cvt[st->in_first + j] = true;
+        in_dt[j] = SY_F32;
+        st->cvt_bytes += sy_align_up(sy_shape_count(&a->in_shape[j]) * (int64_t)sizeof(float), SY_ALIGN);
+        p->info.bf16_converts++;
+    }
+    if (st->out_bf16) p->store[st->node] = SY_BF16;
+    p->info.bf16_steps += k == kb;
+    return k;
+}
+
 static sy_status bind_kernels(compile_ctx *c) {
     sy_plan *p = c->p;
     sy_graph *g = c->g;
-    int64_t total_in = 0;
+    int64_t n = g->n_nodes, total_in = 0;
     for (int32_t s = 0; s < p->n_steps; s++) total_in += g->nodes[p->steps[s].node].n_in;
     size_t cnt = (size_t)(total_in ? total_in : 1);
     p->in_ptrs = sy_calloc(cnt, sizeof *p->in_ptrs);
     p->in_shapes = sy_calloc(cnt, sizeof *p->in_shapes);
     p->in_dtypes = sy_calloc(cnt, sizeof *p->in_dtypes);
-    uint8_t *memo = sy_calloc((size_t)g->n_nodes + 1, 1);
-    if (!p->in_ptrs || !p->in_shapes || !p->in_dtypes || !memo) {
-        sy_free(memo);
-        return sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+    p->cvt = sy_calloc(cnt, sizeof *p->cvt);
+    p->cvt_src = sy_calloc(cnt, sizeof *p->cvt_src);
+    p->remap = sy_malloc((size_t)n * sizeof *p->remap);
+    p->store = sy_malloc((size_t)n * sizeof *p->store);
+    uint8_t *memo = sy_calloc((size_t)n + 1, 1);
+    bool *keep = sy_calloc((size_t)n + 1, sizeof *keep);
+    sy_status status = SY_OK;
+    if (!p->in_ptrs || !p->in_shapes || !p->in_dtypes || !p->cvt || !p->cvt_src || !p->remap || !p->store ||
+        !memo || !keep) {
+        status = sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+        goto done;
     }
+    memcpy(p->remap, c->fs.remap, (size_t)n * sizeof *p->remap);
+    for (int64_t i = 0; i < n; i++) p->store[i] = g->nodes[i].dtype;
+    bool bf16_storage = bf16_storage_enabled();
+    mark_float32(c, keep);
     int32_t next = 0;
     for (int32_t s = 0; s < p->n_steps; s++) {
         step *st = &p->steps[s];
         const sy_node_rec *r = &g->nodes[st->node];
         sy_dtype dt = r->dtype;
-        if (sy_op_def_of(r->op)->flags & SY_OPF_UPDATE) dt = graph_in_rec(g, r, 0)->dtype;
-        st->kernel = p->backend->kernel(r->op, dt);
+        bool update = sy_op_def_of(r->op)->flags & SY_OPF_UPDATE;
+        if (update) dt = graph_in_rec(g, r, 0)->dtype;
+        const sy_kernel *kf = p->backend->kernel(r->op, dt);
         st->round_bf16 = needs_rounding(g, st->node, memo);
         st->bf16_act = -1;
-        if (!st->kernel) {
-            sy_free(memo);
-            return sy_error(SY_ERR_UNSUPPORTED, "%s (%s): the '%s' backend has no %s kernel for this op", sy_op_name(r->op),
-                            r->name, p->backend->name, sy_dtype_name(dt));
+        if (!kf) {
+            status = sy_error(SY_ERR_UNSUPPORTED,
+                              "%s (%s): the '%s' backend has no %s kernel for this op",
+                              sy_op_name(r->op), r->name, p->backend->name, sy_dtype_name(dt));
+            goto done;
         }
         st->in_first = next;
         for (int j = 0; j < r->n_in; j++) {
-            const sy_node_rec *in = graph_in_rec(g, r, j);
-            p->in_shapes[next + j] = in->shape;
-            p->in_dtypes[next + j] = in->dtype;
+            sy_node in = graph_input(g, st->node, j);
+            p->in_shapes[next + j] = g->nodes[in].shape;
+            p->in_dtypes[next + j] = p->store[storage_of(p, in)];
         }
         next += r->n_in;
         sy_kargs *a = &st->args;
         a->op = r->op;
         a->attr = &r->attr;
-        /* issue 16, mixed_bfloat16: a bf16 product's fused bias and activation need roundings between them,
-         * which no kernel's own epilogue has: the kernel gives the bare product, sy_bf16_epilogue the rest */
+        a->dtype = dt;
+        a->out_shape = &r->shape;
+        a->n_in = r->n_in;
+        a->in = p->in_ptrs + st->in_first;
+        a->in_shape = p->in_shapes + st->in_first;
+        a->in_dtype = p->in_dtypes + st->in_first;
+        a->ex = &p->ex;
+        /* issue 16, mixed_bfloat16: a bf16 product's fused bias and activation need roundings
+         * between them, which a float32 kernel's own epilogue has not: the kernel gives the bare
+         * product, sy_bf16_epilogue the rest (a kernel writing bfloat16 applies that epilogue
+         * itself) */
         bool product = r->op == SY_OP_MATMUL || r->op == SY_OP_CONV2D;
         int act = r->op == SY_OP_MATMUL ? r->attr.matmul.act : r->op == SY_OP_CONV2D ? r->attr.conv.act : 0;
-        if (st->round_bf16 && product && (r->n_in == 3 || act != SY_ACT_NONE)) {
+        bool epilogue = st->round_bf16 && product && (r->n_in == 3 || act != SY_ACT_NONE);
+        bool want_out = bf16_storage && !update && !keep[st->node] && r->dtype == SY_F32 &&
+                        holds_bf16(g, st->node, memo);
+        bool post_reads = st->round_bf16 && ((epilogue && r->n_in == 3) || r->op == SY_OP_SIGMOID);
+        st->kernel = choose_storage(p, st, r, kf, want_out, post_reads);
+        if (st->out_bf16)
+            st->round_bf16 = false;
+        else if (epilogue) {
             st->bf16_act = (int8_t)act;
             st->bf16_attr = r->attr;
             if (r->op == SY_OP_MATMUL) st->bf16_attr.matmul.act = SY_ACT_NONE;
             else st->bf16_attr.conv.act = SY_ACT_NONE;
             a->attr = &st->bf16_attr;
+            a->n_in = 2;
         }
-        a->dtype = dt;
-        a->out_shape = &r->shape;
-        a->n_in = st->bf16_act >= 0 ? 2 : r->n_in;
-        a->in = p->in_ptrs + st->in_first;
-        a->in_shape = p->in_shapes + st->in_first;
-        a->in_dtype = p->in_dtypes + st->in_first;
-        a->ex = &p->ex;
         st->ws_bytes = st->kernel->workspace ? (int64_t)st->kernel->workspace(a, p->ex.threads) : 0;
     }
+done:
     sy_free(memo);
-    return SY_OK;
+    sy_free(keep);
+    return status;
 }
 
 /* 7b: variables for the live parameters (created in the store if new). */
@@ -981,12 +1091,25 @@ int64_t plan_step_elements(const sy_plan *p, int32_t s) { return sy_shape_count(
 /* issue 16, cost model: the cost pass (cost.c) walks the schedule's nodes */
 const sy_graph *plan_graph(const sy_plan *p) { return p->g; }
 sy_node plan_step_node(const sy_plan *p, int32_t s) { return p->steps[s].node; }
+bool plan_step_bf16(const sy_plan *p, int32_t s, uint32_t *bf16_in, uint32_t *converted) {
+    const step *st = &p->steps[s];
+    *bf16_in = *converted = 0;
+    for (int j = 0; j < p->g->nodes[st->node].n_in && j < 32; j++) {
+        if (st->args.in_dtype[j] == SY_BF16) *bf16_in |= 1u << j;
+        if (p->cvt[st->in_first + j]) *converted |= 1u << j;
+    }
+    return st->out_bf16;
+}
 
 sy_status plan_run_steps(sy_plan *p, int32_t first, int32_t last) {
     if (p->profile && first == 0) p->profile_runs++;
     for (int32_t s = first; s < last; s++) {
         step *st = &p->steps[s];
         double t0 = p->profile ? sy_now() : 0;
+        /* issue 16, bfloat16 storage: inputs the kernel reads as float32 */
+        for (int j = 0; st->cvt_bytes && j < p->g->nodes[st->node].n_in; j++)
+            if (p->cvt[st->in_first + j])
+                sy_bf16_load_all(st->args.in[j], p->cvt_src[st->in_first + j], sy_shape_count(&st->args.in_shape[j]));
         st->kernel->run(&st->args);
         if (st->bf16_act >= 0) {
             const sy_shape *os = st->args.out_shape;
@@ -1065,6 +1188,13 @@ void sy_plan_dump(const sy_plan *p, FILE *out) {
         fprintf(out, "%4d %-28s %-32s %-18s %s+%lld", s, sy_op_name(r->op), r->name, sy_shape_format(&r->shape, sh, sizeof sh),
                 blocks[p->places[st->node].block], (long long)p->places[st->node].offset);
         if (st->ws_bytes) fprintf(out, " ws=%lld", (long long)st->ws_bytes);
+        /* issue 16, bfloat16 storage: what the kernel reads and writes as bfloat16, what the plan
+         * converts */
+        if (st->out_bf16) fprintf(out, " out:bfloat16");
+        for (int j = 0; j < r->n_in; j++)
+            if (st->args.in_dtype[j] == SY_BF16) fprintf(out, " in%d:bfloat16", j);
+        for (int j = 0; j < r->n_in; j++)
+            if (p->cvt[st->in_first + j]) fprintf(out, " in%d:converted", j);
         fprintf(out, "\n");
     }
 }

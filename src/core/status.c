@@ -67,6 +67,8 @@ size_t sy_dtype_size(sy_dtype dtype) {
     case SY_U8: return 1;
     case SY_I64: return 8;
     case SY_STRING: return sizeof(sy_string);
+    case SY_BF16:
+        return 2;
     default: return 0;
     }
 }
@@ -79,6 +81,8 @@ const char *sy_dtype_name(sy_dtype dtype) {
     case SY_U8: return "uint8";
     case SY_I64: return "int64";
     case SY_STRING: return "string";
+    case SY_BF16:
+        return "bfloat16";
     default: return "invalid";
     }
 }

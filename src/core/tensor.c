@@ -19,6 +19,9 @@ struct sy_tensor {
 static sy_status tensor_alloc(sy_dtype dtype, sy_shape shape, bool zero, sy_tensor **out) {
     *out = NULL;
     if ((unsigned)dtype >= SY_DTYPE_COUNT) return sy_error(SY_ERR_DTYPE, "tensor: invalid dtype %d", (int)dtype);
+    if (dtype == SY_BF16) /* a plan's storage only: nothing reads or writes tensors of it */
+        return sy_error(SY_ERR_DTYPE,
+                        "tensor: bfloat16 is a compiled plan's storage dtype, not a tensor's");
     int64_t size = 0, head = sy_align_up((int64_t)sizeof(sy_tensor), SY_ALIGN), whole;
     sy_status st = sy_shape_bytes(&shape, sy_dtype_size(dtype), &size);
     if (st || sy_add_overflow64(size, head, &whole) || (uint64_t)whole > SIZE_MAX) {

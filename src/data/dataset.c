@@ -266,6 +266,11 @@ sy_status ds_specs_check(const sy_component_spec *spec, int32_t n, const char *w
         if ((unsigned)spec[i].dtype >= SY_DTYPE_COUNT)
             return sy_error(SY_ERR_DTYPE, "%s: component %d has the invalid dtype %d", what, (int)i,
                             (int)spec[i].dtype);
+        if (spec[i].dtype == SY_BF16) /* a compiled plan's storage dtype: no tensor holds it */
+            return sy_error(SY_ERR_DTYPE,
+                            "%s: component %d is bfloat16; a dataset's components are float32, "
+                            "float64, int32, uint8, int64 or string",
+                            what, (int)i);
         if (spec[i].shape.rank < 0 || spec[i].shape.rank > SY_MAX_RANK)
             return sy_error(SY_ERR_SHAPE, "%s: component %d has rank %d; expected 0 to %d", what, (int)i,
                             (int)spec[i].shape.rank, SY_MAX_RANK);

@@ -189,4 +189,5 @@ static void broadcast_to_fast(const sy_kargs *k) {
     sy_parallel_parts(k->ex, (j.rows + BCAST_ROWS_PER_PART - 1) / BCAST_ROWS_PER_PART, broadcast_part, &j);
 }
 
-const sy_kernel sy_cpu_broadcast_to = {broadcast_to_fast, NULL};
+const sy_kernel sy_cpu_broadcast_to = {broadcast_to_fast, NULL,
+                                       sy_bf16_uniform}; /* any element size */

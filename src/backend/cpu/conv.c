@@ -102,19 +102,26 @@ static int64_t block_rows(int64_t P, int64_t width, int64_t target_blocks) {
  * consecutive in NHWC), so each kernel row is a zero run, a copy and a zero
  * run. */
 
-static inline void seg_put(float *restrict d, const float *restrict x, int64_t base, int64_t a, int64_t b,
-                           int64_t vlo, int64_t vhi, bool bf16) {
+/* round: the sim backend's MXU operands, rounded to bfloat16 as they are copied
+ * (docs/design/mxu-numerics.md); xb: x is stored as bfloat16 (issue 16, bfloat16 storage), widened
+ * as it is copied. */
+static inline __attribute__((always_inline)) void seg_put(float *restrict d, const void *restrict x,
+                                                          int64_t base, int64_t a, int64_t b,
+                                                          int64_t vlo, int64_t vhi, bool round,
+                                                          bool xb) {
     int64_t z = sy_min64(b, sy_max64(a, vlo)), e = sy_max64(z, sy_min64(b, vhi));
     for (int64_t j = a; j < z; j++) d[j - a] = 0;
-    if (bf16) /* the sim backend's MXU operands: rounded as they are copied (docs/design/mxu-numerics.md) */
-        for (int64_t j = z; j < e; j++) d[j - a] = sy_bf16_round(x[base + j]);
+    if (round)
+        for (int64_t j = z; j < e; j++) d[j - a] = sy_bf16_round(((const float *)x)[base + j]);
     else
-        for (int64_t j = z; j < e; j++) d[j - a] = x[base + j];
+        for (int64_t j = z; j < e; j++) d[j - a] = sy_ldf(x, base + j, xb);
     for (int64_t j = e; j < b; j++) d[j - a] = 0;
 }
 
-void sy_im2col(float *restrict cols, const float *restrict x, const sy_conv_geom *g, int64_t p0, int64_t rows,
-               int64_t k0, int64_t k1, bool bf16) {
+static inline __attribute__((always_inline)) void im2col(float *restrict cols,
+                                                         const void *restrict x, const geom *g,
+                                                         int64_t p0, int64_t rows, int64_t k0,
+                                                         int64_t k1, bool round, bool xb) {
     int64_t rowlen = g->kw * g->c, nk = k1 - k0;
     int64_t ow = p0 % g->ow, t = p0 / g->ow, oh = t % g->oh, n = t / g->oh;
     int64_t kh0 = k0 / rowlen, kh1 = ceil_div(k1, rowlen);
@@ -131,7 +138,7 @@ void sy_im2col(float *restrict cols, const float *restrict x, const sy_conv_geom
                 memset(d, 0, (size_t)(b - a) * sizeof *d);
                 continue;
             }
-            seg_put(d, x, ((n * g->h + ih) * g->w + iw0) * g->c, a, b, vlo, vhi, bf16);
+            seg_put(d, x, ((n * g->h + ih) * g->w + iw0) * g->c, a, b, vlo, vhi, round, xb);
         }
         if (++ow == g->ow) {
             ow = 0;
@@ -141,6 +148,23 @@ void sy_im2col(float *restrict cols, const float *restrict x, const sy_conv_geom
             }
         }
     }
+}
+
+void sy_im2col(float *restrict cols, const float *restrict x, const sy_conv_geom *g, int64_t p0,
+               int64_t rows, int64_t k0, int64_t k1, bool bf16) {
+    if (bf16)
+        im2col(cols, x, g, p0, rows, k0, k1, true, false);
+    else
+        im2col(cols, x, g, p0, rows, k0, k1, false, false);
+}
+
+/* issue 16, bfloat16 storage: sy_im2col of x stored as bfloat16 (xb), or float32 */
+static void im2col_any(float *restrict cols, const void *restrict x, bool xb, const geom *g,
+                       int64_t p0, int64_t rows, int64_t k0, int64_t k1) {
+    if (xb)
+        im2col(cols, x, g, p0, rows, k0, k1, false, true);
+    else
+        im2col(cols, x, g, p0, rows, k0, k1, false, false);
 }
 
 /* The adjoint: dx += cols scattered back, window by window, in pixel order. */
@@ -242,6 +266,24 @@ static inline void vst(float *p, vf v) { memcpy(p, &v, sizeof v); }
 /* max(v, 0) through a mask, so that NaN gives 0 as in sy_act_f32 */
 static inline vf vrelu(vf v) { return (vf)((vi)v & (vi)(v > 0)); }
 
+/* issue 16, bfloat16 storage: sy_bf16_round and the top halves' store, VL lanes at a time */
+typedef uint32_t vu __attribute__((vector_size(VL * sizeof(uint32_t))));
+typedef uint16_t vh __attribute__((vector_size(VL * sizeof(uint16_t))));
+static inline vf vbf16_round(vf v) {
+    vu u = (vu)v, nan = (vu)((u & 0x7fffffffu) > 0x7f800000u);
+    vu r = ((u + 0x7fffu + ((u >> 16) & 1u)) & ~nan) | ((u | 0x00400000u) & nan);
+    return (vf)(r & 0xffff0000u);
+}
+static inline vf vld_bf16(const uint16_t *p) {
+    vh h;
+    memcpy(&h, p, sizeof h);
+    return (vf)(__builtin_convertvector(h, vu) << 16);
+}
+static inline void vst_bf16(uint16_t *p, vf v) {
+    vh h = __builtin_convertvector((vu)v >> 16, vh);
+    memcpy(p, &h, sizeof h);
+}
+
 static bool direct(const geom *g) { return g->K <= DIRECT_K; }
 
 typedef struct run {
@@ -300,14 +342,15 @@ static int64_t runs_of(run *rn, float *border, const geom *g, const float *x, co
 
 /* y (np pixels, nv vectors) = bias + windows x w, the np windows `step`
  * apart. np and nv are constants at every call, so the accumulators live in
- * registers. */
-static inline __attribute__((always_inline)) void fwd_tile(float *restrict y, int64_t ldy, const float *restrict src,
-                                                           int64_t step, const int64_t *restrict off, int64_t K,
-                                                           const float *restrict w, int64_t ldw, const float *bias,
-                                                           bool relu, int np, int nv) {
+ * registers. bf16 (issue 16): y is bfloat16, round(act(round(windows x w +
+ * bias))) as sy_bf16_epilogue computes it (act none or relu). */
+static inline __attribute__((always_inline)) void
+fwd_tile(void *restrict y, int64_t ldy, const float *restrict src, int64_t step,
+         const int64_t *restrict off, int64_t K, const float *restrict w, int64_t ldw,
+         const float *bias, bool relu, bool bf16, int np, int nv) {
     vf acc[TILE][NV];
     UNROLL for (int v = 0; v < nv; v++) {
-        vf b = bias ? vld(bias + v * VL) : (vf){0};
+        vf b = bias && !bf16 ? vld(bias + v * VL) : (vf){0};
         UNROLL for (int i = 0; i < np; i++) acc[i][v] = b;
     }
     for (int64_t t = 0; t < K; t++) {
@@ -322,15 +365,28 @@ static inline __attribute__((always_inline)) void fwd_tile(float *restrict y, in
             UNROLL for (int v = 0; v < nv; v++) acc[i][v] += xs * wv[v];
         }
     }
-    UNROLL for (int i = 0; i < np; i++)
-        UNROLL for (int v = 0; v < nv; v++) vst(y + i * ldy + v * VL, relu ? vrelu(acc[i][v]) : acc[i][v]);
+    if (bf16) { /* sy_bf16_epilogue's roundings, in registers: the bias after the sum */
+        UNROLL for (int v = 0; v < nv; v++) {
+            vf b = bias ? vld(bias + v * VL) : (vf){0};
+            UNROLL for (int i = 0; i < np; i++) {
+                /* no bias, no + 0: it would turn a -0 into 0 */
+                vf t = vbf16_round(bias ? acc[i][v] + b : acc[i][v]);
+                vst_bf16((uint16_t *)y + i * ldy + v * VL, relu ? vrelu(t) : t);
+            }
+        }
+        return;
+    }
+    UNROLL for (int i = 0; i < np; i++) UNROLL for (int v = 0; v < nv; v++)
+        vst((float *)y + i * ldy + v * VL, relu ? vrelu(acc[i][v]) : acc[i][v]);
 }
 
 /* dw rows [k0, k0 + ks) x nv vectors += windows^T x dy over the pixels of
- * `nr` runs (dy row by row). */
-static inline __attribute__((always_inline)) void bf_tile(float *restrict dw, int64_t ldw, const run *rn, int64_t nr,
-                                                          int64_t k0, const float *restrict dy, int64_t ldy, int ks,
-                                                          int nv) {
+ * `nr` runs (dy row by row; dyb: dy stored as bfloat16, widened as it is
+ * loaded, issue 16). */
+static inline __attribute__((always_inline)) void bf_tile(float *restrict dw, int64_t ldw,
+                                                          const run *rn, int64_t nr, int64_t k0,
+                                                          const void *restrict dy, int64_t ldy,
+                                                          int ks, int nv, bool dyb) {
     vf acc[TILE][NV];
     UNROLL for (int k = 0; k < ks; k++)
         UNROLL for (int v = 0; v < nv; v++) acc[k][v] = (vf){0};
@@ -338,10 +394,12 @@ static inline __attribute__((always_inline)) void bf_tile(float *restrict dw, in
         const float *s = rn[r].src;
         int64_t o[TILE];
         UNROLL for (int k = 0; k < ks; k++) o[k] = rn[r].off[k0 + k];
-        for (int64_t p = 0; p < rn[r].n; p++, s += rn[r].step, dy += ldy) {
+        for (int64_t p = 0; p < rn[r].n;
+             p++, s += rn[r].step, dy = (const char *)dy + ldy * (dyb ? 2 : 4)) {
             vf d[NV];
             UNROLL for (int v = 0; v < nv; v++) {
-                d[v] = vld(dy + v * VL);
+                d[v] =
+                    dyb ? vld_bf16((const uint16_t *)dy + v * VL) : vld((const float *)dy + v * VL);
                 IN_REGISTER(d[v]);
             }
             UNROLL for (int k = 0; k < ks; k++) {
@@ -355,18 +413,22 @@ static inline __attribute__((always_inline)) void bf_tile(float *restrict dw, in
 }
 
 /* One function per tile shape, so that each gets its own register allocation. */
-#define TILE_FNS(N, V)                                                                                        \
-    static __attribute__((noinline)) void fwd_tile_##N##x##V(float *restrict y, int64_t ldy,                  \
-                                                              const float *restrict src, int64_t step,        \
-                                                              const int64_t *restrict off, int64_t K,         \
-                                                              const float *restrict w, int64_t ldw,           \
-                                                              const float *bias, bool relu) {                 \
-        fwd_tile(y, ldy, src, step, off, K, w, ldw, bias, relu, N, V);                                        \
-    }                                                                                                         \
-    static __attribute__((noinline)) void bf_tile_##N##x##V(float *restrict dw, int64_t ldw, const run *rn,   \
-                                                             int64_t nr, int64_t k0, const float *restrict dy, \
-                                                             int64_t ldy) {                                   \
-        bf_tile(dw, ldw, rn, nr, k0, dy, ldy, N, V);                                                          \
+#define TILE_FNS(N, V)                                                                             \
+    static __attribute__((noinline)) void fwd_tile_##N##x##V(                                      \
+        void *restrict y, int64_t ldy, const float *restrict src, int64_t step,                    \
+        const int64_t *restrict off, int64_t K, const float *restrict w, int64_t ldw,              \
+        const float *bias, bool relu, bool bf16) {                                                 \
+        fwd_tile(y, ldy, src, step, off, K, w, ldw, bias, relu, bf16, N, V);                       \
+    }                                                                                              \
+    static __attribute__((noinline)) void bf_tile_##N##x##V(                                       \
+        float *restrict dw, int64_t ldw, const run *rn, int64_t nr, int64_t k0,                    \
+        const void *restrict dy, int64_t ldy) {                                                    \
+        bf_tile(dw, ldw, rn, nr, k0, dy, ldy, N, V, false);                                        \
+    }                                                                                              \
+    static __attribute__((noinline)) void bf_tile_bf16_##N##x##V(                                  \
+        float *restrict dw, int64_t ldw, const run *rn, int64_t nr, int64_t k0,                    \
+        const void *restrict dy, int64_t ldy) {                                                    \
+        bf_tile(dw, ldw, rn, nr, k0, dy, ldy, N, V, true);                                         \
     }
 TILE_FNS(1, 1)
 TILE_FNS(2, 1)
@@ -382,95 +444,179 @@ TILE_FNS(5, NV)
 TILE_FNS(6, NV)
 #undef TILE_FNS
 
-typedef void (*fwd_tile_fn)(float *restrict, int64_t, const float *restrict, int64_t, const int64_t *restrict, int64_t,
-                            const float *restrict, int64_t, const float *, bool);
+typedef void (*fwd_tile_fn)(void *restrict, int64_t, const float *restrict, int64_t,
+                            const int64_t *restrict, int64_t, const float *restrict, int64_t,
+                            const float *, bool, bool);
 static const fwd_tile_fn fwd_tiles[2][TILE] = {
     {fwd_tile_1x1, fwd_tile_2x1, fwd_tile_3x1, fwd_tile_4x1, fwd_tile_5x1, fwd_tile_6x1},
     {fwd_tile_1xNV, fwd_tile_2xNV, fwd_tile_3xNV, fwd_tile_4xNV, fwd_tile_5xNV, fwd_tile_6xNV},
 };
-typedef void (*bf_tile_fn)(float *restrict, int64_t, const run *, int64_t, int64_t, const float *restrict, int64_t);
-static const bf_tile_fn bf_tiles[2][TILE] = {
-    {bf_tile_1x1, bf_tile_2x1, bf_tile_3x1, bf_tile_4x1, bf_tile_5x1, bf_tile_6x1},
-    {bf_tile_1xNV, bf_tile_2xNV, bf_tile_3xNV, bf_tile_4xNV, bf_tile_5xNV, bf_tile_6xNV},
+typedef void (*bf_tile_fn)(float *restrict, int64_t, const run *, int64_t, int64_t,
+                           const void *restrict, int64_t);
+static const bf_tile_fn bf_tiles[2][2][TILE] = {
+    {{bf_tile_1x1, bf_tile_2x1, bf_tile_3x1, bf_tile_4x1, bf_tile_5x1, bf_tile_6x1},
+     {bf_tile_1xNV, bf_tile_2xNV, bf_tile_3xNV, bf_tile_4xNV, bf_tile_5xNV, bf_tile_6xNV}},
+    /* issue 16: dy stored as bfloat16 */
+    {{bf_tile_bf16_1x1, bf_tile_bf16_2x1, bf_tile_bf16_3x1, bf_tile_bf16_4x1, bf_tile_bf16_5x1,
+      bf_tile_bf16_6x1},
+     {bf_tile_bf16_1xNV, bf_tile_bf16_2xNV, bf_tile_bf16_3xNV, bf_tile_bf16_4xNV, bf_tile_bf16_5xNV,
+      bf_tile_bf16_6xNV}},
 };
 
-/* y (pixels of the runs, O) = act(bias + windows x w); y row by row. */
-static void fwd_direct(float *restrict y, const run *rn, int64_t nr, const geom *g, const float *restrict w,
-                       const float *bias, int act) {
-    int64_t O = g->o, K = g->K;
+/* y (pixels of the runs, O) = act(bias + windows x w); y row by row. bf16 (issue 16; act none or
+ * relu): y is bfloat16, round(act(round(windows x w + bias))). */
+static void fwd_direct(void *restrict y, const run *rn, int64_t nr, const geom *g,
+                       const float *restrict w, const float *bias, int act, bool bf16) {
+    int64_t O = g->o, K = g->K, rows = 0;
     bool relu = act == SY_ACT_RELU;
-    float *y0 = y;
+    SY_ASSERT(!bf16 || relu || act == SY_ACT_NONE);
     for (int64_t r = 0; r < nr; r++) {
         for (int64_t i = 0; i < rn[r].n;) {
-            int64_t np = sy_min64(TILE, rn[r].n - i), o0 = 0;
+            int64_t np = sy_min64(TILE, rn[r].n - i), o0 = 0, at = rows * O;
             const float *s = rn[r].src + i * rn[r].step;
+            void *yr = bf16 ? (void *)((uint16_t *)y + at) : (void *)((float *)y + at);
             for (; o0 + NV * VL <= O; o0 += NV * VL)
-                fwd_tiles[1][np - 1](y + o0, O, s, rn[r].step, rn[r].off, K, w + o0, O, bias ? bias + o0 : NULL, relu);
+                fwd_tiles[1][np - 1](
+                    bf16 ? (void *)((uint16_t *)yr + o0) : (void *)((float *)yr + o0), O, s,
+                    rn[r].step, rn[r].off, K, w + o0, O, bias ? bias + o0 : NULL, relu, bf16);
             for (; o0 + VL <= O; o0 += VL)
-                fwd_tiles[0][np - 1](y + o0, O, s, rn[r].step, rn[r].off, K, w + o0, O, bias ? bias + o0 : NULL, relu);
+                fwd_tiles[0][np - 1](
+                    bf16 ? (void *)((uint16_t *)yr + o0) : (void *)((float *)yr + o0), O, s,
+                    rn[r].step, rn[r].off, K, w + o0, O, bias ? bias + o0 : NULL, relu, bf16);
             for (; o0 < O; o0++)
                 for (int64_t q = 0; q < np; q++) {
-                    float acc = bias ? bias[o0] : 0;
+                    float acc = bias && !bf16 ? bias[o0] : 0;
                     for (int64_t t = 0; t < K; t++) acc += s[q * rn[r].step + rn[r].off[t]] * w[t * O + o0];
-                    y[q * O + o0] = relu ? sy_act_f32(acc, act) : acc;
+                    if (bf16) {
+                        float v = sy_bf16_round(bias ? acc + bias[o0] : acc);
+                        ((uint16_t *)yr)[q * O + o0] = sy_bf16_bits(relu ? sy_act_f32(v, act) : v);
+                    } else {
+                        ((float *)yr)[q * O + o0] = relu ? sy_act_f32(acc, act) : acc;
+                    }
                 }
-            y += np * O;
+            rows += np;
             i += np;
         }
     }
-    if (!relu) sy_epilogue_f32(y0, (y - y0) / O, O, O, NULL, 0, act);
+    if (!relu && !bf16) sy_epilogue_f32(y, rows, O, O, NULL, 0, act);
 }
 
 /* dw (K, O) += windows^T x dy over the pixels of the runs; dy row by row. */
-static void bf_direct(float *restrict dw, const run *rn, int64_t nr, const geom *g, const float *restrict dy) {
+static void bf_direct(float *restrict dw, const run *rn, int64_t nr, const geom *g,
+                      const void *restrict dy, bool dyb) {
     int64_t O = g->o, K = g->K, o0 = 0;
     int64_t slabs = ceil_div(K, TILE);
+    size_t es = dyb ? 2 : 4;
     for (int nv = NV; nv >= 1; nv -= NV - 1)
         for (; o0 + nv * VL <= O; o0 += nv * VL)
             for (int64_t sl = 0; sl < slabs; sl++) {
                 int64_t k0, k1;
                 sy_split_range(K, (int)sl, (int)slabs, &k0, &k1);
-                bf_tiles[nv == NV][k1 - k0 - 1](dw + k0 * O + o0, O, rn, nr, k0, dy + o0, O);
+                bf_tiles[dyb][nv == NV][k1 - k0 - 1](dw + k0 * O + o0, O, rn, nr, k0,
+                                                     (const char *)dy + (size_t)o0 * es, O);
             }
     for (; o0 < O; o0++)
         for (int64_t k = 0; k < K; k++) {
             float acc = 0;
-            const float *d = dy + o0;
+            int64_t d = o0;
             for (int64_t r = 0; r < nr; r++)
-                for (int64_t p = 0; p < rn[r].n; p++, d += O) acc += rn[r].src[p * rn[r].step + rn[r].off[k]] * *d;
+                for (int64_t p = 0; p < rn[r].n; p++, d += O)
+                    acc += rn[r].src[p * rn[r].step + rn[r].off[k]] * sy_ldf(dy, d, dyb);
             dw[k * O + o0] += acc;
         }
+}
+
+/* issue 16, bfloat16 storage: the direct kernels read x's windows in place, so an x stored as
+ * bfloat16 is widened first, a block's images at a time (a first layer's images are small: 3 KB
+ * for Fashion-MNIST's): images_floats(g, rows) floats for the images of `rows` consecutive output
+ * pixels. widen_images widens those of pixels [p0, p0 + rows) into xt and makes *gl the geometry
+ * of those images alone; pixel p of g is pixel p - (the returned offset) of gl, its windows the
+ * same numbers, so the runs (runs_of) and the sums are the same as on a float32 x. */
+static int64_t images_floats(const geom *g, int64_t rows) {
+    int64_t opix = sy_max64(g->oh * g->ow, 1);
+    return floats_aligned(sy_min64(g->n, ceil_div(rows, opix) + 1) * g->h * g->w * g->c);
+}
+static int64_t widen_images(float *xt, const void *x, const geom *g, int64_t p0, int64_t rows,
+                            geom *gl) {
+    int64_t opix = g->oh * g->ow, img = g->h * g->w * g->c;
+    int64_t n0 = p0 / opix, n1 = (p0 + rows - 1) / opix + 1;
+    sy_bf16_load_all(xt, (const uint16_t *)x + n0 * img, (n1 - n0) * img);
+    *gl = *g;
+    gl->n = n1 - n0;
+    gl->P = gl->n * opix;
+    return n0 * opix;
+}
+
+/* Operands stored as bfloat16 (issue 16), widened in the packing -- x's windows, w and the bias
+ * once per call, a block of dy -- and, for y, a float32 block that the bfloat16 epilogue stores. */
+typedef struct conv_bf16 {
+    bool x, w, bias, y;
+} conv_bf16;
+
+static conv_bf16 conv_bf16_of(const sy_kargs *k) {
+    return (conv_bf16){k->in_dtype[0] == SY_BF16, k->in_dtype[1] == SY_BF16,
+                       k->n_in > 2 && k->in_dtype[2] == SY_BF16, k->dtype == SY_BF16};
 }
 
 /* ---- forward ------------------------------------------------------------- */
 
 typedef struct fwd_job {
     const geom *g;
-    const float *x, *w, *bias;
-    float *y;
+    const void *x;
+    const float *w, *bias;
+    void *y;
     const int64_t *off_in, *off_id;
     int64_t pb;
     int act;
+    conv_bf16 b;
 } fwd_job;
 
+/* A bfloat16 y: the bare product goes to a float32 block (after the block's scratch), the epilogue
+ * stores it: round(act(round(sum + bias))), TensorFlow's roundings, as the plan does after a
+ * float32 kernel. */
 static void fwd_block(void *ctx, int64_t block, float *cols) {
     const fwd_job *j = ctx;
     const geom *g = j->g;
     int64_t p0 = block * j->pb, rows = sy_min64(j->pb, g->P - p0);
-    float *y = j->y + p0 * g->o;
+    float *y = j->b.y ? NULL : (float *)j->y + p0 * g->o;
     if (direct(g)) {
         run *rn = (run *)(void *)cols;
-        float *border = cols + runs_floats(g, SUB);
+        float *border = cols + runs_floats(g, SUB), *yt = border + floats_aligned(SUB * g->K);
+        float *xt = yt + (j->b.y ? floats_aligned(SUB * g->o) : 0);
+        const float *x = j->x;
+        const geom *gx = g;
+        geom gl;
+        int64_t base = 0;
+        if (j->b.x) {
+            base = widen_images(xt, j->x, g, p0, rows, &gl);
+            x = xt;
+            gx = &gl;
+        }
         for (int64_t s = 0; s < rows; s += SUB) {
             int64_t n = sy_min64(SUB, rows - s);
-            int64_t nr = runs_of(rn, border, g, j->x, j->off_in, j->off_id, p0 + s, n);
-            fwd_direct(y + s * g->o, rn, nr, g, j->w, j->bias, j->act);
+            int64_t nr = runs_of(rn, border, gx, x, j->off_in, j->off_id, p0 + s - base, n);
+            if (!j->b.y) {
+                fwd_direct(y + s * g->o, rn, nr, g, j->w, j->bias, j->act, false);
+            } else if (j->act == SY_ACT_NONE ||
+                       j->act == SY_ACT_RELU) { /* the epilogue in registers */
+                fwd_direct((uint16_t *)j->y + (p0 + s) * g->o, rn, nr, g, j->w, j->bias, j->act,
+                           true);
+            } else {
+                fwd_direct(yt, rn, nr, g, j->w, NULL, SY_ACT_NONE, false);
+                sy_bf16_epilogue_store((uint16_t *)j->y + (p0 + s) * g->o, g->o, yt, g->o, n, g->o,
+                                       j->bias, j->act);
+            }
         }
         return;
     }
-    sy_im2col(cols, j->x, g, p0, rows, 0, g->K, false);
-    sy_sgemm(false, false, rows, g->o, g->K, 1.0f, cols, g->K, j->w, g->o, 0.0f, y, g->o);
-    sy_epilogue_f32(y, rows, g->o, g->o, j->bias, 0, j->act);
+    im2col_any(cols, j->x, j->b.x, g, p0, rows, 0, g->K);
+    float *yt = j->b.y ? cols + floats_aligned(j->pb * g->K) : y;
+    sy_sgemm(false, false, rows, g->o, g->K, 1.0f, cols, g->K, j->w, g->o, 0.0f, yt, g->o);
+    if (j->b.y)
+        sy_bf16_epilogue_store((uint16_t *)j->y + p0 * g->o, g->o, yt, g->o, rows, g->o, j->bias,
+                               j->act);
+    else
+        sy_epilogue_f32(y, rows, g->o, g->o, j->bias, 0, j->act);
 }
 
 static int64_t fwd_rows(const geom *g) {
@@ -478,31 +624,54 @@ static int64_t fwd_rows(const geom *g) {
     return block_rows(g->P, g->K + g->o, TARGET_BLOCKS);
 }
 
-/* Per-thread scratch: the im2col block, or the direct kernel's windows and border copies. */
-static int64_t fwd_scratch(const geom *g, int64_t pb) {
-    if (direct(g)) return runs_floats(g, SUB) + floats_aligned(SUB * g->K);
-    return floats_aligned(pb * g->K);
+/* Per-thread scratch: the im2col block, or the direct kernel's windows and border copies; and a
+ * bfloat16 y's float32 block, a bfloat16 x's widened images. */
+static int64_t fwd_scratch(const geom *g, int64_t pb, conv_bf16 b) {
+    int64_t y = b.y ? floats_aligned((direct(g) ? SUB : pb) * g->o) : 0;
+    if (direct(g))
+        return runs_floats(g, SUB) + floats_aligned(SUB * g->K) + y +
+               (b.x ? images_floats(g, pb) : 0);
+    return floats_aligned(pb * g->K) + y;
 }
 
-static size_t fwd_ws(const geom *g, int threads) {
+/* Ahead of the threads' scratch: the offset tables, then w and the bias widened when stored as
+ * bfloat16. */
+static int64_t fwd_head(const geom *g, conv_bf16 b) {
+    return 2 * floats_aligned(2 * g->K) + (b.w ? floats_aligned(g->K * g->o) : 0) +
+           (b.bias ? floats_aligned(g->o) : 0);
+}
+
+static size_t fwd_ws(const geom *g, int threads, conv_bf16 b) {
     if (pointwise(g) || g->P == 0) return 0;
     int64_t pb = fwd_rows(g);
-    return (size_t)(2 * floats_aligned(2 * g->K) + sy_blocks_buffers(threads, ceil_div(g->P, pb)) * fwd_scratch(g, pb)) *
+    return (size_t)(fwd_head(g, b) +
+                    sy_blocks_buffers(threads, ceil_div(g->P, pb)) * fwd_scratch(g, pb, b)) *
            sizeof(float);
 }
 
-static void fwd_run(const sy_exec *ex, const geom *g, const float *x, const float *w, const float *bias, int act,
-                    float *y, float *ws) {
+static void fwd_run(const sy_exec *ex, const geom *g, const void *x, const void *w,
+                    const void *bias, int act, void *y, float *ws, conv_bf16 b) {
     if (g->P == 0) return;
-    if (pointwise(g)) {
+    if (pointwise(g)) { /* float32 only (conv2d_bf16_io) */
         sy_sgemm_parallel(ex, false, false, g->P, g->o, g->c, 1.0f, x, g->c, w, g->o, 0.0f, y, g->o, bias, act);
         return;
     }
     int64_t pb = fwd_rows(g);
     int64_t *off_in = (int64_t *)(void *)ws, *off_id = off_in + g->K;
     if (direct(g)) offsets(off_in, off_id, g);
-    fwd_job j = {g, x, w, bias, y, off_in, off_id, pb, act};
-    sy_run_blocks(ex, ceil_div(g->P, pb), fwd_block, &j, ws + 2 * floats_aligned(2 * g->K), fwd_scratch(g, pb));
+    float *wide = ws + 2 * floats_aligned(2 * g->K);
+    if (b.w) {
+        sy_bf16_load_all(wide, w, g->K * g->o);
+        w = wide;
+        wide += floats_aligned(g->K * g->o);
+    }
+    if (b.bias) {
+        sy_bf16_load_all(wide, bias, g->o);
+        bias = wide;
+    }
+    fwd_job j = {g, x, w, bias, y, off_in, off_id, pb, act, b};
+    sy_run_blocks(ex, ceil_div(g->P, pb), fwd_block, &j, ws + fwd_head(g, b),
+                  fwd_scratch(g, pb, b));
 }
 
 /* ---- Winograd ------------------------------------------------------------
@@ -539,7 +708,7 @@ static size_t conv2d_fwd_ws(const sy_kargs *k, int threads) {
     geom g = sy_conv_geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
     sy_wino_shape ws;
     if (!k->ex->inference && wino_shape(&g, false, &ws)) return sy_winograd_fwd_ws(&ws, threads);
-    return fwd_ws(&g, threads);
+    return fwd_ws(&g, threads, conv_bf16_of(k));
 }
 
 static void conv2d_fwd_f32_fast(const sy_kargs *k) {
@@ -554,16 +723,20 @@ static void conv2d_fwd_f32_fast(const sy_kargs *k) {
         sy_winograd_fwd(k->ex, &ws, k->in[0], k->in[1], false, bias, k->attr->conv.act, k->out, k->ws);
         return;
     }
-    fwd_run(k->ex, &g, k->in[0], k->in[1], bias, k->attr->conv.act, k->out, k->ws);
+    fwd_run(k->ex, &g, k->in[0], k->in[1], bias, k->attr->conv.act, k->out, k->ws, conv_bf16_of(k));
 }
 
 /* ---- backprop-input ------------------------------------------------------ */
 
+/* dy (and w) stored as bfloat16 (issue 16): each block of dy widened after the block's cols, w once
+ * ahead of the threads' scratch; dx is float32 (col2im adds into it). */
 typedef struct bwd_data_job {
     const geom *g;
-    const float *dy, *w;
+    const void *dy;
+    const float *w;
     float *dx;
     int64_t pb, groups;
+    bool dyb;
 } bwd_data_job;
 
 static void bwd_data_group(void *ctx, int64_t group, float *cols) {
@@ -572,15 +745,24 @@ static void bwd_data_group(void *ctx, int64_t group, float *cols) {
     int64_t n0, n1;
     sy_split_range(g->n, (int)group, (int)j->groups, &n0, &n1);
     int64_t img = g->h * g->w * g->c, opix = g->oh * g->ow;
+    float *dyt = cols + floats_aligned(j->pb * g->K);
     memset(j->dx + n0 * img, 0, (size_t)((n1 - n0) * img) * sizeof(float));
     for (int64_t p0 = n0 * opix; p0 < n1 * opix; p0 += j->pb) {
         int64_t rows = sy_min64(j->pb, n1 * opix - p0);
-        sy_sgemm(false, true, rows, g->K, g->o, 1.0f, j->dy + p0 * g->o, g->o, j->w, g->o, 0.0f, cols, g->K);
+        const float *dy = (const float *)j->dy + p0 * g->o;
+        if (j->dyb) {
+            sy_bf16_load_all(dyt, (const uint16_t *)j->dy + p0 * g->o, rows * g->o);
+            dy = dyt;
+        }
+        sy_sgemm(false, true, rows, g->K, g->o, 1.0f, dy, g->o, j->w, g->o, 0.0f, cols, g->K);
         sy_col2im_add(j->dx, cols, g, p0, rows);
     }
 }
 
 static int64_t bwd_data_groups(const geom *g, int64_t pb) { return clamp64(g->P / pb, 1, sy_min64(g->n, 64)); }
+static int64_t bwd_data_scratch(const geom *g, int64_t pb, bool dyb) {
+    return floats_aligned(pb * g->K) + (dyb ? floats_aligned(pb * g->o) : 0);
+}
 
 static size_t conv2d_bwd_data_ws(const sy_kargs *k, int threads) {
     if (!plain(k->attr)) return 0;
@@ -589,7 +771,11 @@ static size_t conv2d_bwd_data_ws(const sy_kargs *k, int threads) {
     sy_wino_shape ws;
     if (wino_shape(&g, true, &ws)) return sy_winograd_fwd_ws(&ws, threads);
     int64_t pb = block_rows(g.P, g.K, TARGET_BLOCKS);
-    return (size_t)(sy_blocks_buffers(threads, bwd_data_groups(&g, pb)) * floats_aligned(pb * g.K)) * sizeof(float);
+    conv_bf16 b = conv_bf16_of(k);
+    return (size_t)((b.w ? floats_aligned(g.K * g.o) : 0) +
+                    sy_blocks_buffers(threads, bwd_data_groups(&g, pb)) *
+                        bwd_data_scratch(&g, pb, b.x)) *
+           sizeof(float);
 }
 
 static void conv2d_bwd_data_f32_fast(const sy_kargs *k) {
@@ -614,8 +800,15 @@ static void conv2d_bwd_data_f32_fast(const sy_kargs *k) {
         return;
     }
     int64_t pb = block_rows(g.P, g.K, TARGET_BLOCKS);
-    bwd_data_job j = {&g, dy, w, dx, pb, bwd_data_groups(&g, pb)};
-    sy_run_blocks(k->ex, j.groups, bwd_data_group, &j, k->ws, floats_aligned(pb * g.K));
+    conv_bf16 b = conv_bf16_of(k); /* b.x: dy */
+    float *scratch = k->ws;
+    if (b.w) {
+        sy_bf16_load_all(scratch, k->in[1], g.K * g.o);
+        w = scratch;
+        scratch += floats_aligned(g.K * g.o);
+    }
+    bwd_data_job j = {&g, k->in[0], w, dx, pb, bwd_data_groups(&g, pb), b.x};
+    sy_run_blocks(k->ex, j.groups, bwd_data_group, &j, scratch, bwd_data_scratch(&g, pb, b.x));
 }
 
 /* ---- backprop-filter ----------------------------------------------------- */
@@ -636,13 +829,23 @@ static bwd_filter_plan bwd_filter_plan_make(const geom *g) {
 /* Pixels per sub-block of the direct backprop-filter. */
 static int64_t bf_sub(const geom *g) { return clamp64(DY_SUB / sy_max64(g->o, 1), 16, 1024); }
 
+/* x and dy stored as bfloat16 (issue 16): x's windows widened as they are packed, each block of dy
+ * after the part's scratch; dw is float32 (a gradient's block, or a sum over parts). */
 typedef struct bwd_filter_job {
     const geom *g;
     bwd_filter_plan p;
-    const float *x, *dy;
+    const void *x, *dy;
     float *dw, *partial;
     const int64_t *off_in, *off_id;
+    bool xb, dyb;
 } bwd_filter_job;
+
+/* Rows [p0, p0 + rows) of dy as float32: in place, or widened into dyt. */
+static const float *dy_rows(const bwd_filter_job *j, float *dyt, int64_t p0, int64_t rows) {
+    if (!j->dyb) return (const float *)j->dy + p0 * j->g->o;
+    sy_bf16_load_all(dyt, (const uint16_t *)j->dy + p0 * j->g->o, rows * j->g->o);
+    return dyt;
+}
 
 static void bwd_filter_part(void *ctx, int64_t part, float *cols) {
     const bwd_filter_job *j = ctx;
@@ -654,23 +857,34 @@ static void bwd_filter_part(void *ctx, int64_t part, float *cols) {
     if (direct(g)) {
         int64_t sub = bf_sub(g);
         run *rn = (run *)(void *)cols;
-        float *border = cols + runs_floats(g, sub);
+        float *border = cols + runs_floats(g, sub), *xt = border + floats_aligned(sub * g->K);
+        const float *x = j->x;
+        const geom *gx = g;
+        geom gl;
+        int64_t base = 0;
+        if (j->xb && q1 > q0) {
+            base = widen_images(xt, j->x, g, q0, q1 - q0, &gl);
+            x = xt;
+            gx = &gl;
+        }
         memset(dst, 0, (size_t)(g->K * g->o) * sizeof(float));
         for (int64_t p0 = q0; p0 < q1; p0 += sub) {
             int64_t n = sy_min64(sub, q1 - p0);
-            int64_t nr = runs_of(rn, border, g, j->x, j->off_in, j->off_id, p0, n);
-            bf_direct(dst, rn, nr, g, j->dy + p0 * g->o);
+            int64_t nr = runs_of(rn, border, gx, x, j->off_in, j->off_id, p0 - base, n);
+            bf_direct(dst, rn, nr, g, (const char *)j->dy + (size_t)(p0 * g->o) * (j->dyb ? 2 : 4),
+                      j->dyb);
         }
         return;
     }
-    bool pw = pointwise(g);
+    bool pw = pointwise(g); /* float32 only (conv2d_bf16_io) */
+    float *dyt = cols + (pw ? 0 : floats_aligned(j->p.pb * j->p.width));
     for (int64_t p0 = q0; p0 < q1; p0 += j->p.pb) {
         int64_t rows = sy_min64(j->p.pb, q1 - p0);
-        const float *a = pw ? j->x + p0 * g->c + k0 : cols;
+        const float *a = pw ? (const float *)j->x + p0 * g->c + k0 : cols;
         int64_t lda = pw ? g->c : k1 - k0;
-        if (!pw) sy_im2col(cols, j->x, g, p0, rows, k0, k1, false);
-        sy_sgemm(true, false, k1 - k0, g->o, rows, 1.0f, a, lda, j->dy + p0 * g->o, g->o, p0 == q0 ? 0.0f : 1.0f, dst,
-                 g->o);
+        if (!pw) im2col_any(cols, j->x, j->xb, g, p0, rows, k0, k1);
+        sy_sgemm(true, false, k1 - k0, g->o, rows, 1.0f, a, lda, dy_rows(j, dyt, p0, rows), g->o,
+                 p0 == q0 ? 0.0f : 1.0f, dst, g->o);
     }
 }
 
@@ -690,9 +904,15 @@ static void sum_part(void *ctx, int64_t part) {
     }
 }
 
-static int64_t bwd_filter_scratch(const geom *g, const bwd_filter_plan *p) {
-    if (direct(g)) return runs_floats(g, bf_sub(g)) + floats_aligned(bf_sub(g) * g->K);
-    return pointwise(g) ? 0 : floats_aligned(p->pb * p->width);
+/* and, stored as bfloat16 (issue 16): x's widened images (direct: its tiles read dy as it is), a
+ * block of dy widened (im2col) */
+static int64_t bwd_filter_scratch(const geom *g, const bwd_filter_plan *p, bool xb, bool dyb) {
+    if (direct(g))
+        return runs_floats(g, bf_sub(g)) + floats_aligned(bf_sub(g) * g->K) +
+               (xb ? images_floats(g, ceil_div(g->P, p->R)) : 0);
+    return pointwise(g)
+               ? 0
+               : floats_aligned(p->pb * p->width) + (dyb ? floats_aligned(p->pb * g->o) : 0);
 }
 
 /* Workspace: offset tables, R - 1 partial dw, per-thread scratch. */
@@ -704,8 +924,10 @@ static size_t conv2d_bwd_filter_ws(const sy_kargs *k, int threads) {
     sy_wino_shape ws;
     if (wino_shape(&g, false, &ws)) return sy_winograd_bwd_filter_ws(&ws, threads);
     bwd_filter_plan p = bwd_filter_plan_make(&g);
-    int64_t n = 2 * floats_aligned(2 * g.K) + floats_aligned((p.R - 1) * g.K * g.o) +
-                sy_blocks_buffers(threads, p.R * p.S) * bwd_filter_scratch(&g, &p);
+    int64_t n =
+        2 * floats_aligned(2 * g.K) + floats_aligned((p.R - 1) * g.K * g.o) +
+        sy_blocks_buffers(threads, p.R * p.S) *
+            bwd_filter_scratch(&g, &p, k->in_dtype[0] == SY_BF16, k->in_dtype[1] == SY_BF16);
     return (size_t)n * sizeof(float);
 }
 
@@ -729,8 +951,18 @@ static void conv2d_bwd_filter_f32_fast(const sy_kargs *k) {
     int64_t *off_in = (int64_t *)(void *)ws, *off_id = off_in + g.K;
     float *partial = ws + 2 * floats_aligned(2 * g.K), *scratch = partial + floats_aligned((p.R - 1) * g.K * g.o);
     if (direct(&g)) offsets(off_in, off_id, &g);
-    bwd_filter_job j = {&g, p, k->in[0], k->in[1], dw, partial, off_in, off_id};
-    sy_run_blocks(k->ex, p.R * p.S, bwd_filter_part, &j, scratch, bwd_filter_scratch(&g, &p));
+    bwd_filter_job j = {&g,
+                        p,
+                        k->in[0],
+                        k->in[1],
+                        dw,
+                        partial,
+                        off_in,
+                        off_id,
+                        k->in_dtype[0] == SY_BF16,
+                        k->in_dtype[1] == SY_BF16};
+    sy_run_blocks(k->ex, p.R * p.S, bwd_filter_part, &j, scratch,
+                  bwd_filter_scratch(&g, &p, j.xb, j.dyb));
     if (p.R > 1) {
         int64_t n = g.K * g.o;
         sum_job s = {dw, partial, n, clamp64(n / 4096, 1, 16), p.R - 1};
@@ -738,6 +970,22 @@ static void conv2d_bwd_filter_f32_fast(const sy_kargs *k) {
     }
 }
 
-const sy_kernel sy_cpu_conv2d = {conv2d_fwd_f32_fast, conv2d_fwd_ws};
-const sy_kernel sy_cpu_conv2d_backprop_input = {conv2d_bwd_data_f32_fast, conv2d_bwd_data_ws};
-const sy_kernel sy_cpu_conv2d_backprop_filter = {conv2d_bwd_filter_f32_fast, conv2d_bwd_filter_ws};
+/* issue 16, bfloat16 storage: what the im2col and direct paths take as bfloat16 -- all of the
+ * forward's operands; x (or dy) and w (or dy) of the backprops, whose outputs are sums kept in
+ * float32. Pointwise, Winograd, depthwise and other grouped or dilated convs read float32 only. */
+static uint32_t conv2d_bf16_io(const sy_kargs *k) {
+    if (!plain(k->attr)) return 0;
+    bool fwd = k->op == SY_OP_CONV2D, dx = k->op == SY_OP_CONV2D_BACKPROP_INPUT;
+    geom g = sy_conv_geom_make(dx ? k->out_shape : &k->in_shape[0],
+                               fwd || dx ? &k->in_shape[1] : k->out_shape, k->attr);
+    sy_wino_shape ws;
+    bool wino = wino_shape(&g, dx, &ws) && !(fwd && k->ex->inference); /* as the kernels choose */
+    if (pointwise(&g) || g.P == 0 || wino) return 0;
+    return SY_BF16_IN(0) | SY_BF16_IN(1) | (fwd ? SY_BF16_IN(2) | SY_BF16_OUT : 0);
+}
+
+const sy_kernel sy_cpu_conv2d = {conv2d_fwd_f32_fast, conv2d_fwd_ws, conv2d_bf16_io};
+const sy_kernel sy_cpu_conv2d_backprop_input = {conv2d_bwd_data_f32_fast, conv2d_bwd_data_ws,
+                                                conv2d_bf16_io};
+const sy_kernel sy_cpu_conv2d_backprop_filter = {conv2d_bwd_filter_f32_fast, conv2d_bwd_filter_ws,
+                                                 conv2d_bf16_io};

@@ -230,5 +230,8 @@ void sy_cpu_depthwise_bwd_data(const sy_kargs *k);
 void sy_cpu_depthwise_bwd_filter(const sy_kargs *k);
 size_t sy_cpu_depthwise_bwd_filter_ws(const sy_kargs *k, int threads);
 extern const sy_kernel sy_cpu_lstm_scan, sy_cpu_lstm_scan_grad, sy_cpu_lstm_scan_wgrad, sy_cpu_gru_scan, sy_cpu_gru_scan_grad;
+/* issue 16, bfloat16 storage (bf16.c): the cast between float32 and bfloat16 buffers, and dropout
+ */
+extern const sy_kernel sy_cpu_copy, sy_cpu_dropout;
 
 #endif

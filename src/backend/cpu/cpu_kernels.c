@@ -1,6 +1,7 @@
 /*
  * cpu_kernels.c - the cpu backend's table: which ops have a fast float32
- * kernel. Everything else (and every float64 op) runs its ref kernel.
+ * kernel (everything else, and every float64 op, runs its ref kernel); the
+ * ones with a bf16_io serve bfloat16 storage too (issue 16).
  */
 #include "cpu_internal.h"
 
@@ -50,9 +51,18 @@ static const sy_kernel *const fast[SY_OP_COUNT] = {
     [SY_OP_PAD] = &sy_cpu_slice_grad,
     /* issue 15 (broadcast.c): reduce_mean's gradients (BatchNormalization, global pooling) */
     [SY_OP_BROADCAST_TO] = &sy_cpu_broadcast_to,
+    /* issue 16 (bf16.c): the cast between float32 and bfloat16 buffers (and a plain copy), and dropout */
+    [SY_OP_COPY] = &sy_cpu_copy,
+    [SY_OP_DROPOUT] = &sy_cpu_dropout,
 };
 
 const sy_kernel *sy_cpu_kernel(sy_op op, sy_dtype dtype) {
-    if (dtype != SY_F32 || (unsigned)op >= SY_OP_COUNT || !fast[op] || !fast[op]->run) return NULL;
+    if ((unsigned)op >= SY_OP_COUNT) return NULL;
+    /* issue 16, bfloat16 storage: the kernels that also read and write 2-byte bfloat16 activations (their
+     * bf16_io says which, per step); the layout ops without one here take the ref backend's, which move
+     * elements of any size (backend.c's lookup). An op with neither runs its float32 kernel, the plan
+     * converting its bfloat16 inputs. */
+    if (dtype == SY_BF16) return fast[op] && fast[op]->bf16_io ? fast[op] : NULL;
+    if (dtype != SY_F32 || !fast[op] || !fast[op]->run) return NULL;
     return fast[op];
 }

@@ -19,6 +19,14 @@
  * Tiles are split over threads in parts fixed by the size; elementwise
  * results do not depend on the split anyway. Reductions keep one
  * accumulation order per output element whatever the thread count.
+ *
+ * bfloat16 storage (issue 16, mixed_bfloat16): any operand may be a 2-byte
+ * bfloat16 buffer. A full-size one is widened into its register's scratch
+ * tile as it is loaded, a row or scalar one as it is expanded; a bfloat16
+ * output is computed into a scratch tile and rounded as it is stored, so
+ * the numbers are those of float32 storage and the plan's rounding after
+ * it. A bfloat16 sigmoid stores TensorFlow's bfloat16 sigmoid
+ * (sy_bf16_sigmoid), as the plan applies after a float32 one.
  */
 #include "cpu_internal.h"
 
@@ -150,32 +158,37 @@ typedef struct eltwise_job {
 
 static void run_tile(const eltwise_job *j, int64_t start, int64_t len) {
     const sy_eprog *p = j->prog;
+    const sy_kargs *k = j->k;
     float scratch[SY_FUSED_MAX_REGS][TILE] __attribute__((aligned(64)));
     const float *reg[SY_FUSED_MAX_REGS];
-    float *out = (float *)j->k->out + start;
+    bool out_bf16 = k->dtype == SY_BF16;
+    float *out = out_bf16 ? NULL : (float *)k->out + start;
     for (int i = 0; i < p->n; i++) {
         const sy_einsn *e = &p->insn[i];
-        const float *in;
         const float *a = reg[e->a], *b = reg[e->b];
-        float *d = i == p->n - 1 ? out : scratch[e->dst];
+        float *d = i == p->n - 1 && out ? out : scratch[e->dst];
+        bool in_bf16 = e->op <= SY_E_LD_SCALAR && k->in_dtype[e->a] == SY_BF16;
         int64_t t;
         switch ((sy_eop)e->op) {
         case SY_E_LD_FULL:
-            in = (const float *)j->k->in[e->a] + start;
-            if (i == p->n - 1) memcpy(out, in, (size_t)len * sizeof *out);
-            reg[e->dst] = in;
+            if (in_bf16) { /* widened into the register's tile */
+                sy_bf16_load_all(d, (const uint16_t *)k->in[e->a] + start, len);
+                break;
+            }
+            reg[e->dst] = (const float *)k->in[e->a] + start;
+            if (d == out) memcpy(out, reg[e->dst], (size_t)len * sizeof *out);
             continue;
         case SY_E_LD_ROW: {
-            in = j->k->in[e->a];
+            const void *in = k->in[e->a];
             int64_t c = start % j->row;
             for (t = 0; t < len; t++) {
-                d[t] = in[c];
+                d[t] = sy_ldf(in, c, in_bf16);
                 if (++c == j->row) c = 0;
             }
             break;
         }
         case SY_E_LD_SCALAR: {
-            float v = *(const float *)j->k->in[e->a];
+            float v = sy_ldf(k->in[e->a], 0, in_bf16);
             for (t = 0; t < len; t++) d[t] = v;
             break;
         }
@@ -197,6 +210,14 @@ static void run_tile(const eltwise_job *j, int64_t start, int64_t len) {
         default: SY_ASSERT(!"unknown elementwise instruction");
         }
         reg[e->dst] = d;
+    }
+    if (!out_bf16) return;
+    uint16_t *o = (uint16_t *)k->out + start;
+    if (k->op == SY_OP_SIGMOID) { /* TensorFlow's bfloat16 sigmoid of the input (its register 0) */
+        sy_bf16_sigmoid(scratch[p->out], reg[0], len);
+        sy_bf16_store_all(o, scratch[p->out], len);
+    } else {
+        sy_bf16_store_all(o, reg[p->out], len);
     }
 }
 
@@ -275,38 +296,50 @@ static void single_op_f32_fast(const sy_kargs *k) {
 /* ---- reductions over a contiguous run of axes: (outer, R, inner) -> (outer, inner) ---- */
 
 typedef struct reduce_job {
-    const float *x;
-    float *y;
+    const void *x;
+    void *y;
     int64_t outer, red, inner, blocks;
     float scale;
+    bool xb, yb; /* issue 16: x or y stored as bfloat16 */
 } reduce_job;
 
 #define REDUCE_COLS 256 /* inner elements per part */
 
-static void reduce_part(void *ctx, int64_t part) {
-    const reduce_job *j = ctx;
+/* xb, yb constants at each call: the float32 loops, or the same on widened values with a rounded
+ * store */
+static inline __attribute__((always_inline)) void reduce_block(const reduce_job *j, int64_t part,
+                                                               bool xb, bool yb) {
     int64_t o = part / j->blocks, c0 = (part % j->blocks) * REDUCE_COLS, c1 = sy_min64(j->inner, c0 + REDUCE_COLS);
-    const float *x = j->x + o * j->red * j->inner;
-    float *y = j->y + o * j->inner;
+    int64_t x = o * j->red * j->inner, y = o * j->inner;
     if (j->inner == 1) {
         /* a row sum: 16 interleaved partial sums, combined in a fixed order */
         float acc[16] = {0};
         int64_t r = 0;
         for (; r + 16 <= j->red; r += 16)
-            for (int q = 0; q < 16; q++) acc[q] += x[r + q];
+            for (int q = 0; q < 16; q++) acc[q] += sy_ldf(j->x, x + r + q, xb);
         float s = 0;
         for (int q = 0; q < 16; q++) s += acc[q];
-        for (; r < j->red; r++) s += x[r];
-        y[0] = s * j->scale;
+        for (; r < j->red; r++) s += sy_ldf(j->x, x + r, xb);
+        sy_stf(j->y, y, s * j->scale, yb);
         return;
     }
     float acc[REDUCE_COLS];
     for (int64_t c = c0; c < c1; c++) acc[c - c0] = 0;
     for (int64_t r = 0; r < j->red; r++) {
-        const float *xr = x + r * j->inner;
-        for (int64_t c = c0; c < c1; c++) acc[c - c0] += xr[c];
+        int64_t xr = x + r * j->inner;
+        for (int64_t c = c0; c < c1; c++) acc[c - c0] += sy_ldf(j->x, xr + c, xb);
     }
-    for (int64_t c = c0; c < c1; c++) y[c] = acc[c - c0] * j->scale;
+    for (int64_t c = c0; c < c1; c++) sy_stf(j->y, y + c, acc[c - c0] * j->scale, yb);
+}
+
+static void reduce_part(void *ctx, int64_t part) {
+    const reduce_job *j = ctx;
+    if (!j->xb && !j->yb)
+        reduce_block(j, part, false, false);
+    else if (j->xb && !j->yb)
+        reduce_block(j, part, true, false); /* a bias's gradient */
+    else
+        reduce_block(j, part, j->xb, j->yb);
 }
 
 static void reduce_f32_fast(const sy_kargs *k) {
@@ -323,7 +356,8 @@ static void reduce_f32_fast(const sy_kargs *k) {
             sy_ref_kernel(k->op, SY_F32)->run(k);
             return;
         }
-    reduce_job j = {k->in[0], k->out, 1, 1, 1, 1, 1.0f};
+    reduce_job j = {k->in[0],           k->out, 1, 1, 1, 1, 1.0f, k->in_dtype[0] == SY_BF16,
+                    k->dtype == SY_BF16};
     for (int d = 0; d < s->rank; d++) {
         if (first >= 0 && d < first) j.outer *= s->dims[d];
         else if (first >= 0 && d <= last) j.red *= s->dims[d];
@@ -335,10 +369,29 @@ static void reduce_f32_fast(const sy_kargs *k) {
     sy_parallel_parts(k->ex, j.outer * j.blocks, reduce_part, &j);
 }
 
-const sy_kernel sy_cpu_fused_eltwise = {fused_eltwise_fwd_f32_fast, NULL};
-const sy_kernel sy_cpu_unary = {single_op_f32_fast, NULL};
-const sy_kernel sy_cpu_binary = {single_op_f32_fast, NULL};
-const sy_kernel sy_cpu_bias_add = {single_op_f32_fast, NULL};
-const sy_kernel sy_cpu_eltwise_grad = {single_op_f32_fast, NULL};
-const sy_kernel sy_cpu_reduce_sum = {reduce_f32_fast, NULL};
-const sy_kernel sy_cpu_reduce_mean = {reduce_f32_fast, NULL};
+/* issue 16, bfloat16 storage: every operand the interpreter loads, and its output; not the
+ * broadcasts it leaves to broadcast.c or ref */
+static uint32_t program_bf16_io(const sy_kargs *k) {
+    (void)k;
+    return SY_BF16_OUT | (SY_BF16_OUT - 1);
+}
+static uint32_t single_op_bf16_io(const sy_kargs *k) {
+    for (int i = 0; i < k->n_in; i++)
+        if (operand_kind(k, i) < 0) return 0;
+    return program_bf16_io(k);
+}
+
+const sy_kernel sy_cpu_fused_eltwise = {fused_eltwise_fwd_f32_fast, NULL, program_bf16_io};
+const sy_kernel sy_cpu_unary = {single_op_f32_fast, NULL, single_op_bf16_io};
+const sy_kernel sy_cpu_binary = {single_op_f32_fast, NULL, single_op_bf16_io};
+const sy_kernel sy_cpu_bias_add = {single_op_f32_fast, NULL, single_op_bf16_io};
+const sy_kernel sy_cpu_eltwise_grad = {single_op_f32_fast, NULL, single_op_bf16_io};
+/* issue 16, bfloat16 storage: over one contiguous run of axes (the others go to ref) */
+static uint32_t reduce_bf16_io(const sy_kargs *k) {
+    uint32_t axes = k->attr->reduce.axes;
+    while (axes && !(axes & 1)) axes >>= 1;
+    return (axes & (axes + 1)) == 0 ? SY_BF16_IN(0) | SY_BF16_OUT : 0;
+}
+
+const sy_kernel sy_cpu_reduce_sum = {reduce_f32_fast, NULL, reduce_bf16_io};
+const sy_kernel sy_cpu_reduce_mean = {reduce_f32_fast, NULL, reduce_bf16_io};

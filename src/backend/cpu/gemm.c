@@ -67,21 +67,38 @@ void sy_bf16_sigmoid(float *y, const float *x, int64_t n) {
     }
 }
 
+/* One row: t (n) = round(act(round(y + bias))). t may be y. Each loop simple enough to vectorise
+ * (sy_bf16_round is branch-free). */
+static void bf16_epilogue_row(float *t, const float *y, const float *bias, int64_t n, int act) {
+    if (bias)
+        for (int64_t j = 0; j < n; j++) t[j] = sy_bf16_round(y[j] + bias[j]);
+    else
+        for (int64_t j = 0; j < n; j++) t[j] = sy_bf16_round(y[j]);
+    if (act == SY_ACT_RELU)
+        for (int64_t j = 0; j < n; j++) t[j] = t[j] > 0 ? t[j] : 0;
+    else if (act == SY_ACT_SIGMOID)
+        sy_bf16_sigmoid(t, t, n);
+    else if (act != SY_ACT_NONE)
+        for (int64_t j = 0; j < n; j++) t[j] = sy_bf16_round(sy_act_f32(t[j], act));
+}
+
 void sy_bf16_epilogue(float *y, int64_t rows, int64_t n, const float *bias, int act) {
-    /* row by row, each loop simple enough to vectorise (sy_bf16_round is branch-free) */
-    for (int64_t i = 0; i < rows; i++) {
-        float *restrict r = y + i * n;
-        if (bias)
-            for (int64_t j = 0; j < n; j++) r[j] = sy_bf16_round(r[j] + bias[j]);
-        else
-            for (int64_t j = 0; j < n; j++) r[j] = sy_bf16_round(r[j]);
-        if (act == SY_ACT_RELU)
-            for (int64_t j = 0; j < n; j++) r[j] = r[j] > 0 ? r[j] : 0;
-        else if (act == SY_ACT_SIGMOID)
-            sy_bf16_sigmoid(r, r, n);
-        else if (act != SY_ACT_NONE)
-            for (int64_t j = 0; j < n; j++) r[j] = sy_bf16_round(sy_act_f32(r[j], act));
-    }
+    for (int64_t i = 0; i < rows; i++) bf16_epilogue_row(y + i * n, y + i * n, bias, n, act);
+}
+
+/* issue 16, bfloat16 storage: the same numbers, each exactly a bfloat16, stored in 2 bytes through
+ * a chunk on the stack */
+#define EPI_CHUNK 256
+void sy_bf16_epilogue_store(uint16_t *dst, int64_t ldd, const float *y, int64_t ldy, int64_t rows,
+                            int64_t n, const float *bias, int act) {
+    float t[EPI_CHUNK];
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j0 = 0; j0 < n; j0 += EPI_CHUNK) {
+            int64_t m = sy_min64(EPI_CHUNK, n - j0);
+            bf16_epilogue_row(t, y + i * ldy + j0, bias ? bias + j0 : NULL, m, act);
+            uint16_t *d = dst + i * ldd + j0;
+            for (int64_t j = 0; j < m; j++) d[j] = sy_bf16_bits(t[j]);
+        }
 }
 
 typedef struct parts_job {
@@ -142,30 +159,169 @@ static int64_t min_split(int64_t shared_floats, double flops_per_line) {
     return sy_max64(lines, (int64_t)(1e6 / flops_per_line));
 }
 
+/* j->by_rows and j->blocks for its shape */
+static void gemm_split(gemm_job *j) {
+    int64_t k1 = j->K > 0 ? j->K : 1;
+    int64_t min_rows = min_split(k1 * j->N, 2.0 * (double)j->N * (double)k1);
+    j->by_rows = j->M >= 2 * min_rows;
+    if (j->by_rows) {
+        j->blocks = sy_min64(GEMM_MAX_BLOCKS, j->M / min_rows);
+    } else {
+        int64_t min_cols = min_split(k1 * j->M, 2.0 * (double)j->M * (double)k1);
+        j->blocks = j->N >= 2 * min_cols ? sy_min64(GEMM_MAX_BLOCKS, j->N / min_cols) : 1;
+    }
+}
+
 void sy_sgemm_parallel(const sy_exec *ex, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                        const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc,
                        const float *bias, int act) {
     gemm_job j = {ta, tb, true, M, N, K, lda, ldb, ldc, 1, alpha, beta, A, B, bias, C, act};
-    int64_t k1 = K > 0 ? K : 1;
-    int64_t min_rows = min_split(k1 * N, 2.0 * (double)N * (double)k1);
-    if (M >= 2 * min_rows) {
-        j.blocks = sy_min64(GEMM_MAX_BLOCKS, M / min_rows);
-    } else {
-        int64_t min_cols = min_split(k1 * M, 2.0 * (double)M * (double)k1);
-        j.by_rows = false;
-        j.blocks = N >= 2 * min_cols ? sy_min64(GEMM_MAX_BLOCKS, N / min_cols) : 1;
-    }
+    gemm_split(&j);
     sy_parallel_parts(ex, j.blocks, gemm_block, &j);
 }
 
 /* ---- the matmul kernel: c (M, N) = op(a) op(b) [+ bias], act --------------- */
 
+/* issue 16, bfloat16 storage: any operand may be a bfloat16 buffer. The products are the float32
+ * path's, call for call -- the same blocks (gemm_split), each one sgemm of the same shape -- on
+ * operands widened first: b and the bias whole, once; a by blocks of rows of op(a) into the
+ * thread's scratch (whole, once, when the blocks are columns and share it). A bfloat16 c is a
+ * float32 block in the scratch that the bfloat16 epilogue stores (round(act(round(sum + bias)))).
+ */
+typedef struct matmul_bf16_job {
+    gemm_job g;
+    const sy_kargs *k;
+    bool ab, cb;
+    int64_t rows; /* of a block of op(a) */
+} matmul_bf16_job;
+
+/* Scratch per thread, in floats: a block of op(a) (by rows) and a block of c. */
+static int64_t matmul_block_a(const matmul_bf16_job *j) {
+    return j->ab && j->g.by_rows ? sy_align_up(j->rows * j->g.K, 16) : 0;
+}
+static int64_t matmul_block_c(const matmul_bf16_job *j) {
+    return j->cb ? sy_align_up(j->g.by_rows ? j->rows * j->g.N
+                                            : j->g.M * ((j->g.N + j->g.blocks - 1) / j->g.blocks),
+                               16)
+                 : 0;
+}
+
+static void matmul_bf16_block(void *ctx, int64_t part, float *buf) {
+    const matmul_bf16_job *j = ctx;
+    const gemm_job *g = &j->g;
+    float *cs = buf + matmul_block_a(j);
+    int64_t b, e;
+    if (g->by_rows) {
+        sy_split_range(g->M, (int)part, (int)g->blocks, &b, &e);
+        const float *a = g->ta ? g->A + b : g->A + b * g->lda;
+        int64_t lda = g->lda;
+        if (j->ab) { /* rows [b, e) of op(a): a's rows, or with ta its columns */
+            const uint16_t *a16 = j->k->in[0];
+            if (g->ta) {
+                for (int64_t kk = 0; kk < g->K; kk++)
+                    sy_bf16_load_all(buf + kk * (e - b), a16 + kk * g->lda + b, e - b);
+                lda = e - b;
+            } else {
+                sy_bf16_load_all(buf, a16 + b * g->lda, (e - b) * g->lda);
+            }
+            a = buf;
+        }
+        float *c = j->cb ? cs : g->C + b * g->ldc;
+        int64_t ldc = j->cb ? g->N : g->ldc;
+        sy_sgemm(g->ta, g->tb, e - b, g->N, g->K, 1.0f, a, lda, g->B, g->ldb, 0.0f, c, ldc);
+        if (j->cb)
+            sy_bf16_epilogue_store((uint16_t *)j->k->out + b * g->ldc, g->ldc, c, ldc, e - b, g->N,
+                                   g->bias, g->act);
+        else
+            sy_epilogue_f32(c, e - b, g->N, ldc, g->bias, 0, g->act);
+    } else {
+        sy_split_range(g->N, (int)part, (int)g->blocks, &b, &e);
+        const float *bm = g->tb ? g->B + b * g->ldb : g->B + b;
+        float *c = j->cb ? cs : g->C + b;
+        int64_t ldc = j->cb ? e - b : g->ldc;
+        sy_sgemm(g->ta, g->tb, g->M, e - b, g->K, 1.0f, g->A, g->lda, bm, g->ldb, 0.0f, c, ldc);
+        if (j->cb)
+            sy_bf16_epilogue_store((uint16_t *)j->k->out + b, g->ldc, c, ldc, g->M, e - b,
+                                   g->bias ? g->bias + b : NULL, g->act);
+        else
+            sy_epilogue_f32(c, g->M, e - b, ldc, g->bias, b, g->act);
+    }
+}
+
+static matmul_bf16_job matmul_bf16_plan(const sy_kargs *k, int threads, int64_t *head,
+                                        int64_t *per_thread) {
+    bool ta = k->attr->matmul.ta, tb = k->attr->matmul.tb;
+    const sy_shape *as = &k->in_shape[0], *bs = &k->in_shape[1];
+    int64_t M = k->out_shape->dims[0], N = k->out_shape->dims[1],
+            K = ta ? as->dims[0] : as->dims[1];
+    matmul_bf16_job j = {{ta, tb, true, M, N, K, as->dims[1], bs->dims[1], N, 1, 1.0f, 0.0f, NULL,
+                          NULL, NULL, NULL, k->attr->matmul.act},
+                         k,
+                         k->in_dtype[0] == SY_BF16,
+                         k->dtype == SY_BF16,
+                         0};
+    gemm_split(&j.g);
+    j.rows = (M + j.g.blocks - 1) / j.g.blocks;
+    bool bb = k->in_dtype[1] == SY_BF16, biasb = k->n_in > 2 && k->in_dtype[2] == SY_BF16;
+    *head = (bb ? sy_align_up(K * N, 16) : 0) + (biasb ? sy_align_up(N, 16) : 0) +
+            (j.ab && !j.g.by_rows ? sy_align_up(M * K, 16) : 0);
+    *per_thread = matmul_block_a(&j) + matmul_block_c(&j);
+    (void)threads;
+    return j;
+}
+
+static bool matmul_any_bf16(const sy_kargs *k) {
+    bool any = k->dtype == SY_BF16;
+    for (int i = 0; i < k->n_in; i++) any |= k->in_dtype[i] == SY_BF16;
+    return any;
+}
+
+static size_t matmul_ws(const sy_kargs *k, int threads) {
+    if (!matmul_any_bf16(k)) return 0;
+    int64_t head, per_thread;
+    matmul_bf16_job j = matmul_bf16_plan(k, threads, &head, &per_thread);
+    return (size_t)(head + sy_blocks_buffers(threads, j.g.blocks) * per_thread + 16) *
+           sizeof(float);
+}
+
 static void matmul_fwd_f32_fast(const sy_kargs *k) {
     bool ta = k->attr->matmul.ta, tb = k->attr->matmul.tb;
     const sy_shape *as = &k->in_shape[0], *bs = &k->in_shape[1];
     int64_t M = k->out_shape->dims[0], N = k->out_shape->dims[1], K = ta ? as->dims[0] : as->dims[1];
+    if (matmul_any_bf16(k)) {
+        int64_t head, per_thread;
+        matmul_bf16_job j = matmul_bf16_plan(k, k->ex->threads, &head, &per_thread);
+        float *ws = k->ws;
+        j.g.A = k->in[0];
+        j.g.B = k->in[1];
+        j.g.bias = k->n_in > 2 ? k->in[2] : NULL;
+        j.g.C = k->out;
+        if (k->in_dtype[1] == SY_BF16) {
+            sy_bf16_load_all(ws, k->in[1], K * N);
+            j.g.B = ws;
+            ws += sy_align_up(K * N, 16);
+        }
+        if (k->n_in > 2 && k->in_dtype[2] == SY_BF16) {
+            sy_bf16_load_all(ws, k->in[2], N);
+            j.g.bias = ws;
+            ws += sy_align_up(N, 16);
+        }
+        if (j.ab && !j.g.by_rows) {
+            sy_bf16_load_all(ws, k->in[0], M * K);
+            j.g.A = ws;
+            ws += sy_align_up(M * K, 16);
+            j.ab = false;
+        }
+        sy_run_blocks(k->ex, j.g.blocks, matmul_bf16_block, &j, ws, per_thread);
+        return;
+    }
     sy_sgemm_parallel(k->ex, ta, tb, M, N, K, 1.0f, k->in[0], as->dims[1], k->in[1], bs->dims[1], 0.0f, k->out, N,
                       k->n_in > 2 ? k->in[2] : NULL, k->attr->matmul.act);
 }
 
-const sy_kernel sy_cpu_matmul = {matmul_fwd_f32_fast, NULL};
+static uint32_t matmul_bf16_io(const sy_kargs *k) {
+    (void)k;
+    return SY_BF16_IN(0) | SY_BF16_IN(1) | SY_BF16_IN(2) | SY_BF16_OUT;
+}
+
+const sy_kernel sy_cpu_matmul = {matmul_fwd_f32_fast, matmul_ws, matmul_bf16_io};

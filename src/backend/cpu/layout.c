@@ -42,14 +42,17 @@ static void box_runs(char *big, char *small, const sy_shape *bigs, const sy_shap
     }
 }
 
+/* Elements of k->dtype's size: float32, or bfloat16 storage (issue 16) */
 static void slice_fwd_f32_fast(const sy_kargs *k) {
-    box_runs(k->in[0], k->out, &k->in_shape[0], k->out_shape, k->attr->slice.begin, sizeof(float), true);
+    box_runs(k->in[0], k->out, &k->in_shape[0], k->out_shape, k->attr->slice.begin,
+             sy_dtype_size(k->dtype), true);
 }
 
 static void slice_bwd_f32_fast(const sy_kargs *k) {
-    memset(k->out, 0, (size_t)sy_shape_count(k->out_shape) * sizeof(float));
-    box_runs(k->out, k->in[0], k->out_shape, &k->in_shape[0], k->attr->slice.begin, sizeof(float), false);
+    size_t es = sy_dtype_size(k->dtype);
+    memset(k->out, 0, (size_t)sy_shape_count(k->out_shape) * es);
+    box_runs(k->out, k->in[0], k->out_shape, &k->in_shape[0], k->attr->slice.begin, es, false);
 }
 
-const sy_kernel sy_cpu_slice = {slice_fwd_f32_fast, NULL};
-const sy_kernel sy_cpu_slice_grad = {slice_bwd_f32_fast, NULL};
+const sy_kernel sy_cpu_slice = {slice_fwd_f32_fast, NULL, sy_bf16_uniform};
+const sy_kernel sy_cpu_slice_grad = {slice_bwd_f32_fast, NULL, sy_bf16_uniform};

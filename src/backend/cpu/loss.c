@@ -256,7 +256,7 @@ static void sparse_softmax_ce_grad_run(const sy_kargs *k) {
     sy_parallel_parts(k->ex, j.parts, ce_bwd_part, &j);
 }
 
-const sy_kernel sy_cpu_softmax = {softmax_run, NULL};
-const sy_kernel sy_cpu_log_softmax = {softmax_run, NULL};
-const sy_kernel sy_cpu_sparse_softmax_ce = {sparse_softmax_ce_run, NULL};
-const sy_kernel sy_cpu_sparse_softmax_ce_grad = {sparse_softmax_ce_grad_run, NULL};
+const sy_kernel sy_cpu_softmax = {softmax_run, NULL, NULL};
+const sy_kernel sy_cpu_log_softmax = {softmax_run, NULL, NULL};
+const sy_kernel sy_cpu_sparse_softmax_ce = {sparse_softmax_ce_run, NULL, NULL};
+const sy_kernel sy_cpu_sparse_softmax_ce_grad = {sparse_softmax_ce_grad_run, NULL, NULL};

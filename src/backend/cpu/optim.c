@@ -186,6 +186,6 @@ static void rmsprop_update_run(const sy_kargs *k) {
     run_job(k, &j);
 }
 
-const sy_kernel sy_cpu_sgd_update = {sgd_update_run, NULL};
-const sy_kernel sy_cpu_adam_update = {adam_update_run, NULL};
-const sy_kernel sy_cpu_rmsprop_update = {rmsprop_update_run, NULL};
+const sy_kernel sy_cpu_sgd_update = {sgd_update_run, NULL, NULL};
+const sy_kernel sy_cpu_adam_update = {adam_update_run, NULL, NULL};
+const sy_kernel sy_cpu_rmsprop_update = {rmsprop_update_run, NULL, NULL};

@@ -34,6 +34,13 @@
  * written once instead of cleared, read back and written again. Otherwise
  * the part's piece of dx is cleared while it is in cache and windows add
  * into it.
+ *
+ * bfloat16 storage (issue 16, mixed_bfloat16): x, y, dy and dx may be
+ * 2-byte bfloat16 buffers. The same loops run on their widened values --
+ * the forward in a block of channels on the stack, stored rounded (a
+ * maximum stores exactly) -- so the results are float32 storage's and the
+ * plan's rounding. A bfloat16 dx is written only where windows do not
+ * overlap (assigned, never accumulated).
  */
 #include "cpu_internal.h"
 
@@ -117,6 +124,42 @@ static void avg_pool2d_fwd_f32_fast(float *restrict y, const float *restrict x, 
     }
 }
 
+/* Either pooling with x or y stored as bfloat16: the loops above, by blocks of CBLK channels on the
+ * stack. */
+#define CBLK 64
+static inline __attribute__((always_inline)) void
+pool2d_fwd_bf16(void *restrict y, const void *restrict x, const pool_geom *g, int64_t r0,
+                int64_t r1, bool is_max, bool xb, bool yb) {
+    const int64_t C = g->c;
+    float acc[CBLK];
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t n = r / g->oh, oh = r % g->oh, h0, h1;
+        window_rows(g, oh, &h0, &h1);
+        int64_t xi = n * g->h * g->w * C;
+        for (int64_t ow = 0; ow < g->ow; ow++) {
+            int64_t w0, w1;
+            window_cols(g, ow, &w0, &w1);
+            int64_t yp = (r * g->ow + ow) * C;
+            for (int64_t c0 = 0; c0 < C; c0 += CBLK) {
+                int64_t cn = sy_min64(CBLK, C - c0);
+                for (int64_t c = 0; c < cn; c++) acc[c] = is_max ? -INFINITY : 0;
+                for (int64_t ih = h0; ih < h1; ih++)
+                    for (int64_t iw = w0; iw < w1; iw++) {
+                        int64_t xp = xi + (ih * g->w + iw) * C + c0;
+                        for (int64_t c = 0; c < cn; c++) {
+                            float v = sy_ldf(x, xp + c, xb);
+                            acc[c] = is_max ? (v > acc[c] ? v : acc[c]) : acc[c] + v;
+                        }
+                    }
+                float div = (float)((h1 - h0) * (w1 - w0) > 0 ? (h1 - h0) * (w1 - w0) : 1);
+                if (!is_max)
+                    for (int64_t c = 0; c < cn; c++) acc[c] = acc[c] / div;
+                for (int64_t c = 0; c < cn; c++) sy_stf(y, yp + c0 + c, acc[c], yb);
+            }
+        }
+    }
+}
+
 /* About this many input-element visits per part: large enough that a part
  * outweighs handing it to a thread. */
 #define FWD_GRAIN 32768
@@ -133,7 +176,14 @@ static void pool_fwd_part(void *ctx, int64_t part) {
     const pool_job *j = ctx;
     int64_t r0, r1;
     sy_split_range(j->rows, (int)part, (int)j->parts, &r0, &r1);
-    if (j->is_max)
+    bool xb = j->k->in_dtype[0] == SY_BF16, yb = j->k->dtype == SY_BF16;
+    if (xb && yb && j->is_max)
+        pool2d_fwd_bf16(j->k->out, j->k->in[0], &j->g, r0, r1, true, true, true);
+    else if (xb && yb)
+        pool2d_fwd_bf16(j->k->out, j->k->in[0], &j->g, r0, r1, false, true, true);
+    else if (xb || yb)
+        pool2d_fwd_bf16(j->k->out, j->k->in[0], &j->g, r0, r1, j->is_max, xb, yb);
+    else if (j->is_max)
         max_pool2d_fwd_f32_fast(j->k->out, j->k->in[0], &j->g, r0, r1);
     else
         avg_pool2d_fwd_f32_fast(j->k->out, j->k->in[0], &j->g, r0, r1);
@@ -152,9 +202,8 @@ static void avg_pool2d_run(const sy_kargs *k) { pool_fwd(k, false); }
 
 /* ---- backward ------------------------------------------------------------- */
 
-/* Channels per backward part, and the width of the per-channel state a
- * max-pool window keeps on the stack. */
-#define CBLK 64
+/* Channels per backward part (CBLK), which is also the width of the per-channel state a max-pool
+ * window keeps on the stack. */
 
 static bool windows_overlap(const pool_geom *g) { return g->sh < g->kh || g->sw < g->kw; }
 
@@ -169,29 +218,33 @@ static bool col_covered(const pool_geom *g, int64_t iw) {
     return o < g->ow && iw + g->pl - o * g->sw < g->kw;
 }
 
-/* Zero channels [c0, c0 + cn) of image dxi: all pixels if `all`, else the
+/* Zero channels [c0, c0 + cn) of image dxi (elements of es bytes): all pixels if `all`, else the
  * pixels no window covers. */
-static void clear_block(float *dxi, const pool_geom *g, int64_t c0, int64_t cn, bool all) {
+static void clear_block(char *dxi, size_t es, const pool_geom *g, int64_t c0, int64_t cn,
+                        bool all) {
     if (all && cn == g->c) {
-        memset(dxi, 0, (size_t)(g->h * g->w * g->c) * sizeof *dxi);
+        memset(dxi, 0, (size_t)(g->h * g->w * g->c) * es);
         return;
     }
     for (int64_t ih = 0; ih < g->h; ih++) {
         bool row = all || !row_covered(g, ih);
         for (int64_t iw = 0; iw < g->w; iw++)
-            if (row || !col_covered(g, iw)) memset(dxi + (ih * g->w + iw) * g->c + c0, 0, (size_t)cn * sizeof *dxi);
+            if (row || !col_covered(g, iw))
+                memset(dxi + ((ih * g->w + iw) * g->c + c0) * es, 0, (size_t)cn * es);
     }
 }
 
-/* dx (N, H, W, C) channels [c0, c0 + cn) of image n, from x and dy
- * (N, OH, OW, C). */
-static void max_pool2d_bwd_f32_fast(float *restrict dx, const float *restrict x, const float *restrict dy,
-                                    const pool_geom *g, int64_t n, int64_t c0, int64_t cn) {
+/* dx (N, H, W, C) channels [c0, c0 + cn) of image n, from x and dy (N, OH, OW, C); xb, dyb, dxb:
+ * which are stored as bfloat16 (constants at each call, so each variant compiles to its own plain
+ * loops; a bfloat16 dx only where windows do not overlap). */
+static inline __attribute__((always_inline)) void
+max_pool2d_bwd(void *restrict dx, const void *restrict x, const void *restrict dy,
+               const pool_geom *g, int64_t n, int64_t c0, int64_t cn, bool xb, bool dyb, bool dxb) {
     const int64_t C = g->c;
     const bool assign = !windows_overlap(g);
-    float *dxi = dx + n * g->h * g->w * C;
-    const float *xi = x + n * g->h * g->w * C;
-    clear_block(dxi, g, c0, cn, !assign);
+    SY_ASSERT(assign || !dxb);
+    int64_t dxi = n * g->h * g->w * C, xi = n * g->h * g->w * C;
+    clear_block((char *)dx + dxi * (dxb ? 2 : 4), dxb ? 2 : 4, g, c0, cn, !assign);
     float best[CBLK];
     int32_t arg[CBLK];
     for (int64_t oh = 0; oh < g->oh; oh++) {
@@ -201,45 +254,50 @@ static void max_pool2d_bwd_f32_fast(float *restrict dx, const float *restrict x,
             int64_t w0, w1;
             window_cols(g, ow, &w0, &w1);
             if (h0 >= h1 || w0 >= w1) continue;
-            const float *restrict dyp = dy + ((n * g->oh + oh) * g->ow + ow) * C + c0;
+            int64_t dyp = ((n * g->oh + oh) * g->ow + ow) * C + c0;
             int32_t p = 0;
             for (int64_t ih = h0; ih < h1; ih++)
                 for (int64_t iw = w0; iw < w1; iw++, p++) {
-                    const float *restrict xp = xi + (ih * g->w + iw) * C + c0;
+                    int64_t xp = xi + (ih * g->w + iw) * C + c0;
                     if (p == 0) {
                         for (int64_t c = 0; c < cn; c++) {
-                            best[c] = xp[c];
+                            best[c] = sy_ldf(x, xp + c, xb);
                             arg[c] = 0;
                         }
                         continue;
                     }
                     for (int64_t c = 0; c < cn; c++) {
-                        bool gt = xp[c] > best[c];
-                        best[c] = gt ? xp[c] : best[c];
+                        float v = sy_ldf(x, xp + c, xb);
+                        bool gt = v > best[c];
+                        best[c] = gt ? v : best[c];
                         arg[c] = gt ? p : arg[c];
                     }
                 }
             p = 0;
             for (int64_t ih = h0; ih < h1; ih++)
                 for (int64_t iw = w0; iw < w1; iw++, p++) {
-                    float *restrict dxp = dxi + (ih * g->w + iw) * C + c0;
+                    int64_t dxp = dxi + (ih * g->w + iw) * C + c0;
                     if (assign)
-                        for (int64_t c = 0; c < cn; c++) dxp[c] = arg[c] == p ? dyp[c] : 0.0f;
+                        for (int64_t c = 0; c < cn; c++)
+                            sy_stf(dx, dxp + c, arg[c] == p ? sy_ldf(dy, dyp + c, dyb) : 0.0f, dxb);
                     else
-                        for (int64_t c = 0; c < cn; c++) dxp[c] += arg[c] == p ? dyp[c] : 0.0f;
+                        for (int64_t c = 0; c < cn; c++)
+                            ((float *)dx)[dxp + c] += arg[c] == p ? sy_ldf(dy, dyp + c, dyb) : 0.0f;
                 }
         }
     }
 }
 
-/* dx (N, H, W, C) channels [c0, c0 + cn) of image n, from dy (N, OH, OW, C):
- * each window spreads dy / (its valid count) over its valid pixels. */
-static void avg_pool2d_bwd_f32_fast(float *restrict dx, const float *restrict dy, const pool_geom *g, int64_t n,
-                                    int64_t c0, int64_t cn) {
+/* dx (N, H, W, C) channels [c0, c0 + cn) of image n, from dy (N, OH, OW, C): each window spreads dy
+ * / (its valid count) over its valid pixels. dyb, dxb as above. */
+static inline __attribute__((always_inline)) void
+avg_pool2d_bwd(void *restrict dx, const void *restrict dy, const pool_geom *g, int64_t n,
+               int64_t c0, int64_t cn, bool dyb, bool dxb) {
     const int64_t C = g->c;
     const bool assign = !windows_overlap(g);
-    float *dxi = dx + n * g->h * g->w * C;
-    clear_block(dxi, g, c0, cn, !assign);
+    SY_ASSERT(assign || !dxb);
+    int64_t dxi = n * g->h * g->w * C;
+    clear_block((char *)dx + dxi * (dxb ? 2 : 4), dxb ? 2 : 4, g, c0, cn, !assign);
     for (int64_t oh = 0; oh < g->oh; oh++) {
         int64_t h0, h1;
         window_rows(g, oh, &h0, &h1);
@@ -247,15 +305,17 @@ static void avg_pool2d_bwd_f32_fast(float *restrict dx, const float *restrict dy
             int64_t w0, w1;
             window_cols(g, ow, &w0, &w1);
             if (h0 >= h1 || w0 >= w1) continue;
-            const float *restrict dyp = dy + ((n * g->oh + oh) * g->ow + ow) * C + c0;
+            int64_t dyp = ((n * g->oh + oh) * g->ow + ow) * C + c0;
             const float inv = 1.0f / (float)((h1 - h0) * (w1 - w0));
             for (int64_t ih = h0; ih < h1; ih++)
                 for (int64_t iw = w0; iw < w1; iw++) {
-                    float *restrict dxp = dxi + (ih * g->w + iw) * C + c0;
+                    int64_t dxp = dxi + (ih * g->w + iw) * C + c0;
                     if (assign)
-                        for (int64_t c = 0; c < cn; c++) dxp[c] = dyp[c] * inv;
+                        for (int64_t c = 0; c < cn; c++)
+                            sy_stf(dx, dxp + c, sy_ldf(dy, dyp + c, dyb) * inv, dxb);
                     else
-                        for (int64_t c = 0; c < cn; c++) dxp[c] += dyp[c] * inv;
+                        for (int64_t c = 0; c < cn; c++)
+                            ((float *)dx)[dxp + c] += sy_ldf(dy, dyp + c, dyb) * inv;
                 }
         }
     }
@@ -263,11 +323,24 @@ static void avg_pool2d_bwd_f32_fast(float *restrict dx, const float *restrict dy
 
 static void pool_bwd_part(void *ctx, int64_t part) {
     const pool_job *j = ctx;
+    const sy_kargs *k = j->k;
     int64_t n = part / j->blocks, c0 = part % j->blocks * CBLK, cn = sy_min64(CBLK, j->g.c - c0);
-    if (j->is_max)
-        max_pool2d_bwd_f32_fast(j->k->out, j->k->in[0], j->k->in[2], &j->g, n, c0, cn);
-    else
-        avg_pool2d_bwd_f32_fast(j->k->out, j->k->in[0], &j->g, n, c0, cn);
+    bool xb = k->in_dtype[0] == SY_BF16, dyb = k->in_dtype[j->is_max ? 2 : 0] == SY_BF16,
+         dxb = k->dtype == SY_BF16;
+    if (!j->is_max) {
+        if (dyb && dxb)
+            avg_pool2d_bwd(k->out, k->in[0], &j->g, n, c0, cn, true, true);
+        else if (dyb || dxb)
+            avg_pool2d_bwd(k->out, k->in[0], &j->g, n, c0, cn, dyb, dxb);
+        else
+            avg_pool2d_bwd(k->out, k->in[0], &j->g, n, c0, cn, false, false);
+    } else if (xb && dyb && dxb) { /* mixed_bfloat16's usual case */
+        max_pool2d_bwd(k->out, k->in[0], k->in[2], &j->g, n, c0, cn, true, true, true);
+    } else if (xb || dyb || dxb) {
+        max_pool2d_bwd(k->out, k->in[0], k->in[2], &j->g, n, c0, cn, xb, dyb, dxb);
+    } else {
+        max_pool2d_bwd(k->out, k->in[0], k->in[2], &j->g, n, c0, cn, false, false, false);
+    }
 }
 
 /* max: inputs (x, y, dy), dx shaped like x; avg: input dy, dx of out_shape. */
@@ -281,7 +354,19 @@ static void pool_bwd(const sy_kargs *k, bool is_max) {
 static void max_pool2d_grad_run(const sy_kargs *k) { pool_bwd(k, true); }
 static void avg_pool2d_grad_run(const sy_kargs *k) { pool_bwd(k, false); }
 
-const sy_kernel sy_cpu_max_pool2d = {max_pool2d_run, NULL};
-const sy_kernel sy_cpu_avg_pool2d = {avg_pool2d_run, NULL};
-const sy_kernel sy_cpu_max_pool2d_grad = {max_pool2d_grad_run, NULL};
-const sy_kernel sy_cpu_avg_pool2d_grad = {avg_pool2d_grad_run, NULL};
+/* issue 16, bfloat16 storage: every operand, but a gradient into overlapping windows stays float32
+ * (it sums) */
+static uint32_t pool_bf16_io(const sy_kargs *k) {
+    uint32_t io = SY_BF16_IN(0) | SY_BF16_IN(1) | SY_BF16_IN(2) | SY_BF16_OUT;
+    if (k->op == SY_OP_MAX_POOL2D_GRAD || k->op == SY_OP_AVG_POOL2D_GRAD) {
+        pool_geom g =
+            pool_geometry(k->op == SY_OP_MAX_POOL2D_GRAD ? &k->in_shape[0] : k->out_shape, k->attr);
+        if (windows_overlap(&g)) io &= ~SY_BF16_OUT;
+    }
+    return io;
+}
+
+const sy_kernel sy_cpu_max_pool2d = {max_pool2d_run, NULL, pool_bf16_io};
+const sy_kernel sy_cpu_avg_pool2d = {avg_pool2d_run, NULL, pool_bf16_io};
+const sy_kernel sy_cpu_max_pool2d_grad = {max_pool2d_grad_run, NULL, pool_bf16_io};
+const sy_kernel sy_cpu_avg_pool2d_grad = {avg_pool2d_grad_run, NULL, pool_bf16_io};

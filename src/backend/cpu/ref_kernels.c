@@ -284,17 +284,20 @@ static void rsqrt_tf(const float *x, float *y, int64_t n) {
 #undef T
 #undef SFX
 
+/* issue 16, bfloat16 storage: elements of one size in, the same out -- bfloat16 ones as well, when
+ * every float operand is bfloat16 (sy_bf16_uniform) */
 static const sy_kernel layout_kernels[SY_OP_COUNT] = {
-    [SY_OP_COPY] = {copy_any, NULL},
-    [SY_OP_RESHAPE] = {copy_any, NULL},
-    [SY_OP_TRANSPOSE] = {transpose_any, NULL},
-    [SY_OP_CONCAT] = {concat_any, NULL},
-    [SY_OP_SLICE] = {slice_any, NULL},
-    [SY_OP_SLICE_GRAD] = {slice_grad_any, NULL},
-    [SY_OP_BROADCAST_TO] = {broadcast_to_any, NULL},
-    [SY_OP_GATHER] = {gather_any, NULL},
-    [SY_OP_REVERSE] = {reverse_any, NULL},
-    [SY_OP_PAD] = {slice_grad_any, NULL}, /* zeros around x: slice_grad's placement */
+    [SY_OP_COPY] = {copy_any, NULL, sy_bf16_uniform},
+    [SY_OP_RESHAPE] = {copy_any, NULL, sy_bf16_uniform},
+    [SY_OP_TRANSPOSE] = {transpose_any, NULL, sy_bf16_uniform},
+    [SY_OP_CONCAT] = {concat_any, NULL, sy_bf16_uniform},
+    [SY_OP_SLICE] = {slice_any, NULL, sy_bf16_uniform},
+    [SY_OP_SLICE_GRAD] = {slice_grad_any, NULL, sy_bf16_uniform},
+    [SY_OP_BROADCAST_TO] = {broadcast_to_any, NULL, sy_bf16_uniform},
+    [SY_OP_GATHER] = {gather_any, NULL, sy_bf16_uniform},
+    [SY_OP_REVERSE] = {reverse_any, NULL, sy_bf16_uniform},
+    [SY_OP_PAD] = {slice_grad_any, NULL,
+                   sy_bf16_uniform}, /* zeros around x: slice_grad's placement */
 };
 
 const sy_kernel *sy_ref_kernel(sy_op op, sy_dtype dtype) {

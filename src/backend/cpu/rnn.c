@@ -933,21 +933,21 @@ static void gru_scan_bwd(const sy_kargs *k, sy_rnn_numerics num) {
     static size_t gru_fwd_ws_##sfx(const sy_kargs *k, int threads) { return gru_fwd_ws(k, num, threads); }            \
     static void gru_bwd_##sfx(const sy_kargs *k) { gru_scan_bwd(k, num); }                                             \
     static size_t gru_bwd_ws_##sfx(const sy_kargs *k, int threads) { return gru_bwd_ws(k, num, threads); }            \
-    static const sy_kernel rnn_kernels_##sfx[5] = {{lstm_fwd_##sfx, lstm_fwd_ws_##sfx},                               \
-                                                   {lstm_bwd_##sfx, lstm_bwd_ws_##sfx},                               \
-                                                   {lstm_wgrad_##sfx, lstm_wgrad_ws_##sfx},                           \
-                                                   {gru_fwd_##sfx, gru_fwd_ws_##sfx},                                 \
-                                                   {gru_bwd_##sfx, gru_bwd_ws_##sfx}};
+    static const sy_kernel rnn_kernels_##sfx[5] = {{lstm_fwd_##sfx, lstm_fwd_ws_##sfx, NULL},                         \
+                                                   {lstm_bwd_##sfx, lstm_bwd_ws_##sfx, NULL},                         \
+                                                   {lstm_wgrad_##sfx, lstm_wgrad_ws_##sfx, NULL},                     \
+                                                   {gru_fwd_##sfx, gru_fwd_ws_##sfx, NULL},                           \
+                                                   {gru_bwd_##sfx, gru_bwd_ws_##sfx, NULL}};
 
 RNN_KERNELS(f32_fast, SY_RNN_F32)
 RNN_KERNELS(f32_mxu, SY_RNN_MXU)
 RNN_KERNELS(f32_mxuref, SY_RNN_MXU_REF)
 
-const sy_kernel sy_cpu_lstm_scan = {lstm_fwd_f32_fast, lstm_fwd_ws_f32_fast};
-const sy_kernel sy_cpu_lstm_scan_grad = {lstm_bwd_f32_fast, lstm_bwd_ws_f32_fast};
-const sy_kernel sy_cpu_lstm_scan_wgrad = {lstm_wgrad_f32_fast, NULL};
-const sy_kernel sy_cpu_gru_scan = {gru_fwd_f32_fast, gru_fwd_ws_f32_fast};
-const sy_kernel sy_cpu_gru_scan_grad = {gru_bwd_f32_fast, gru_bwd_ws_f32_fast};
+const sy_kernel sy_cpu_lstm_scan = {lstm_fwd_f32_fast, lstm_fwd_ws_f32_fast, NULL};
+const sy_kernel sy_cpu_lstm_scan_grad = {lstm_bwd_f32_fast, lstm_bwd_ws_f32_fast, NULL};
+const sy_kernel sy_cpu_lstm_scan_wgrad = {lstm_wgrad_f32_fast, NULL, NULL};
+const sy_kernel sy_cpu_gru_scan = {gru_fwd_f32_fast, gru_fwd_ws_f32_fast, NULL};
+const sy_kernel sy_cpu_gru_scan_grad = {gru_bwd_f32_fast, gru_bwd_ws_f32_fast, NULL};
 
 const sy_kernel *sy_rnn_kernel(sy_op op, sy_rnn_numerics numerics) {
     static const sy_op ops[5] = {SY_OP_LSTM_SCAN, SY_OP_LSTM_SCAN_GRAD, SY_OP_LSTM_SCAN_WGRAD, SY_OP_GRU_SCAN,

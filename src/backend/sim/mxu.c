@@ -439,7 +439,8 @@ static void conv2d_bwd_filter_f32_mxu(const sy_kargs *k) {
         for (int64_t o = 0; o < g.o; o++) dw[t * g.o + o] = dwt[o * g.K + t];
 }
 
-const sy_kernel sy_sim_matmul = {matmul_fwd_f32_mxu, matmul_ws};
-const sy_kernel sy_sim_conv2d = {conv2d_fwd_f32_mxu, conv2d_fwd_ws};
-const sy_kernel sy_sim_conv2d_backprop_input = {conv2d_bwd_data_f32_mxu, conv2d_bwd_data_ws};
-const sy_kernel sy_sim_conv2d_backprop_filter = {conv2d_bwd_filter_f32_mxu, conv2d_bwd_filter_ws};
+const sy_kernel sy_sim_matmul = {matmul_fwd_f32_mxu, matmul_ws, NULL};
+const sy_kernel sy_sim_conv2d = {conv2d_fwd_f32_mxu, conv2d_fwd_ws, NULL};
+const sy_kernel sy_sim_conv2d_backprop_input = {conv2d_bwd_data_f32_mxu, conv2d_bwd_data_ws, NULL};
+const sy_kernel sy_sim_conv2d_backprop_filter = {conv2d_bwd_filter_f32_mxu, conv2d_bwd_filter_ws,
+                                                 NULL};

@@ -142,10 +142,10 @@ static void conv2d_bwd_filter_f32_mxuref(const sy_kargs *k) {
                 }
 }
 
-static const sy_kernel ref_matmul = {matmul_fwd_f32_mxuref, NULL};
-static const sy_kernel ref_conv2d = {conv2d_fwd_f32_mxuref, NULL};
-static const sy_kernel ref_conv2d_bwd_data = {conv2d_bwd_data_f32_mxuref, NULL};
-static const sy_kernel ref_conv2d_bwd_filter = {conv2d_bwd_filter_f32_mxuref, NULL};
+static const sy_kernel ref_matmul = {matmul_fwd_f32_mxuref, NULL, NULL};
+static const sy_kernel ref_conv2d = {conv2d_fwd_f32_mxuref, NULL, NULL};
+static const sy_kernel ref_conv2d_bwd_data = {conv2d_bwd_data_f32_mxuref, NULL, NULL};
+static const sy_kernel ref_conv2d_bwd_filter = {conv2d_bwd_filter_f32_mxuref, NULL, NULL};
 
 static const sy_kernel *const mxu_ref[SY_OP_COUNT] = {
     [SY_OP_MATMUL] = &ref_matmul,
