@@ -78,6 +78,10 @@ typedef struct file_model {
     bool saved_from_logits; /* the file's loss takes logits (a Loss object's from_logits) */
     bool saved_has_args;    /* issue 17: the file's loss is a Loss object with these arguments */
     sy_loss_args saved_args;
+    /* issue 17: the file's weighted_metrics, kept when the model is compiled again */
+    char saved_weighted[4][64];
+    const char *weighted[4];
+    int32_t n_weighted;
 } file_model;
 
 /* Set f up from MODEL's path and the file model's flags (each may be NULL).

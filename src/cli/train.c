@@ -561,6 +561,11 @@ static int prepare(const char *command, const builtin_model *b, file_model *fm, 
     }
     c.metrics = b->metrics;
     c.n_metrics = b->n_metrics;
+    if (fm && !o->metrics) { /* issue 17: the file's weighted_metrics, unless --metrics replaces its
+                                metrics */
+        c.weighted_metrics = fm->weighted;
+        c.n_weighted_metrics = fm->n_weighted;
+    }
     c.steps_per_execution = (int32_t)o->steps_per_execution;
     if ((st = sy_model_compile(*m, &c))) {
         /* an unknown --loss or --metrics name, or a metric that does not go with the loss: known only now */

@@ -59,19 +59,34 @@ static int64_t argmax_row(const float *v, int64_t n) {
     return best;
 }
 
-void metric_accumulate(keras_metric kind, const float *pred, const void *labels, int64_t rows, int64_t per_row,
-                       double *sum) {
+/* issue 17, masking: what each row of predictions weighs in a metric's update -- its sample's
+ * weight (sw, one per `steps` rows) times its step's mask -- as Keras passes a masked output's mask
+ * (times the sample weights for weighted_metrics) to update_state; NULL: 1 each */
+typedef struct row_weights {
+    const float *sw, *mask;
+    int64_t steps;
+} row_weights;
+
+static double weight_of(const row_weights *w, int64_t r) {
+    if (!w) return 1.0;
+    return (w->sw ? (double)w->sw[r / w->steps] : 1.0) * (w->mask ? (double)w->mask[r] : 1.0);
+}
+
+static void accumulate_rows(keras_metric kind, const float *pred, const void *labels, int64_t rows,
+                            int64_t per_row, const row_weights *w, double *sum) {
     double s = 0;
     switch (kind) {
     case KERAS_METRIC_SPARSE_CATEGORICAL_ACCURACY: {
         const int32_t *y = labels;
-        for (int64_t r = 0; r < rows; r++) s += argmax_row(pred + r * per_row, per_row) == y[r];
+        for (int64_t r = 0; r < rows; r++)
+            s += weight_of(w, r) * (argmax_row(pred + r * per_row, per_row) == y[r]);
         break;
     }
     case KERAS_METRIC_CATEGORICAL_ACCURACY: {
         const float *t = labels;
         for (int64_t r = 0; r < rows; r++)
-            s += argmax_row(pred + r * per_row, per_row) == argmax_row(t + r * per_row, per_row);
+            s += weight_of(w, r) *
+                 (argmax_row(pred + r * per_row, per_row) == argmax_row(t + r * per_row, per_row));
         break;
     }
     case KERAS_METRIC_BINARY_ACCURACY: {
@@ -79,7 +94,7 @@ void metric_accumulate(keras_metric kind, const float *pred, const void *labels,
         for (int64_t r = 0; r < rows; r++) {
             int64_t hit = 0;
             for (int64_t j = 0; j < per_row; j++) hit += t[r * per_row + j] == (pred[r * per_row + j] > 0.5f ? 1.0f : 0.0f);
-            s += (double)hit / (double)per_row;
+            s += weight_of(w, r) * ((double)hit / (double)per_row);
         }
         break;
     }
@@ -87,20 +102,23 @@ void metric_accumulate(keras_metric kind, const float *pred, const void *labels,
     case KERAS_METRIC_MAE: { /* issue 15: a regression output's metrics */
         const float *t = labels;
         for (int64_t r = 0; r < rows; r++) {
-            double e = 0; /* float32 per row, as Keras's mean over the last axis */
-            float acc = 0;
+            float acc = 0; /* float32 per row, as Keras's mean over the last axis */
             for (int64_t j = 0; j < per_row; j++) {
                 float d = t[r * per_row + j] - pred[r * per_row + j];
                 acc += kind == KERAS_METRIC_MSE ? d * d : fabsf(d);
             }
-            e = (double)(acc / (float)per_row);
-            s += e;
+            s += weight_of(w, r) * (double)(acc / (float)per_row);
         }
         break;
     }
     default: break; /* issue 17: the others are metric_update's */
     }
     *sum += s;
+}
+
+void metric_accumulate(keras_metric kind, const float *pred, const void *labels, int64_t rows,
+                       int64_t per_row, double *sum) {
+    accumulate_rows(kind, pred, labels, rows, per_row, NULL, sum);
 }
 
 /* ---- issue 17, losses and metrics ------------------------------------------------- */
@@ -249,17 +267,20 @@ static bool in_top_k(const float *row, int64_t n, int64_t t, int32_t k) {
     return above < k;
 }
 
-void metric_update(const metric_spec *ms, const float *pred, const void *labels, int64_t rows, int64_t per_row,
-                   double *state) {
+static void update_rows(const metric_spec *ms, const float *pred, const void *labels, int64_t rows,
+                        int64_t per_row, const row_weights *w, double *state) {
     const float *t = labels;
     int64_t n = rows * per_row;
     switch (ms->kind) {
     case KERAS_METRIC_TOP_K:
         for (int64_t r = 0; r < rows; r++)
-            state[0] += in_top_k(pred + r * per_row, per_row, argmax_row(t + r * per_row, per_row), ms->k);
+            state[0] += weight_of(w, r) * in_top_k(pred + r * per_row, per_row,
+                                                   argmax_row(t + r * per_row, per_row), ms->k);
         return;
     case KERAS_METRIC_SPARSE_TOP_K:
-        for (int64_t r = 0; r < rows; r++) state[0] += in_top_k(pred + r * per_row, per_row, ((const int32_t *)labels)[r], ms->k);
+        for (int64_t r = 0; r < rows; r++)
+            state[0] += weight_of(w, r) *
+                        in_top_k(pred + r * per_row, per_row, ((const int32_t *)labels)[r], ms->k);
         return;
     case KERAS_METRIC_MAPE:
     case KERAS_METRIC_MSLE:
@@ -275,11 +296,12 @@ void metric_update(const metric_spec *ms, const float *pred, const void *labels,
                     acc += d * d;
                 }
             }
-            state[0] += (double)(acc / (float)per_row) * (ms->kind == KERAS_METRIC_MAPE ? 100.0 : 1.0);
+            state[0] += weight_of(w, r) * (double)(acc / (float)per_row) *
+                        (ms->kind == KERAS_METRIC_MAPE ? 100.0 : 1.0);
         }
         return;
     case KERAS_METRIC_RMSE:
-        metric_accumulate(KERAS_METRIC_MSE, pred, labels, rows, per_row, state);
+        accumulate_rows(KERAS_METRIC_MSE, pred, labels, rows, per_row, w, state);
         return;
     case KERAS_METRIC_AUC: {
         int32_t T = ms->num_thresholds;
@@ -291,9 +313,14 @@ void metric_update(const metric_spec *ms, const float *pred, const void *labels,
             int64_t bucket = b > 0 ? (int64_t)b : 0;
             if (isnan(pred[i])) continue;
             bool pos = t[i] != 0;
-            /* above thresholds 0 .. bucket: kept per bucket here, summed from the top in metric_value */
-            if (pos) tp[bucket] += 1, state[2 * T] += 1;
-            else fp[bucket] += 1, state[2 * T + 1] += 1;
+            double wi =
+                weight_of(w, i / per_row); /* a row's weight broadcast over its predictions */
+            /* above thresholds 0 .. bucket: kept per bucket here, summed from the top in
+             * metric_value */
+            if (pos)
+                tp[bucket] += wi, state[2 * T] += wi;
+            else
+                fp[bucket] += wi, state[2 * T + 1] += wi;
         }
         return;
     }
@@ -301,13 +328,30 @@ void metric_update(const metric_spec *ms, const float *pred, const void *labels,
     case KERAS_METRIC_RECALL:
         for (int64_t i = 0; i < n; i++) {
             bool pos = t[i] != 0, above = pred[i] > (float)ms->threshold;
-            state[0] += pos && above;
-            state[1] += !pos && above;
-            state[2] += pos;
+            double wi = weight_of(w, i / per_row);
+            state[0] += (pos && above) * wi;
+            state[1] += (!pos && above) * wi;
+            state[2] += pos * wi;
         }
         return;
-    default: metric_accumulate(ms->kind, pred, labels, rows, per_row, state);
+    default:
+        accumulate_rows(ms->kind, pred, labels, rows, per_row, w, state);
     }
+}
+
+void metric_update(const metric_spec *ms, const float *pred, const void *labels, int64_t rows,
+                   int64_t per_row, double *state) {
+    update_rows(ms, pred, labels, rows, per_row, NULL, state);
+}
+
+void metric_update_masked(const metric_spec *ms, const float *pred, const void *labels,
+                          const float *sw, const float *mask, int64_t rows, int64_t steps,
+                          int64_t per_row, double *state) {
+    row_weights w = {sw, mask, steps > 0 ? steps : 1};
+    update_rows(ms, pred, labels, rows * steps, per_row, &w, state);
+    double total = 0;
+    for (int64_t r = 0; r < rows * steps; r++) total += weight_of(&w, r);
+    state[ms->n_state - 1] += total;
 }
 
 static double div_no_nan(double a, double b) { return b == 0 ? 0 : a / b; }
