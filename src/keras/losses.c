@@ -17,11 +17,17 @@
  * (SUM_OVER_BATCH_SIZE): the per-sample values (after the mean over the
  * last axis the function takes) averaged over every sample of the batch.
  *
- * Refused, each with a message naming it: an axis other than the last,
- * SparseCategoricalCrossentropy's ignore_class (Keras averages such a loss
- * over the valid entries only, a batch-dependent weight not built yet), a
- * reduction other than "auto"/"sum_over_batch_size" in a file, an argument
- * a loss's class does not take.
+ * issue 17: an axis other than the last is moved last (move_class_axis),
+ * so the ops' reduction over the last axis is Keras's over `axis`; a
+ * softmax's or sigmoid's output counts as its logits there, as Keras's
+ * _keras_logits does for an activation over any axis.
+ * SparseCategoricalCrossentropy's ignore_class: the host feeds the valid
+ * labels (fit.c), which weight the loss as a mask does, divided by their
+ * count (keras_loss_mask), Keras's apply_valid_mask.
+ *
+ * Refused, each with a message naming it: the batch axis, a reduction
+ * other than "auto"/"sum_over_batch_size" in a file, an argument a loss's
+ * class does not take.
  *
  * The warning: tf.keras 2.15 (backend._get_logits) computes such a loss
  * from the activation's logits whatever from_logits says, so the loss is

@@ -43,6 +43,12 @@
  * states in a fixed order) and the value is taken from the totals, never a
  * mean of batch values. Every element of the output counts (Keras's
  * multi_label=False flattens the labels and predictions).
+ *
+ * issue 17, masking: an update can weigh each row of predictions (a
+ * masked output's mask, times the sample weights for weighted_metrics, as
+ * Keras passes them to update_state as sample_weight): the means add
+ * weight * value and keep the weights' sum as their count, the confusion
+ * counts add the weight instead of 1 (update_rows, metric_update_masked).
  */
 #include "keras_config.h"
 #include "keras_internal.h"

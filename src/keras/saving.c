@@ -12,7 +12,7 @@
  *   ("conv2d/conv2d/kernel:0");
  *   an empty group top_level_model_weights.
  * A full model file adds, on the root, model_config (model.to_json()),
- * training_config when the model is compiled (loss, metrics, optimizer
+ * training_config when the model is compiled (loss, metrics, weighted_metrics, optimizer
  * with its learning rate, in Keras's serialized form), backend and
  * keras_version; the weights go under "model_weights".
  *
