@@ -21,6 +21,7 @@
 #include "keras/keras_internal.h"
 #include "systolic.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,12 @@ static sy_tensor *get(const sy_npz *z, const char *fmt, const char *a, int b) {
     sy_tensor *t = NULL;
     CHECK(sy_npz_get(z, key, &t) == SY_OK, "%s: %s", key, sy_last_error());
     return t;
+}
+
+static float *as_floats(const sy_tensor *t) {
+    float *f = malloc((size_t)sy_tensor_count(t) * sizeof *f);
+    for (int64_t i = 0; f && i < sy_tensor_count(t); i++) f[i] = (float)sy_tensor_get(t, i);
+    return f;
 }
 
 static bool npz_has(const sy_npz *z, const char *name) {
@@ -173,11 +180,35 @@ static const metric_case metric_cases[] = {
     {"msle", "msle", false},
     {"mse", "MeanSquaredError", false},
     {"rmse", "RootMeanSquaredError", false},
+    /* issue 17, metric options (some with sample weights: metric_<c>_sw_<b>) */
+    {"precision_top2", "Precision(top_k=2)", false},
+    {"recall_class1", "Recall(class_id=1, thresholds=[0.3])", false},
+    {"precision_top1_class2", "Precision(top_k=1, class_id=2)", false},
+    {"recall_top2_03", "Recall(top_k=2, thresholds=0.3)", false},
+    {"auc_logits", "AUC(from_logits=True)", false},
+    {"auc_label_weights", "AUC(label_weights=[0.5, 1, 2, 0.25])", false},
+    {"auc_multi", "AUC(multi_label=True, num_labels=4, num_thresholds=100)", false},
+    {"auc_multi_pr_weights",
+     "AUC(multi_label=True, curve='PR', num_thresholds=50, label_weights=[1, 2, 0.5, 0.25])",
+     false},
+    {"auc_pr_minoring", "AUC(curve='PR', summation_method='minoring')", false},
+    {"auc_majoring", "AUC(summation_method='majoring')", false},
 };
 
 static void check_metric(const sy_npz *z, const metric_case *c) {
     metric_spec ms;
+    char key[96];
+    snprintf(key, sizeof key, "metric_%s_sw_0", c->fixture);
+    bool weighted = npz_has(z, key);
     CHECK_OK(metric_resolve("test", c->text, c->sparse, &ms));
+    sy_shape four = sy_shape_of(1, (int64_t)4); /* the fixtures' (8, 4) predictions */
+    CHECK_OK(metric_check_output("test", &four, &ms));
+    ms.weighted =
+        weighted; /* as compile() lays out a weighted metric's state: the weights' sum last */
+    ms.n_state = metric_state_size(&ms) + weighted;
+    CHECK(ms.n_state <= METRIC_STATE_MAX, "metric %s: a state of %d numbers", c->fixture,
+          ms.n_state);
+    if (ms.n_state > METRIC_STATE_MAX) return;
     double *state = calloc(METRIC_STATE_MAX, sizeof *state), rows = 0;
     for (int b = 0; state && b < 3; b++) {
         sy_tensor *yt = get(z, "metric_%s_y_true_%d", c->fixture, b), *yp = get(z, "metric_%s_y_pred_%d", c->fixture, b);
@@ -188,7 +219,15 @@ static void check_metric(const sy_npz *z, const metric_case *c) {
         int32_t *l = malloc((size_t)n * sizeof *l);
         for (int64_t i = 0; i < n; i++) p[i] = (float)sy_tensor_get(yp, i);
         for (int64_t i = 0; i < sy_tensor_count(yt); i++) t[i] = (float)sy_tensor_get(yt, i), l[i] = (int32_t)t[i];
-        metric_update(&ms, p, c->sparse ? (const void *)l : t, n / per_row, per_row, state);
+        sy_tensor *sw = weighted ? get(z, "metric_%s_sw_%d", c->fixture, b) : NULL;
+        float *w = sw ? as_floats(sw) : NULL;
+        if (weighted) /* issue 17: weights per sample */
+            metric_update_masked(&ms, p, c->sparse ? (const void *)l : t, w, NULL, n / per_row, 1,
+                                 per_row, state);
+        else
+            metric_update(&ms, p, c->sparse ? (const void *)l : t, n / per_row, per_row, state);
+        free(w);
+        sy_tensor_free(sw);
         rows += (double)(n / per_row);
         free(p);
         free(t);
@@ -198,7 +237,8 @@ static void check_metric(const sy_npz *z, const metric_case *c) {
     }
     sy_tensor *want = get(z, "metric_%s_value", c->fixture, 0);
     if (want && state) {
-        double got = metric_value(&ms, state, rows), w = sy_tensor_get(want, 0);
+        double got = metric_value(&ms, state, weighted ? state[ms.n_state - 1] : rows),
+               w = sy_tensor_get(want, 0);
         double err = fabs(got - w) / fmax(1, fabs(w));
         worst_metric = fmax(worst_metric, err);
         CHECK(err <= 1e-6, "metric %s (%s): %.9g, Keras %.9g", c->fixture, c->text, got, w);
@@ -368,6 +408,10 @@ static void check_saved_models(void) {
     check_saved("weighted_metrics_model", weighted, 6, 8);
     /* per output weighted_metrics, two outputs: read and written back */
     check_saved("weighted_metrics_outputs", NULL, 0, 0);
+    /* Precision and Recall's top_k, class_id, [threshold]; AUC's multi_label, num_labels,
+     * label_weights, from_logits, summation_method */
+    static const char *const options[] = {"loss", "p_top2", "r_c1", "auc_ml", "auc_lw", "auc_min"};
+    check_saved("metric_options_model", options, 6, 8);
 }
 
 /* ---- refusals -------------------------------------------------------------------------------- */
@@ -410,6 +454,35 @@ static void check_refusals(void) {
               "use its class");
     CHECK_ERR(metric_resolve("compile", "AUC", true, &ms), SY_ERR_INVALID_ARGUMENT, "class indices");
     CHECK(metric_resolve("compile", "auc", false, &ms) == SY_ERR_NOT_FOUND, "'auc' is not a Keras name (AUC is)");
+    /* issue 17, metric options: what Keras cannot log or compute */
+    CHECK_ERR(metric_resolve("compile", "Precision(thresholds=[0.3, 0.5])", false, &ms),
+              SY_ERR_UNSUPPORTED, "thresholds=[0.3, 0.5]", "one threshold per metric");
+    CHECK_ERR(metric_resolve("compile", "AUC(summation_method='riemann')", false, &ms),
+              SY_ERR_INVALID_ARGUMENT, "summation_method=riemann", "minoring");
+    CHECK_ERR(metric_resolve("compile", "AUC(label_weights=[1, -2])", false, &ms),
+              SY_ERR_INVALID_ARGUMENT, "label_weights");
+    CHECK_ERR(metric_resolve("compile", "Recall(top_k=0)", false, &ms), SY_ERR_INVALID_ARGUMENT,
+              "top_k=0");
+    CHECK_OK(metric_resolve("compile", "Precision(class_id=4)", false, &ms));
+    CHECK_ERR(metric_check_output("compile", &out, &ms), SY_ERR_INVALID_ARGUMENT, "class_id=4",
+              "4 classes");
+    CHECK_OK(metric_resolve("compile", "AUC(label_weights=[1, 2])", false, &ms));
+    CHECK_ERR(metric_check_output("compile", &out, &ms), SY_ERR_INVALID_ARGUMENT, "2 label_weights",
+              "4 labels");
+    sy_shape seq = sy_shape_of(2, (int64_t)3, (int64_t)4);
+    CHECK_OK(metric_resolve("compile", "AUC(multi_label=True)", false, &ms));
+    CHECK_ERR(metric_check_output("compile", &seq, &ms), SY_ERR_INVALID_ARGUMENT, "multi-label",
+              "(None, 3, 4)");
+    /* issue 17: a file's loss arguments of the wrong type */
+    json_t *bad = json_loads("{\"class_name\": \"SparseCategoricalCrossentropy\", \"config\": "
+                             "{\"ignore_class\": \"void\"}}",
+                             0, NULL);
+    const char *lname;
+    bool logits, has;
+    sy_loss_args la;
+    CHECK_ERR(keras_loss_from_json("f.h5", bad, &lname, &logits, &la, &has), SY_ERR_UNSUPPORTED,
+              "ignore_class", "\"void\"");
+    json_decref(bad);
     /* names as Keras logs them */
     CHECK_OK(metric_resolve("compile", "AUC(name='pr', curve='PR')", false, &ms));
     CHECK(!strcmp(ms.name, "pr") && ms.pr && ms.num_thresholds == 200, "AUC(name='pr', curve='PR') is '%s'", ms.name);

@@ -170,7 +170,7 @@ sy_status file_model_load(file_model *f, uint64_t seed, sy_model **out) {
                 int32_t n = 0;
                 for (int32_t i = 0; i < m->heads[0].n_metrics; i++) {
                     const metric_spec *ms = &m->heads[0].metrics[i];
-                    char(*to)[64] =
+                    char(*to)[256] =
                         ms->weighted ? f->saved_weighted : f->saved_metrics; /* issue 17 */
                     int32_t *k = ms->weighted ? &f->n_weighted : &n;
                     if (*k == 4) continue;

@@ -60,6 +60,7 @@ static sy_status resolve_metric(const char *where, const sy_shape *out_shape, co
     bool sparse = h->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE;
     /* issue 17, losses and metrics: top-k, AUC, Precision, Recall, the mean errors, RMSE (metrics.c) */
     sy_status found = metric_resolve(where, name, sparse, out);
+    if (found == SY_OK) return metric_check_output(where, out_shape, out);
     if (found != SY_ERR_NOT_FOUND) return found;
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", name ? name : "");

@@ -200,6 +200,10 @@ typedef enum keras_metric {
 
 /* the doubles of every metric's running state together (fit_sums.metric) */
 #define METRIC_STATE_MAX 1024
+/* issue 17: AUC's label_weights, one per label of the output's last axis */
+#define METRIC_LABEL_WEIGHTS_MAX 32
+/* a metric with its arguments as compile() takes it: "AUC(curve='PR', label_weights=[...])" */
+#define METRIC_TEXT_MAX 256
 
 typedef struct metric_spec {
     keras_metric kind;
@@ -213,11 +217,23 @@ typedef struct metric_spec {
     bool pr;                /* AUC: curve PR (else ROC) */
     bool has_threshold;     /* Precision, Recall: thresholds given (else null: 0.5) */
     double threshold;
+    /* issue 17, metric options: Precision and Recall's thresholds given as a list of one ([0.5]),
+     * top_k (0: None) and class_id (-1: None); AUC's summation_method (0 interpolation, 1 minoring,
+     * 2 majoring), multi_label, num_labels (0: None), label_weights (n_label_weights of them; 0:
+     * None) and from_logits; labels: the output's last axis (compile), the labels a multi-label AUC
+     * keeps a state for */
+    bool threshold_list;
+    int32_t top_k, class_id;
+    int32_t summation;
+    bool multi_label, from_logits;
+    int32_t num_labels, n_label_weights, labels;
+    float label_weights[METRIC_LABEL_WEIGHTS_MAX];
     int32_t state, n_state;
     bool weighted; /* issue 17, fit arguments: compile's weighted_metrics (state[n_state - 1]: the weights' sum) */
     bool masked;   /* issue 17, masking: its output carries a Keras mask, which weights its steps
                       (state[n_state - 1]:   the weights' sum) */
-    char given[64]; /* as compile() got it ("AUC(curve='PR')"), to compile again with */
+    char
+        given[METRIC_TEXT_MAX]; /* as compile() got it ("AUC(curve='PR')"), to compile again with */
 } metric_spec;
 
 /* A metric that compile() knows beyond the accuracies, mse and mae: its
@@ -226,6 +242,10 @@ typedef struct metric_spec {
  * out->state is set by compile). sparse: the labels are class indices.
  * SY_ERR_NOT_FOUND with no message when the name is not one of these. */
 sy_status metric_resolve(const char *where, const char *text, bool sparse, metric_spec *out);
+/* issue 17: check ms's arguments against the output it watches (its shape without the batch axis:
+ * class_id and label_weights within its last axis, a multi-label AUC's num_labels that axis) and
+ * set ms->labels. */
+sy_status metric_check_output(const char *where, const sy_shape *out, metric_spec *ms);
 /* The state's size of a metric (1 for the means). */
 int32_t metric_state_size(const metric_spec *ms);
 /* Add `rows` rows of predictions (rows, per_row) and labels to ms's state. */

@@ -680,11 +680,12 @@ typedef struct config_outputs {
     sy_compile_output e[MODEL_MAX_IO];
     const char *names[MODEL_MAX_IO][HEAD_MAX_METRICS];
     const char *wnames[MODEL_MAX_IO][HEAD_MAX_METRICS]; /* issue 17: weighted_metrics */
-    char wtexts[MODEL_MAX_IO][HEAD_MAX_METRICS][160];
+    char wtexts[MODEL_MAX_IO][HEAD_MAX_METRICS][METRIC_TEXT_MAX];
     double weights[MODEL_MAX_IO];
     int32_t entry_of[MODEL_MAX_IO]; /* output j's entry */
     sy_loss_args args[MODEL_MAX_IO + 1]; /* issue 17: each entry's loss arguments; the last: the single loss's */
-    char texts[MODEL_MAX_IO][HEAD_MAX_METRICS][160]; /* issue 17: metric classes as "AUC(curve='PR')" */
+    char texts[MODEL_MAX_IO][HEAD_MAX_METRICS]
+              [METRIC_TEXT_MAX]; /* issue 17: metric classes as "AUC(curve='PR')" */
 } config_outputs;
 
 /* A weighted metric's name in a file: "weighted_<name>" when an unweighted metric of its output
@@ -720,14 +721,14 @@ static sy_status metric_lists(const sy_model *m, const char *path, const json_t 
     for (int32_t j = 0; j < (per_output ? n : 1); j++) {
         const json_t *list = per_output ? json_array_get(ms, (size_t)j) : ms;
         const json_t *others = plain_per_output ? json_array_get(plain, (size_t)j) : plain;
-        char prefix[LAYER_NAME_MAX + 1] = "", text[160];
+        char prefix[LAYER_NAME_MAX + 1] = "", text[METRIC_TEXT_MAX];
         if (n > 1) snprintf(prefix, sizeof prefix, "%s_", model_output_name(m, j));
         const char **names = weighted ? co->wnames[j] : co->names[j];
         size_t i;
         const json_t *v;
         json_array_foreach(list, i, v) {
             if (i >= HEAD_MAX_METRICS) break;
-            char(*texts)[160] = weighted ? co->wtexts[j] : co->texts[j];
+            char(*texts)[METRIC_TEXT_MAX] = weighted ? co->wtexts[j] : co->texts[j];
             const json_t *src = v;
             json_t *copy = NULL;
             if (weighted &&
@@ -886,9 +887,12 @@ static sy_status compile_from(sy_model *m, const char *path, const char *text) {
                         err.line, err.column, t ? "not an object" : err.text);
     }
     sy_compile_options c = sy_compile_options_default();
-    config_outputs co;
+    config_outputs *co =
+        sy_malloc(sizeof *co); /* metric texts of every output: too big for a small stack */
     const json_t *opt = json_object_get(t, "optimizer_config");
-    sy_status st = outputs_from_config(m, path, t, &c, &co);
+    sy_status st =
+        co ? outputs_from_config(m, path, t, &c, co)
+           : sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory reading the training_config", path);
     /* the optimizer and its hyperparameters */
     if (!st) {
         const char *cls = json_str(opt, "class_name");
@@ -932,6 +936,7 @@ static sy_status compile_from(sy_model *m, const char *path, const char *text) {
         snprintf(msg, sizeof msg, "%s", sy_last_error());
         st = sy_error(st, "%s: compiling with its training_config: %s", path, msg);
     }
+    sy_free(co);
     json_decref(t);
     return st;
 }

@@ -32,7 +32,11 @@ loss_axis_model (CategoricalCrossentropy(axis=1) over a softmax),
 ignore_class_model (SparseCategoricalCrossentropy(ignore_class=-1) on a
 masked sequence output), weighted_metrics_model (metrics and
 weighted_metrics, sample weights), and weighted_metrics_outputs.h5 (per
-output weighted_metrics of two outputs, saved as compile() left it).
+output weighted_metrics of two outputs, saved as compile() left it),
+metric_options_model (Precision and Recall's top_k, class_id and a list of
+one threshold, AUC's multi_label, num_labels, label_weights, from_logits
+and summation_method). METRICS17's cases are the metric cases' with those
+options, some with sample weights (metric_<c>_sw_<b>).
 
 Deterministic (seeded, one thread, oneDNN off).
 
@@ -109,6 +113,22 @@ METRICS = [
     ("msle", lambda: M.MeanSquaredLogarithmicError(), False),
     ("mse", lambda: M.MeanSquaredError(), False),
     ("rmse", lambda: M.RootMeanSquaredError(), False),
+]
+
+
+# issue 17, metric options: (case, metric factory, kind of y_pred, sample weights given)
+METRICS17 = [
+    ("precision_top2", lambda: M.Precision(top_k=2), "unit", False),
+    ("recall_class1", lambda: M.Recall(class_id=1, thresholds=[0.3]), "unit", True),
+    ("precision_top1_class2", lambda: M.Precision(top_k=1, class_id=2), "unit", False),
+    ("recall_top2_03", lambda: M.Recall(top_k=2, thresholds=0.3), "unit", True),
+    ("auc_logits", lambda: M.AUC(from_logits=True), "logits", False),
+    ("auc_label_weights", lambda: M.AUC(label_weights=[0.5, 1, 2, 0.25]), "unit", True),
+    ("auc_multi", lambda: M.AUC(multi_label=True, num_labels=4, num_thresholds=100), "unit", False),
+    ("auc_multi_pr_weights", lambda: M.AUC(multi_label=True, curve="PR", num_thresholds=50,
+                                           label_weights=[1, 2, 0.5, 0.25]), "unit", True),
+    ("auc_pr_minoring", lambda: M.AUC(curve="PR", summation_method="minoring"), "unit", False),
+    ("auc_majoring", lambda: M.AUC(summation_method="majoring"), "unit", True),
 ]
 
 
@@ -231,6 +251,22 @@ def saved_models(out, rng):
     np.savez(os.path.join(out, "weighted_metrics_outputs.npz"),
              training_config=np.frombuffer(training_config(path).encode(), np.uint8))
 
+    # the metric options: Precision and Recall's top_k, class_id, a list of one threshold; AUC's multi_label,
+    # num_labels, label_weights, from_logits, summation_method (fewer thresholds: the states of a model's
+    # metrics together stay within systolic's 1024 numbers)
+    keras.backend.clear_session()
+    tf.keras.utils.set_random_seed(175)
+    model = keras.Sequential([keras.layers.Dense(4, activation="sigmoid", input_shape=(5,))])
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="binary_crossentropy",
+                  metrics=[M.Precision(top_k=2, name="p_top2"), M.Recall(class_id=1, thresholds=[0.3], name="r_c1"),
+                           M.AUC(multi_label=True, num_labels=4, label_weights=[0.3, 1, 2, 0.5], num_thresholds=60,
+                                 name="auc_ml"),
+                           M.AUC(from_logits=True, label_weights=[1, 2, 0.5, 0.25], num_thresholds=50, name="auc_lw"),
+                           M.AUC(curve="PR", summation_method="minoring", name="auc_min")])
+    x = rng.randn(21, 5).astype(np.float32)
+    y = rng.randint(0, 2, (21, 4)).astype(np.float32)
+    saved_model_case(out, "metric_options_model", model, x, y, batch_size=8, fit=False)
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -259,7 +295,6 @@ def main():
             arrays["metric_%s_y_true_%d" % (case, b)] = y_true
             arrays["metric_%s_y_pred_%d" % (case, b)] = y_pred
         arrays["metric_%s_value" % case] = np.float64(m.result().numpy())
-    np.savez(os.path.join(out, "losses_metrics.npz"), **arrays)
 
     # the end-to-end model
     tf.keras.utils.set_random_seed(17)
@@ -283,6 +318,23 @@ def main():
     print(json.dumps({k: float(v) for k, v in logs.items()}))
     print(tc)
     saved_models(out, rng17)
+    # last: a metric object made earlier would change Keras's automatic names and random draws above
+    rng18 = np.random.RandomState(1718)
+    for case, make, pk, weighted in METRICS17:
+        m = make()
+        for b in range(3):
+            y_true = values(rng18, "binary", (8, 4))
+            y_pred = values(rng18, pk, (8, 4))
+            if b == 1:  # ties within a row (top_k) and the ends of [0, 1]
+                y_pred[0, :] = [0.0, 1.0, 0.5, 0.5]
+            sw = rng18.uniform(0, 2, 8).astype(np.float32) if weighted else None
+            m.update_state(y_true, y_pred, sample_weight=sw)
+            arrays["metric_%s_y_true_%d" % (case, b)] = y_true
+            arrays["metric_%s_y_pred_%d" % (case, b)] = y_pred
+            if weighted:
+                arrays["metric_%s_sw_%d" % (case, b)] = sw
+        arrays["metric_%s_value" % case] = np.float64(m.result().numpy())
+    np.savez(os.path.join(out, "losses_metrics.npz"), **arrays)
 
 
 if __name__ == "__main__":
