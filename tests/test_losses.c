@@ -14,6 +14,14 @@
  *     Precision, Recall and RootMeanSquaredError: loaded, evaluate gives
  *     Keras's logs (the last batch partial) with one replica and with two,
  *     and its training_config is written back byte for byte;
+ *   - issue 17: the crossentropies, focal losses and cosine similarity
+ *     with the classes along axis 1 (or -2); the metric options (top_k,
+ *     class_id, a list of one threshold; multi_label, label_weights,
+ *     from_logits, minoring/majoring), some with sample weights; and
+ *     Keras-saved models with a loss axis, ignore_class on a masked output,
+ *     weighted_metrics (also per output) and the metric options: evaluate's
+ *     logs, one fit step's loss and weights, training_config written back
+ *     byte for byte;
  *   - names, aliases and arguments refused as Keras would refuse them.
  */
 #include "check.h"

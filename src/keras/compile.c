@@ -482,8 +482,8 @@ static bool build_model(sy_model *m, sy_graph *g, const sy_node *inputs, const s
             in_mask[k] = mask[m->edges[n->in_off + k]];
         }
         sy_graph_push_scope(g, L->name);
-        if (L->sub) { /* issue 15: a nested model, its layers under its name's scope; issue 17:
-                         masks cross it */
+        /* issue 15: a nested model, its layers under its name's scope; issue 17: masks cross it */
+        if (L->sub) {
             bool again = cache->sub[n->layer].w != NULL;
             bool built = build_model(L->sub, g, in, in_mask, &value[i], &mask[i], training,
                                      gradients, penalties, &cache->sub[n->layer], first && !again);
@@ -558,8 +558,8 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
         p->x[i] = sy_graph_input(g, io_name("x", i, name, sizeof name), model_input_dtype(m, i),
                                  keras_batch_shape(batch, &in));
     }
-    p->per_example = p->loss = p->sw = p->real =
-        SY_NONE; /* issue 17, fit arguments: sw; masking: real */
+    /* issue 17, fit arguments: sw; masking: real */
+    p->per_example = p->loss = p->sw = p->real = SY_NONE;
     p->weighted = false;
     for (int32_t j = 0; j < MODEL_MAX_IO; j++)
         p->y[j] = p->pred[j] = p->out_loss[j] = p->mask[j] = p->valid[j] = SY_NONE;

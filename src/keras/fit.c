@@ -326,8 +326,8 @@ static void feed_shard(void *ctx, int64_t step, int32_t replica, sy_plan *plan) 
         const sy_tensor *y = step_y(t, step, j);
         sy_shape ls = model_label_shape(m, j);
         if (y) copy_rows(sy_plan_input(plan, p->y[j]), model_label_dtype(m, j), y, idx, p->batch, sy_shape_count(&ls));
-        if (p->valid[j] != SY_NONE) { /* issue 17: ignore_class's labels, class 0 for the loss
-                                         (read_sums puts them back) */
+        /* issue 17: ignore_class's labels, class 0 for the loss (read_sums puts them back) */
+        if (p->valid[j] != SY_NONE) {
             int32_t *lab = sy_plan_input(plan, p->y[j]), ignore = m->heads[j].args.ignore_class;
             float *valid = sy_plan_input(plan, p->valid[j]);
             for (int64_t k = 0; k < p->batch * sy_shape_count(&ls); k++) {
