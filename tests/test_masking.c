@@ -12,7 +12,19 @@
  *   - mask_loss.npz: a return_sequences model's mse, evaluate()'s loss
  *     sum(l mask) / sum(mask) and the weights after one SGD step;
  *   - the same masked model on two replicas and on the emulated TPU;
- *   - layers that drop the mask, and what is refused.
+ *   - layers that drop the mask, and what is refused;
+ *   - (the same checks on models read from Keras's JSON) Masking with
+ *     mask_value 0.5 and the layers Keras passes a mask through (Dropout,
+ *     Activation, Dense, LayerNormalization, TimeDistributed,
+ *     BatchNormalization, ReLU, LeakyReLU, ELU, PReLU, SpatialDropout1D),
+ *     Bidirectional with merge_mode mul and ave, the merge layers (the
+ *     logical and of their masks; Concatenate along the steps
+ *     concatenates them, and refuses what Keras cannot concatenate), and
+ *     masks into, out of and made in nested models;
+ *   - mask_metrics.npz: a masked output's metrics (binary accuracy, AUC,
+ *     Precision, Recall, mse; weighted accuracy and AUC with sample
+ *     weights) and loss from evaluate(), the last batch partial, as
+ *     Keras's; the metrics again on two replicas, two steps per execution.
  */
 #include "check.h"
 #include "keras/keras_internal.h"
@@ -232,7 +244,155 @@ static void test_refused(void) {
     sy_model_free(m);
 }
 
+/* ---- issue 17: the pass-through layers, the merges, nested models, metrics ----------------------
+ */
+
+/* The fixture's Keras JSON as a model (a Functional one, nested models), or NULL after a failed
+ * check. */
+static sy_model *model_from_fixture(const sy_npz *z, const char *file) {
+    sy_tensor *kj = get(z, "json");
+    char *keras = kj ? calloc((size_t)sy_tensor_count(kj) + 1, 1) : NULL;
+    for (int64_t i = 0; keras && i < sy_tensor_count(kj); i++)
+        keras[i] = (char)sy_tensor_get(kj, i);
+    sy_model *m = NULL;
+    if (keras) CHECK(sy_model_from_json(keras, &m) == SY_OK, "%s: %s", file, sy_last_error());
+    free(keras);
+    sy_tensor_free(kj);
+    return m;
+}
+
+/* A model fixture whose model is its Keras JSON, the weights keyed by their Keras names: predict()
+ * against y, dx and every trainable weight's gradient of sum(y * r) against Keras's. */
+static void check_keras_model(const char *name) {
+    char file[96];
+    snprintf(file, sizeof file, "mask_%s.npz", name);
+    int before = check_failures;
+    sy_npz *z = open_fixture(file);
+    sy_model *m = z ? model_from_fixture(z, file) : NULL;
+    sy_npz_close(z);
+    if (m) check_model_of(file, m, NULL, 0, GOLDEN_KERAS_NAMES, TOL, TOL);
+    fprintf(stderr, "mask %-26s %s\n", name, check_failures == before ? "ok" : "FAILED");
+}
+
+/* Masking (mask_value 0.5 in the first) then layers Keras passes the mask through, a recurrent
+ * layer last; and Bidirectional's merge modes mul and ave */
+static void test_pass_through(void) {
+    static const char *const cases[] = {"pass_dropout_dense", "pass_norm_td",
+                                        "pass_activations",   "bidi_lstm_seq_mul",
+                                        "bidi_gru_ave",       "bidi_simple_rnn_seq_ave"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_keras_model(cases[i]);
+}
+
+/* the merge layers' masks, Concatenate along the features and the steps; masks into, out of and
+ * made in nested models */
+static void test_merges_nested(void) {
+    static const char *const cases[] = {"merge_add_plain", "merge_concat_plain", "merge_multiply",
+                                        "merge_average",   "merge_maximum",      "merge_subtract",
+                                        "merge_concat",    "merge_concat_steps", "nested_seq",
+                                        "nested_words"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_keras_model(cases[i]);
+}
+
+/* Concatenate along the steps of a masked input and an unmasked one with more than one feature:
+ * Keras cannot concatenate their masks ((None, 6, 1) and (None, 6, 2)) and refuses the model; so
+ * does systolic, naming the layer and both shapes */
+static void test_concat_refused(void) {
+    sy_model *m = NULL;
+    int32_t in, a, b, c, o;
+    CHECK_OK(sy_model_new_functional("joined_model", &m));
+    sy_layer masking = sy_layer_masking(0.0), dense = sy_layer_dense(2),
+             cat = sy_layer_concatenate(1), lstm = sy_layer_lstm(2);
+    cat.name = "joined";
+    CHECK_OK(sy_model_input(m, sy_shape_of(2, (int64_t)6, (int64_t)2), NULL, NULL, &in));
+    CHECK_OK(sy_model_call(m, &masking, &in, 1, &a));
+    CHECK_OK(sy_model_call(m, &dense, &in, 1, &b));
+    int32_t ab[2] = {a, b};
+    CHECK_OK(sy_model_call(m, &cat, ab, 2, &c));
+    CHECK_OK(sy_model_call(m, &lstm, &c, 1, &o));
+    CHECK_OK(sy_model_set_outputs(m, &o, 1));
+    sy_tensor *x = NULL, *out = NULL;
+    CHECK_OK(sy_tensor_new(SY_F32, sy_shape_of(3, (int64_t)2, (int64_t)6, (int64_t)2), &x));
+    if (x) memset(sy_tensor_data(x), 0, sy_tensor_bytes(x));
+    sy_evaluate_options eo = sy_evaluate_options_default();
+    eo.verbose = 0;
+    sy_status st = x ? sy_model_predict(m, x, &eo, &out) : SY_OK;
+    CHECK(st == SY_ERR_SHAPE && strstr(sy_last_error(), "'joined' (Concatenate)") &&
+              strstr(sy_last_error(), ", 6, 1)") && strstr(sy_last_error(), ", 6, 2)"),
+          "Concatenate(axis=1) of a masked and an unmasked input: status %d, %s", (int)st,
+          sy_last_error());
+    sy_tensor_free(out);
+    sy_tensor_free(x);
+    sy_model_free(m);
+}
+
+/* mask_metrics.npz: a return_sequences model's evaluate() with sample weights: the loss, and the
+ * metrics -- binary accuracy, AUC, Precision, Recall, mse, and the weighted accuracy and AUC --
+ * over the unmasked steps only, as Keras weights them by the output's mask (times the sample
+ * weights for weighted_metrics). One replica in batches of 3 (the last partial: loss and metrics as
+ * Keras's); then two replicas with two steps per execution, where the metrics (additive states)
+ * must not change and the loss is per replica. */
+static void check_masked_metrics(const char *spec, int64_t batch, int32_t steps_per_execution) {
+    static const char *const names[] = {"accuracy",          "auc", "precision", "recall", "mse",
+                                        "weighted_accuracy", "wauc"};
+    sy_strategy *s = spec ? strategy_of(spec) : NULL;
+    if (spec && !s) return;
+    if (s) sy_strategy_scope_enter(s);
+    sy_npz *z = open_fixture("mask_metrics.npz");
+    sy_tensor *x = get(z, "x"), *t = get(z, "t"), *sw = get(z, "sw");
+    sy_layer l[3] = {sy_layer_masking(0.0), seq(sy_layer_lstm(4)), sy_layer_dense(1)};
+    l[2].activation = SY_ACTIVATION_SIGMOID;
+    sy_model *m = x && t && sw ? model_of(x, l, 3) : NULL;
+    if (m) {
+        load_weights(z, m, "w", GOLDEN_FULL_NAMES);
+        const char *metrics[] = {"accuracy", "AUC", "Precision", "Recall", "mse"};
+        const char *weighted[] = {"accuracy", "AUC(name='wauc')"};
+        sy_compile_options co = sy_compile_options_default();
+        co.optimizer = sy_optimizer_sgd(0.1f, 0, false);
+        co.loss = "binary_crossentropy";
+        co.metrics = metrics;
+        co.n_metrics = 5;
+        co.weighted_metrics = weighted;
+        co.n_weighted_metrics = 2;
+        co.steps_per_execution = steps_per_execution;
+        CHECK_OK(sy_model_compile(m, &co));
+        sy_evaluate_options eo = sy_evaluate_options_default();
+        eo.batch_size = batch;
+        eo.verbose = 0;
+        eo.sample_weight = sw;
+        sy_logs logs;
+        CHECK_OK(sy_model_evaluate(m, x, t, &eo, &logs));
+        for (size_t i = 0; i < sizeof names / sizeof names[0] + (spec == NULL); i++) {
+            const char *name = i < sizeof names / sizeof names[0] ? names[i] : "loss";
+            char key[64];
+            snprintf(key, sizeof key, "eval_%s", name);
+            sy_tensor *want = get(z, key);
+            double got = sy_logs_get(&logs, name), w = want ? sy_tensor_get(want, 0) : NAN;
+            CHECK(fabs(got - w) <= 1e-6 * fmax(1, fabs(w)), "%s, batch %lld: %s %.9g, Keras %.9g",
+                  spec ? spec : "one replica", (long long)batch, name, got, w);
+            sy_tensor_free(want);
+        }
+        sy_model_free(m);
+    }
+    sy_tensor_free(x);
+    sy_tensor_free(t);
+    sy_tensor_free(sw);
+    sy_npz_close(z);
+    if (s) {
+        sy_strategy_scope_exit(s);
+        sy_strategy_free(s);
+    }
+}
+
+static void test_metrics(void) {
+    check_masked_metrics(NULL, 3, 1);
+    check_masked_metrics("cpu:2", 4, 2);
+}
+
 int main(void) {
+    test_pass_through();
+    test_merges_nested();
+    test_concat_refused();
+    test_metrics();
     test_recurrent();
     test_pooling();
     test_words();

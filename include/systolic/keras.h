@@ -529,11 +529,13 @@ void sy_model_summary(const sy_model *m, FILE *out);
  * the loss does not take must keep their defaults. */
 typedef struct sy_loss_args {
     double label_smoothing;     /* binary/categorical crossentropy and their focal forms: 0 */
-    int32_t axis;               /* -1; only the last axis is computed */
+    int32_t axis; /* the class axis, Keras's count (1 is the first after the batch): -1 */
     double delta;               /* Huber: 1 */
     double alpha, gamma;        /* the focal crossentropies: 0.25, 2 */
     bool apply_class_balancing; /* BinaryFocalCrossentropy: false */
-    bool has_ignore_class;      /* SparseCategoricalCrossentropy's ignore_class: refused (not implemented) */
+    bool has_ignore_class; /* SparseCategoricalCrossentropy's ignore_class: labels of that class
+                              count in neither the loss nor its mean (Keras 2.15); false: Keras's
+                              None */
     int32_t ignore_class;
     const char *name;           /* the Loss object's name; NULL: Keras's default ("huber_loss", ...) */
 } sy_loss_args;
@@ -548,6 +550,10 @@ typedef struct sy_compile_output {
                                     flat metrics, if any */
     int32_t n_metrics;
     const sy_loss_args *loss_args; /* issue 17: with loss, its arguments (NULL: Keras's defaults, the plain name) */
+    /* issue 17: this output's weighted_metrics (Keras's list of lists); none: the options' flat
+     * weighted_metrics, if any */
+    const char *const *weighted_metrics;
+    int32_t n_weighted_metrics;
 } sy_compile_output;
 
 typedef struct sy_compile_options {
@@ -579,10 +585,11 @@ typedef struct sy_compile_options {
     const double *loss_weights;
     int32_t n_loss_weights;
     const sy_loss_args *loss_args; /* issue 17: the loss's arguments (NULL: Keras's defaults, the plain name) */
-    /* issue 17, fit arguments: Keras's weighted_metrics, for every output: weighted by fit's and evaluate's
-     * sample weights (class_weight's too), where `metrics` are not (Keras 2.15). Logged after every output's
-     * metrics, named as Keras names them: "weighted_<name>" when a metric already has the name. Not written to
-     * a saved model's training_config (its weighted_metrics stays null). */
+    /* issue 17, fit arguments: Keras's weighted_metrics, for every output: weighted by fit's and
+     * evaluate's sample weights (class_weight's too), where `metrics` are not (Keras 2.15). Logged
+     * after every output's metrics, named as Keras names them: "weighted_<name>" when a metric
+     * already has the name. A saved model's training_config holds them as Keras writes them (a list
+     * per output). Per output: sy_compile_output.weighted_metrics. */
     const char *const *weighted_metrics;
     int32_t n_weighted_metrics;
 } sy_compile_options;

@@ -74,12 +74,16 @@ typedef struct file_model {
      * with, used unless --optimizer or --learning-rate say otherwise */
     bool has_optimizer;
     sy_optimizer optimizer;
-    char saved_loss[48], saved_metrics[4][64];
+    char saved_loss[48], saved_metrics[4][256];
     bool saved_from_logits; /* the file's loss takes logits (a Loss object's from_logits) */
     bool saved_has_args;    /* issue 17: the file's loss is a Loss object with these arguments */
     sy_loss_args saved_args;
     /* issue 17: the model's, which --dataset (one of each) must match */
     int32_t n_inputs, n_outputs;
+    /* issue 17: the file's weighted_metrics, kept when the model is compiled again */
+    char saved_weighted[4][256];
+    const char *weighted[4];
+    int32_t n_weighted;
 } file_model;
 
 /* Set f up from MODEL's path and the file model's flags (each may be NULL).

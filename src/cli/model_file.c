@@ -167,13 +167,22 @@ sy_status file_model_load(file_model *f, uint64_t seed, sy_model **out) {
                 f->saved_args = m->heads[0].args;
             }
             if (!f->metrics_given && m->heads[0].n_metrics > 0) {
-                int32_t n = m->heads[0].n_metrics < 4 ? m->heads[0].n_metrics : 4;
-                for (int32_t i = 0; i < n; i++) {
-                    snprintf(f->saved_metrics[i], sizeof f->saved_metrics[i], "%s", m->heads[0].metrics[i].given);
-                    f->b.metrics[i] = f->saved_metrics[i];
+                int32_t n = 0;
+                for (int32_t i = 0; i < m->heads[0].n_metrics; i++) {
+                    const metric_spec *ms = &m->heads[0].metrics[i];
+                    char(*to)[256] =
+                        ms->weighted ? f->saved_weighted : f->saved_metrics; /* issue 17 */
+                    int32_t *k = ms->weighted ? &f->n_weighted : &n;
+                    if (*k == 4) continue;
+                    snprintf(to[*k], sizeof to[*k], "%s", ms->given);
+                    if (ms->weighted)
+                        f->weighted[*k] = to[*k];
+                    else
+                        f->b.metrics[*k] = to[*k];
+                    (*k)++;
                 }
                 f->b.n_metrics = n;
-                f->metrics_given = true;
+                f->metrics_given = n > 0;
             }
         }
         break;

@@ -549,7 +549,7 @@ static int fail(const char *command, const char *what) {
 typedef struct saved_outputs {
     sy_compile_output out[MODEL_MAX_IO];
     char loss[MODEL_MAX_IO][48], metrics[MODEL_MAX_IO][HEAD_MAX_METRICS][64];
-    const char *metric_names[MODEL_MAX_IO][HEAD_MAX_METRICS];
+    const char *metric_names[MODEL_MAX_IO][HEAD_MAX_METRICS], *weighted_names[MODEL_MAX_IO][HEAD_MAX_METRICS];
     sy_loss_args args[MODEL_MAX_IO];
     double weights[MODEL_MAX_IO];
 } saved_outputs;
@@ -573,12 +573,17 @@ static void compile_saved_outputs(const sy_model *m, const run_opts *o, saved_ou
         so->args[i] = h->args;
         if (o->label_smoothing_set) so->args[i].label_smoothing = o->label_smoothing;
         if (h->object || o->label_smoothing_set) e->loss_args = &so->args[i];
+        /* the file's metrics and, apart, its weighted_metrics (issue 17) */
+        int32_t n = 0, n_weighted = 0;
         for (int32_t k = 0; !o->metrics && k < h->n_metrics; k++) {
             snprintf(so->metrics[i][k], sizeof so->metrics[i][k], "%s", h->metrics[k].given);
-            so->metric_names[i][k] = so->metrics[i][k];
+            if (h->metrics[k].weighted) so->weighted_names[i][n_weighted++] = so->metrics[i][k];
+            else so->metric_names[i][n++] = so->metrics[i][k];
         }
         e->metrics = so->metric_names[i];
-        e->n_metrics = o->metrics ? 0 : h->n_metrics;
+        e->n_metrics = n;
+        e->weighted_metrics = so->weighted_names[i];
+        e->n_weighted_metrics = n_weighted;
         so->weights[i] = h->weight;
     }
     c->outputs = so->out;
@@ -633,6 +638,11 @@ static int prepare(const char *command, const builtin_model *b, file_model *fm, 
     c.n_metrics = b->n_metrics;
     saved_outputs so;
     if (fm && fm->has_optimizer) compile_saved_outputs(*m, o, &so, &c);
+    if (fm && !o->metrics && !c.outputs) { /* issue 17: the file's weighted_metrics, unless --metrics
+                                              replaces its metrics (per output: compile_saved_outputs) */
+        c.weighted_metrics = fm->weighted;
+        c.n_weighted_metrics = fm->n_weighted;
+    }
     c.steps_per_execution = (int32_t)o->steps_per_execution;
     if ((st = sy_model_compile(*m, &c))) {
         /* an unknown --loss or --metrics name, or a metric that does not go with the loss: known only now */

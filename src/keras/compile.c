@@ -60,6 +60,7 @@ static sy_status resolve_metric(const char *where, const sy_shape *out_shape, co
     bool sparse = h->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE;
     /* issue 17, losses and metrics: top-k, AUC, Precision, Recall, the mean errors, RMSE (metrics.c) */
     sy_status found = metric_resolve(where, name, sparse, out);
+    if (found == SY_OK) return metric_check_output(where, out_shape, out);
     if (found != SY_ERR_NOT_FOUND) return found;
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", name ? name : "");
@@ -202,14 +203,17 @@ static sy_status resolve_head(const sy_model *m, const sy_compile_options *o, in
     }
     /* issue 17, fit arguments: weighted_metrics after them, "weighted_" when the name is taken (Keras's
      * _set_metric_names) */
-    if (o->n_weighted_metrics < 0 || h->n_metrics + o->n_weighted_metrics > HEAD_MAX_METRICS ||
-        (o->n_weighted_metrics > 0 && !o->weighted_metrics))
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %d metrics and %d weighted_metrics given; at most %d together",
-                        where, h->n_metrics, o->n_weighted_metrics, HEAD_MAX_METRICS);
-    for (int32_t i = 0; i < o->n_weighted_metrics; i++) {
+    const char *const *wnames =
+        e && e->n_weighted_metrics ? e->weighted_metrics : o->weighted_metrics;
+    int32_t n_w = e && e->n_weighted_metrics ? e->n_weighted_metrics : o->n_weighted_metrics;
+    if (n_w < 0 || h->n_metrics + n_w > HEAD_MAX_METRICS || (n_w > 0 && !wnames))
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "%s: %d metrics and %d weighted_metrics given; at most %d together", where,
+                        h->n_metrics, n_w, HEAD_MAX_METRICS);
+    for (int32_t i = 0; i < n_w; i++) {
         metric_spec *ms = &h->metrics[h->n_metrics];
-        if ((st = resolve_metric(where, &out, h, o->weighted_metrics[i], ms))) return st;
-        snprintf(ms->given, sizeof ms->given, "%s", o->weighted_metrics[i]);
+        if ((st = resolve_metric(where, &out, h, wnames[i], ms))) return st;
+        snprintf(ms->given, sizeof ms->given, "%s", wnames[i]);
         ms->weighted = true;
         for (int32_t k = 0; k < h->n_metrics; k++)
             if (strcmp(h->metrics[k].name, ms->name) == 0) {
@@ -227,14 +231,16 @@ static sy_status resolve_head(const sy_model *m, const sy_compile_options *o, in
     return SY_OK;
 }
 
-/* issue 17: each metric's place in the sums' state, every output's in turn */
-static sy_status place_metric_states(model_head *heads, int32_t n_outputs) {
+/* issue 17: each metric's place in the sums' state, every output's in turn; the metrics of a masked
+ * output (masked[j]) and weighted ones keep their weights' sum after their state */
+static sy_status place_metric_states(model_head *heads, int32_t n_outputs, const bool *masked) {
     int32_t at = 0;
     for (int32_t j = 0; j < n_outputs; j++)
         for (int32_t i = 0; i < heads[j].n_metrics; i++) {
             metric_spec *ms = &heads[j].metrics[i];
             ms->state = at;
-            ms->n_state = metric_state_size(ms) + ms->weighted; /* issue 17: the weights' sum */
+            ms->masked = masked[j];
+            ms->n_state = metric_state_size(ms) + (ms->weighted || ms->masked);
             at += ms->n_state;
             if (at > METRIC_STATE_MAX)
                 return sy_error(SY_ERR_INVALID_ARGUMENT,
@@ -243,6 +249,34 @@ static sy_status place_metric_states(model_head *heads, int32_t n_outputs) {
                                 METRIC_STATE_MAX, ms->name);
         }
     return SY_OK;
+}
+
+static bool has_mask_source(const sy_model *m) {
+    for (int64_t i = 0; i < m->n_layers; i++) {
+        const model_layer *L = &m->layers[i];
+        if (L->cfg.kind == SY_LAYER_MASKING ||
+            (L->cfg.kind == SY_LAYER_EMBEDDING && L->cfg.mask_zero) ||
+            (L->sub && has_mask_source(L->sub)))
+            return true;
+    }
+    return false;
+}
+
+/* issue 17, masking: which outputs carry a Keras mask, from a graph of the layers at batch 1 (built
+ * only for a model with an Embedding(mask_zero) or a Masking layer); a graph that fails says
+ * nothing here -- the plan reports it */
+static void outputs_masked(sy_model *m, bool *masked) {
+    for (int32_t j = 0; j < MODEL_MAX_IO; j++) masked[j] = false;
+    sy_graph *g = NULL;
+    if (!has_mask_source(m) || sy_graph_new(&g)) return;
+    sy_node x[MODEL_MAX_IO], out[MODEL_MAX_IO], mask[MODEL_MAX_IO];
+    for (int32_t i = 0; i < m->n_inputs; i++) {
+        sy_shape in = model_input_shape_at(m, i);
+        x[i] = sy_graph_input(g, "x", model_input_dtype(m, i), keras_batch_shape(1, &in));
+    }
+    if (keras_build_layers_masked(m, g, x, out, mask, false, false, NULL) && !sy_graph_status(g))
+        for (int32_t j = 0; j < m->n_outputs; j++) masked[j] = mask[j] != SY_NONE;
+    sy_graph_free(g);
 }
 
 sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
@@ -279,14 +313,18 @@ sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
                         "compile: %d loss_weights given, but model '%s' has %d output%s %s; give one per output",
                         o->n_loss_weights, m->name, m->n_outputs, m->n_outputs == 1 ? "" : "s", names);
     }
-    bool per_output_metrics = false, own_loss = false;
+    bool per_output_metrics = false, per_output_weighted = false, own_loss = false;
     for (int32_t i = 0; o->outputs && i < o->n_outputs; i++) {
         per_output_metrics |= o->outputs[i].n_metrics > 0;
+        per_output_weighted |= o->outputs[i].n_weighted_metrics > 0;
         own_loss |= o->outputs[i].loss != NULL;
     }
-    if (per_output_metrics && o->n_metrics > 0)
+    if ((per_output_metrics && o->n_metrics > 0) ||
+        (per_output_weighted && o->n_weighted_metrics > 0))
         return sy_error(SY_ERR_INVALID_ARGUMENT,
-                        "compile: metrics are given both as a flat list (for every output) and per output; give one");
+                        "compile: %smetrics are given both as a flat list (for every output) and "
+                        "per output; give one",
+                        per_output_weighted && o->n_weighted_metrics > 0 ? "weighted_" : "");
     if (!own_loss) form = LOSS_SINGLE; /* entries for metrics alone: the loss is still one for all */
     model_head heads[MODEL_MAX_IO];
     for (int32_t j = 0; j < m->n_outputs; j++) {
@@ -297,7 +335,9 @@ sy_status sy_model_compile(sy_model *m, const sy_compile_options *o) {
                             model_output_name(m, j), w);
         if ((st = resolve_head(m, o, j, e >= 0 ? &o->outputs[e] : NULL, w, &heads[j]))) return st;
     }
-    if ((st = place_metric_states(heads, m->n_outputs))) return st;
+    bool masked[MODEL_MAX_IO];
+    outputs_masked(m, masked);
+    if ((st = place_metric_states(heads, m->n_outputs, masked))) return st;
     if (!m->strategy) { /* outside any scope: one replica, kernels on every core (or o->threads) */
         sy_strategy *own;
         if ((st = strategy_new(1, o->threads ? o->threads : sy_cpu_count(), &own))) return st;
@@ -408,9 +448,13 @@ static void cache_free(param_cache *c, const sy_model *m) {
 }
 
 /* first: this is the first time m's graph is built here (a nested model's
- * later calls add no weight penalties again). */
-static bool build_model(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node *outputs, sy_node *out_masks,
-                        bool training, bool gradients, sy_node *penalties, param_cache *cache, bool first) {
+ * later calls add no weight penalties again). in_masks: the inputs' Keras
+ * masks (NULL: none), as a nested model gets its caller's (Keras's
+ * Functional.call(inputs, mask) sets them on its inputs); out_masks (NULL:
+ * not wanted) receives the outputs'. */
+static bool build_model(sy_model *m, sy_graph *g, const sy_node *inputs, const sy_node *in_masks,
+                        sy_node *outputs, sy_node *out_masks, bool training, bool gradients,
+                        sy_node *penalties, param_cache *cache, bool first) {
     /* one graph node per model node; a layer's weights are params made at
      * its first call and used by every call, so shared layers share them */
     sy_node *value = sy_calloc((size_t)m->n_nodes + 1, sizeof *value);
@@ -427,6 +471,7 @@ static bool build_model(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node
         mask[i] = SY_NONE;
         if (n->layer < 0) {
             value[i] = inputs[n->input];
+            if (in_masks) mask[i] = in_masks[n->input];
             continue;
         }
         model_layer *L = &m->layers[n->layer];
@@ -437,10 +482,11 @@ static bool build_model(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node
             in_mask[k] = mask[m->edges[n->in_off + k]];
         }
         sy_graph_push_scope(g, L->name);
-        if (L->sub) { /* issue 15: a nested model, its layers under its name's scope */
+        /* issue 15: a nested model, its layers under its name's scope; issue 17: masks cross it */
+        if (L->sub) {
             bool again = cache->sub[n->layer].w != NULL;
-            bool built = build_model(L->sub, g, in, &value[i], NULL, training, gradients, penalties,
-                                     &cache->sub[n->layer], first && !again);
+            bool built = build_model(L->sub, g, in, in_mask, &value[i], &mask[i], training,
+                                     gradients, penalties, &cache->sub[n->layer], first && !again);
             sy_graph_pop_scope(g);
             if (!built) goto done;
             continue;
@@ -481,7 +527,8 @@ bool keras_build_layers_masked(sy_model *m, sy_graph *g, const sy_node *inputs, 
                                bool training, bool gradients, sy_node *penalties) {
     param_cache cache = {NULL, NULL};
     if (penalties) *penalties = SY_NONE;
-    bool ok = build_model(m, g, inputs, outputs, out_masks, training, gradients, penalties, &cache, true);
+    bool ok = build_model(m, g, inputs, NULL, outputs, out_masks, training, gradients, penalties,
+                          &cache, true);
     cache_free(&cache, m);
     return ok;
 }
@@ -511,18 +558,29 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
         p->x[i] = sy_graph_input(g, io_name("x", i, name, sizeof name), model_input_dtype(m, i),
                                  keras_batch_shape(batch, &in));
     }
-    p->per_example = p->loss = p->sw = SY_NONE; /* issue 17, fit arguments: sw */
+    /* issue 17, fit arguments: sw; masking: real */
+    p->per_example = p->loss = p->sw = p->real = SY_NONE;
     p->weighted = false;
     p->sw_steps = 0;
-    for (int32_t j = 0; j < MODEL_MAX_IO; j++) p->y[j] = p->pred[j] = p->out_loss[j] = SY_NONE;
+    for (int32_t j = 0; j < MODEL_MAX_IO; j++)
+        p->y[j] = p->pred[j] = p->out_loss[j] = p->mask[j] = p->valid[j] = SY_NONE;
     sy_node penalties = SY_NONE, out_mask[MODEL_MAX_IO]; /* issue 17, masking: the outputs' masks weight the losses */
     for (int32_t j = 0; j < MODEL_MAX_IO; j++) out_mask[j] = SY_NONE;
     keras_build_layers_masked(m, g, p->x, p->pred, out_mask, mode == MODE_TRAIN, mode == MODE_TRAIN,
                               mode == MODE_PREDICT ? NULL : &penalties);
-    sy_node outputs[2 * MODEL_MAX_IO + 1];
+    sy_node outputs[3 * MODEL_MAX_IO + 1];
     int n_out = 0;
     sy_plan_options o = sy_plan_options_default();
     if (mode != MODE_PREDICT && !sy_graph_status(g)) {
+        /* issue 17, masking: a loss over masked or ignored entries counts them over the real rows
+         * only; the masks go to the host for the metrics */
+        bool counted = false;
+        for (int32_t j = 0; j < m->n_outputs; j++) {
+            counted |= out_mask[j] != SY_NONE || m->heads[j].args.has_ignore_class;
+            if ((p->mask[j] = out_mask[j]) != SY_NONE) outputs[n_out++] = p->mask[j];
+        }
+        if (counted)
+            p->real = sy_graph_input(g, "real_rows", SY_F32, sy_shape_of(1, (int64_t)batch));
         /* Keras's total: sum(loss_weight_j * loss_j), the penalties once */
         sy_node total = SY_NONE;
         for (int32_t j = 0; j < m->n_outputs; j++) {
@@ -533,8 +591,11 @@ static sy_status compile_plan(sy_model *m, plan_mode mode, int64_t batch, model_
             if (j == 0 && m->sample_weighted && m->sample_weight_steps)
                 p->sw = sy_graph_input(g, "sample_weight", SY_F32,
                                        sy_shape_of(2, (int64_t)batch, m->sample_weight_steps));
-            sy_node l = p->out_loss[j] =
-                keras_loss_build_weighted(m, j, g, p->pred[j], p->y[j], out_mask[j], p->sw);
+            if (m->heads[j].args.has_ignore_class)
+                p->valid[j] = sy_graph_input(g, io_name("valid", j, name, sizeof name), SY_F32,
+                                             keras_batch_shape(batch, &ls));
+            sy_node l = p->out_loss[j] = keras_loss_build_masked(m, j, g, p->pred[j], p->y[j], out_mask[j],
+                                                                 p->valid[j], p->real, p->sw);
             if (m->heads[j].weight != 1.0)
                 l = sy_graph_mul(g, l, sy_graph_fill(g, SY_F32, sy_shape_of(0), m->heads[j].weight));
             total = total == SY_NONE ? l : sy_graph_add(g, total, l);

@@ -153,6 +153,8 @@ static sy_status check_labels(const sy_model *m, const char *what, const char *y
         int64_t classes = out.dims[out.rank - 1], n = sy_tensor_count(y);
         for (int64_t i = 0; i < n; i++) {
             double v = sy_tensor_get(y, i);
+            if (h->args.has_ignore_class && v == (double)h->args.ignore_class)
+                continue; /* issue 17 */
             if (!(v >= 0 && v < (double)classes && v == floor(v))) {
                 if (m->n_outputs > 1)
                     return sy_error(SY_ERR_INVALID_ARGUMENT,
@@ -329,6 +331,19 @@ static void feed_shard(void *ctx, int64_t step, int32_t replica, sy_plan *plan) 
         const sy_tensor *y = step_y(t, step, j);
         sy_shape ls = model_label_shape(m, j);
         if (y) copy_rows(sy_plan_input(plan, p->y[j]), model_label_dtype(m, j), y, idx, p->batch, sy_shape_count(&ls));
+        /* issue 17: ignore_class's labels, class 0 for the loss (read_sums puts them back) */
+        if (p->valid[j] != SY_NONE) {
+            int32_t *lab = sy_plan_input(plan, p->y[j]), ignore = m->heads[j].args.ignore_class;
+            float *valid = sy_plan_input(plan, p->valid[j]);
+            for (int64_t k = 0; k < p->batch * sy_shape_count(&ls); k++) {
+                valid[k] = lab[k] != ignore;
+                if (!valid[k]) lab[k] = 0;
+            }
+        }
+    }
+    if (p->real != SY_NONE) { /* issue 17, masking: padding rows count in no loss's mask */
+        float *real = sy_plan_input(plan, p->real);
+        for (int64_t k = 0; k < p->batch; k++) real[k] = idx[k] >= 0;
     }
     if (p->sw != SY_NONE) { /* issue 17, fit arguments: (batch,) or per step (batch, T) */
         float *w = sy_plan_input(plan, p->sw);
@@ -367,12 +382,27 @@ static void read_sums(void *ctx, int64_t step, int32_t replica, sy_plan *plan) {
                 s->out_loss[j] += weigh ? (double)(w[k] * lj[k]) : lj[k];
         }
         const float *pred = sy_plan_output(plan, p->pred[j]);
-        const void *labels = sy_plan_input(plan, p->y[j]);
+        void *labels = sy_plan_input(plan, p->y[j]);
+        if (p->valid[j] !=
+            SY_NONE) { /* issue 17: the metrics see the labels given, ignore_class too (Keras's) */
+            const float *valid = sy_plan_input(plan, p->valid[j]);
+            sy_shape ls = model_label_shape(m, j);
+            for (int64_t k = 0; k < rows * sy_shape_count(&ls); k++)
+                if (!valid[k]) ((int32_t *)labels)[k] = m->heads[j].args.ignore_class;
+        }
         int64_t per_row, rows_of_pred;
         output_rows(m, j, rows, &per_row, &rows_of_pred);
+        /* issue 17, masking: a masked output's mask weights its metrics' rows (times the sample
+         * weights for weighted_metrics), as Keras's MetricsContainer passes it as their
+         * sample_weight */
+        const float *mask = p->mask[j] != SY_NONE ? sy_plan_output(plan, p->mask[j]) : NULL;
         for (int32_t i = 0; i < m->heads[j].n_metrics; i++) { /* issue 17: each metric's own state */
             const metric_spec *ms = &m->heads[j].metrics[i];
-            if (ms->weighted) /* issue 17, fit arguments: weighted_metrics */
+            if (ms->masked)
+                metric_update_masked(ms, pred, labels, ms->weighted ? w : NULL, mask, rows,
+                                     rows ? rows_of_pred / rows : 0, per_row, p->sw_steps != 0,
+                                     &s->metric[ms->state]);
+            else if (ms->weighted) /* issue 17, fit arguments: weighted_metrics */
                 metric_update_weighted(ms, pred, labels, w, rows, rows ? rows_of_pred / rows : 0,
                                        per_row, p->sw_steps != 0, &s->metric[ms->state]);
             else
@@ -429,8 +459,12 @@ static void sums_to_logs(const sy_model *m, const sums *s, const char *prefix, s
             if (several) snprintf(name, sizeof name, "%s%s_%s", prefix, model_output_name(m, j), m->heads[j].metrics[i].name);
             else snprintf(name, sizeof name, "%s%s", prefix, m->heads[j].metrics[i].name);
             const metric_spec *ms = &m->heads[j].metrics[i]; /* issue 17: from the epoch's state, as Keras's result() */
-            double count = ms->weighted ? s->metric[ms->state + ms->n_state - 1] : n * (double)rows_of_pred;
-            logs_set(logs, name, ms->weighted && count == 0 ? 0.0 : metric_value(ms, &s->metric[ms->state], count));
+            bool counted =
+                ms->weighted || ms->masked; /* issue 17: their weights' sum is their count */
+            double count =
+                counted ? s->metric[ms->state + ms->n_state - 1] : n * (double)rows_of_pred;
+            logs_set(logs, name,
+                     counted && count == 0 ? 0.0 : metric_value(ms, &s->metric[ms->state], count));
         }
     }
 }

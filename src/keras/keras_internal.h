@@ -107,15 +107,16 @@ extern const layer_impl keras_normalization;
 extern const layer_impl keras_conv1d, keras_max_pooling1d, keras_average_pooling1d, keras_global_max_pooling1d,
     keras_global_average_pooling1d, keras_simple_rnn, keras_repeat_vector, keras_permute, keras_spatial_dropout1d,
     keras_spatial_dropout2d, keras_bidirectional, keras_time_distributed;
-/* issue 17, masking (layers/masking.c): the Masking layer; the mask a layer's output carries, from its inputs
- * in[n_in] and their masks in_mask (SY_NONE: none) as Keras's compute_mask gives it (SY_NONE: none; a layer
- * Keras cannot give a mask is refused, naming it); a loss's elements l (batch, steps) weighted by the output's
- * mask as Keras 2.15 does: each sample's sum(l * mask) * batch / sum(mask), whose mean is sum(l mask) /
- * sum(mask) */
+/* issue 17, masking (layers/masking.c): the Masking layer; the mask a layer's output carries, from
+ * its inputs in[n_in] and their masks in_mask (SY_NONE: none) as Keras's compute_mask gives it
+ * (SY_NONE: none; a layer Keras cannot give a mask is refused, naming it); a loss's elements l
+ * (batch, steps) weighted by the output's mask as Keras 2.15 does: each sample's sum(l * mask) *
+ * rows / sum(mask), whose mean over the rows is sum(l mask) / sum(mask) -- rows and sums over the
+ * real rows (batch,) of 1 when given (padding rows 0) */
 extern const layer_impl keras_masking;
 sy_status keras_output_mask(sy_graph *g, const sy_layer *l, const char *name, const sy_node *in, const sy_node *in_mask,
                             int n_in, sy_node *out);
-sy_node keras_loss_mask(sy_graph *g, sy_node l, sy_node mask);
+sy_node keras_loss_mask(sy_graph *g, sy_node l, sy_node mask, sy_node real);
 /* The mask (batch, steps) a recurrent layer or pooling gets, or SY_NONE; refused (naming the layer) when it
  * does not fit x (batch, steps, ...). */
 sy_node keras_steps_mask(sy_graph *g, const layer_ctx *ctx, sy_node x, const char *cls);
@@ -199,6 +200,10 @@ typedef enum keras_metric {
 
 /* the doubles of every metric's running state together (fit_sums.metric) */
 #define METRIC_STATE_MAX 1024
+/* issue 17: AUC's label_weights, one per label of the output's last axis */
+#define METRIC_LABEL_WEIGHTS_MAX 32
+/* a metric with its arguments as compile() takes it: "AUC(curve='PR', label_weights=[...])" */
+#define METRIC_TEXT_MAX 256
 
 typedef struct metric_spec {
     keras_metric kind;
@@ -212,9 +217,23 @@ typedef struct metric_spec {
     bool pr;                /* AUC: curve PR (else ROC) */
     bool has_threshold;     /* Precision, Recall: thresholds given (else null: 0.5) */
     double threshold;
+    /* issue 17, metric options: Precision and Recall's thresholds given as a list of one ([0.5]),
+     * top_k (0: None) and class_id (-1: None); AUC's summation_method (0 interpolation, 1 minoring,
+     * 2 majoring), multi_label, num_labels (0: None), label_weights (n_label_weights of them; 0:
+     * None) and from_logits; labels: the output's last axis (compile), the labels a multi-label AUC
+     * keeps a state for */
+    bool threshold_list;
+    int32_t top_k, class_id;
+    int32_t summation;
+    bool multi_label, from_logits;
+    int32_t num_labels, n_label_weights, labels;
+    float label_weights[METRIC_LABEL_WEIGHTS_MAX];
     int32_t state, n_state;
     bool weighted; /* issue 17, fit arguments: compile's weighted_metrics (state[n_state - 1]: the weights' sum) */
-    char given[64]; /* as compile() got it ("AUC(curve='PR')"), to compile again with */
+    bool masked;   /* issue 17, masking: its output carries a Keras mask, which weights its steps
+                      (state[n_state - 1]:   the weights' sum) */
+    char
+        given[METRIC_TEXT_MAX]; /* as compile() got it ("AUC(curve='PR')"), to compile again with */
 } metric_spec;
 
 /* A metric that compile() knows beyond the accuracies, mse and mae: its
@@ -223,11 +242,23 @@ typedef struct metric_spec {
  * out->state is set by compile). sparse: the labels are class indices.
  * SY_ERR_NOT_FOUND with no message when the name is not one of these. */
 sy_status metric_resolve(const char *where, const char *text, bool sparse, metric_spec *out);
+/* issue 17: check ms's arguments against the output it watches (its shape without the batch axis:
+ * class_id and label_weights within its last axis, a multi-label AUC's num_labels that axis) and
+ * set ms->labels. */
+sy_status metric_check_output(const char *where, const sy_shape *out, metric_spec *ms);
 /* The state's size of a metric (1 for the means). */
 int32_t metric_state_size(const metric_spec *ms);
 /* Add `rows` rows of predictions (rows, per_row) and labels to ms's state. */
 void metric_update(const metric_spec *ms, const float *pred, const void *labels, int64_t rows, int64_t per_row,
                    double *state);
+/* issue 17, masking: the same for a metric of a masked output (ms->masked) or a weighted one: rows
+ * samples of `steps` rows of predictions each, row r weighing sw[r / steps] (sw NULL: 1; with
+ * per_step, temporal sample weights, sw[r]) times mask[r] (NULL: 1), as Keras's update_state(y,
+ * pred, sample_weight=mask (* sample_weight)); the weights' sum goes to state[ms->n_state - 1], the
+ * count of the metric's mean. */
+void metric_update_masked(const metric_spec *ms, const float *pred, const void *labels,
+                          const float *sw, const float *mask, int64_t rows, int64_t steps,
+                          int64_t per_row, bool per_step, double *state);
 /* The metric's value from its state; count: the rows of predictions seen. */
 double metric_value(const metric_spec *ms, const double *state, double count);
 /* The metric as training_config writes it (name: its logs name). */
@@ -255,12 +286,13 @@ sy_status keras_loss_resolve(const char *where, const char *name, bool from_logi
 /* Output j's unweighted loss per sample element, (batch, ...) without
  * the last axis, from pred and the labels y. */
 sy_node keras_loss_build(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y);
-/* issue 17, masking: the same, pred's Keras mask (SY_NONE: none) weighting its steps (keras_loss_mask) */
-sy_node keras_loss_build_masked(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y, sy_node mask);
-/* issue 17, temporal sample weights: the same, each step's loss (batch, T) times step_weight
+/* issue 17, masking: the same, pred's Keras mask (SY_NONE: none) weighting its steps and, with
+ * ignore_class, valid (the labels' shape, 1 where the label is not ignore_class; SY_NONE: none) its
+ * entries, their count taken over the real rows (batch,) of 1 (padding 0; SY_NONE: every row)
+ * (keras_loss_mask); temporal sample weights: each step's loss (batch, T) times step_weight
  * (batch, T) (SY_NONE: none) before the mean over the steps or the mask's normalisation */
-sy_node keras_loss_build_weighted(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y,
-                                  sy_node mask, sy_node step_weight);
+sy_node keras_loss_build_masked(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y,
+                                sy_node mask, sy_node valid, sy_node real, sy_node step_weight);
 /* h's loss as training_config writes it: the name, or the Loss object
  * ({"class_name", "config"}) with Keras's keys in Keras's order. */
 struct json_t *keras_loss_json(const struct model_head *h);
@@ -301,6 +333,15 @@ typedef struct model_plan {
     bool weighted;
     /* issue 17: 0, or T: sw is (batch, T), a weight per step multiplying each output's loss */
     int64_t sw_steps;
+    /* issue 17, masking: each output's Keras mask (batch, steps...), an output of train and
+     * evaluate plans for its metrics (SY_NONE: none); with a mask or ignore_class, which rows are
+     * real (batch,): 1, padding 0, for the losses' count of valid entries (SY_NONE: not needed) */
+    sy_node mask[MODEL_MAX_IO];
+    sy_node real;
+    /* issue 17, losses: with ignore_class, output j's valid labels (batch, label shape...) of 1, 0
+     * where the label is ignore_class -- fed by the host, which feeds class 0 in y there (SY_NONE:
+     * none) */
+    sy_node valid[MODEL_MAX_IO];
 } model_plan;
 
 /* compile()'s loss and metrics for one output (Keras's per-output loss,

@@ -17,11 +17,17 @@
  * (SUM_OVER_BATCH_SIZE): the per-sample values (after the mean over the
  * last axis the function takes) averaged over every sample of the batch.
  *
- * Refused, each with a message naming it: an axis other than the last,
- * SparseCategoricalCrossentropy's ignore_class (Keras averages such a loss
- * over the valid entries only, a batch-dependent weight not built yet), a
- * reduction other than "auto"/"sum_over_batch_size" in a file, an argument
- * a loss's class does not take.
+ * issue 17: an axis other than the last is moved last (move_class_axis),
+ * so the ops' reduction over the last axis is Keras's over `axis`; a
+ * softmax's or sigmoid's output counts as its logits there, as Keras's
+ * _keras_logits does for an activation over any axis.
+ * SparseCategoricalCrossentropy's ignore_class: the host feeds the valid
+ * labels (fit.c), which weight the loss as a mask does, divided by their
+ * count (keras_loss_mask), Keras's apply_valid_mask.
+ *
+ * Refused, each with a message naming it: the batch axis, a reduction
+ * other than "auto"/"sum_over_batch_size" in a file, an argument a loss's
+ * class does not take.
  *
  * The warning: tf.keras 2.15 (backend._get_logits) computes such a loss
  * from the activation's logits whatever from_logits says, so the loss is
@@ -153,15 +159,16 @@ sy_status keras_loss_resolve(const char *where, const char *name, bool from_logi
     if (!isfinite(a.alpha) || !isfinite(a.gamma) || a.gamma < 0)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: focal alpha %g and gamma %g must be finite, gamma >= 0", where,
                         a.alpha, a.gamma);
-    if ((d->args & A_AXIS) && a.axis != -1 && a.axis != out->rank)
-        return sy_error(SY_ERR_UNSUPPORTED,
-                        "%s: %s with axis=%d: only the last axis (-1) is supported, the class axis of every output",
-                        where, d->fn, a.axis);
-    if (a.has_ignore_class)
-        return sy_error(SY_ERR_UNSUPPORTED,
-                        "%s: sparse_categorical_crossentropy with ignore_class=%d is not supported (Keras then averages "
-                        "over the valid labels only); leave ignore_class unset",
-                        where, a.ignore_class);
+    /* Keras's axis counts the batch axis, which a loss per sample cannot reduce */
+    if (a.axis != -1 && (a.axis < -out->rank || a.axis == 0 || a.axis > out->rank)) {
+        char sh[SY_SHAPE_STR_MAX];
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "%s: %s with axis=%d: the output %s has axes 1 to %d (or -1 to -%d); the "
+                        "batch axis 0 is "
+                        "not one a loss per sample can reduce",
+                        where, d->class_name, a.axis, keras_shape_str(out, sh, sizeof sh),
+                        out->rank, out->rank);
+    }
     if (a.name && strlen(a.name) >= sizeof h->object_name)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: the loss's name '%s' is longer than %zu characters", where,
                         a.name, sizeof h->object_name - 1);
@@ -179,46 +186,92 @@ sy_status keras_loss_resolve(const char *where, const char *name, bool from_logi
 }
 
 sy_node keras_loss_build(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y) {
-    return keras_loss_build_masked(m, j, g, pred, y, SY_NONE);
+    return keras_loss_build_masked(m, j, g, pred, y, SY_NONE, SY_NONE, SY_NONE, SY_NONE);
 }
 
-sy_node keras_loss_build_masked(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y, sy_node mask) {
-    return keras_loss_build_weighted(m, j, g, pred, y, mask, SY_NONE);
+/* x (batch, ...) with axis a (Keras's count, the batch axis 0) moved last, the others in order */
+static sy_node axis_last(sy_graph *g, sy_node x, int a) {
+    sy_shape s = sy_graph_shape(g, x);
+    int32_t perm[SY_MAX_RANK], k = 0;
+    for (int i = 0; i < s.rank; i++)
+        if (i != a) perm[k++] = i;
+    perm[k] = a;
+    return sy_graph_transpose(g, x, perm);
 }
 
-sy_node keras_loss_build_weighted(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y,
-                                  sy_node mask, sy_node step_weight) {
+/* A loss with axis other than the last: pred and the targets with that axis moved last, so that the
+ * ops' reduction over the last axis is Keras's over `axis` (label_smoothing's class count follows).
+ * A softmax's or sigmoid's output counts as its logits, as Keras's _keras_logits does for an
+ * activation over any axis. */
+static sy_node move_class_axis(sy_graph *g, const model_head *h, sy_node pred, sy_node *y,
+                               bool *from_logits) {
+    int rank = sy_graph_shape(g, pred).rank,
+        a = h->args.axis < 0 ? h->args.axis + rank : h->args.axis;
+    if (a == rank - 1) return pred;
+    const sy_node_rec *n = graph_node(g, pred);
+    bool binary = h->loss == KERAS_LOSS_BINARY_CE ||
+                  (h->loss == KERAS_LOSS_FN && h->fn == SY_LOSS_BINARY_FOCAL);
+    if (h->loss != KERAS_LOSS_FN || h->fn != SY_LOSS_COSINE_SIMILARITY) {
+        if (n->op == (binary ? SY_OP_SIGMOID : SY_OP_SOFTMAX)) {
+            pred = graph_input(g, pred, 0);
+            *from_logits = true;
+        }
+    }
+    *y = axis_last(g, *y, a);
+    return axis_last(g, pred, a);
+}
+
+sy_node keras_loss_build_masked(sy_model *m, int32_t j, sy_graph *g, sy_node pred, sy_node y,
+                                sy_node mask, sy_node valid, sy_node real, sy_node step_weight) {
     const model_head *h = &m->heads[j];
     const loss_def *d = def_of(h);
     keras_loss_warn_logits(m, j, g, pred);
     /* issue 16, mixed_bfloat16: tf.keras 2.15 computes a loss in y_pred's dtype, so a bfloat16 output gets a
      * bfloat16 loss (docs/design/mixed-precision.md) */
     bool was_bf16 = sy_graph_set_bf16(g, sy_graph_is_bf16(g, pred));
+    bool from_logits = h->from_logits;
+    /* C: the classes along the loss's axis -- but Keras's categorical_focal_crossentropy smooths by
+     * the last axis's size whatever its axis */
+    sy_shape ps = sy_graph_shape(g, pred);
+    if (d->args & A_AXIS) pred = move_class_axis(g, h, pred, &y, &from_logits);
+    if (h->loss != KERAS_LOSS_FN || h->fn != SY_LOSS_CATEGORICAL_FOCAL)
+        ps = sy_graph_shape(g, pred);
     double s = h->args.label_smoothing;
     if (s != 0) { /* y (1 - s) + s / C, or s / 2 for the binary losses */
-        sy_shape ps = sy_graph_shape(g, pred);
         double to = d->binary_smoothing ? 0.5 * s : s / (double)ps.dims[ps.rank - 1];
         y = sy_graph_add(g, sy_graph_mul(g, y, sy_graph_fill(g, SY_F32, sy_shape_of(0), (double)(1.0f - (float)s))),
                          sy_graph_fill(g, SY_F32, sy_shape_of(0), (double)(float)to));
     }
     sy_node l;
     switch (h->loss) {
-    case KERAS_LOSS_SPARSE_CATEGORICAL_CE: l = sy_graph_sparse_categorical_crossentropy(g, pred, y, h->from_logits); break;
-    case KERAS_LOSS_CATEGORICAL_CE: l = sy_graph_categorical_crossentropy(g, pred, y, h->from_logits); break;
-    case KERAS_LOSS_BINARY_CE: l = sy_graph_binary_crossentropy(g, pred, y, h->from_logits); break;
+    case KERAS_LOSS_SPARSE_CATEGORICAL_CE:
+        l = sy_graph_sparse_categorical_crossentropy(g, pred, y, from_logits);
+        break;
+    case KERAS_LOSS_CATEGORICAL_CE:
+        l = sy_graph_categorical_crossentropy(g, pred, y, from_logits);
+        break;
+    case KERAS_LOSS_BINARY_CE:
+        l = sy_graph_binary_crossentropy(g, pred, y, from_logits);
+        break;
     case KERAS_LOSS_MSE: l = sy_graph_mean_squared_error(g, pred, y); break;
     default: {
-        sy_loss_params p = {.delta = h->args.delta, .alpha = h->args.alpha, .gamma = h->args.gamma,
-                            .apply_class_balancing = h->args.apply_class_balancing, .from_logits = h->from_logits};
+        sy_loss_params p = {.delta = h->args.delta,
+                            .alpha = h->args.alpha,
+                            .gamma = h->args.gamma,
+                            .apply_class_balancing = h->args.apply_class_balancing,
+                            .from_logits = from_logits};
         l = sy_graph_loss(g, h->fn, pred, y, &p);
         break;
     }
     }
+    /* issue 17: ignore_class's valid labels (Keras's loss mask), and the output's mask, weight the
+     * entries; Keras's apply_valid_mask then divides by their count (keras_loss_mask) */
+    if (valid != SY_NONE) mask = mask == SY_NONE ? valid : sy_graph_mul(g, mask, valid);
     sy_shape ls = sy_graph_shape(g, l);
     /* issue 17, temporal sample weights: Keras's losses * sample_weight, per step */
     if (step_weight != SY_NONE) l = sy_graph_mul(g, l, step_weight);
     if (mask != SY_NONE) /* issue 17, masking: the output's mask weights the steps */
-        l = keras_loss_mask(g, l, mask);
+        l = keras_loss_mask(g, l, mask, real);
     else if (ls.rank > 1) { /* (batch, T, ...): the mean over the rest is each sample's loss */
         int32_t axes[SY_MAX_RANK];
         for (int i = 1; i < ls.rank; i++) axes[i - 1] = i;
@@ -243,7 +296,10 @@ json_t *keras_loss_json(const model_head *h) {
     if (d->args & A_LOGITS) json_object_set_new(c, "from_logits", json_boolean(h->from_logits));
     if (d->args & A_SMOOTH) json_object_set_new(c, "label_smoothing", json_real(h->args.label_smoothing));
     if (d->args & A_AXIS) json_object_set_new(c, "axis", json_integer(h->args.axis));
-    if (d->args & A_IGNORE) json_object_set_new(c, "ignore_class", json_null());
+    if (d->args & A_IGNORE)
+        json_object_set_new(c, "ignore_class",
+                            h->args.has_ignore_class ? json_integer(h->args.ignore_class)
+                                                     : json_null());
     json_object_set_new(c, "fn", json_string(d->fn));
     json_object_set_new(loss, "class_name", json_string(d->class_name));
     json_object_set_new(loss, "config", c);
@@ -300,9 +356,16 @@ sy_status keras_loss_from_json(const char *path, const json_t *loss, const char 
                                        !strcmp(json_string_value(v), "sum_over_batch_size"));
             want = "\"auto\" or \"sum_over_batch_size\" (the mean over the batch)";
         } else if (!strcmp(key, "axis")) {
-            need = A_AXIS, ok = json_is_integer(v) && json_integer_value(v) == -1, want = "-1 (the last axis)";
+            need = A_AXIS, want = "an axis of the output (an integer)";
+            ok = json_is_integer(v) && json_integer_value(v) >= INT32_MIN &&
+                 json_integer_value(v) <= INT32_MAX;
+            if (ok) args->axis = (int32_t)json_integer_value(v);
         } else if (!strcmp(key, "ignore_class")) {
-            need = A_IGNORE, ok = json_is_null(v), want = "null (no class ignored)";
+            need = A_IGNORE, want = "null (no class ignored) or a class index (an integer)";
+            ok = json_is_null(v) || (json_is_integer(v) && json_integer_value(v) >= INT32_MIN &&
+                                     json_integer_value(v) <= INT32_MAX);
+            if (ok && !json_is_null(v))
+                args->has_ignore_class = true, args->ignore_class = (int32_t)json_integer_value(v);
         } else if (!strcmp(key, "name")) {
             ok = json_is_string(v), want = "a string";
             if (ok) args->name = json_string_value(v);

@@ -12,7 +12,7 @@
  *   ("conv2d/conv2d/kernel:0");
  *   an empty group top_level_model_weights.
  * A full model file adds, on the root, model_config (model.to_json()),
- * training_config when the model is compiled (loss, metrics, optimizer
+ * training_config when the model is compiled (loss, metrics, weighted_metrics, optimizer
  * with its learning rate, in Keras's serialized form), backend and
  * keras_version; the weights go under "model_weights".
  *
@@ -500,6 +500,44 @@ static json_t *optimizer_config(const sy_optimizer *o) {
     return wrap;
 }
 
+/* The metrics (or with weighted, the weighted_metrics) as training_config
+ * writes them: a list per output, each metric under its logs name
+ * ("<output>_<metric>" with several outputs; a weighted one renamed
+ * "weighted_<name>" as compile() named it); null when there are none. */
+static json_t *metrics_json(const sy_model *m, bool weighted) {
+    bool any = false;
+    for (int32_t j = 0; j < m->n_outputs; j++)
+        for (int32_t i = 0; i < m->heads[j].n_metrics; i++)
+            any |= m->heads[j].metrics[i].weighted == weighted;
+    if (!any) return json_null();
+    json_t *outer = json_array(); /* one list per output */
+    for (int32_t j = 0; j < m->n_outputs; j++) {
+        json_t *list = json_array();
+        for (int32_t i = 0; i < m->heads[j].n_metrics; i++) {
+            const metric_spec *ms = &m->heads[j].metrics[i];
+            if (ms->weighted != weighted) continue;
+            char name[LAYER_NAME_MAX + sizeof ms->name + 1];
+            if (m->n_outputs > 1)
+                snprintf(name, sizeof name, "%s_%s", model_output_name(m, j), ms->name);
+            else
+                snprintf(name, sizeof name, "%s", ms->name);
+            if (ms->cls) { /* issue 17: a Keras metric class, its config */
+                json_array_append_new(list, metric_json(ms, name));
+                continue;
+            }
+            json_t *c = json_object(), *w = json_object();
+            json_object_set_new(c, "name", json_string(name));
+            json_object_set_new(c, "dtype", json_string("float32"));
+            json_object_set_new(c, "fn", json_string(metric_fn(ms->kind)));
+            json_object_set_new(w, "class_name", json_string("MeanMetricWrapper"));
+            json_object_set_new(w, "config", c);
+            json_array_append_new(list, w);
+        }
+        json_array_append_new(outer, list);
+    }
+    return outer;
+}
+
 /* model.compile()'s arguments as Keras 2.15's model_metadata writes them
  * (json.dumps of its get_compile_config): the loss as it was given -- one,
  * a list in output order, or a dict by output name in the order given --
@@ -523,35 +561,8 @@ static char *training_config(const sy_model *m) {
         }
     }
     json_object_set_new(t, "loss", loss);
-    if (model_metric_count(m) > 0) {
-        json_t *outer = json_array(); /* one list per output */
-        for (int32_t j = 0; j < m->n_outputs; j++) {
-            json_t *list = json_array();
-            for (int32_t i = 0; i < m->heads[j].n_metrics; i++) {
-                const metric_spec *ms = &m->heads[j].metrics[i];
-                if (ms->weighted) continue; /* issue 17: weighted_metrics are not written */
-                char name[LAYER_NAME_MAX + sizeof ms->name + 1];
-                if (m->n_outputs > 1) snprintf(name, sizeof name, "%s_%s", model_output_name(m, j), ms->name);
-                else snprintf(name, sizeof name, "%s", ms->name);
-                if (ms->cls) { /* issue 17: a Keras metric class, its config */
-                    json_array_append_new(list, metric_json(ms, name));
-                    continue;
-                }
-                json_t *c = json_object(), *w = json_object();
-                json_object_set_new(c, "name", json_string(name));
-                json_object_set_new(c, "dtype", json_string("float32"));
-                json_object_set_new(c, "fn", json_string(metric_fn(ms->kind)));
-                json_object_set_new(w, "class_name", json_string("MeanMetricWrapper"));
-                json_object_set_new(w, "config", c);
-                json_array_append_new(list, w);
-            }
-            json_array_append_new(outer, list);
-        }
-        json_object_set_new(t, "metrics", outer);
-    } else {
-        json_object_set_new(t, "metrics", json_null());
-    }
-    json_object_set_new(t, "weighted_metrics", json_null());
+    json_object_set_new(t, "metrics", metrics_json(m, false));
+    json_object_set_new(t, "weighted_metrics", metrics_json(m, true)); /* issue 17 */
     json_t *weights = json_null();
     if (m->loss_weights_given && m->form == LOSS_DICT) {
         weights = json_object();
@@ -668,11 +679,103 @@ static int32_t output_named(const sy_model *m, const char *name) {
 typedef struct config_outputs {
     sy_compile_output e[MODEL_MAX_IO];
     const char *names[MODEL_MAX_IO][HEAD_MAX_METRICS];
+    const char *wnames[MODEL_MAX_IO][HEAD_MAX_METRICS]; /* issue 17: weighted_metrics */
+    char wtexts[MODEL_MAX_IO][HEAD_MAX_METRICS][METRIC_TEXT_MAX];
     double weights[MODEL_MAX_IO];
     int32_t entry_of[MODEL_MAX_IO]; /* output j's entry */
     sy_loss_args args[MODEL_MAX_IO + 1]; /* issue 17: each entry's loss arguments; the last: the single loss's */
-    char texts[MODEL_MAX_IO][HEAD_MAX_METRICS][160]; /* issue 17: metric classes as "AUC(curve='PR')" */
+    char texts[MODEL_MAX_IO][HEAD_MAX_METRICS]
+              [METRIC_TEXT_MAX]; /* issue 17: metric classes as "AUC(curve='PR')" */
 } config_outputs;
+
+/* A weighted metric's name in a file: "weighted_<name>" when an unweighted metric of its output
+ * (plain, in the file's metrics) has <name> -- Keras's _set_metric_names renamed it so, compile()
+ * renames it again. */
+static const char *unweighted_name(const json_t *plain, const char *prefix, const char *name) {
+    static const char w[] = "weighted_";
+    if (!name || strncmp(name, w, sizeof w - 1)) return name;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(plain, i, v) {
+        const char *n = json_is_string(v) ? json_string_value(v)
+                                          : json_str(json_object_get(v, "config"), "name");
+        if (n && prefix[0] && !strncmp(n, prefix, strlen(prefix))) n += strlen(prefix);
+        if (n && !strcmp(n, name + sizeof w - 1)) return name + sizeof w - 1;
+    }
+    return name;
+}
+
+/* The metrics of a training_config (a list per output, or one flat list for every output) into c
+ * and co; with plain (the file's metrics), they are its weighted_metrics. */
+static sy_status metric_lists(const sy_model *m, const char *path, const json_t *ms,
+                              const json_t *plain, sy_compile_options *c, config_outputs *co) {
+    if (!json_is_array(ms)) return SY_OK;
+    int32_t n = m->n_outputs;
+    bool weighted = plain != NULL;
+    bool per_output = json_array_size(ms) == (size_t)n;
+    for (size_t i = 0; per_output && i < json_array_size(ms); i++)
+        per_output = json_is_array(json_array_get(ms, i));
+    bool plain_per_output = json_is_array(plain) && json_array_size(plain) == (size_t)n;
+    for (size_t i = 0; plain_per_output && i < json_array_size(plain); i++)
+        plain_per_output = json_is_array(json_array_get(plain, i));
+    for (int32_t j = 0; j < (per_output ? n : 1); j++) {
+        const json_t *list = per_output ? json_array_get(ms, (size_t)j) : ms;
+        const json_t *others = plain_per_output ? json_array_get(plain, (size_t)j) : plain;
+        char prefix[LAYER_NAME_MAX + 1] = "", text[METRIC_TEXT_MAX];
+        if (n > 1) snprintf(prefix, sizeof prefix, "%s_", model_output_name(m, j));
+        const char **names = weighted ? co->wnames[j] : co->names[j];
+        size_t i;
+        const json_t *v;
+        json_array_foreach(list, i, v) {
+            if (i >= HEAD_MAX_METRICS) break;
+            char(*texts)[METRIC_TEXT_MAX] = weighted ? co->wtexts[j] : co->texts[j];
+            const json_t *src = v;
+            json_t *copy = NULL;
+            if (weighted &&
+                json_is_object(v)) { /* the name as given: without the "weighted_" Keras added */
+                const char *given = json_str(json_object_get(v, "config"), "name");
+                if (given && prefix[0] && !strncmp(given, prefix, strlen(prefix)))
+                    given += strlen(prefix);
+                const char *bare = unweighted_name(others, prefix, given);
+                if (bare != given && (copy = json_deep_copy(v))) {
+                    snprintf(text, sizeof text, "%s%s", prefix, bare);
+                    json_object_set_new(json_object_get(copy, "config"), "name", json_string(text));
+                    src = copy;
+                }
+            }
+            const char *name = metric_name(src, prefix, texts[i], sizeof texts[i]);
+            if (name && copy && name != texts[i]) { /* it outlives the copy */
+                snprintf(text, sizeof text, "%s", name);
+                name = strcpy(texts[i], text);
+            }
+            json_decref(copy);
+            names[i] = name;
+            if (!name) break;
+        }
+        if (i < json_array_size(list))
+            return sy_error(SY_ERR_UNSUPPORTED,
+                            "%s: training_config: %smetric #%zu is not one this model can compute",
+                            path, weighted ? "weighted " : "", i);
+        int32_t count = (int32_t)json_array_size(list);
+        if (!per_output) {
+            if (weighted)
+                c->weighted_metrics = co->wnames[0], c->n_weighted_metrics = count;
+            else
+                c->metrics = co->names[0], c->n_metrics = count;
+        } else if (count > 0) {
+            if (!c->outputs) { /* one loss, metrics per output: entries with metrics alone */
+                c->outputs = co->e;
+                c->n_outputs = n;
+            }
+            sy_compile_output *e = &co->e[co->entry_of[j]];
+            if (weighted)
+                e->weighted_metrics = names, e->n_weighted_metrics = count;
+            else
+                e->metrics = names, e->n_metrics = count;
+        }
+    }
+    return SY_OK;
+}
 
 static sy_status outputs_from_config(const sy_model *m, const char *path, const json_t *t, sy_compile_options *c,
                                      config_outputs *co) {
@@ -736,36 +839,8 @@ static sy_status outputs_from_config(const sy_model *m, const char *path, const 
     } else if (!json_is_null(lw) && lw) {
         return sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: loss_weights must be a list or a dict", path);
     }
-    /* metrics: a list per output, or one flat list for every output */
-    if (!json_is_array(ms)) return SY_OK;
-    bool per_output = json_array_size(ms) == (size_t)n;
-    for (size_t i = 0; per_output && i < json_array_size(ms); i++) per_output = json_is_array(json_array_get(ms, i));
-    for (int32_t j = 0; j < (per_output ? n : 1); j++) {
-        const json_t *list = per_output ? json_array_get(ms, (size_t)j) : ms;
-        char prefix[LAYER_NAME_MAX + 1] = "";
-        if (n > 1) snprintf(prefix, sizeof prefix, "%s_", model_output_name(m, j));
-        size_t i;
-        const json_t *v;
-        json_array_foreach(list, i, v) {
-            const char *name = i < HEAD_MAX_METRICS ? metric_name(v, prefix, co->texts[j][i], sizeof co->texts[j][i]) : NULL;
-            if (!name || i >= HEAD_MAX_METRICS)
-                return sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: metric #%zu is not one this model can compute",
-                                path, i);
-            co->names[j][i] = name;
-        }
-        if (!per_output) {
-            c->metrics = co->names[0];
-            c->n_metrics = (int32_t)json_array_size(list);
-        } else if (json_array_size(list) > 0) {
-            if (!c->outputs) { /* one loss, metrics per output: entries with metrics alone */
-                c->outputs = co->e;
-                c->n_outputs = n;
-            }
-            co->e[co->entry_of[j]].metrics = co->names[j];
-            co->e[co->entry_of[j]].n_metrics = (int32_t)json_array_size(list);
-        }
-    }
-    return SY_OK;
+    if ((st = metric_lists(m, path, ms, NULL, c, co))) return st;
+    return metric_lists(m, path, json_object_get(t, "weighted_metrics"), ms, c, co);
 }
 
 /* issue 17, optimizers: the arguments of a Keras optimizer config that
@@ -812,13 +887,12 @@ static sy_status compile_from(sy_model *m, const char *path, const char *text) {
                         err.line, err.column, t ? "not an object" : err.text);
     }
     sy_compile_options c = sy_compile_options_default();
-    config_outputs co;
+    config_outputs *co =
+        sy_malloc(sizeof *co); /* metric texts of every output: too big for a small stack */
     const json_t *opt = json_object_get(t, "optimizer_config");
-    sy_status st = outputs_from_config(m, path, t, &c, &co);
-    const json_t *wm = json_object_get(t, "weighted_metrics");
-    if (!st && json_array_size(wm) > 0 &&
-        !(json_array_size(wm) == 1 && json_is_array(json_array_get(wm, 0)) && !json_array_size(json_array_get(wm, 0))))
-        st = sy_error(SY_ERR_UNSUPPORTED, "%s: training_config: weighted_metrics are not supported", path);
+    sy_status st =
+        co ? outputs_from_config(m, path, t, &c, co)
+           : sy_error(SY_ERR_OUT_OF_MEMORY, "%s: out of memory reading the training_config", path);
     /* the optimizer and its hyperparameters */
     if (!st) {
         const char *cls = json_str(opt, "class_name");
@@ -862,6 +936,7 @@ static sy_status compile_from(sy_model *m, const char *path, const char *text) {
         snprintf(msg, sizeof msg, "%s", sy_last_error());
         st = sy_error(st, "%s: compiling with its training_config: %s", path, msg);
     }
+    sy_free(co);
     json_decref(t);
     return st;
 }

@@ -446,8 +446,8 @@ def temporal_fixtures():
     h = m.fit(mask_x, y, sample_weight=sw, batch_size=2, epochs=2, shuffle=False, verbose=0)
     out["m_loss"] = np.array(h.history["loss"], np.float64)
     out["m_kernel"], out["m_bias"] = m.get_weights()
-    out["m_eval"] = np.array([m.evaluate(mask_x, y, sample_weight=sw, batch_size=3, verbose=0,
-                                         return_dict=True)["loss"]], np.float64)
+    out["m_eval"] = np.array([m.evaluate(mask_x, y, sample_weight=sw, batch_size=bs, verbose=0,
+                                         return_dict=True)["loss"] for bs in (3, 4)], np.float64)
     np.savez(os.path.join(ROOT, "tests", "golden", "fit_args_temporal.npz"), **out)
 
 

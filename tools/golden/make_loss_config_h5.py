@@ -18,7 +18,10 @@ the cli_loss_from_logits test. Into tests/data/keras/:
                      follow: (before - after) / 0.1), with kernel0 and
                      bias0 the weights before
   ignore_class.h5    Dense(4) with SparseCategoricalCrossentropy(
-                     ignore_class=0): an argument systolic refuses
+                     ignore_class=0) (issue 17: honoured); logits.npz
+                     holds its numbers as ignore_class_ (loss, fit_loss,
+                     kernel, bias), as the others' (the labels of class 0
+                     count in neither the loss nor its mean)
   logits_fmnist.h5   AveragePooling2D(7) -> Flatten -> Dense(10) on
                      Fashion-MNIST's 28x28x1 images, a linear output
                      compiled with SparseCategoricalCrossentropy(
@@ -27,6 +30,10 @@ the cli_loss_from_logits test. Into tests/data/keras/:
   logits_fmnist.txt  its model.evaluate loss on the first 200 test images
                      (raw 0-255 pixels, as --dataset fashion_mnist gives
                      them), to the digits the command prints
+  ignore_class_fmnist.h5, .txt  the same with ignore_class=0 (issue 17:
+                     the T-shirts count in neither the loss nor its mean)
+  reduction_sum.h5   Dense(4) with SparseCategoricalCrossentropy(
+                     reduction="sum"): an argument systolic refuses
 
 Fashion-MNIST's test split is read from $SYSTOLIC_DATASETS/fashion-mnist
 (the IDX files), else keras.datasets.fashion_mnist downloads it.
@@ -91,21 +98,32 @@ def main():
         h = m.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
         arrays[name + "_fit_loss"] = np.float64(h.history["loss"][0])
         arrays[name + "_kernel"], arrays[name + "_bias"] = m.get_weights()
+    m = dense(None, keras.losses.SparseCategoricalCrossentropy(ignore_class=0), w0)
+    m.save(os.path.join(out, "ignore_class.h5"))
+    arrays["ignore_class_loss"] = np.float64(m.evaluate(x, y, batch_size=16, verbose=0))
+    h = m.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+    arrays["ignore_class_fit_loss"] = np.float64(h.history["loss"][0])
+    arrays["ignore_class_kernel"], arrays["ignore_class_bias"] = m.get_weights()
     np.savez(os.path.join(out, "logits.npz"), **arrays)
-    dense(None, keras.losses.SparseCategoricalCrossentropy(ignore_class=0), w0).save(
-        os.path.join(out, "ignore_class.h5"))
 
-    keras.backend.clear_session()
-    m = keras.Sequential([L.AveragePooling2D(7, input_shape=(28, 28, 1)), L.Flatten(), L.Dense(10)])
-    m.compile(optimizer="rmsprop", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    k, b = m.get_weights()
-    m.set_weights([k * 0.01, b])  # logits of a few units from 0-255 pixels, as a trained model's
-    m.save(os.path.join(out, "logits_fmnist.h5"))
     xt, yt = fashion_mnist_test()
-    loss = m.evaluate(xt[:200, :, :, None].astype(np.float32), yt[:200].astype(np.int32), batch_size=100,
-                           verbose=0)
-    with open(os.path.join(out, "logits_fmnist.txt"), "w") as f:
-        f.write("loss: %.4f\n" % loss)
+    for name, loss in (("logits_fmnist", keras.losses.SparseCategoricalCrossentropy(from_logits=True)),
+                       ("ignore_class_fmnist",
+                        keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0))):
+        keras.backend.clear_session()
+        if name != "logits_fmnist":  # (logits_fmnist.h5 keeps the weights the generator drew for it first)
+            tf.keras.utils.set_random_seed(15)
+        m = keras.Sequential([L.AveragePooling2D(7, input_shape=(28, 28, 1)), L.Flatten(), L.Dense(10)])
+        m.compile(optimizer="rmsprop", loss=loss)
+        k, b = m.get_weights()
+        m.set_weights([k * 0.01, b])  # logits of a few units from 0-255 pixels, as a trained model's
+        m.save(os.path.join(out, name + ".h5"))
+        loss = m.evaluate(xt[:200, :, :, None].astype(np.float32), yt[:200].astype(np.int32), batch_size=100,
+                          verbose=0)
+        with open(os.path.join(out, name + ".txt"), "w") as f:
+            f.write("loss: %.4f\n" % loss)
+    dense(None, keras.losses.SparseCategoricalCrossentropy(reduction="sum"), w0).save(
+        os.path.join(out, "reduction_sum.h5"))
     for k in ("linear", "softmax"):
         print(k, arrays[k + "_loss"], arrays[k + "_fit_loss"])
     print("fmnist loss: %.6f" % loss)

@@ -95,11 +95,14 @@ def run_wrapper_case(case, make, xshape):
     return numbers(model, rng, x, mf.layer_weight_name)
 
 
-def numbers(model, rng, x, weight_name):
-    """x, weights w_* drawn uniform [-0.5, 0.5] and assigned, y, r, dx and dw_* of sum(y r)."""
+def numbers(model, rng, x, weight_name, value_of=None):
+    """x, weights w_* drawn uniform [-0.5, 0.5] (passed through value_of(var, value) when given) and assigned,
+    y, r, dx and dw_* of sum(y r)."""
     arrays = {"x": x}
     for var in model.weights:
         value = mf.uniform(rng, -0.5, 0.5, tuple(var.shape))
+        if value_of:
+            value = value_of(var, value)
         var.assign(value)
         arrays["w_" + weight_name(var)] = value
     xt = tf.constant(x)

@@ -16,7 +16,9 @@
  *   passed on                  Dropout, SpatialDropout1D, Activation,
  *                              Dense, TimeDistributed, the normalization
  *                              and activation layers; the merge layers
- *                              pass the product (logical and) of theirs;
+ *                              pass the logical and of theirs, and
+ *                              Concatenate along the steps concatenates
+ *                              them (merge_mask);
  *   consumed                   LSTM, GRU, SimpleRNN, Bidirectional (and
  *                              passed on with return_sequences),
  *                              GlobalAveragePooling1D;
@@ -94,6 +96,70 @@ static bool merges_masks(sy_layer_kind k) {
            k == SY_LAYER_CONCATENATE;
 }
 
+static sy_status merge_mask_refused(sy_graph *g, const sy_layer *l, const char *name,
+                                    const sy_shape *a, const sy_shape *b) {
+    char sa[SY_SHAPE_STR_MAX], sb[SY_SHAPE_STR_MAX];
+    return graph_fail(g, NULL, SY_ERR_SHAPE,
+                      "layer '%s' (%s): its inputs' masks cannot be merged, as in Keras: %s and %s "
+                      "(a mask from an Embedding with mask_zero or a Masking layer; Concatenate "
+                      "joins an input without one as all ones of the input's shape)",
+                      name, sy_layer_class_name(l->kind), sy_shape_format(a, sa, sizeof sa),
+                      sy_shape_format(b, sb, sizeof sb));
+}
+
+/* Keras's merge masks. _Merge.compute_mask: the logical and of the masks
+ * given (an input without one does not count; all must have one shape).
+ * Concatenate.compute_mask: each input's mask with a last axis of 1 added
+ * (when it has fewer axes than the input), or all ones of the input's
+ * shape for an input without one, concatenated along the layer's axis,
+ * then all() over the last axis. Along the last axis that is again the
+ * logical and; along another (the steps), the masks are concatenated. */
+static sy_status merge_mask(sy_graph *g, const sy_layer *l, const char *name, const sy_node *in,
+                            const sy_node *in_mask, int n_in, sy_node *out) {
+    int first = 0;
+    while (first < n_in && in_mask[first] == SY_NONE) first++;
+    if (first == n_in) return SY_OK;
+    sy_node piece[LAYER_MAX_INPUTS];
+    sy_shape ps[LAYER_MAX_INPUTS];
+    ps[0] = sy_shape_of(0);
+    for (int i = 0; i < n_in; i++) {
+        sy_shape xs = sy_graph_shape(g, in[i]);
+        if (l->kind != SY_LAYER_CONCATENATE || in_mask[i] == SY_NONE) {
+            piece[i] = in_mask[i] == SY_NONE ? sy_graph_fill(g, SY_F32, xs, 1.0) : in_mask[i];
+            ps[i] = l->kind == SY_LAYER_CONCATENATE ? xs : sy_graph_shape(g, in_mask[i]);
+            continue;
+        }
+        ps[i] = sy_graph_shape(g, in_mask[i]);
+        piece[i] = in_mask[i];
+        if (ps[i].rank < xs.rank) {
+            ps[i].dims[ps[i].rank++] = 1;
+            piece[i] = sy_graph_reshape(g, in_mask[i], ps[i]);
+        }
+    }
+    if (l->kind != SY_LAYER_CONCATENATE) {
+        *out = in_mask[first];
+        for (int i = first + 1; i < n_in; i++) {
+            if (in_mask[i] == SY_NONE) continue;
+            if (!sy_shape_equal(&ps[i], &ps[first]))
+                return merge_mask_refused(g, l, name, &ps[first], &ps[i]);
+            *out = sy_graph_mul(g, *out, in_mask[i]);
+        }
+        return sy_graph_status(g);
+    }
+    int rank = ps[0].rank, axis = l->axis < 0 ? l->axis + rank : l->axis;
+    for (int i = 1; i < n_in; i++) {
+        bool fits = ps[i].rank == rank;
+        for (int d = 0; fits && d < rank; d++) fits = d == axis || ps[i].dims[d] == ps[0].dims[d];
+        if (!fits) return merge_mask_refused(g, l, name, &ps[0], &ps[i]);
+    }
+    /* all() over the last axis of 0/1 values: 1 - max(1 - m) */
+    sy_node one = sy_graph_fill(g, SY_F32, sy_shape_of(0), 1.0);
+    sy_node cat = n_in == 1 ? piece[0] : sy_graph_concat(g, piece, n_in, axis);
+    int32_t last = -1;
+    *out = sy_graph_sub(g, one, sy_graph_reduce_max(g, sy_graph_sub(g, one, cat), &last, 1, false));
+    return sy_graph_status(g);
+}
+
 sy_status keras_output_mask(sy_graph *g, const sy_layer *l, const char *name, const sy_node *in,
                             const sy_node *in_mask, int n_in, sy_node *out) {
     *out = SY_NONE;
@@ -125,9 +191,7 @@ sy_status keras_output_mask(sy_graph *g, const sy_layer *l, const char *name, co
         if (passes_mask(l->kind))
             *out = m;
         else if (merges_masks(l->kind))
-            for (int i = 0; i < n_in; i++) /* logical and; an input without a mask is all ones */
-                if (in_mask[i] != SY_NONE)
-                    *out = *out == SY_NONE ? in_mask[i] : sy_graph_mul(g, *out, in_mask[i]);
+            return merge_mask(g, l, name, in, in_mask, n_in, out);
         break;
     }
     return sy_graph_status(g);
@@ -147,7 +211,7 @@ sy_node keras_steps_mask(sy_graph *g, const layer_ctx *ctx, sy_node x, const cha
     return ctx->mask;
 }
 
-sy_node keras_loss_mask(sy_graph *g, sy_node l, sy_node mask) {
+sy_node keras_loss_mask(sy_graph *g, sy_node l, sy_node mask, sy_node real) {
     sy_shape ls = sy_graph_shape(g, l), ms = sy_graph_shape(g, mask);
     if (!sy_shape_equal(&ls, &ms)) {
         char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
@@ -162,10 +226,17 @@ sy_node keras_loss_mask(sy_graph *g, sy_node l, sy_node mask) {
     for (int i = 1; i < ls.rank; i++) axes[i - 1] = i;
     sy_node per = sy_graph_mul(g, l, mask);
     if (ls.rank > 1) per = sy_graph_reduce_sum(g, per, axes, ls.rank - 1, false);
-    /* batch / sum(mask): the mean of the samples' losses is then sum(l mask) / sum(mask), Keras's
-     * apply_valid_mask (a batch with nothing unmasked gives NaN there too) */
-    sy_node scale = sy_graph_div(g, sy_graph_fill(g, SY_F32, sy_shape_of(0), (double)ls.dims[0]),
-                                 sy_graph_reduce_sum(g, mask, NULL, 0, false));
+    /* rows / sum(mask): the mean of the samples' losses is then sum(l mask) / sum(mask), Keras's
+     * apply_valid_mask (a batch with nothing unmasked gives NaN there too). evaluate() pads its
+     * last batch with rows Keras never sees: they count in neither. */
+    sy_node rows = sy_graph_fill(g, SY_F32, sy_shape_of(0), (double)ls.dims[0]);
+    if (real != SY_NONE) {
+        sy_shape rs = ls;
+        for (int i = 1; i < rs.rank; i++) rs.dims[i] = 1;
+        mask = sy_graph_mul(g, mask, sy_graph_reshape(g, real, rs));
+        rows = sy_graph_reduce_sum(g, real, NULL, 0, false);
+    }
+    sy_node scale = sy_graph_div(g, rows, sy_graph_reduce_sum(g, mask, NULL, 0, false));
     return sy_graph_mul(g, per, scale);
 }
 
