@@ -532,7 +532,8 @@ static void test_errors(void) {
     CHECK_ERR(sy_model_evaluate_multi(m, swapped, 2, Y(d), 2, &eo, &l), SY_ERR_SHAPE, "x[0]", "(8, 3)", "input 'in_a'",
               "(None, 4)");
     const sy_tensor *labels_swapped[2] = {d.y[1], d.y[0]};
-    CHECK_ERR(sy_model_evaluate_multi(m, X(d), 2, labels_swapped, 2, &eo, &l), SY_ERR_SHAPE, "y[0]", "output 'cls'");
+    CHECK_ERR(sy_model_evaluate_multi(m, X(d), 2, labels_swapped, 2, &eo, &l), SY_ERR_SHAPE, "y[0]", "output 'cls'",
+              "has shape (8, 2) but", "takes () per sample");
     sy_tensor *short_b = NULL;
     sy_tensor_new(SY_F32, sy_shape_of(2, (int64_t)5, (int64_t)3), &short_b);
     const sy_tensor *ragged[2] = {d.x[0], short_b};

@@ -133,7 +133,7 @@ static sy_status check_input(const sy_model *m, const char *what, const char *xn
 
 /* y, a label array, against output j's loss. */
 static sy_status check_labels(const sy_model *m, const char *what, const char *yname, int32_t j, const sy_tensor *y) {
-    char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
+    char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX], c[SY_SHAPE_STR_MAX];
     if (sy_tensor_dtype(y) == SY_STRING)
         return sy_error(SY_ERR_DTYPE, "%s: %s holds strings; a model takes numbers (parse or decode them first)", what,
                         yname);
@@ -146,7 +146,7 @@ static sy_status check_labels(const sy_model *m, const char *what, const char *y
         sy_shape whole = sy_tensor_shape(y);
         return sy_error(SY_ERR_SHAPE, "%s: %s has shape %s but the loss %s on %s %s takes %s per sample%s", what,
                         yname, sy_shape_format(&whole, a, sizeof a), h->loss_name, output,
-                        keras_shape_str(&out, b, sizeof b), sy_shape_format(&want, a, sizeof a),
+                        keras_shape_str(&out, b, sizeof b), sy_shape_format(&want, c, sizeof c),
                         sparse ? " (class indices)" : yp.rank < want.rank ? "" : " (one target per output)");
     }
     if (sparse) {
