@@ -25,6 +25,20 @@ Writes:
         xd (64, 5); <act>_kernel, <act>_bias, <act>_pred for act sigmoid and
                              tanh: a Dense(7, activation=act) under the policy
 
+  tests/golden/mixed_bfloat16_bn.npz, tests/data/keras/mixed_bfloat16_bn.json
+      BatchNormalization under the policy, which Keras computes in float32
+      (its input cast up, its output cast back, the gradient of that cast a
+      rounding to bfloat16): Conv2D(4, 3) -> BatchNormalization ->
+      Activation(relu) -> Flatten -> Dense(3) ->
+      Activation(softmax, dtype=float32), its JSON, then
+        xb (16, 6, 6, 2) float32, yb (16,) int labels
+        w0_<layer>_<weight>  the initial weights (beta, gamma and the moving
+                             statistics set away from their defaults)
+        pred                 model.predict(xb) (the moving statistics)
+        loss                 train_on_batch's loss of one SGD(0.1) step
+                             (the batch's statistics, momentum 0.9)
+        w1_<layer>_<weight>  every weight after it, moving mean and variance too
+
 Every case starts from keras.backend.clear_session() so automatic names
 start afresh. Usage (from the repository root, TensorFlow 2.15 installed):
     python tools/golden/make_bf16_fixtures.py
@@ -100,8 +114,37 @@ def main():
         arrays["%s_bias" % act] = d.weights[1].numpy()
         arrays["%s_pred" % act] = d.predict(xd, verbose=0).astype(np.float32)
     np.savez(os.path.join(ROOT, "tests", "golden", "mixed_bfloat16_cnn.npz"), **arrays)
+    batchnorm(rng)
     print("pred", arrays["pred"][:2], "\npred_f32", arrays["pred_f32"][:2], "\nloss", arrays["loss"])
     print("max |pred - pred_f32|", np.abs(arrays["pred"] - arrays["pred_f32"]).max())
+
+
+def batchnorm(rng):
+    keras.backend.clear_session()
+    tf.keras.utils.set_random_seed(5)
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    m = keras.Sequential([keras.layers.Conv2D(4, 3, input_shape=(6, 6, 2)),
+                          keras.layers.BatchNormalization(momentum=0.9),
+                          keras.layers.Activation("relu"),
+                          keras.layers.Flatten(),
+                          keras.layers.Dense(3),
+                          keras.layers.Activation("softmax", dtype="float32")])
+    keras.mixed_precision.set_global_policy("float32")
+    with open(os.path.join(ROOT, "tests", "data", "keras", "mixed_bfloat16_bn.json"), "w") as f:
+        f.write(m.to_json())
+    bn = m.layers[1]
+    bn.set_weights([rng.uniform(0.5, 1.5, 4).astype(np.float32), rng.normal(0, 0.3, 4).astype(np.float32),
+                    rng.normal(0, 0.5, 4).astype(np.float32), rng.uniform(0.5, 2, 4).astype(np.float32)])
+    xb = rng.normal(0, 1, size=(16, 6, 6, 2)).astype(np.float32)
+    yb = rng.integers(0, 3, size=(16,)).astype(np.int32)
+    arrays = {"xb": xb, "yb": yb}
+    arrays.update(weights_of(m, "w0"))
+    arrays["pred"] = m.predict(xb, verbose=0).astype(np.float32)
+    m.compile(optimizer=keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy")
+    arrays["loss"] = np.array([m.train_on_batch(xb, yb)], dtype=np.float32)
+    arrays.update(weights_of(m, "w1"))
+    np.savez(os.path.join(ROOT, "tests", "golden", "mixed_bfloat16_bn.npz"), **arrays)
+    print("bn pred", arrays["pred"][:2], "loss", arrays["loss"])
 
 
 if __name__ == "__main__":
