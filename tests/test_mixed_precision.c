@@ -3,14 +3,14 @@
  * mixed_bfloat16) against tf.keras 2.15: the policy's API and refusals, the
  * model JSON Keras writes under it (byte for byte, both ways), and a small
  * CNN's predictions, loss and weights after one SGD step under the policy,
- * and the same for a BatchNormalization under it.
+ * and the same for a BatchNormalization and a GlobalAveragePooling2D under it.
  * Then the plan's 2-byte bfloat16 storage of activations: the Fashion-MNIST
  * tutorial's CNN trains and predicts to the same bits with it as with
  * float32 buffers ($SYSTOLIC_BF16_STORAGE=0), in a smaller arena.
  *
  * The fixtures come from tools/golden/make_bf16_fixtures.py (tf.keras on
  * CPU): tests/data/keras/mixed_bfloat16.json and
- * tests/golden/mixed_bfloat16_cnn.npz; mixed_bfloat16_bn.json and .npz. docs/design/mixed-precision.md says
+ * tests/golden/mixed_bfloat16_cnn.npz; mixed_bfloat16_bn and _gap (.json and .npz). docs/design/mixed-precision.md says
  * what the policy computes and why the tolerances below are what they are.
  */
 #include "check.h"
@@ -221,26 +221,28 @@ done:
     sy_npz_close(z);
 }
 
-/* BatchNormalization under the policy, from Keras's JSON: Keras computes it in float32 between two
- * casts, and the gradient of the cast up rounds the float32 gradient to bfloat16 (autodiff.c). Its
- * predictions (the moving statistics), one SGD step's loss (the batch's statistics) and every weight
- * after it, moving mean and variance included, against tf.keras's. */
-static void test_batchnorm(const char *devices) {
+/* A model under the policy from Keras's JSON (tests/data/keras/mixed_bfloat16_<name>.json) and its
+ * fixture (tests/golden/mixed_bfloat16_<name>.npz): its predictions, one SGD step's loss and every
+ * weight after it against tf.keras's, on cpu:1.
+ *   bn: a BatchNormalization, which Keras computes in float32 between two casts; the gradient of the
+ *       cast up rounds the float32 gradient to bfloat16 (autodiff.c), without which gamma and beta
+ *       are 3e-5 off. Moving mean and variance compared too.
+ *   gap: a GlobalAveragePooling2D over 17x17, TensorFlow's bfloat16 mean (graph reduce():
+ *       sequential bfloat16 sums divided by 288, 289 in bfloat16), and its gradient dy / 288; a
+ *       float32 mean rounded once put the predictions 1.9e-3 from Keras's. */
+static void test_keras_mixed(const char *name) {
+    char path[512];
     sy_npz *z = NULL;
-    CHECK_OK(sy_npz_open(SY_GOLDEN_DIR "/mixed_bfloat16_bn.npz", &z));
-    char *json = read_text(SY_KERAS_JSON_DIR "/mixed_bfloat16_bn.json");
+    snprintf(path, sizeof path, "%s/mixed_bfloat16_%s.npz", SY_GOLDEN_DIR, name);
+    CHECK_OK(sy_npz_open(path, &z));
+    snprintf(path, sizeof path, "%s/mixed_bfloat16_%s.json", SY_KERAS_JSON_DIR, name);
+    char *json = read_text(path);
     sy_tensor *x = get(z, "xb"), *y = get(z, "yb"), *pred = get(z, "pred"), *loss = get(z, "loss"), *p = NULL;
-    sy_cluster *c = NULL;
-    sy_strategy *s = NULL;
     sy_model *m = NULL;
-    CHECK_OK(sy_cluster_resolve(devices, &c));
-    CHECK_OK(sy_strategy_new(c, &s));
-    if (!x || !y || !pred || !loss || !json || !s) goto done;
-    sy_strategy_scope_enter(s);
+    if (!x || !y || !pred || !loss || !json) goto done;
     CHECK_OK(sy_model_from_json(json, &m));
-    sy_strategy_scope_exit(s);
     if (!m) goto done;
-    CHECK(sy_model_layer(m, 1)->dtype_policy == SY_POLICY_MIXED_BFLOAT16, "the BatchNormalization is mixed");
+    CHECK(sy_model_layer(m, 1)->dtype_policy == SY_POLICY_MIXED_BFLOAT16, "%s: the second layer is mixed", name);
     set_or_compare(m, z, "w0", -1, "");
     sy_compile_options co = sy_compile_options_default();
     co.optimizer = sy_optimizer_sgd(0.1f, 0.0, false);
@@ -248,12 +250,13 @@ static void test_batchnorm(const char *devices) {
     CHECK_OK(sy_model_compile(m, &co));
     sy_evaluate_options eo = sy_evaluate_options_default();
     eo.verbose = 0;
+    eo.batch_size = 16;
     CHECK_OK(sy_model_predict(m, x, &eo, &p));
     if (p) {
         double d = max_diff(sy_tensor_data(p), pred);
-        fprintf(stderr, "  %s batchnorm predictions: max |systolic - keras| %.3g\n", devices, d);
+        fprintf(stderr, "  %s predictions: max |systolic - keras| %.3g\n", name, d);
         /* the same bfloat16 logits as Keras's, through the float32 softmax: measured 6e-8 */
-        CHECK(d <= 1e-6, "%s: BatchNormalization's predictions differ from Keras's by %.3g", devices, d);
+        CHECK(d <= 1e-6, "%s: the predictions differ from Keras's by %.3g", name, d);
     }
     sy_fit_options f = sy_fit_options_default();
     f.batch_size = 16;
@@ -264,28 +267,30 @@ static void test_batchnorm(const char *devices) {
     CHECK_OK(sy_model_fit(m, x, y, &f, &h));
     double l = h && sy_history_epochs(h) == 1 ? sy_logs_get(sy_history_logs(h, 0), "loss") : NAN;
     sy_history_free(h);
-    fprintf(stderr, "  %s batchnorm loss %.9g (keras %.9g)\n", devices, l, sy_tensor_get(loss, 0));
-    CHECK_CLOSE(l, sy_tensor_get(loss, 0), 1e-6, 0, "%s: BatchNormalization's loss", devices);
-    /* the convolution's: two bf16 ulps of a gradient, as test_cnn; measured 1.95e-4 */
-    set_or_compare(m, z, "w1", 0.1 / 256, devices);
-    /* BatchNormalization's own weights as Keras's to float32 rounding (measured: equal): their
-     * gradients need the cast's rounding of the gradient Keras passes back through it -- without it
-     * gamma is 3e-5 off */
+    fprintf(stderr, "  %s loss %.9g (keras %.9g)\n", name, l, sy_tensor_get(loss, 0));
+    CHECK_CLOSE(l, sy_tensor_get(loss, 0), 1e-6, 0, "%s: the step's loss", name);
+    /* a convolution's: two bf16 ulps of a gradient, as test_cnn; measured 1.95e-4 */
+    set_or_compare(m, z, "w1", 0.1 / 256, name);
+    /* BatchNormalization's gamma and beta (float32 arithmetic after the casts) and the Dense's kernel
+     * (a product of the mean and dy) as Keras's to float32 rounding (measured: equal). Not the
+     * biases: TensorFlow's bfloat16 BiasAddGrad sums the batch in float32 in its own order, one
+     * bfloat16 ulp from systolic's sum in places (measured 3.7e-5 and 4.9e-5 after the step) */
     for (int32_t i = 0; i < sy_model_weight_count(m); i++) {
-        const char *name = sy_model_weight_name(m, i);
-        if (strncmp(name, "batch_normalization/", 20) || strstr(name, "moving")) continue;
+        const char *w = sy_model_weight_name(m, i);
+        size_t layer = strcspn(w, "/");
+        if (strstr(w, "moving") || strstr(w, "/bias") ||
+            !(!strncmp(w, "batch_normalization/", 20) || !strncmp(w, "dense/", 6)))
+            continue;
         char key[160];
-        snprintf(key, sizeof key, "w1_batch_normalization_%.*s", (int)strcspn(name + 20, ":"), name + 20);
+        snprintf(key, sizeof key, "w1_%.*s_%.*s", (int)layer, w, (int)strcspn(w + layer + 1, ":"), w + layer + 1);
         sy_tensor *t = get(z, key);
         double d = t ? max_diff(sy_model_weight_data(m, i), t) : INFINITY;
-        CHECK(d <= 1e-6, "%s: %s after the step differs from Keras's by %.3g", devices, name, d);
+        CHECK(d <= 1e-6, "%s: %s after the step differs from Keras's by %.3g", name, w, d);
         sy_tensor_free(t);
     }
 done:
     sy_tensor_free(p);
     sy_model_free(m);
-    sy_strategy_free(s);
-    sy_cluster_free(c);
     sy_tensor_free(x);
     sy_tensor_free(y);
     sy_tensor_free(pred);
@@ -481,7 +486,8 @@ int main(void) {
     test_json();
     test_cnn("cpu:1");
     test_cnn("sim:v2-8");
-    test_batchnorm("cpu:1");
+    test_keras_mixed("bn");
+    test_keras_mixed("gap");
     test_dense_epilogue("sigmoid", SY_ACTIVATION_SIGMOID);
     test_dense_epilogue("tanh", SY_ACTIVATION_TANH);
     test_bf16_storage("cpu:1");

@@ -108,7 +108,14 @@ typedef union sy_attrs {
      * scans keep the gates' pre-activations in their rows (sy_lstm_layout). has_steps (issue 17, masking): a
      * last input, the Keras mask (B, T) of 0/1, where a 0 step keeps the previous state (graph/ops_rnn.c) */
     struct { uint8_t act, rec_act, has_bias, has_mask, need_dx, inference, general, has_steps; sy_act_params fn[2]; } rnn;
-    struct { uint32_t axes; uint8_t keepdims; } reduce;            /* bit i: reduce axis i */
+    struct {
+        uint32_t axes; /* bit i: reduce axis i */
+        uint8_t keepdims;
+        /* issue 16, mixed_bfloat16: a mean with TensorFlow's bfloat16 arithmetic (reduce() says when):
+         * the values added one after the other, each sum rounded to bfloat16, divided by the count
+         * rounded to bfloat16 */
+        uint8_t bf16_seq;
+    } reduce;
     struct { double value; } fill;
     struct { int32_t size[2]; uint8_t bilinear; } upsample;      /* UPSAMPLE2D and its grad */
     sy_act_params act;                                             /* ACT, ACT_GRAD */

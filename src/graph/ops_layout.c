@@ -193,6 +193,19 @@ sy_status grad_BROADCAST_TO(sy_graph *g, sy_node y, sy_node dy, const bool *need
 
 /* ---- reductions ------------------------------------------------------------------ */
 
+/* issue 16, mixed_bfloat16: whether TensorFlow reduces x over `axes` as an outer reduction -- the
+ * last of its axes longer than 1 kept -- which for a bfloat16 mean adds the values one after the
+ * other in bfloat16 and divides by the count in bfloat16 (measured in TensorFlow 2.15.1 on CPU:
+ * GlobalAveragePooling1D and 2D; docs/design/mixed-precision.md). Over the last axis TensorFlow
+ * takes another order, which systolic does not reproduce: such a mean is the float32 one, rounded. */
+static bool outer_reduction(const sy_graph *g, sy_node x, uint32_t axes) {
+    if (x < 0 || x >= sy_graph_node_count(g)) return false;
+    sy_shape s = sy_graph_shape(g, x);
+    for (int d = s.rank - 1; d >= 0; d--)
+        if (s.dims[d] > 1) return !(axes & (1u << d)) && (axes & ((1u << d) - 1));
+    return false;
+}
+
 static sy_node reduce(sy_graph *g, sy_op op, sy_node x, const int32_t *axes, int n_axes, bool keepdims) {
     sy_attrs at;
     memset(&at, 0, sizeof at);
@@ -210,6 +223,7 @@ static sy_node reduce(sy_graph *g, sy_op op, sy_node x, const int32_t *axes, int
         }
         at.reduce.axes |= 1u << a;
     }
+    at.reduce.bf16_seq = op == SY_OP_REDUCE_MEAN && g->bf16 && outer_reduction(g, x, at.reduce.axes);
     return graph_add(g, op, &x, 1, &at, NULL);
 }
 
@@ -256,6 +270,11 @@ sy_status grad_REDUCE_MEAN(sy_graph *g, sy_node y, sy_node dy, const bool *need,
     sy_shape xs = graph_node(g, graph_input(g, y, 0))->shape;
     sy_dtype dt = n->dtype;
     double count = (double)sy_shape_count(&xs) / (double)sy_shape_count(&n->shape);
+    if (n->attr.reduce.bf16_seq) { /* TensorFlow's _MeanGrad in bfloat16: dy / bfloat16(count) */
+        sy_node c = sy_graph_fill(g, dt, sy_shape_of(0), (double)sy_bf16_round((float)count));
+        dx[0] = sy_graph_div(g, spread(g, y, dy), c);
+        return sy_graph_status(g);
+    }
     sy_node scale = sy_graph_fill(g, dt, sy_shape_of(0), 1.0 / count);
     dx[0] = sy_graph_mul(g, spread(g, y, dy), scale);
     return sy_graph_status(g);

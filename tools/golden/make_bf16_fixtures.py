@@ -39,6 +39,14 @@ Writes:
                              (the batch's statistics, momentum 0.9)
         w1_<layer>_<weight>  every weight after it, moving mean and variance too
 
+  tests/golden/mixed_bfloat16_gap.npz, tests/data/keras/mixed_bfloat16_gap.json
+      GlobalAveragePooling2D under the policy, a bfloat16 mean as TensorFlow
+      computes one (the 17x17 = 289 values added one after the other in
+      bfloat16, divided by 289 in bfloat16, which is 288): Conv2D(4, 3,
+      relu) -> GlobalAveragePooling2D -> Dense(3) -> Activation(softmax,
+      dtype=float32) on (16, 19, 19, 2), the same arrays as the
+      BatchNormalization case.
+
 Every case starts from keras.backend.clear_session() so automatic names
 start afresh. Usage (from the repository root, TensorFlow 2.15 installed):
     python tools/golden/make_bf16_fixtures.py
@@ -115,6 +123,7 @@ def main():
         arrays["%s_pred" % act] = d.predict(xd, verbose=0).astype(np.float32)
     np.savez(os.path.join(ROOT, "tests", "golden", "mixed_bfloat16_cnn.npz"), **arrays)
     batchnorm(rng)
+    global_average(rng)
     print("pred", arrays["pred"][:2], "\npred_f32", arrays["pred_f32"][:2], "\nloss", arrays["loss"])
     print("max |pred - pred_f32|", np.abs(arrays["pred"] - arrays["pred_f32"]).max())
 
@@ -130,12 +139,28 @@ def batchnorm(rng):
                           keras.layers.Dense(3),
                           keras.layers.Activation("softmax", dtype="float32")])
     keras.mixed_precision.set_global_policy("float32")
-    with open(os.path.join(ROOT, "tests", "data", "keras", "mixed_bfloat16_bn.json"), "w") as f:
-        f.write(m.to_json())
     bn = m.layers[1]
     bn.set_weights([rng.uniform(0.5, 1.5, 4).astype(np.float32), rng.normal(0, 0.3, 4).astype(np.float32),
                     rng.normal(0, 0.5, 4).astype(np.float32), rng.uniform(0.5, 2, 4).astype(np.float32)])
-    xb = rng.normal(0, 1, size=(16, 6, 6, 2)).astype(np.float32)
+    one_step(m, "bn", rng.normal(0, 1, size=(16, 6, 6, 2)).astype(np.float32), rng)
+
+
+def global_average(rng):
+    keras.backend.clear_session()
+    tf.keras.utils.set_random_seed(6)
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    m = keras.Sequential([keras.layers.Conv2D(4, 3, activation="relu", input_shape=(19, 19, 2)),
+                          keras.layers.GlobalAveragePooling2D(),
+                          keras.layers.Dense(3),
+                          keras.layers.Activation("softmax", dtype="float32")])
+    keras.mixed_precision.set_global_policy("float32")
+    one_step(m, "gap", rng.normal(0, 1, size=(16, 19, 19, 2)).astype(np.float32), rng)
+
+
+def one_step(m, name, xb, rng):
+    """m's JSON, predictions of xb, one SGD(0.1) step's loss and weights: mixed_bfloat16_<name>."""
+    with open(os.path.join(ROOT, "tests", "data", "keras", "mixed_bfloat16_%s.json" % name), "w") as f:
+        f.write(m.to_json())
     yb = rng.integers(0, 3, size=(16,)).astype(np.int32)
     arrays = {"xb": xb, "yb": yb}
     arrays.update(weights_of(m, "w0"))
@@ -143,8 +168,8 @@ def batchnorm(rng):
     m.compile(optimizer=keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy")
     arrays["loss"] = np.array([m.train_on_batch(xb, yb)], dtype=np.float32)
     arrays.update(weights_of(m, "w1"))
-    np.savez(os.path.join(ROOT, "tests", "golden", "mixed_bfloat16_bn.npz"), **arrays)
-    print("bn pred", arrays["pred"][:2], "loss", arrays["loss"])
+    np.savez(os.path.join(ROOT, "tests", "golden", "mixed_bfloat16_%s.npz" % name), **arrays)
+    print(name, "pred", arrays["pred"][:2], "loss", arrays["loss"])
 
 
 if __name__ == "__main__":

@@ -301,6 +301,8 @@ typedef struct reduce_job {
     int64_t outer, red, inner, blocks;
     float scale;
     bool xb, yb; /* issue 16: x or y stored as bfloat16 */
+    float bf16_count; /* issue 16: a mean in TensorFlow's bfloat16 arithmetic (attr reduce.bf16_seq):
+                         the count rounded to bfloat16; 0: not one */
 } reduce_job;
 
 #define REDUCE_COLS 256 /* inner elements per part */
@@ -325,6 +327,13 @@ static inline __attribute__((always_inline)) void reduce_block(const reduce_job 
     }
     float acc[REDUCE_COLS];
     for (int64_t c = c0; c < c1; c++) acc[c - c0] = 0;
+    if (j->bf16_count != 0) { /* one sum after the other, each rounded, as TensorFlow's bfloat16 mean */
+        for (int64_t r = 0; r < j->red; r++)
+            for (int64_t c = c0; c < c1; c++)
+                acc[c - c0] = sy_bf16_round(acc[c - c0] + sy_ldf(j->x, x + r * j->inner + c, xb));
+        for (int64_t c = c0; c < c1; c++) sy_stf(j->y, y + c, sy_bf16_round(acc[c - c0] / j->bf16_count), yb);
+        return;
+    }
     for (int64_t r = 0; r < j->red; r++) {
         int64_t xr = x + r * j->inner;
         for (int64_t c = c0; c < c1; c++) acc[c - c0] += sy_ldf(j->x, xr + c, xb);
@@ -356,8 +365,7 @@ static void reduce_f32_fast(const sy_kargs *k) {
             sy_ref_kernel(k->op, SY_F32)->run(k);
             return;
         }
-    reduce_job j = {k->in[0],           k->out, 1, 1, 1, 1, 1.0f, k->in_dtype[0] == SY_BF16,
-                    k->dtype == SY_BF16};
+    reduce_job j = {k->in[0], k->out, 1, 1, 1, 1, 1.0f, k->in_dtype[0] == SY_BF16, k->dtype == SY_BF16, 0};
     for (int d = 0; d < s->rank; d++) {
         if (first >= 0 && d < first) j.outer *= s->dims[d];
         else if (first >= 0 && d <= last) j.red *= s->dims[d];
@@ -365,6 +373,7 @@ static void reduce_f32_fast(const sy_kargs *k) {
     }
     if (first < 0) j.outer = 1; /* no axes: a copy */
     if (k->op == SY_OP_REDUCE_MEAN && j.red) j.scale = 1.0f / (float)j.red;
+    if (k->attr->reduce.bf16_seq && j.red) j.bf16_count = sy_bf16_round((float)j.red);
     j.blocks = (j.inner + REDUCE_COLS - 1) / REDUCE_COLS;
     sy_parallel_parts(k->ex, j.outer * j.blocks, reduce_part, &j);
 }
