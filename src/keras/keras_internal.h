@@ -708,6 +708,11 @@ void keras_backup_attach(const sy_callback *cb, keras_backup_save_fn save, void 
 /* Remove a BackupAndRestore directory's checkpoints and lock, then the directory if that leaves it empty. */
 void keras_backup_delete(const char *dir);
 
+/* dst (count values) = row `row` of t (rows of count values, any numeric dtype) converted to
+ * float32, or to int32 (dst_type SY_I32: labels, word indices), as fit() feeds its arrays
+ * (fit.c; issue 19: the estimator feeds its batches so). */
+void keras_copy_row(void *dst, sy_dtype dst_type, const sy_tensor *t, int64_t row, int64_t count);
+
 /* ---- logs and history (logs.c) ------------------------------------------------ */
 
 /* Set `name` to value (added at the end if new; dropped beyond SY_LOGS_MAX). */
@@ -721,5 +726,7 @@ sy_status history_append(sy_history *h, int32_t epoch, const sy_logs *logs);
  * that reads back to v ("0.1", "1e-05", "1e+16", "100.0", "nan", "-inf");
  * 32 bytes always suffice (callbacks.c). */
 char *keras_float_repr(double v, char *buf, size_t size);
+/* issue 19: numpy's str of an np.float32 ("0.55", "1e-05"): TensorFlow's log lines print them. */
+char *keras_float32_repr(float v, char *buf, size_t size);
 
 #endif
