@@ -80,7 +80,7 @@ typedef struct run_ctx {
     int64_t model_batch; /* and model_fn */
     int use_tpu_param;
     /* what model_fn does wrong, for the refusals */
-    bool no_loss, no_metrics, cross_shard, plain, bad_loss_shape, wider;
+    bool no_loss, no_metrics, cross_shard, plain, bad_loss_shape, wider, no_predictions, no_relu;
 } run_ctx;
 
 static sy_status metric_fn(void *user, const sy_tensor *const *t, int32_t n, sy_metrics *m) {
@@ -123,12 +123,13 @@ static sy_status model_fn(void *user, sy_graph *g, const sy_node *features, int3
     CHECK(n_features == 1, "n_features %d", n_features);
     c->model_batch = sy_params_batch_size(params);
     c->use_tpu_param = (int)sy_params_get(params, "use_tpu");
-    sy_node h = sy_graph_relu(g, dense(g, features[0], "dense", 3, c->wider ? 5 : 4));
+    sy_node h = dense(g, features[0], "dense", 3, c->wider ? 5 : 4);
+    if (!c->no_relu) h = sy_graph_relu(g, h);
     sy_node logits = dense(g, h, "dense_1", c->wider ? 5 : 4, 2);
     if (mode == SY_MODE_PREDICT) {
         spec->predictions[0] = (sy_prediction){"logits", logits};
         spec->predictions[1] = (sy_prediction){"probabilities", sy_graph_softmax(g, logits, -1)};
-        spec->n_predictions = 2;
+        spec->n_predictions = c->no_predictions ? 0 : 2;
         return SY_OK;
     }
     sy_node per = sy_graph_sparse_softmax_cross_entropy(g, logits, labels);
@@ -183,8 +184,7 @@ static sy_status eval_input(void *user, const sy_params *params, sy_dataset **ou
 static sy_status predict_input(void *user, const sy_params *params, sy_dataset **out) {
     return dataset(user, params, false, false, false, out);
 }
-static __attribute__((unused)) sy_status forever_input(void *user, const sy_params *params,
-                                                       sy_dataset **out) {
+static sy_status forever_input(void *user, const sy_params *params, sy_dataset **out) {
     return dataset(user, params, true, true, false, out);
 }
 
@@ -453,6 +453,215 @@ out:
     sy_tensor_free(y);
 }
 
+/* ---- refusals ----------------------------------------------------------------------------------
+ */
+
+/* Names, sizes and modification times of dir's files: what a refused run must leave alone. */
+static void dir_state(const char *dir, char *buf, size_t size) {
+    size_t at = 0;
+    buf[0] = '\0';
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(buf, size, "(none)");
+        return;
+    }
+    char names[64][256];
+    int n = 0;
+    for (struct dirent *de; (de = readdir(d)) && n < 64;)
+        if (de->d_name[0] != '.') /* not .lock, where every run writes its pid */
+            snprintf(names[n++], 256, "%s", de->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+    for (int i = 0; i < n && at < size; i++) {
+        char path[1400]; /* dir is a temporary directory, names[i] a file name */
+        struct stat sb;
+        snprintf(path, sizeof path, "%.1100s/%.255s", dir, names[i]);
+        stat(path, &sb);
+        at += (size_t)snprintf(buf + at, size - at, "%s:%lld:%lld.%09ld ", names[i],
+                               (long long)sb.st_size, (long long)sb.st_mtim.tv_sec,
+                               sb.st_mtim.tv_nsec);
+    }
+}
+
+static sy_estimator *simple(run_ctx *c, const char *dir, const char *tpu, int64_t train_batch) {
+    sy_estimator_options o = sy_estimator_options_default();
+    o.model_fn = model_fn;
+    o.user = c;
+    o.config.model_dir = dir;
+    o.config.tpu = tpu;
+    o.use_tpu = tpu != NULL;
+    o.train_batch_size = train_batch;
+    o.eval_batch_size = o.predict_batch_size = 6;
+    sy_estimator *e = NULL;
+    CHECK_OK(sy_estimator_new(&o, &e));
+    return e;
+}
+
+static void refusals(void) {
+    sy_tensor *x = get(fx, "x"), *y = get(fx, "y");
+    char *dir = temp_dir(), sub[1200], before[8192], after[8192];
+    if (!dir) return;
+    snprintf(sub, sizeof sub, "%s/md", dir);
+    run_ctx c = {.x = x, .y = y, .drop_remainder = true};
+    sy_estimator *e;
+
+    /* TRAIN without a loss: refused before model_dir is made */
+    c.no_loss = true;
+    e = simple(&c, sub, NULL, 4);
+    CHECK_ERR(sy_estimator_train(e, train_input, 2, 0), SY_ERR_INVALID_ARGUMENT,
+              "no loss in TRAIN mode", "Missing loss");
+    sy_estimator_free(e);
+    c.no_loss = false;
+    dir_state(sub, after, sizeof after);
+    CHECK(!strcmp(after, "(none)"), "a refused train made model_dir: %s", after);
+    c.bad_loss_shape = true;
+    e = simple(&c, NULL, NULL, 4);
+    CHECK_ERR(sy_estimator_train(e, train_input, 2, 0), SY_ERR_SHAPE, "must be a float32 scalar",
+              "(4,)");
+    sy_estimator_free(e);
+    c.bad_loss_shape = false;
+
+    /* the CrossShardOptimizer: required on several cores, refused without a TPU */
+    c.cross_shard = true;
+    e = simple(&c, NULL, NULL, 4);
+    CHECK_ERR(sy_estimator_train(e, train_input, 2, 0), SY_ERR_INVALID_ARGUMENT,
+              "CrossShardOptimizer", "use_tpu is false");
+    sy_estimator_free(e);
+    c.cross_shard = false, c.plain = true;
+    e = simple(&c, NULL, "cpu:2", 4);
+    CHECK_ERR(sy_estimator_train(e, train_input, 2, 0), SY_ERR_INVALID_ARGUMENT,
+              "CrossShardOptimizer must be used for model training on TPUs");
+    sy_estimator_free(e);
+    c.plain = false;
+
+    /* batches without drop_remainder: refused under use_tpu, naming the dimension; run without */
+    c.drop_remainder = false;
+    e = simple(&c, sub, "cpu:2", 4);
+    CHECK_ERR(sy_estimator_train(e, train_input, 2, 0), SY_ERR_SHAPE, "static shape", "dimension 0",
+              "drop_remainder", "(-1, 3)");
+    sy_estimator_free(e);
+    dir_state(sub, after, sizeof after);
+    CHECK(!strcmp(after, "(none)"), "a refused train made model_dir: %s", after);
+    e = simple(&c, NULL, NULL, 4);
+    CHECK_OK(sy_estimator_train(e, train_input, 3, 0));
+    CHECK(sy_estimator_global_step(e) == 3, "without drop_remainder, use_tpu false: step %lld",
+          (long long)sy_estimator_global_step(e));
+    sy_estimator_free(e);
+    c.drop_remainder = true;
+
+    /* EVAL without eval_metrics under use_tpu; without a TPU the loss alone */
+    c.no_metrics = true;
+    e = simple(&c, NULL, "cpu:2", 4);
+    sy_logs r;
+    CHECK_ERR(sy_estimator_evaluate(e, eval_input, 0, NULL, &r), SY_ERR_INVALID_ARGUMENT,
+              "no eval_metrics in EVAL mode under use_tpu");
+    sy_estimator_free(e);
+    e = simple(&c, NULL, NULL, 4);
+    CHECK_OK(sy_estimator_evaluate(e, eval_input, 0, NULL, &r));
+    CHECK(r.n == 2 && !strcmp(r.names[0], "global_step") && !strcmp(r.names[1], "loss"),
+          "evaluate without metrics: %d results", r.n);
+    sy_estimator_free(e);
+    c.no_metrics = false;
+
+    /* PREDICT without predictions; an eval input that never ends, without steps */
+    c.no_predictions = true;
+    e = simple(&c, NULL, NULL, 4);
+    sy_predictions *p = NULL;
+    CHECK_ERR(sy_estimator_predict(e, predict_input, &p), SY_ERR_INVALID_ARGUMENT,
+              "0 predictions in PREDICT mode");
+    c.no_predictions = false;
+    CHECK_ERR(sy_estimator_evaluate(e, forever_input, 0, NULL, &r), SY_ERR_INVALID_ARGUMENT,
+              "repeats forever", "give steps");
+    CHECK_OK(sy_estimator_evaluate(e, forever_input, 5, NULL, &r));
+    CHECK_ERR(sy_estimator_train(e, train_input, 2, 3), SY_ERR_INVALID_ARGUMENT,
+              "Can not provide both steps and max_steps");
+    CHECK_ERR(sy_estimator_train(e, train_input, -1, 0), SY_ERR_INVALID_ARGUMENT,
+              "Must specify steps > 0");
+    sy_estimator_free(e);
+
+    /* options: batch sizes that do not divide by the cores, reserved params, num_shards */
+    sy_estimator_options o = sy_estimator_options_default();
+    o.model_fn = model_fn;
+    o.config.tpu = "cpu:2";
+    o.train_batch_size = 5;
+    e = NULL;
+    CHECK_ERR(sy_estimator_new(&o, &e), SY_ERR_INVALID_ARGUMENT,
+              "train batch size 5 must be divisible by number of replicas 2");
+    o.train_batch_size = 4, o.eval_batch_size = 7;
+    CHECK_ERR(sy_estimator_new(&o, &e), SY_ERR_INVALID_ARGUMENT,
+              "eval batch size 7 must be divisible", "e.g. 6");
+    o.eval_batch_size = 0, o.train_batch_size = 0;
+    CHECK_ERR(sy_estimator_new(&o, &e), SY_ERR_INVALID_ARGUMENT,
+              "`train_batch_size` cannot be `None`");
+    o.train_batch_size = 4, o.config.tpu_config.num_shards = 8;
+    CHECK_ERR(sy_estimator_new(&o, &e), SY_ERR_INVALID_ARGUMENT, "num_shards is 8", "has 2 cores");
+    o.config.tpu_config.num_shards = 0;
+    sy_params *params;
+    CHECK_OK(sy_params_new(&params));
+    CHECK_OK(sy_params_set(params, "batch_size", 3));
+    o.params = params;
+    CHECK_ERR(sy_estimator_new(&o, &e), SY_ERR_INVALID_ARGUMENT, "reserved keys");
+    sy_params_free(params);
+    CHECK(e == NULL, "a refused estimator was made");
+    o.params = NULL;
+    CHECK_OK(sy_estimator_new(&o, &e));
+    CHECK_ERR(sy_estimator_evaluate(e, eval_input, 0, NULL, &r), SY_ERR_INVALID_ARGUMENT,
+              "eval_batch_size in TPUEstimator constructor cannot be `None`");
+    CHECK_ERR(sy_estimator_train(e, train_input, 0, 0), SY_ERR_INVALID_ARGUMENT,
+              "one of `steps` or `max_steps`");
+    sy_estimator_free(e);
+
+    /* a model_dir holding another model's checkpoints: refused, nothing in it changed */
+    e = simple(&c, sub, NULL, 4);
+    CHECK_OK(sy_estimator_train(e, train_input, 2, 0));
+    sy_estimator_free(e);
+    dir_state(sub, before, sizeof before);
+    c.wider = true;
+    e = simple(&c, sub, NULL, 4);
+    CHECK_ERR(sy_estimator_train(e, train_input, 2, 0), SY_ERR_SHAPE, "is of another model",
+              "dense/kernel", "(3, 5)", "(3, 4)");
+    CHECK_ERR(sy_estimator_evaluate(e, eval_input, 0, NULL, &r), SY_ERR_SHAPE,
+              "is of another model");
+    sy_estimator_free(e);
+    c.wider = false;
+    dir_state(sub, after, sizeof after);
+    CHECK(!strcmp(before, after), "another model's run changed model_dir:\n%s\n%s", before, after);
+
+    /* a model_dir another run holds */
+    int lock = -1;
+    CHECK_OK(ckpt_lock(sub, &lock));
+    e = simple(&c, sub, NULL, 4);
+    CHECK_ERR(sy_estimator_train(e, train_input, 2, 0), SY_ERR_STATE, "is in use by another run");
+    sy_estimator_free(e);
+    ckpt_unlock(lock);
+    dir_state(sub, after, sizeof after);
+    CHECK(!strcmp(before, after), "a refused run changed model_dir:\n%s\n%s", before, after);
+
+    /* a NaN loss stops training with TensorFlow's words, and no checkpoint claims the NaN weights
+     */
+    sy_tensor *xn;
+    CHECK_OK(sy_tensor_clone(x, &xn));
+    ((float *)sy_tensor_data(xn))[13] = NAN; /* row 4: the second batch's */
+    c.x = xn;
+    c.no_relu = true; /* systolic's relu gives 0 for NaN where TensorFlow's gives NaN */
+    log_clear();
+    e = simple(&c, sub, NULL, 4);
+    CHECK_ERR(sy_estimator_train(e, train_input, 4, 0), SY_ERR_INVALID_ARGUMENT,
+              "NaN loss during training", "step 4");
+    CHECK(strstr(logbuf, "Model diverged with loss = NaN."), "the NaN's line:\n%s", logbuf);
+    sy_estimator_free(e);
+    char steps[64];
+    ckpt_steps(sub, steps, sizeof steps);
+    CHECK(!strcmp(steps, "0 2"), "checkpoints after the NaN: %s", steps);
+    c.x = x, c.no_relu = false;
+    sy_tensor_free(xn);
+
+    remove_dir(dir);
+    free(dir);
+    sy_tensor_free(x);
+    sy_tensor_free(y);
+}
+
 int main(void) {
     sy_set_log(capture, NULL);
     fx = open_fixture("estimator.npz");
@@ -461,6 +670,7 @@ int main(void) {
     golden_run("cpu:2, per host, a step a loop", "cpu:2", SY_PER_HOST_V1, 1, 1e-5);
     golden_run("cpu:2, per host v2, 2 steps a loop", "cpu:2", SY_PER_HOST_V2, 2, 1e-5);
     padded_run();
+    refusals();
     sy_npz_close(fx);
     sy_set_log(NULL, NULL);
     return check_report("test_estimator");
