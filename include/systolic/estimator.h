@@ -101,7 +101,8 @@ typedef enum sy_input_pipeline {
 /* tf.estimator.tpu.TPUConfig. */
 typedef struct sy_tpu_config {
     int64_t iterations_per_loop; /* 2: training steps per host round trip (use_tpu) */
-    int32_t num_shards;          /* 0 (TF's None): the TPU's cores; else it must be their number */
+    int32_t num_shards; /* 0 (TF's None); deprecated and ignored, as TPUEstimator: the TPU's cores
+                           shard (a warning when they differ) */
     sy_input_pipeline per_host_input_for_training; /* SY_PER_HOST_V1 (TF's True) */
 } sy_tpu_config;
 
@@ -262,7 +263,7 @@ typedef struct sy_estimator sy_estimator;
  * use_tpu false one replica uses every core. SY_ERR_INVALID_ARGUMENT with
  * TensorFlow's words for a missing model_fn, train_batch_size under use_tpu,
  * a batch size that is not positive or does not divide by the cores,
- * reserved params keys, num_shards other than the TPU's cores,
+ * reserved params keys,
  * iterations_per_loop < 1, a bad n_features; the resolver's errors for a
  * bad spec. Nothing is compiled and model_dir is not touched yet. */
 sy_status sy_estimator_new(const sy_estimator_options *options, sy_estimator **out);

@@ -222,15 +222,14 @@ static sy_status make_strategy(sy_estimator *e) {
     sy_status st = sy_cluster_resolve(o->config.tpu, &c);
     if (st) return st;
     int32_t r = sy_cluster_device_count(c);
-    if (o->config.tpu_config.num_shards && o->config.tpu_config.num_shards != r) {
-        st =
-            sy_error(SY_ERR_INVALID_ARGUMENT,
-                     "estimator: TPUConfig num_shards is %d but the TPU '%s' has %d cores "
-                     "(TensorFlow ignores num_shards and uses the cores); give num_shards %d, or 0",
-                     o->config.tpu_config.num_shards, sy_cluster_spec(c), r, r);
-        sy_cluster_free(c);
-        return st;
-    }
+    /* TPUConfig's num_shards is deprecated and ignored by TPUEstimator, which shards by the TPU's
+     * cores; so here, with a warning where they differ (mnist_tpu.py's default of 8 on a 2-core
+     * host), since the batch per core then differs from what the user may expect */
+    if (o->config.tpu_config.num_shards && o->config.tpu_config.num_shards != r)
+        sy_log(SY_LOG_WARNING,
+               "estimator: TPUConfig num_shards is %d but the TPU '%s' has %d cores: the %d cores "
+               "are used, as TPUEstimator ignores num_shards",
+               o->config.tpu_config.num_shards, sy_cluster_spec(c), r, r);
     const char *names[3] = {"train", "eval", "predict"};
     int64_t sizes[3] = {o->train_batch_size, o->eval_batch_size, o->predict_batch_size};
     for (int i = 0; i < 3; i++)
@@ -456,7 +455,7 @@ sy_status est_input_open(sy_estimator *e, sy_mode mode, sy_input_fn input_fn, es
          * them */
         int32_t fed = e->o.n_features + (mode != SY_MODE_PREDICT && n > e->o.n_features);
         if (i == 0)
-            in->n_fed = fed;
+            in->n_fed = fed, in->labels = fed > e->o.n_features;
         else if (fed != in->n_fed)
             st = sy_error(SY_ERR_INVALID_ARGUMENT,
                           "%s: input_fn gave datasets of different components to the cores",
@@ -554,17 +553,18 @@ sy_status est_input_next(est_input *in, est_step *s, bool *end) {
 
 /* ---- plans -------------------------------------------------------------------------------- */
 
-/* How a component is fed: float32 for floating and uint8 data (as Keras
- * casts images), int32 for other integers (labels, word indices). */
-static sy_dtype fed_dtype(sy_dtype d) {
-    return d == SY_F32 || d == SY_F64 || d == SY_U8 ? SY_F32 : SY_I32;
+/* How a component is fed: floating data as float32, integers as int32, but uint8 features as
+ * float32 (images, as Keras casts them) -- uint8 labels are class ids. */
+static sy_dtype fed_dtype(sy_dtype d, bool label) {
+    if (d == SY_F32 || d == SY_F64) return SY_F32;
+    return d == SY_U8 && !label ? SY_F32 : SY_I32;
 }
 
 /* The per-replica specs of the step's components. */
 static void step_specs(const est_input *in, const est_step *s, sy_component_spec *specs) {
     for (int32_t c = 0; c < in->n_fed; c++) {
         const sy_tensor *t = s->shards[0].e->c[c];
-        specs[c].dtype = fed_dtype(sy_tensor_dtype(t));
+        specs[c].dtype = fed_dtype(sy_tensor_dtype(t), c == in->n_fed - 1 && in->labels);
         specs[c].shape = sy_tensor_shape(t);
         specs[c].shape.dims[0] = s->batch;
     }

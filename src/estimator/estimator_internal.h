@@ -101,6 +101,7 @@ typedef struct est_input {
     int32_t split; /* shards an element is split into: the replicas (per host), else 1 */
     int32_t replicas;
     int32_t n_fed; /* components fed to the graph: the features and the labels if there are any */
+    bool labels;   /* the last of them is the labels */
     const char *what; /* "train", "evaluate", "predict" */
 } est_input;
 
