@@ -318,13 +318,15 @@ static void ckpt_steps(const char *dir, char *buf, size_t size) {
  */
 
 /* TPUEstimator(use_tpu=False)'s run (iterations_per_loop 2, which on a CPU only sets how often
- * TensorFlow logs), or under use_tpu on tpu with pipeline how and ipl steps a loop. */
+ * TensorFlow logs), or under use_tpu on tpu with pipeline how and ipl steps a loop; in the model
+ * directory keep when given, left for the reader. */
 static void golden_run(const char *label, const char *tpu, sy_input_pipeline how, int ipl,
-                       double rtol) {
+                       double rtol, const char *keep) {
     run_ctx c = {.drop_remainder = true};
     sy_tensor *x = get(fx, "x"), *y = get(fx, "y");
     c.x = x, c.y = y;
-    char *dir = temp_dir(), what[128];
+    char *dir = keep ? strdup(keep) : temp_dir(),
+         what[128]; /* keep: model_dir, left for the reader */
     sy_estimator *e = golden_estimator(&c, dir, tpu, how, tpu ? ipl : 2);
     int loop = tpu ? ipl : 1;
     if (!e || !dir) goto out;
@@ -397,7 +399,7 @@ static void golden_run(const char *label, const char *tpu, sy_input_pipeline how
     CHECK(!strcmp(steps, "0 4 6 8"), "%s: checkpoints at %s after skipping", label, steps);
 out:
     sy_estimator_free(e);
-    if (dir) remove_dir(dir);
+    if (dir && !keep) remove_dir(dir);
     free(dir);
     sy_tensor_free(x);
     sy_tensor_free(y);
@@ -596,7 +598,8 @@ static void refusals(void) {
     o.train_batch_size = 4, o.config.tpu_config.num_shards = 8;
     log_clear();
     CHECK_OK(sy_estimator_new(&o, &e)); /* ignored, as TPUEstimator ignores it */
-    CHECK(e && sy_estimator_num_replicas(e) == 2 && strstr(logbuf, "num_shards is 8") && strstr(logbuf, "has 2 cores"),
+    CHECK(e && sy_estimator_num_replicas(e) == 2 && strstr(logbuf, "num_shards is 8") &&
+              strstr(logbuf, "has 2 cores"),
           "num_shards 8 on cpu:2:\n%s", logbuf);
     sy_estimator_free(e);
     e = NULL;
@@ -667,13 +670,20 @@ static void refusals(void) {
     sy_tensor_free(y);
 }
 
-int main(void) {
+/* test_estimator --model-dir DIR: the golden run with use_tpu false, its model_dir DIR left for
+ * tests/estimator_tensorboard.py to read with TensorBoard's reader. */
+int main(int argc, char **argv) {
     sy_set_log(capture, NULL);
     fx = open_fixture("estimator.npz");
     if (!fx) return check_report("test_estimator");
-    golden_run("use_tpu false", NULL, SY_PER_HOST_V1, 0, 1e-5);
-    golden_run("cpu:2, per host, a step a loop", "cpu:2", SY_PER_HOST_V1, 1, 1e-5);
-    golden_run("cpu:2, per host v2, 2 steps a loop", "cpu:2", SY_PER_HOST_V2, 2, 1e-5);
+    if (argc == 3 && !strcmp(argv[1], "--model-dir")) {
+        golden_run("use_tpu false", NULL, SY_PER_HOST_V1, 0, 1e-5, argv[2]);
+        sy_npz_close(fx);
+        return check_report("test_estimator");
+    }
+    golden_run("use_tpu false", NULL, SY_PER_HOST_V1, 0, 1e-5, NULL);
+    golden_run("cpu:2, per host, a step a loop", "cpu:2", SY_PER_HOST_V1, 1, 1e-5, NULL);
+    golden_run("cpu:2, per host v2, 2 steps a loop", "cpu:2", SY_PER_HOST_V2, 2, 1e-5, NULL);
     padded_run();
     refusals();
     sy_npz_close(fx);
