@@ -10,7 +10,8 @@
  *   - use_tpu false: every step's loss (from the "loss = ..., step = ..."
  *     lines), the weights after steps 6 and 8, evaluate's dict (the last
  *     batch of 2 rows on a plan of its own), the predictions, the
- *     checkpoints left in model_dir, the log lines' form;
+ *     checkpoints left in model_dir, the log lines' form, resuming past a
+ *     damaged newest checkpoint;
  *   - use_tpu on cpu:2 with CrossShardOptimizer, the host's batch split
  *     (SY_PER_HOST_V1) and per-core batches in turn (SY_PER_HOST_V2): the
  *     same numbers, step by step, to float tolerance;
@@ -397,6 +398,26 @@ static void golden_run(const char *label, const char *tpu, sy_input_pipeline how
           "%s: train(max_steps=6) at step 8:\n%s", label, logbuf);
     ckpt_steps(dir, steps, sizeof steps);
     CHECK(!strcmp(steps, "0 4 6 8"), "%s: checkpoints at %s after skipping", label, steps);
+
+    /* a damaged newest checkpoint (a crash's torn file): resume skips it, naming it, and steps 7
+     * and 8 run again from step 6 as TensorFlow ran them */
+    if (!tpu && !keep) {
+        char path[1300];
+        struct stat cs;
+        snprintf(path, sizeof path, "%s/ckpt-8.syckpt", dir);
+        CHECK(stat(path, &cs) == 0 && truncate(path, cs.st_size / 2) == 0, "%s: truncating %s",
+              label, path);
+        snprintf(what, sizeof what, "%s: train(max_steps=8) past a damaged ckpt-8", label);
+        log_clear();
+        CHECK_OK(sy_estimator_train(e, train_input, 0, 8));
+        CHECK(strstr(logbuf, "damaged checkpoint") && strstr(logbuf, "ckpt-8.syckpt") &&
+                  strstr(logbuf, "ckpt-6.syckpt") && sy_estimator_global_step(e) == 8,
+              "%s:\n%s", what, logbuf);
+        check_losses(what, 6, 8, loop, rtol);
+        check_weights(e, "w8", 10 * rtol);
+        ckpt_steps(dir, steps, sizeof steps);
+        CHECK(!strcmp(steps, "0 4 6 8"), "%s: checkpoints at %s", what, steps);
+    }
 out:
     sy_estimator_free(e);
     if (dir && !keep) remove_dir(dir);
