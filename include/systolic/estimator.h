@@ -6,19 +6,25 @@
  *
  * TensorFlow's official mnist_tpu.py, in C (examples/mnist_estimator.c):
  *
- *   static sy_status model_fn(void *user, sy_graph *g, const sy_node *features, int32_t n_features,
- *                             sy_node labels, sy_mode mode, const sy_params *params,
- * sy_estimator_spec *spec) { sy_node logits = ...;                       // the model on the graph
- * API if (mode == SY_MODE_PREDICT) { spec->predictions[0] = (sy_prediction){"logits", logits};
+ *   static sy_status model_fn(void *user, sy_graph *g, const sy_node *features,
+ *                             int32_t n_features, sy_node labels, sy_mode mode,
+ *                             const sy_params *params, sy_estimator_spec *spec) {
+ *       sy_node logits = ...;                          // the model on the graph API
+ *       if (mode == SY_MODE_PREDICT) {
+ *           spec->predictions[0] = (sy_prediction){"logits", logits};
  *           spec->n_predictions = 1;
  *           return SY_OK;
  *       }
- *       spec->loss = sy_graph_reduce_mean(g, sy_graph_sparse_softmax_cross_entropy(g, logits,
- * labels), NULL, 0, false); if (mode == SY_MODE_TRAIN) { sy_optimizer sgd = sy_optimizer_sgd(0.05f,
- * 0, false); sgd.schedule = sy_lr_exponential_decay(0.05, 100000, 0.96, false); spec->train_op =
- * sy_params_get(params, "use_tpu") ? sy_cross_shard_optimizer_minimize(sgd, spec->loss) :
- * sy_optimizer_minimize(sgd, spec->loss); } else { spec->eval_metrics =
- * (sy_eval_metrics){metric_fn, NULL, {labels, logits}, 2};
+ *       spec->loss = sy_graph_reduce_mean(
+ *           g, sy_graph_sparse_softmax_cross_entropy(g, logits, labels), NULL, 0, false);
+ *       if (mode == SY_MODE_TRAIN) {
+ *           sy_optimizer sgd = sy_optimizer_sgd(0.05f, 0, false);
+ *           sgd.schedule = sy_lr_exponential_decay(0.05, 100000, 0.96, false);
+ *           spec->train_op = sy_params_get(params, "use_tpu")
+ *                                ? sy_cross_shard_optimizer_minimize(sgd, spec->loss)
+ *                                : sy_optimizer_minimize(sgd, spec->loss);
+ *       } else {
+ *           spec->eval_metrics = (sy_eval_metrics){metric_fn, NULL, {labels, logits}, 2};
  *       }
  *       return SY_OK;
  *   }
