@@ -13,8 +13,9 @@
  *     checkpoints left in model_dir, the log lines' form, resuming past a
  *     damaged newest checkpoint;
  *   - use_tpu on cpu:2 with CrossShardOptimizer, the host's batch split
- *     (SY_PER_HOST_V1) and per-core batches in turn (SY_PER_HOST_V2): the
- *     same numbers, step by step, to float tolerance;
+ *     (SY_PER_HOST_V1), per-core batches in turn (SY_PER_HOST_V2) and
+ *     input_fn once per core, sharding by its invocation index
+ *     (SY_PER_SHARD_V1): the same numbers, step by step, to float tolerance;
  *   - use_tpu on cpu:4, a last batch of 5 rows in shards of 2, 2, 1, 0:
  *     predict gives each example once, evaluate's metrics leave the
  *     zero-weight padding out;
@@ -149,13 +150,36 @@ static sy_status model_fn(void *user, sy_graph *g, const sy_node *features, int3
 }
 
 /* (x, y) slices, the first `take` of them, batched. */
+/* Rows from, from + step, ... of t: tf.data's shard(step, from). */
+static sy_status every_row(const sy_tensor *t, int64_t from, int64_t step, sy_tensor **out) {
+    sy_shape sh = sy_tensor_shape(t);
+    int64_t rows = sh.dims[0], row_bytes = (int64_t)sy_tensor_bytes(t) / rows;
+    sh.dims[0] = (rows - from + step - 1) / step;
+    sy_status st = sy_tensor_new(sy_tensor_dtype(t), sh, out);
+    for (int64_t r = 0; !st && r < sh.dims[0]; r++)
+        memcpy((char *)sy_tensor_data(*out) + r * row_bytes,
+               (const char *)sy_tensor_data(t) + (from + r * step) * row_bytes, (size_t)row_bytes);
+    return st;
+}
+
+/* The input of c: under SY_PER_SHARD_V1 (several invocations) each core's call shards it by its
+ * invocation index, as TensorFlow's per-shard input_fns do with current_input_fn_deployment(). */
 static sy_status dataset(run_ctx *c, const sy_params *params, bool labels, bool repeat, bool drop,
                          sy_dataset **out) {
     c->input_calls++;
     c->input_batch = sy_params_batch_size(params);
-    sy_tensor *t[2] = {(sy_tensor *)c->x, (sy_tensor *)c->y};
+    sy_tensor *t[2] = {(sy_tensor *)c->x, (sy_tensor *)c->y}, *own[2] = {NULL, NULL};
+    int64_t index = (int64_t)sy_params_get(params, "context.invocation_index"),
+            total = (int64_t)sy_params_get(params, "context.total_invocations");
+    CHECK(total >= 1 && index >= 0 && index < total, "input_fn: invocation %lld of %lld",
+          (long long)index, (long long)total);
     sy_dataset *d, *a, *b;
-    sy_status st = sy_dataset_from_tensor_slices(t, labels ? 2 : 1, &d);
+    sy_status st = SY_OK;
+    for (int k = 0; total > 1 && !st && k < 2; k++)
+        if (!(st = every_row(t[k], index, total, &own[k]))) t[k] = own[k];
+    if (!st) st = sy_dataset_from_tensor_slices(t, labels ? 2 : 1, &d);
+    sy_tensor_free(own[0]);
+    sy_tensor_free(own[1]);
     if (st) return st;
     if (c->take) {
         st = sy_dataset_take(d, c->take, &a);
@@ -340,6 +364,8 @@ static void golden_run(const char *label, const char *tpu, sy_input_pipeline how
           c.use_tpu_param);
     CHECK(c.input_batch == (how == SY_PER_HOST_V1 || !tpu ? 4 : per_core),
           "%s: input_fn's batch_size %lld", what, (long long)c.input_batch);
+    CHECK(c.input_calls == (tpu && how == SY_PER_SHARD_V1 ? 2 : 1), "%s: input_fn called %d times",
+          what, c.input_calls);
     check_losses(what, 0, 6, loop, rtol);
     check_weights(e, "w6", 10 * rtol);
     CHECK(sy_estimator_global_step(e) == 6, "%s: global step %lld", what,
@@ -705,6 +731,7 @@ int main(int argc, char **argv) {
     golden_run("use_tpu false", NULL, SY_PER_HOST_V1, 0, 1e-5, NULL);
     golden_run("cpu:2, per host, a step a loop", "cpu:2", SY_PER_HOST_V1, 1, 1e-5, NULL);
     golden_run("cpu:2, per host v2, 2 steps a loop", "cpu:2", SY_PER_HOST_V2, 2, 1e-5, NULL);
+    golden_run("cpu:2, per shard, 2 steps a loop", "cpu:2", SY_PER_SHARD_V1, 2, 1e-5, NULL);
     padded_run();
     refusals();
     sy_npz_close(fx);

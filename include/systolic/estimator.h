@@ -231,7 +231,11 @@ sy_status sy_tensor_argmax(const sy_tensor *x, sy_tensor **out);
  * the features, the next one (if any) the labels. params["batch_size"] is
  * what TPUEstimator gives: under use_tpu per core (SY_PER_SHARD_V1,
  * SY_PER_HOST_V2) or per host (SY_PER_HOST_V1, the default, and always for
- * evaluate and predict); the global batch with use_tpu false. */
+ * evaluate and predict); the global batch with use_tpu false.
+ * params["context.invocation_index"] and ["context.total_invocations"] are
+ * TPUContext.current_input_fn_deployment()'s: under SY_PER_SHARD_V1 the
+ * core this call feeds of the cores (e.g. to shard the input by), else 0
+ * of 1, the one host. */
 typedef sy_status (*sy_input_fn)(void *user, const sy_params *params, sy_dataset **out);
 
 /* model_fn(features, labels, mode, params): build the model on g for mode.
@@ -251,7 +255,8 @@ typedef struct sy_estimator_options {
     sy_model_fn model_fn;       /* required */
     void *user;                 /* model_fn's and input_fn's first argument */
     sy_run_config config;       /* sy_run_config_default() */
-    const sy_params *params;    /* NULL: none; copied. "batch_size" and "context" are reserved */
+    const sy_params *params;    /* NULL: none; copied. "batch_size", "context" and "context.*"
+                                   (sy_input_fn) are reserved */
     bool use_tpu;               /* true, as TPUEstimator: replicas on config.tpu's cores */
     int64_t train_batch_size;   /* global; 0 (TF's None): required under use_tpu */
     int64_t eval_batch_size;    /* global; 0: required for evaluate under use_tpu */

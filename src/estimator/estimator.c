@@ -207,7 +207,9 @@ static sy_status check_options(const sy_estimator_options *o) {
                         (long long)c->save_summary_steps, (long long)c->save_checkpoints_steps,
                         c->save_checkpoints_secs, (long long)c->log_step_count_steps,
                         c->keep_checkpoint_max);
-    if (sy_params_has(o->params, "batch_size") || sy_params_has(o->params, "context"))
+    if (sy_params_has(o->params, "batch_size") || sy_params_has(o->params, "context") ||
+        sy_params_has(o->params, "context.invocation_index") ||
+        sy_params_has(o->params, "context.total_invocations"))
         return sy_error(SY_ERR_INVALID_ARGUMENT,
                         "estimator: ['batch_size', 'context'] are reserved keys but existed "
                         "in params: TPUEstimator sets them");
@@ -446,7 +448,11 @@ sy_status est_input_open(sy_estimator *e, sy_mode mode, sy_input_fn input_fn, es
     sy_params *p;
     sy_status st = params_with(e->params, batch, -1, &p);
     for (int32_t i = 0; !st && i < in->n; i++) {
-        st = input_fn(e->o.user, p, &in->ds[i]);
+        /* TPUContext.current_input_fn_deployment()'s invocation_index and total_invocations: which
+         * core's input this call makes under SY_PER_SHARD_V1 (else the one host's, 0 of 1) */
+        st = sy_params_set(p, "context.invocation_index", i);
+        if (!st) st = sy_params_set(p, "context.total_invocations", in->n);
+        if (!st) st = input_fn(e->o.user, p, &in->ds[i]);
         if (st == SY_OK && !in->ds[i])
             st = sy_error(SY_ERR_INVALID_ARGUMENT, "%s: input_fn gave no dataset", in->what);
         if (st) break;
