@@ -43,6 +43,7 @@
  *   systolic/distribute.h the cluster resolver and the replica strategy
  *   systolic/data.h      datasets (Keras's load_data()) and file readers
  *   systolic/keras.h     Keras-style models: layers, compile, fit, evaluate, predict
+ *   systolic/estimator.h TPUEstimator: model_fn, input_fn(params), RunConfig, train, evaluate, predict
  */
 #ifndef SYSTOLIC_H
 #define SYSTOLIC_H
@@ -54,6 +55,7 @@
 #include "systolic/data.h"
 #include "systolic/distribute.h"
 #include "systolic/keras.h"
+#include "systolic/estimator.h"    /* issue 19: TPUEstimator */
 #include "systolic/applications.h" /* issue 15: keras.applications */
 #include "systolic/tpu.h"          /* issue 16: the emulated TPU chips */
 #include "systolic/profile.h"      /* issue 16, cost model: the emulated TPU's clock */

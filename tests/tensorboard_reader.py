@@ -47,6 +47,7 @@ def epoch_lines(systolic, extra):
 
 
 def read_run(path):
+    """The scalars of one run directory: tag -> step -> (value, plugin name); and the accumulator."""
     acc = pea.EventAccumulator(path, size_guidance={pea.TENSORS: 0})
     acc.Reload()
     got = {}
@@ -54,6 +55,34 @@ def read_run(path):
         plugin = acc.SummaryMetadata(tag).plugin_data.plugin_name
         got[tag] = {e.step: (float(tensor_util.make_ndarray(e.tensor_proto)), plugin) for e in acc.Tensors(tag)}
     return acc, got
+
+
+def compare(run, expected, got, bad):
+    """Appends to bad every difference between got (read_run's) and expected (tag -> step ->
+    (value, tolerance), a value of None meaning any positive number): missing or extra tags and
+    steps, plugins other than scalars, values off by more than tolerance + 1e-6 relative.
+    Returns how many scalars it compared."""
+    count = 0
+    for tag in sorted(set(got) | set(expected)):
+        want, have = expected.get(tag, {}), got.get(tag, {})
+        if not want:
+            bad.append("%s: unexpected tag %s" % (run, tag))
+            continue
+        if sorted(have) != sorted(want):
+            bad.append("%s/%s: steps %s, expected %s" % (run, tag, sorted(have), sorted(want)))
+        for step, (value, tol) in want.items():
+            if step not in have:
+                continue
+            count += 1
+            v, plugin = have[step]
+            if plugin != "scalars":
+                bad.append("%s/%s: plugin '%s', expected 'scalars'" % (run, tag, plugin))
+            if value is None:
+                if not v > 0:
+                    bad.append("%s/%s at step %d: %g, expected a positive rate" % (run, tag, step, v))
+            elif abs(v - value) > tol + 1e-6 * abs(value):
+                bad.append("%s/%s at step %d: %.7g, expected %.7g" % (run, tag, step, v, value))
+    return count
 
 
 def main(systolic, directory):
@@ -86,22 +115,7 @@ def main(systolic, directory):
         acc, got = read_run(os.path.join(logdir, run))
         if acc.file_version != 2:
             bad.append("%s: file_version %s, expected 2 (brain.Event:2)" % (run, acc.file_version))
-        for tag in sorted(set(got) | set(expected[run])):
-            want, have = expected[run].get(tag, {}), got.get(tag, {})
-            if not want:
-                bad.append("%s: unexpected tag %s" % (run, tag))
-                continue
-            if sorted(have) != sorted(want):
-                bad.append("%s/%s: steps %s, expected %s" % (run, tag, sorted(have), sorted(want)))
-            for step, (value, tol) in want.items():
-                if step not in have:
-                    continue
-                count += 1
-                v, plugin = have[step]
-                if plugin != "scalars":
-                    bad.append("%s/%s: plugin '%s', expected 'scalars'" % (run, tag, plugin))
-                if abs(v - value) > tol + 1e-6 * abs(value):
-                    bad.append("%s/%s at step %d: %.7g, expected %.7g" % (run, tag, step, v, value))
+        count += compare(run, expected[run], got, bad)
     # issue 17, learning-rate schedules: with --lr-schedule, epoch_learning_rate is Keras's
     # _collect_learning_rate, the schedule at the optimizer's iterations (3 and 6 here): 0.002 * 0.5^(it/2)
     sched_dir = os.path.join(directory, "logs_schedule")

@@ -58,13 +58,13 @@
 
 /* ---- Python's repr of a float ------------------------------------------------------------ */
 
-/* The shortest decimal digits that read back as a (> 0, finite), and the
- * exponent with a = 0.digits * 10^decpt. Of the p-digit decimals, the
+/* The shortest decimal digits that read back as a (> 0, finite; with
+ * single, as the float32 a is), and the exponent with a = 0.digits * 10^decpt. Of the p-digit decimals, the
  * correctly rounded one is the nearest, so it round-trips if any does --
  * except at a power of two, whose rounding interval is narrower below than
  * above: there the next p-digit decimal up may round-trip when the nearest
  * does not, and David Gay's dtoa (Python's repr) takes it. */
-static void shortest_digits(double a, char *digits, int *decpt) {
+static void shortest_digits(double a, bool single, char *digits, int *decpt) {
     for (int p = 1; p <= 17; p++) {
         char buf[48];
         snprintf(buf, sizeof buf, "%.*e", p - 1, a);
@@ -78,7 +78,7 @@ static void shortest_digits(double a, char *digits, int *decpt) {
         for (int k = 0; k < 3; k++) {
             char try[48];
             snprintf(try, sizeof try, "%llue%d", candidates[k], e10);
-            if (strtod(try, NULL) != a) continue;
+            if ((single ? (double)strtof(try, NULL) : strtod(try, NULL)) != a) continue;
             snprintf(buf, sizeof buf, "%llu", candidates[k]);
             int n = (int)strlen(buf);
             *decpt = e10 + n;
@@ -94,7 +94,7 @@ static void shortest_digits(double a, char *digits, int *decpt) {
  * "0.30000000000000004", "100.0", "-0.0", "nan", "inf", "-inf". Fixed
  * notation while 1e-4 <= |v| < 1e16, else exponent notation with at least
  * two exponent digits. */
-char *keras_float_repr(double v, char *buf, size_t size) {
+static char *float_repr(double v, bool single, char *buf, size_t size) {
     if (isnan(v)) {
         snprintf(buf, size, "nan");
         return buf;
@@ -109,7 +109,7 @@ char *keras_float_repr(double v, char *buf, size_t size) {
     }
     char d[24], out[48];
     int decpt, k = 0;
-    shortest_digits(fabs(v), d, &decpt);
+    shortest_digits(fabs(v), single, d, &decpt);
     int n = (int)strlen(d);
     if (signbit(v)) out[k++] = '-';
     if (decpt <= -4 || decpt > 16) { /* d.ddde-XX */
@@ -128,6 +128,12 @@ char *keras_float_repr(double v, char *buf, size_t size) {
     snprintf(buf, size, "%s", out);
     return buf;
 }
+
+char *keras_float_repr(double v, char *buf, size_t size) { return float_repr(v, false, buf, size); }
+
+/* issue 19: numpy's str of an np.float32, which TensorFlow's logs print: the same notation, the
+ * shortest digits that read back to the float32 ("0.55", not 0.550000011920929). */
+char *keras_float32_repr(float v, char *buf, size_t size) { return float_repr(v, true, buf, size); }
 
 /* ---- CSVLogger ---------------------------------------------------------------------------- */
 

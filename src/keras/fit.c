@@ -226,8 +226,7 @@ static sy_status check_data(const sy_model *m, const char *what, const char *xna
                     "of samples", what, names);
 }
 
-/* dst (count) = row `row` of t converted to float (or int32 labels). */
-static void copy_row(void *dst, sy_dtype dst_type, const sy_tensor *t, int64_t row, int64_t count) {
+void keras_copy_row(void *dst, sy_dtype dst_type, const sy_tensor *t, int64_t row, int64_t count) {
     const char *src = (const char *)sy_tensor_data(t) + (size_t)(row * count) * sy_dtype_size(sy_tensor_dtype(t));
     sy_dtype st = sy_tensor_dtype(t);
     if (st == dst_type) {
@@ -310,7 +309,7 @@ static float row_weight(const trip *t, int64_t step, int64_t i, int64_t s, int64
  * padding rows (-1) zeros (class 0). */
 static void copy_rows(char *dst, sy_dtype dt, const sy_tensor *t, const int64_t *idx, int64_t batch, int64_t count) {
     for (int64_t k = 0; k < batch; k++) { /* float32 or int32: 4 bytes either way */
-        if (idx[k] >= 0) copy_row(dst + (size_t)(k * count) * 4, dt, t, idx[k], count);
+        if (idx[k] >= 0) keras_copy_row(dst + (size_t)(k * count) * 4, dt, t, idx[k], count);
         else memset(dst + (size_t)(k * count) * 4, 0, (size_t)count * 4);
     }
 }

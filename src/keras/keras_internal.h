@@ -627,6 +627,32 @@ typedef struct fit_position {
 sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p, bool *resumed, int *lock);
 /* Release the lock checkpoint_begin took (-1: none). */
 void checkpoint_end(int lock);
+
+/* issue 19: the model directory's machinery for whoever owns the variables -- fit()'s model, or
+ * an estimator's variable store (m NULL: refusals name variables, not layers; the seed is not
+ * held to; the manifest's position is the start and no learning rate is kept). */
+typedef struct ckpt_owner {
+    const char *what;      /* opens messages: "fit", "train", "evaluate" */
+    const char *name;      /* the model's name, in the manifest and in refusals */
+    sy_vars *vars;         /* every variable: the weights and the optimizer's slots */
+    uint64_t seed;
+    const char *optimizer; /* Keras's class name of the optimizer ("SGD"), or "none" */
+    sy_model *m;           /* fit's model, or NULL */
+} ckpt_owner;
+
+ckpt_owner ckpt_owner_of(sy_model *m, const char *what);
+/* Open dir for a run that writes it: make it, take its lock into *lock (-1 or held, also on an
+ * error: give it to checkpoint_end), remove what a killed writer left; refuse a directory that
+ * holds checkpoints unless resume, and with resume load the newest valid one (damaged newer ones
+ * skipped with a warning and renamed '*.damaged'; another model's refused). *step: the global
+ * step loaded, -1 for none. p: fit's position (only with o->m). */
+sy_status ckpt_dir_begin(const ckpt_owner *o, const char *dir, bool resume, fit_position *p, int64_t *step, int *lock);
+/* The newest valid checkpoint of dir loaded without its lock, for a run that only reads
+ * (evaluate, predict) while another may write: damaged ones are skipped with a warning and left
+ * where they are. *step: its global step, -1 when dir holds none (or does not exist). */
+sy_status ckpt_dir_load_newest(const ckpt_owner *o, const char *dir, int64_t *step);
+/* Write dir/ckpt-<global step>.syckpt atomically and keep the newest `keep`. */
+sy_status ckpt_dir_save(const ckpt_owner *o, const char *dir, int32_t keep, const fit_position *p);
 /* Write "ckpt-<global step>.syckpt" in o->model_dir and drop the oldest
  * beyond o->keep_checkpoint_max. */
 sy_status checkpoint_save(sy_model *m, const sy_fit_options *o, const fit_position *p);
@@ -682,6 +708,11 @@ void keras_backup_attach(const sy_callback *cb, keras_backup_save_fn save, void 
 /* Remove a BackupAndRestore directory's checkpoints and lock, then the directory if that leaves it empty. */
 void keras_backup_delete(const char *dir);
 
+/* dst (count values) = row `row` of t (rows of count values, any numeric dtype) converted to
+ * float32, or to int32 (dst_type SY_I32: labels, word indices), as fit() feeds its arrays
+ * (fit.c; issue 19: the estimator feeds its batches so). */
+void keras_copy_row(void *dst, sy_dtype dst_type, const sy_tensor *t, int64_t row, int64_t count);
+
 /* ---- logs and history (logs.c) ------------------------------------------------ */
 
 /* Set `name` to value (added at the end if new; dropped beyond SY_LOGS_MAX). */
@@ -695,5 +726,7 @@ sy_status history_append(sy_history *h, int32_t epoch, const sy_logs *logs);
  * that reads back to v ("0.1", "1e-05", "1e+16", "100.0", "nan", "-inf");
  * 32 bytes always suffice (callbacks.c). */
 char *keras_float_repr(double v, char *buf, size_t size);
+/* issue 19: numpy's str of an np.float32 ("0.55", "1e-05"): TensorFlow's log lines print them. */
+char *keras_float32_repr(float v, char *buf, size_t size);
 
 #endif

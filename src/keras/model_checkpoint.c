@@ -28,6 +28,13 @@
  * resume whose newest checkpoints are damaged (truncated, a bad CRC, a bad
  * manifest) goes on from the newest valid one, saying which it skipped and
  * why; a checkpoint of another model is never skipped, but refused.
+ *
+ * The directory's machinery is the owner's business only through
+ * ckpt_owner (issue 19): fit() passes its model, whose layers name the
+ * refusals and whose position and learning rate the manifest keeps; the
+ * estimator passes its variable store alone, and its checkpoints hold the
+ * variables and the global step (the input starts again at every train(),
+ * as TensorFlow's Estimator starts it).
  */
 #include "keras_internal.h"
 
@@ -76,23 +83,33 @@ static json_t *shape_json(const sy_shape *s) {
     return a;
 }
 
-static json_t *manifest_new(const sy_model *m, const fit_position *p) {
+ckpt_owner ckpt_owner_of(sy_model *m, const char *what) {
+    ckpt_owner o = {what, m->name, m->vars, m->seed, optimizer_name(m), m};
+    return o;
+}
+
+/* An estimator's manifest has fit's fields, the position at its start, so that either reads the other's
+ * files and refuses them by their variables. */
+static json_t *manifest_new(const ckpt_owner *o, const fit_position *p) {
+    static const fit_position none;
+    const sy_model *m = o->m;
+    if (!m) p = &none;
     json_t *layers = json_array(), *vars = json_array();
-    for (int64_t i = 0; i < m->n_layers; i++)
+    for (int64_t i = 0; m && i < m->n_layers; i++)
         json_array_append_new(layers, json_pack("[s s]", m->layers[i].name, layer_impl_of(m->layers[i].cfg.kind)->class_name));
     int64_t offset = 0;
-    for (int32_t i = 0; i < sy_vars_count(m->vars); i++) {
-        sy_shape s = sy_vars_shape(m->vars, i);
-        sy_dtype dt = sy_vars_dtype(m->vars, i);
-        json_array_append_new(vars, json_pack("{s:s, s:s, s:o, s:I}", "name", sy_vars_name(m->vars, i), "dtype",
+    for (int32_t i = 0; i < sy_vars_count(o->vars); i++) {
+        sy_shape s = sy_vars_shape(o->vars, i);
+        sy_dtype dt = sy_vars_dtype(o->vars, i);
+        json_array_append_new(vars, json_pack("{s:s, s:s, s:o, s:I}", "name", sy_vars_name(o->vars, i), "dtype",
                                               sy_dtype_name(dt), "shape", shape_json(&s), "offset", (json_int_t)offset));
         offset += sy_shape_count(&s) * (int64_t)sy_dtype_size(dt);
     }
     json_t *metrics = json_array();
-    for (int32_t i = 0; i < model_metric_state_count(m); i++) json_array_append_new(metrics, json_real(p->sums.metric[i]));
+    for (int32_t i = 0; m && i < model_metric_state_count(m); i++) json_array_append_new(metrics, json_real(p->sums.metric[i]));
     json_t *pos = json_pack("{s:i, s:I, s:{s:f, s:o, s:I}}", "epoch", p->epoch, "step", (json_int_t)p->step, "sums",
                             "loss", p->sums.loss, "metrics", metrics, "seen", (json_int_t)p->sums.seen);
-    if (m->n_outputs > 1) { /* each output's loss (issue 15) */
+    if (m && m->n_outputs > 1) { /* each output's loss (issue 15) */
         json_t *out_loss = json_array();
         for (int32_t j = 0; j < m->n_outputs; j++) json_array_append_new(out_loss, json_real(p->sums.out_loss[j]));
         json_object_set_new(json_object_get(pos, "sums"), "output_losses", out_loss);
@@ -106,36 +123,36 @@ static json_t *manifest_new(const sy_model *m, const fit_position *p) {
     /* Keras's optimizer.learning_rate variable, which its checkpoints (BackupAndRestore's) hold: a
      * rate that ReduceLROnPlateau or LearningRateScheduler set resumes with the run. A float32,
      * exact as a double. */
-    return json_pack("{s:s, s:i, s:s, s:o, s:s, s:I, s:f, s:o, s:o, s:o}", "format", FORMAT,
-                     "version", 1, "model", m->name, "seed", u64_json(m->seed), "optimizer",
-                     optimizer_name(m), "global_step", (json_int_t)sy_vars_iterations(m->vars),
-                     "learning_rate", (double)(float)sy_model_learning_rate(m), "layers", layers,
-                     "variables", vars, "position", pos);
+    json_t *man = json_pack("{s:s, s:i, s:s, s:o, s:s, s:I, s:o, s:o, s:o}", "format", FORMAT, "version", 1,
+                            "model", o->name, "seed", u64_json(o->seed), "optimizer", o->optimizer, "global_step",
+                            (json_int_t)sy_vars_iterations(o->vars), "layers", layers, "variables", vars,
+                            "position", pos);
+    if (m && man) json_object_set_new(man, "learning_rate", json_real((double)(float)sy_model_learning_rate(m)));
+    return man;
 }
 
-sy_status checkpoint_save(sy_model *m, const sy_fit_options *o, const fit_position *p) {
-    if (!o->model_dir) return SY_OK;
+sy_status ckpt_dir_save(const ckpt_owner *w, const char *dir, int32_t keep, const fit_position *p) {
     char path[4096];
-    int64_t step = sy_vars_iterations(m->vars);
-    ckpt_path(path, sizeof path, o->model_dir, step);
-    json_t *man = manifest_new(m, p);
+    int64_t step = sy_vars_iterations(w->vars);
+    ckpt_path(path, sizeof path, dir, step);
+    json_t *man = manifest_new(w, p);
     char *text = man ? json_dumps(man, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(man);
     if (!text) return sy_error(SY_ERR_OUT_OF_MEMORY, "checkpoint '%s': out of memory", path);
     /* the variables, one after another in the store's order */
     size_t bytes = 0;
-    for (int32_t i = 0; i < sy_vars_count(m->vars); i++) {
-        sy_shape s = sy_vars_shape(m->vars, i);
-        bytes += (size_t)sy_shape_count(&s) * sy_dtype_size(sy_vars_dtype(m->vars, i));
+    for (int32_t i = 0; i < sy_vars_count(w->vars); i++) {
+        sy_shape s = sy_vars_shape(w->vars, i);
+        bytes += (size_t)sy_shape_count(&s) * sy_dtype_size(sy_vars_dtype(w->vars, i));
     }
     char *data = sy_malloc(bytes ? bytes : 1);
     sy_status st = SY_OK;
     if (!data) st = sy_error(SY_ERR_OUT_OF_MEMORY, "checkpoint '%s': out of memory for %zu bytes", path, bytes);
     size_t at = 0;
-    for (int32_t i = 0; !st && i < sy_vars_count(m->vars); i++) {
-        sy_shape s = sy_vars_shape(m->vars, i);
-        size_t n = (size_t)sy_shape_count(&s) * sy_dtype_size(sy_vars_dtype(m->vars, i));
-        memcpy(data + at, sy_vars_data(m->vars, i), n);
+    for (int32_t i = 0; !st && i < sy_vars_count(w->vars); i++) {
+        sy_shape s = sy_vars_shape(w->vars, i);
+        size_t n = (size_t)sy_shape_count(&s) * sy_dtype_size(sy_vars_dtype(w->vars, i));
+        memcpy(data + at, sy_vars_data(w->vars, i), n);
         at += n;
     }
     if (!st) st = ckpt_write(path, text, data, bytes);
@@ -145,13 +162,19 @@ sy_status checkpoint_save(sy_model *m, const sy_fit_options *o, const fit_positi
     /* keep the newest keep_checkpoint_max */
     int64_t *steps;
     int32_t n;
-    if ((st = ckpt_list(o->model_dir, &steps, &n))) return st;
-    for (int32_t i = 0; i + o->keep_checkpoint_max < n; i++) {
-        ckpt_path(path, sizeof path, o->model_dir, steps[i]);
+    if ((st = ckpt_list(dir, &steps, &n))) return st;
+    for (int32_t i = 0; i + keep < n; i++) {
+        ckpt_path(path, sizeof path, dir, steps[i]);
         unlink(path);
     }
     sy_free(steps);
     return SY_OK;
+}
+
+sy_status checkpoint_save(sy_model *m, const sy_fit_options *o, const fit_position *p) {
+    if (!o->model_dir) return SY_OK;
+    ckpt_owner w = ckpt_owner_of(m, "fit");
+    return ckpt_dir_save(&w, o->model_dir, o->keep_checkpoint_max, p);
 }
 
 /* ---- loading ------------------------------------------------------------------------ */
@@ -249,13 +272,29 @@ static bool position_of(const json_t *j, const sy_model *m, fit_position *p) {
     return p->epoch >= 0 && p->step >= 0 && p->sums.seen >= 0 && p->pass >= 0 && p->pos >= 0 && p->consumed >= 0;
 }
 
-/* Check the manifest against m and, only if all of it fits, copy the
- * variables in and set the step count. */
-static sy_status restore(sy_model *m, const char *path, const json_t *man, const uint8_t *data, size_t data_size,
-                         fit_position *p) {
-    char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX], layer[LAYER_NAME_MAX], theirs[1024];
+/* A variable's place in refusals: "layer 'dense' (Dense) weight 'dense/kernel'" for fit's model,
+ * "variable 'dense/kernel'" for an estimator's store. */
+static const char *var_place(const ckpt_owner *o, const char *var, bool slot, char *buf, size_t size) {
+    if (!o->m) {
+        snprintf(buf, size, "%s '%s'", slot ? "optimizer slot" : "variable", var);
+        return buf;
+    }
+    char layer[LAYER_NAME_MAX];
+    layer_of(o->m, var, layer, sizeof layer);
+    snprintf(buf, size, "layer '%s' (%s) %s '%s'", layer, class_of(o->m, layer), slot ? "optimizer slot" : "weight",
+             var);
+    return buf;
+}
+
+/* Check the manifest against the owner's variables and, only if all of it
+ * fits, copy the variables in and set the step count. p: fit's position
+ * (only with o->m). */
+static sy_status restore(const ckpt_owner *o, const char *path, const json_t *man, const uint8_t *data,
+                         size_t data_size, fit_position *p) {
+    char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX], layer[LAYER_NAME_MAX], theirs[1024], place[2 * LAYER_NAME_MAX + 512];
     const json_t *vars = json_object_get(man, "variables"), *layers = json_object_get(man, "layers");
     const char *format = json_string_value(json_object_get(man, "format"));
+    sy_model *m = o->m;
     uint64_t seed;
     json_t *step = json_object_get(man, "global_step");
     if (!format || strcmp(format, FORMAT) != 0 || json_integer_value(json_object_get(man, "version")) != 1 ||
@@ -264,41 +303,47 @@ static sy_status restore(sy_model *m, const char *path, const json_t *man, const
         return sy_error(SY_ERR_CORRUPT, "checkpoint '%s': its manifest is not a version 1 systolic checkpoint's", path);
     layers_str(layers, theirs, sizeof theirs);
     const char *model = str_or(json_string_value(json_object_get(man, "model")));
+    char whose[1200]; /* "('mnist': conv2d (Conv2D), ...)", or "('mnist')" for a model without layers */
+    snprintf(whose, sizeof whose, "('%s'%s%s)", model, *theirs ? ": " : "", theirs);
     /* every variable of this model, in the checkpoint with its shape */
-    for (int32_t i = 0; i < sy_vars_count(m->vars); i++) {
-        const char *name = sy_vars_name(m->vars, i);
-        sy_shape want = sy_vars_shape(m->vars, i), got;
+    for (int32_t i = 0; i < sy_vars_count(o->vars); i++) {
+        const char *name = sy_vars_name(o->vars, i);
+        sy_shape want = sy_vars_shape(o->vars, i), got;
         const json_t *v = NULL;
         for (size_t k = 0; k < json_array_size(vars) && !v; k++) {
             const char *n = json_string_value(json_object_get(json_array_get(vars, k), "name"));
             if (n && strcmp(n, name) == 0) v = json_array_get(vars, k);
         }
-        layer_of(m, name, layer, sizeof layer);
-        bool slot = m->vars->vars[i].kind == SY_VAR_SLOT;
+        bool slot = o->vars->vars[i].kind == SY_VAR_SLOT;
         if (!v) {
             if (slot)
                 return sy_error(SY_ERR_INVALID_ARGUMENT,
                                 "checkpoint '%s' was written with the optimizer %s, which keeps no '%s'; this model "
                                 "trains with %s: compile it with %s to resume",
-                                path, json_string_value(json_object_get(man, "optimizer")), name, optimizer_name(m),
+                                path, json_string_value(json_object_get(man, "optimizer")), name, o->optimizer,
                                 json_string_value(json_object_get(man, "optimizer")));
+            if (!m)
+                return sy_error(SY_ERR_SHAPE,
+                                "checkpoint '%s' is of another model %s: it has no variable '%s', which this "
+                                "model_fn's graph has, %s",
+                                path, whose, name, sy_shape_format(&want, a, sizeof a));
+            layer_of(m, name, layer, sizeof layer);
             return sy_error(SY_ERR_SHAPE,
-                            "checkpoint '%s' is of another model ('%s': %s): it has no weight '%s' for layer '%s' "
+                            "checkpoint '%s' is of another model %s: it has no weight '%s' for layer '%s' "
                             "(%s), which expects %s",
-                            path, model, theirs, name, layer, class_of(m, layer), sy_shape_format(&want, a, sizeof a));
+                            path, whose, name, layer, class_of(m, layer), sy_shape_format(&want, a, sizeof a));
         }
         const char *dt = json_string_value(json_object_get(v, "dtype"));
         json_t *off = json_object_get(v, "offset");
         if (!shape_of_json(json_object_get(v, "shape"), &got) || !dt || !json_is_integer(off) || json_integer_value(off) < 0)
             return sy_error(SY_ERR_CORRUPT, "checkpoint '%s': variable '%s' has no valid shape, dtype or offset", path, name);
-        if (!sy_shape_equal(&want, &got) || strcmp(dt, sy_dtype_name(sy_vars_dtype(m->vars, i))) != 0)
-            return sy_error(SY_ERR_SHAPE,
-                            "checkpoint '%s' is of another model ('%s': %s): layer '%s' (%s) %s '%s' expects %s %s but "
-                            "the checkpoint holds %s %s",
-                            path, model, theirs, layer, class_of(m, layer), slot ? "optimizer slot" : "weight", name,
-                            sy_dtype_name(sy_vars_dtype(m->vars, i)), sy_shape_format(&want, a, sizeof a), dt,
+        if (!sy_shape_equal(&want, &got) || strcmp(dt, sy_dtype_name(sy_vars_dtype(o->vars, i))) != 0)
+            return sy_error(SY_ERR_SHAPE, "checkpoint '%s' is of another model %s: %s expects %s %s but the checkpoint "
+                            "holds %s %s",
+                            path, whose, var_place(o, name, slot, place, sizeof place),
+                            sy_dtype_name(sy_vars_dtype(o->vars, i)), sy_shape_format(&want, a, sizeof a), dt,
                             sy_shape_format(&got, b, sizeof b));
-        size_t bytes = (size_t)sy_shape_count(&got) * sy_dtype_size(sy_vars_dtype(m->vars, i));
+        size_t bytes = (size_t)sy_shape_count(&got) * sy_dtype_size(sy_vars_dtype(o->vars, i));
         if ((uint64_t)json_integer_value(off) > data_size || bytes > data_size - (size_t)json_integer_value(off))
             return sy_error(SY_ERR_CORRUPT, "checkpoint '%s': variable '%s' lies past the end of its data (%zu bytes)",
                             path, name, data_size);
@@ -307,49 +352,56 @@ static sy_status restore(sy_model *m, const char *path, const json_t *man, const
     for (size_t k = 0; k < json_array_size(vars); k++) {
         const char *n = json_string_value(json_object_get(json_array_get(vars, k), "name"));
         if (!n) return sy_error(SY_ERR_CORRUPT, "checkpoint '%s': variable %zu has no name", path, k);
-        if (sy_vars_find(m->vars, n) < 0) {
+        if (sy_vars_find(o->vars, n) < 0) {
             sy_shape got;
             shape_of_json(json_object_get(json_array_get(vars, k), "shape"), &got);
+            if (!m)
+                return sy_error(SY_ERR_SHAPE,
+                                "checkpoint '%s' is of another model %s: it holds '%s' %s, which this model_fn's "
+                                "graph does not have",
+                                path, whose, n, sy_shape_format(&got, a, sizeof a));
             return sy_error(SY_ERR_SHAPE,
-                            "checkpoint '%s' is of another model ('%s': %s): it holds '%s' %s, which model '%s' (%lld "
+                            "checkpoint '%s' is of another model %s: it holds '%s' %s, which model '%s' (%lld "
                             "layers) does not have",
-                            path, model, theirs, n, sy_shape_format(&got, a, sizeof a), m->name, (long long)m->n_layers);
+                            path, whose, n, sy_shape_format(&got, a, sizeof a), m->name, (long long)m->n_layers);
         }
     }
-    if (seed != m->seed)
+    /* an estimator's seed decides its dropout masks only, and TensorFlow restores whatever
+     * tf_random_seed says: only fit's model is held to its seed */
+    if (m && seed != m->seed)
         return sy_error(SY_ERR_INVALID_ARGUMENT,
                         "checkpoint '%s' was written by a model seeded %" PRIu64 " (its dropout streams follow the seed); "
                         "this model's seed is %" PRIu64 ": resume with seed %" PRIu64,
                         path, seed, m->seed, seed);
-    if (!position_of(json_object_get(man, "position"), m, p))
+    if (m && !position_of(json_object_get(man, "position"), m, p))
         return sy_error(SY_ERR_CORRUPT, "checkpoint '%s': its training position is missing or malformed", path);
     /* the learning rate (absent from checkpoints written before it was kept: the compiled rate
      * stays) */
-    const json_t *lr = json_object_get(man, "learning_rate");
+    const json_t *lr = m ? json_object_get(man, "learning_rate") : NULL;
     if (lr &&
         (!json_is_number(lr) || !(json_number_value(lr) >= 0) || isinf(json_number_value(lr))))
         return sy_error(SY_ERR_CORRUPT,
                         "checkpoint '%s': its learning_rate is not a finite number >= 0", path);
     /* all checked: now change the model */
-    for (int32_t i = 0; i < sy_vars_count(m->vars); i++) {
-        const char *name = sy_vars_name(m->vars, i);
+    for (int32_t i = 0; i < sy_vars_count(o->vars); i++) {
+        const char *name = sy_vars_name(o->vars, i);
         for (size_t k = 0; k < json_array_size(vars); k++) {
             const json_t *v = json_array_get(vars, k);
             if (strcmp(json_string_value(json_object_get(v, "name")), name) != 0) continue;
-            sy_shape s = sy_vars_shape(m->vars, i);
-            memcpy(sy_vars_data(m->vars, i), data + json_integer_value(json_object_get(v, "offset")),
-                   (size_t)sy_shape_count(&s) * sy_dtype_size(sy_vars_dtype(m->vars, i)));
+            sy_shape s = sy_vars_shape(o->vars, i);
+            memcpy(sy_vars_data(o->vars, i), data + json_integer_value(json_object_get(v, "offset")),
+                   (size_t)sy_shape_count(&s) * sy_dtype_size(sy_vars_dtype(o->vars, i)));
             break;
         }
     }
-    m->vars->iterations = json_integer_value(step);
+    o->vars->iterations = json_integer_value(step);
     /* after the step count: with a schedule the rate set holds until the next step computes the
      * schedule's, as Keras's restored _current_learning_rate */
     if (lr && m->compiled) return sy_model_set_learning_rate(m, json_number_value(lr));
     return SY_OK;
 }
 
-sy_status checkpoint_load_bytes(sy_model *m, const uint8_t *buf, size_t n, const char *what, fit_position *p) {
+static sy_status load_bytes(const ckpt_owner *o, const uint8_t *buf, size_t n, const char *what, fit_position *p) {
     char *text;
     const uint8_t *data;
     size_t data_size;
@@ -361,66 +413,126 @@ sy_status checkpoint_load_bytes(sy_model *m, const uint8_t *buf, size_t n, const
         st = sy_error(SY_ERR_CORRUPT, "checkpoint '%s': its manifest is not JSON (line %d, column %d: %s)", what, err.line,
                       err.column, err.text);
     else
-        st = restore(m, what, man, data, data_size, p);
+        st = restore(o, what, man, data, data_size, p);
     json_decref(man);
     sy_free(text);
     return st;
 }
 
-sy_status checkpoint_load(sy_model *m, const char *path, fit_position *p) {
+static sy_status load_file(const ckpt_owner *o, const char *path, fit_position *p) {
     uint8_t *file;
     size_t size;
     sy_status st = io_read_file(path, &file, &size);
     if (st) return st;
-    st = checkpoint_load_bytes(m, file, size, path, p);
+    st = load_bytes(o, file, size, path, p);
     sy_free(file);
     return st;
 }
 
-/* Resume from the newest checkpoint in o->model_dir (steps[0..n), ascending)
- * that is not damaged: the damaged newer ones (SY_ERR_CORRUPT) are skipped,
- * each with a warning, and once one loads they are renamed "*.damaged", out
- * of the listing, so that keep_checkpoint_max does not keep them in place
- * of this run's. Any other refusal (another model, optimizer or seed; a
- * file that cannot be read) stops the resume: the directory is not this
- * model's, and an older checkpoint would hide that. */
-static sy_status resume_newest_valid(sy_model *m, const sy_fit_options *o, const int64_t *steps, int32_t n,
-                                     fit_position *p) {
+sy_status checkpoint_load_bytes(sy_model *m, const uint8_t *buf, size_t n, const char *what, fit_position *p) {
+    ckpt_owner o = ckpt_owner_of(m, "fit");
+    return load_bytes(&o, buf, n, what, p);
+}
+
+sy_status checkpoint_load(sy_model *m, const char *path, fit_position *p) {
+    ckpt_owner o = ckpt_owner_of(m, "fit");
+    return load_file(&o, path, p);
+}
+
+/* Load the newest checkpoint in dir (steps[0..n), ascending) that is not
+ * damaged: the damaged newer ones (SY_ERR_CORRUPT) are skipped, each with a
+ * warning, and -- by a run holding the lock (rename) -- once one loads they
+ * are renamed "*.damaged", out of the listing, so that keep_checkpoint_max
+ * does not keep them in place of this run's. Any other refusal (another
+ * model, optimizer or seed; a file that cannot be read) stops: the
+ * directory is not this model's, and an older checkpoint would hide that.
+ * *loaded: the index in steps of the one loaded. */
+static sy_status load_newest_valid(const ckpt_owner *o, const char *dir, const int64_t *steps, int32_t n, bool rename_damaged,
+                                   fit_position *p, int32_t *loaded) {
     char path[4096], why[2048], skipped[1536] = "";
     size_t at = 0;
     int32_t i = n - 1;
     sy_status st = SY_OK;
     for (; i >= 0; i--) {
-        ckpt_path(path, sizeof path, o->model_dir, steps[i]);
-        if ((st = checkpoint_load(m, path, p)) != SY_ERR_CORRUPT) break;
+        ckpt_path(path, sizeof path, dir, steps[i]);
+        if ((st = load_file(o, path, p)) != SY_ERR_CORRUPT) break;
         snprintf(why, sizeof why, "%s", sy_last_error());
-        sy_log(SY_LOG_WARNING, "fit: resume skips the damaged checkpoint '%s': %s", path, why);
+        sy_log(SY_LOG_WARNING, "%s: %s the damaged checkpoint '%s': %s", o->what, o->m ? "resume skips" : "skipping",
+               path, why);
         if (at < sizeof skipped) {
             int k = snprintf(skipped + at, sizeof skipped - at, "%s%s", at ? "; " : "", why);
             if (k > 0) at += (size_t)k;
         }
     }
     if (i < 0)
-        return sy_error(SY_ERR_CORRUPT, "fit: nothing to resume from in '%s': all %d checkpoints are damaged: %s",
-                        o->model_dir, n, skipped);
+        return sy_error(SY_ERR_CORRUPT, "%s: nothing to %s from in '%s': all %d checkpoints are damaged: %s", o->what,
+                        o->m ? "resume" : "restore", dir, n, skipped);
     if (st) return st;
-    for (int32_t k = i + 1; k < n; k++) {
+    *loaded = i;
+    for (int32_t k = i + 1; rename_damaged && k < n; k++) {
         char from[4096], to[4200];
-        ckpt_path(from, sizeof from, o->model_dir, steps[k]);
+        ckpt_path(from, sizeof from, dir, steps[k]);
         snprintf(to, sizeof to, "%s.damaged", from);
         if (rename(from, to) != 0)
-            return sy_error(SY_ERR_IO, "fit: cannot move the damaged checkpoint '%s' aside to '%s': %s", from, to,
-                            strerror(errno));
+            return sy_error(SY_ERR_IO, "%s: cannot move the damaged checkpoint '%s' aside to '%s': %s", o->what, from,
+                            to, strerror(errno));
     }
-    if (i < n - 1)
+    ckpt_path(path, sizeof path, dir, steps[i]);
+    if (i < n - 1 && o->m)
         sy_log(SY_LOG_WARNING,
-               "fit: resumed from '%s' (epoch %d, step %lld), the newest valid checkpoint; the %d "
+               "%s: resumed from '%s' (epoch %d, step %lld), the newest valid checkpoint; the %d "
                "newer, damaged, "
                "renamed '<name>.damaged'",
-               path, p->epoch + 1, (long long)p->step, n - 1 - i);
-    else
-        sy_log(SY_LOG_INFO, "fit: resumed from '%s': epoch %d, step %lld", path, p->epoch + 1, (long long)p->step);
+               o->what, path, p->epoch + 1, (long long)p->step, n - 1 - i);
+    else if (i < n - 1)
+        sy_log(SY_LOG_WARNING, "%s: restored '%s', the newest valid checkpoint; the %d newer are damaged%s", o->what,
+               path, n - 1 - i, rename_damaged ? ", renamed '<name>.damaged'" : "");
+    else if (o->m)
+        sy_log(SY_LOG_INFO, "%s: resumed from '%s': epoch %d, step %lld", o->what, path, p->epoch + 1, (long long)p->step);
     return SY_OK;
+}
+
+sy_status ckpt_dir_begin(const ckpt_owner *o, const char *dir, bool resume, fit_position *p, int64_t *step, int *lock) {
+    *step = -1;
+    *lock = -1;
+    sy_status st = io_make_dirs(dir);
+    if (!st) st = ckpt_lock(dir, lock);
+    if (st) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", sy_last_error());
+        if (st == SY_ERR_STATE) return sy_error(st, "%s: %s; wait for it to end, or give another model_dir", o->what, msg);
+        return sy_error(st, "%s: model_dir: %s", o->what, msg);
+    }
+    /* the directory is this run's now: what a killed writer left can go */
+    ckpt_remove_temporaries(dir);
+    int64_t *steps;
+    int32_t n, at;
+    if ((st = ckpt_list(dir, &steps, &n))) return st;
+    if (n == 0) {
+        if (resume && o->m) sy_log(SY_LOG_INFO, "%s: no checkpoint in '%s' yet: training from the start", o->what, dir);
+    } else if (!resume) {
+        char path[4096];
+        ckpt_path(path, sizeof path, dir, steps[n - 1]);
+        st = sy_error(SY_ERR_INVALID_ARGUMENT,
+                      "%s: the model directory '%s' already holds checkpoints (the newest: '%s'); "
+                      "resume from it, "
+                      "or give an empty or new directory",
+                      o->what, dir, path);
+    } else if (!(st = load_newest_valid(o, dir, steps, n, true, p, &at))) {
+        *step = steps[at];
+    }
+    sy_free(steps);
+    return st;
+}
+
+sy_status ckpt_dir_load_newest(const ckpt_owner *o, const char *dir, int64_t *step) {
+    *step = -1;
+    int64_t *steps;
+    int32_t n, at;
+    sy_status st = ckpt_list(dir, &steps, &n);
+    if (!st && n > 0 && !(st = load_newest_valid(o, dir, steps, n, false, NULL, &at))) *step = steps[at];
+    sy_free(steps);
+    return st;
 }
 
 sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p, bool *resumed, int *lock) {
@@ -436,33 +548,10 @@ sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p
         return sy_error(SY_ERR_INVALID_ARGUMENT,
                         "fit: save_checkpoints_steps (%lld) must be >= 0 and keep_checkpoint_max (%d) >= 1",
                         (long long)o->save_checkpoints_steps, o->keep_checkpoint_max);
-    sy_status st = io_make_dirs(o->model_dir);
-    if (!st) st = ckpt_lock(o->model_dir, lock);
-    if (st) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", sy_last_error());
-        if (st == SY_ERR_STATE) return sy_error(st, "fit: %s; wait for it to end, or give another model_dir", msg);
-        return sy_error(st, "fit: model_dir: %s", msg);
-    }
-    /* the directory is this run's now: what a killed writer left can go */
-    ckpt_remove_temporaries(o->model_dir);
-    int64_t *steps;
-    int32_t n;
-    if ((st = ckpt_list(o->model_dir, &steps, &n))) return st;
-    if (n == 0) {
-        if (o->resume) sy_log(SY_LOG_INFO, "fit: no checkpoint in '%s' yet: training from the start", o->model_dir);
-    } else if (!o->resume) {
-        char path[4096];
-        ckpt_path(path, sizeof path, o->model_dir, steps[n - 1]);
-        st = sy_error(SY_ERR_INVALID_ARGUMENT,
-                      "fit: the model directory '%s' already holds checkpoints (the newest: '%s'); "
-                      "resume from it, "
-                      "or give an empty or new directory",
-                      o->model_dir, path);
-    } else if (!(st = resume_newest_valid(m, o, steps, n, p))) {
-        *resumed = true;
-    }
-    sy_free(steps);
+    ckpt_owner w = ckpt_owner_of(m, "fit");
+    int64_t step;
+    sy_status st = ckpt_dir_begin(&w, o->model_dir, o->resume, p, &step, lock);
+    *resumed = !st && step >= 0;
     return st;
 }
 
