@@ -221,6 +221,16 @@ void flags_help(FILE *out, const flag *flags, int n_flags);
  * library error about what the user typed becomes a usage error. */
 int flag_refused(const char *command, const char *flag_name);
 
+/* issue 20, ranks (main.c): once an "mpi" spec is resolved, every rank but
+ * the chief runs silent (stdout to /dev/null, the library's warnings
+ * dropped); call after each resolve. cli_reports: whether this rank prints
+ * the last error -- the chief always, another rank unless every rank has
+ * it (sy_cluster_error_shared). */
+void cli_joined(void);
+bool cli_reports(void);
+/* The library's log as the command prints it: warnings and errors, on the chief alone once joined. */
+void cli_log_reset(void);
+
 /* The commands (train.c). */
 int cmd_train(int argc, char **argv);
 int cmd_evaluate(int argc, char **argv);

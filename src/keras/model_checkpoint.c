@@ -28,6 +28,12 @@
  * resume whose newest checkpoints are damaged (truncated, a bad CRC, a bad
  * manifest) goes on from the newest valid one, saying which it skipped and
  * why; a checkpoint of another model is never skipped, but refused.
+ *
+ * issue 20, several hosts: the chief (host 0) alone takes the lock, writes
+ * the checkpoints and looks for one to resume from; then it sends that
+ * checkpoint's bytes to every other host, which loads the same bytes (the
+ * hosts need no shared file system). Every host learns whether the chief's
+ * write or resume failed (strategy_agree), so all stop together.
  */
 #include "keras_internal.h"
 
@@ -99,10 +105,10 @@ static json_t *manifest_new(const sy_model *m, const fit_position *p) {
     }
     json_object_set_new(pos, "stream", json_pack("{s:o, s:I, s:I}", "seed", u64_json(p->stream_seed), "pass",
                                                  (json_int_t)p->pass, "pos", (json_int_t)p->pos));
-    json_object_set_new(pos, "dataset", json_pack("{s:b, s:I, s:o, s:o}", "iterator_open", p->iter_open, "consumed",
+    json_object_set_new(pos, "dataset", json_pack("{s:b, s:I, s:o, s:o, s:i}", "iterator_open", p->iter_open, "consumed",
                                                   (json_int_t)p->consumed, "rng_at_open",
                                                   u64_array(p->rng_open, p->n_rng), "rng",
-                                                  u64_array(p->rng_now, p->n_rng)));
+                                                  u64_array(p->rng_now, p->n_rng), "hosts", p->hosts));
     /* Keras's optimizer.learning_rate variable, which its checkpoints (BackupAndRestore's) hold: a
      * rate that ReduceLROnPlateau or LearningRateScheduler set resumes with the run. A float32,
      * exact as a double. */
@@ -113,8 +119,7 @@ static json_t *manifest_new(const sy_model *m, const fit_position *p) {
                      "variables", vars, "position", pos);
 }
 
-sy_status checkpoint_save(sy_model *m, const sy_fit_options *o, const fit_position *p) {
-    if (!o->model_dir) return SY_OK;
+static sy_status save(sy_model *m, const sy_fit_options *o, const fit_position *p) {
     char path[4096];
     int64_t step = sy_vars_iterations(m->vars);
     ckpt_path(path, sizeof path, o->model_dir, step);
@@ -152,6 +157,11 @@ sy_status checkpoint_save(sy_model *m, const sy_fit_options *o, const fit_positi
     }
     sy_free(steps);
     return SY_OK;
+}
+
+sy_status checkpoint_save(sy_model *m, const sy_fit_options *o, const fit_position *p) {
+    if (!o->model_dir) return SY_OK;
+    return strategy_agree(m->strategy, model_chief(m) ? save(m, o, p) : SY_OK); /* issue 20: one writer */
 }
 
 /* ---- loading ------------------------------------------------------------------------ */
@@ -246,6 +256,11 @@ static bool position_of(const json_t *j, const sy_model *m, fit_position *p) {
     p->iter_open = json_is_true(json_object_get(ds, "iterator_open"));
     p->consumed = json_integer_value(json_object_get(ds, "consumed"));
     p->n_rng = n_open;
+    /* issue 20: absent in checkpoints from before it, all of one host's */
+    json_t *hosts = json_object_get(ds, "hosts");
+    if (hosts && !json_is_integer(hosts)) return false;
+    p->hosts = hosts ? (int32_t)json_integer_value(hosts) : 1;
+    if (p->hosts < 1) return false;
     return p->epoch >= 0 && p->step >= 0 && p->sums.seen >= 0 && p->pass >= 0 && p->pos >= 0 && p->consumed >= 0;
 }
 
@@ -385,13 +400,13 @@ sy_status checkpoint_load(sy_model *m, const char *path, fit_position *p) {
  * file that cannot be read) stops the resume: the directory is not this
  * model's, and an older checkpoint would hide that. */
 static sy_status resume_newest_valid(sy_model *m, const sy_fit_options *o, const int64_t *steps, int32_t n,
-                                     fit_position *p) {
-    char path[4096], why[2048], skipped[1536] = "";
+                                     fit_position *p, char *path) {
+    char why[2048], skipped[1536] = "";
     size_t at = 0;
     int32_t i = n - 1;
     sy_status st = SY_OK;
     for (; i >= 0; i--) {
-        ckpt_path(path, sizeof path, o->model_dir, steps[i]);
+        ckpt_path(path, 4096, o->model_dir, steps[i]);
         if ((st = checkpoint_load(m, path, p)) != SY_ERR_CORRUPT) break;
         snprintf(why, sizeof why, "%s", sy_last_error());
         sy_log(SY_LOG_WARNING, "fit: resume skips the damaged checkpoint '%s': %s", path, why);
@@ -423,19 +438,9 @@ static sy_status resume_newest_valid(sy_model *m, const sy_fit_options *o, const
     return SY_OK;
 }
 
-sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p, bool *resumed, int *lock) {
-    *resumed = false;
-    *lock = -1;
-    if (!o->model_dir) {
-        if (o->resume || o->save_checkpoints_steps)
-            return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: %s needs a model_dir to %s checkpoints",
-                            o->resume ? "resume" : "save_checkpoints_steps", o->resume ? "resume from" : "write");
-        return SY_OK;
-    }
-    if (o->save_checkpoints_steps < 0 || o->keep_checkpoint_max < 1)
-        return sy_error(SY_ERR_INVALID_ARGUMENT,
-                        "fit: save_checkpoints_steps (%lld) must be >= 0 and keep_checkpoint_max (%d) >= 1",
-                        (long long)o->save_checkpoints_steps, o->keep_checkpoint_max);
+/* checkpoint_begin's work in this process; the checkpoint loaded, if any, named in path (4096). */
+static sy_status begin_here(sy_model *m, const sy_fit_options *o, fit_position *p, bool *resumed, int *lock,
+                            char *path) {
     sy_status st = io_make_dirs(o->model_dir);
     if (!st) st = ckpt_lock(o->model_dir, lock);
     if (st) {
@@ -452,18 +457,66 @@ sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p
     if (n == 0) {
         if (o->resume) sy_log(SY_LOG_INFO, "fit: no checkpoint in '%s' yet: training from the start", o->model_dir);
     } else if (!o->resume) {
-        char path[4096];
-        ckpt_path(path, sizeof path, o->model_dir, steps[n - 1]);
+        char newest[4096];
+        ckpt_path(newest, sizeof newest, o->model_dir, steps[n - 1]);
         st = sy_error(SY_ERR_INVALID_ARGUMENT,
                       "fit: the model directory '%s' already holds checkpoints (the newest: '%s'); "
                       "resume from it, "
                       "or give an empty or new directory",
-                      o->model_dir, path);
-    } else if (!(st = resume_newest_valid(m, o, steps, n, p))) {
+                      o->model_dir, newest);
+    } else if (!(st = resume_newest_valid(m, o, steps, n, p, path))) {
         *resumed = true;
     }
     sy_free(steps);
     return st;
+}
+
+/* issue 20: the chief's outcome on every host: whether it resumed, and
+ * from which checkpoint, whose bytes each host loads as the chief did. */
+static sy_status begin_hosts(sy_model *m, const sy_fit_options *o, fit_position *p, bool *resumed, int *lock) {
+    struct {
+        int64_t size;
+        char path[4096];
+    } head;
+    memset(&head, 0, sizeof head);
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    sy_status st = SY_OK;
+    if (model_chief(m)) {
+        st = begin_here(m, o, p, resumed, lock, head.path);
+        if (!st && *resumed) st = io_read_file(head.path, &bytes, &size);
+        head.size = (int64_t)size;
+    }
+    st = strategy_agree(m->strategy, st);
+    if (!st) st = strategy_bcast(m->strategy, &head, sizeof head, "fit: resuming: sending the checkpoint");
+    if (!st && !model_chief(m) && head.size > 0 && !(bytes = sy_malloc((size_t)head.size)))
+        st = sy_error(SY_ERR_OUT_OF_MEMORY, "fit: resuming: out of memory for '%s' (%lld bytes)", head.path,
+                      (long long)head.size);
+    st = strategy_agree(m->strategy, st);
+    if (!st) st = strategy_bcast(m->strategy, bytes, head.size, "fit: resuming: sending the checkpoint");
+    if (!st && !model_chief(m) && head.size > 0) {
+        st = checkpoint_load_bytes(m, bytes, (size_t)head.size, head.path, p);
+        *resumed = st == SY_OK;
+    }
+    sy_free(bytes);
+    return strategy_agree(m->strategy, st);
+}
+
+sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p, bool *resumed, int *lock) {
+    *resumed = false;
+    *lock = -1;
+    if (!o->model_dir) {
+        if (o->resume || o->save_checkpoints_steps)
+            return sy_error(SY_ERR_INVALID_ARGUMENT, "fit: %s needs a model_dir to %s checkpoints",
+                            o->resume ? "resume" : "save_checkpoints_steps", o->resume ? "resume from" : "write");
+        return SY_OK;
+    }
+    if (o->save_checkpoints_steps < 0 || o->keep_checkpoint_max < 1)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "fit: save_checkpoints_steps (%lld) must be >= 0 and keep_checkpoint_max (%d) >= 1",
+                        (long long)o->save_checkpoints_steps, o->keep_checkpoint_max);
+    char path[4096];
+    return model_hosts(m) > 1 ? begin_hosts(m, o, p, resumed, lock) : begin_here(m, o, p, resumed, lock, path);
 }
 
 void checkpoint_end(int lock) {
