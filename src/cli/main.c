@@ -132,9 +132,8 @@ static int cmd_devices(int argc, char **argv) {
     if (rc) return rc;
     sy_cluster *c;
     if (sy_cluster_resolve(tpu, &c)) {
-        sy_status st = sy_cluster_size() > 1 ? SY_ERR_STATE : SY_OK; /* joined: not a usage error */
-        if (st == SY_OK) return flag_refused("devices", tpu && *tpu ? "--tpu" : "--tpu (from $SYSTOLIC_TPU)");
-        if (cli_reports()) fprintf(stderr, "systolic devices: --tpu: %s\n", sy_last_error());
+        if (sy_cluster_size() < 2) return flag_refused("devices", tpu && *tpu ? "--tpu" : "--tpu (from $SYSTOLIC_TPU)");
+        if (cli_reports()) fprintf(stderr, "systolic devices: --tpu: %s\n", sy_last_error()); /* joined, then refused */
         return 1;
     }
     cli_joined();

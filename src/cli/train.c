@@ -382,6 +382,8 @@ static int parse_file_model(const command_spec *c, const char *path, const run_o
     return -1;
 }
 
+static int fail(const char *command, const char *what);
+
 /* The flags whose values are names the library looks up -- --optimizer,
  * --tpu, --data, --data-compression and --features -- checked before anything is
  * loaded, so that a mistake in one is a usage error (exit status 2) that
@@ -390,9 +392,12 @@ static int check_names(const command_spec *c, run_opts *o) {
     sy_optimizer opt;
     if (o->optimizer_set && sy_optimizer_from_name(o->optimizer, &opt)) return flag_refused(c->name, "--optimizer");
     sy_cluster *cluster;
-    if (sy_cluster_resolve(o->tpu, &cluster))
+    if (sy_cluster_resolve(o->tpu, &cluster)) {
+        if (sy_cluster_size() > 1) return fail(c->name, "--tpu"); /* issue 20: joined, then refused (builds) */
         return flag_refused(c->name, o->tpu && *o->tpu ? "--tpu" : "--tpu (from $SYSTOLIC_TPU)");
+    }
     sy_cluster_free(cluster);
+    cli_joined(); /* issue 20: from here the chief alone prints */
     sy_compression compression;
     if (o->data_compression && sy_compression_from_name(o->data_compression, &compression))
         return flag_refused(c->name, "--data-compression");
@@ -852,12 +857,20 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
         if (!st)
             st = records_datasets(b, m, o->data, o->features ? &spec : NULL, &to, o->batch_size,
                                   o->steps_per_epoch, (uint64_t)o->seed, &parse, &train, &val);
+        st = strategy_agree(m->strategy, st); /* issue 20: every rank goes on, or none */
         if (!st) st = sy_model_fit_dataset(m, train, val, &fo, &h);
         sy_dataset_free(train);
         sy_dataset_free(val);
     } else if (b->pipeline) { /* the tutorial's own tf.data pipeline */
         sy_dataset *train = NULL, *val = NULL;
-        st = b->pipeline(d, o->batch_size, (uint64_t)o->seed, &train, &val);
+        int32_t hosts = sy_strategy_hosts(m->strategy); /* issue 20: each host its shard */
+        st = hosts > 1 && o->batch_size % sy_strategy_num_replicas_in_sync(m->strategy)
+                 ? sy_error(SY_ERR_INVALID_ARGUMENT,
+                            "--batch-size %lld does not divide among the %d replicas in sync on %d hosts",
+                            (long long)o->batch_size, sy_strategy_num_replicas_in_sync(m->strategy), hosts)
+                 : b->pipeline(d, cli_host_batch(m, o->batch_size, true), cli_host_batch(m, o->batch_size, false),
+                               (uint64_t)o->seed, hosts, sy_strategy_host(m->strategy), &train, &val);
+        st = strategy_agree(m->strategy, st); /* issue 20: every rank goes on, or none */
         fo.x_val = fo.y_val = NULL;
         if (!st) st = sy_model_fit_dataset(m, train, val, &fo, &h);
         sy_dataset_free(train);
@@ -909,9 +922,9 @@ static sy_status records_for(const builtin_model *b, const sy_model *m, const ru
     to.skip_corrupt = o->skip_corrupt;
     *spec = o->spec;
     sy_status st = o->data_compression ? sy_compression_from_name(o->data_compression, &to.compression) : SY_OK;
-    return st ? st
-              : records_eval_dataset(b, m, o->data, o->features ? spec : NULL, &to, o->batch_size,
-                                     with_label, parse, out);
+    if (!st)
+        st = records_eval_dataset(b, m, o->data, o->features ? spec : NULL, &to, o->batch_size, with_label, parse, out);
+    return strategy_agree(m->strategy, st); /* issue 20: every rank goes on, or none */
 }
 
 static int evaluate_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,

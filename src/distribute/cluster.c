@@ -145,11 +145,10 @@ static sy_status resolve_mpi(const char *spec, const char *from, sy_cluster **ou
     if (!mpi_built_in())
         return sy_error(
             SY_ERR_UNSUPPORTED,
-            "device spec '%s'%s: MPI is not built in: Open MPI was not found when this build was "
-            "configured (install libopenmpi-dev and openmpi-bin, e.g. make deps, and configure "
-            "again); "
-            "on one host use local or cpu:N",
-            spec, from);
+            "device spec '%s'%s: MPI is not built in: this build was configured without Open MPI (not "
+                        "found, or -DSY_MPI=OFF); install libopenmpi-dev and openmpi-bin (make deps) and configure "
+                        "again, or on one host use local or cpu:N",
+                        spec, from);
     mpi_host *hosts;
     int32_t rank, size;
     sy_status st = mpi_join(&mine, &hosts, &rank, &size);

@@ -407,11 +407,12 @@ sy_status mpi_agree(sy_status st, int64_t v, int64_t *lo, int64_t *hi) {
     if (lo) *lo = v;
     if (hi) *hi = v;
     if (atomic_load(&w.state) != 1 || w.size < 2) return st;
-    int64_t in[3] = {st ? w.rank : w.size, v, -v}, out[3];
+    /* the lowest failing rank, the least and greatest v, and 0 when every rank failed */
+    int64_t in[4] = {st ? w.rank : w.size, v, -v, st ? 0 : -1}, out[4];
     char mine[1900];
     if (st) snprintf(mine, sizeof mine, "%.1899s", sy_last_error());
     MPI_Request r;
-    if (MPI_Iallreduce(in, out, 3, MPI_INT64_T, MPI_MIN, w.comm, &r) != MPI_SUCCESS)
+    if (MPI_Iallreduce(in, out, 4, MPI_INT64_T, MPI_MIN, w.comm, &r) != MPI_SUCCESS)
         return sy_error(SY_ERR_IO, "MPI: MPI_Iallreduce failed on rank %d", w.rank);
     sy_status ws = wait_all(1, &r, "MPI: agreeing on a step");
     if (ws) return ws;
@@ -431,8 +432,11 @@ sy_status mpi_agree(sy_status st, int64_t v, int64_t *lo, int64_t *hi) {
     if (MPI_Ibcast(&e, (int)sizeof e, MPI_BYTE, from, w.comm, &r) != MPI_SUCCESS)
         return sy_error(SY_ERR_IO, "MPI: MPI_Ibcast failed on rank %d", w.rank);
     if ((ws = wait_all(1, &r, "MPI: hearing of a failure"))) return ws;
-    snprintf(shared_error, sizeof shared_error, "rank %d of %d (host %s): %s", from, w.size,
-             w.hosts[from].name, e.message);
+    if (out[3] == 0) /* every rank failed: the lowest's words, as each would say them */
+        snprintf(shared_error, sizeof shared_error, "%s", e.message);
+    else
+        snprintf(shared_error, sizeof shared_error, "rank %d of %d (host %s): %s", from, w.size,
+                 w.hosts[from].name, e.message);
     return sy_error((sy_status)e.status, "%s", shared_error);
 }
 
