@@ -411,7 +411,7 @@ sy_status sy_model_evaluate_multi(sy_model *m, const sy_tensor *const *x, int32_
     if (!st) st = fit_check_weights(m, "evaluate", o->sample_weight, NULL, 0, fit_samples(x[0])); /* issue 17 */
     float *sw = NULL;
     if (!st) st = fit_sample_weights("evaluate", o->sample_weight, NULL, 0, NULL, fit_samples(x[0]), &sw);
-    if (!st) st = fit_check_hosts(m, "evaluate", o->batch_size, fit_samples(x[0]), NULL); /* issue 20 */
+    if (!st) st = fit_check_hosts(m, "evaluate", o->batch_size, fit_samples(x[0]), x, n_x, y, n_y, NULL); /* issue 20 */
     if (st) {
         sy_free(sw);
         return st;
@@ -451,7 +451,7 @@ sy_status sy_model_predict_multi(sy_model *m, const sy_tensor *const *x, int32_t
     sy_status st = check_predict_outputs(m, out, n_out, "; use sy_model_predict_multi for one tensor per output");
     if (!st) st = check_batch("predict", o->batch_size);
     if (!st) st = fit_check_data(m, "predict", "x", x, n_x, NULL, NULL, 0);
-    if (!st) st = fit_check_hosts(m, "predict", o->batch_size, fit_samples(x[0]), NULL); /* issue 20 */
+    if (!st) st = fit_check_hosts(m, "predict", o->batch_size, fit_samples(x[0]), x, n_x, NULL, 0, NULL); /* issue 20 */
     if (st) return st;
     sy_tensor *t[MODEL_MAX_IO] = {0};
     for (int32_t j = 0; !st && j < n_out; j++) {
@@ -859,7 +859,7 @@ sy_status sy_model_evaluate_dataset(sy_model *m, const sy_dataset *data, const s
         return sy_error(SY_ERR_INVALID_ARGUMENT, "evaluate: steps must be >= 0 (0: all batches), got %lld",
                         (long long)o->steps);
     sy_logs l = {0};
-    sy_status st = fit_check_hosts(m, "evaluate", sy_dataset_component_spec(data, 0).shape.dims[0], -1, NULL);
+    sy_status st = fit_check_hosts(m, "evaluate", sy_dataset_component_spec(data, 0).shape.dims[0], -1, NULL, 0, NULL, 0, NULL);
     if (!st) st = run_over_dataset(m, MODE_EVAL, data, o->steps, o->verbose, o->progress, "", &l, NULL);
     if (st == SY_OK && results) *results = l;
     return st;
@@ -870,7 +870,7 @@ sy_status sy_model_predict_dataset_multi(sy_model *m, const sy_dataset *data, co
     sy_evaluate_options d = sy_evaluate_options_default();
     if (!o) o = &d;
     sy_status st = check_predict_outputs(m, out, n_out, "; use sy_model_predict_dataset_multi for one tensor per output");
-    if (!st) st = fit_check_hosts(m, "predict", sy_dataset_component_spec(data, 0).shape.dims[0], -1, NULL);
+    if (!st) st = fit_check_hosts(m, "predict", sy_dataset_component_spec(data, 0).shape.dims[0], -1, NULL, 0, NULL, 0, NULL);
     if (st) return st;
     return run_over_dataset(m, MODE_PREDICT, data, 0, o->verbose, o->progress, "", NULL, out);
 }
@@ -1312,7 +1312,7 @@ sy_status sy_model_fit_multi(sy_model *m, const sy_tensor *const *x, int32_t n_x
     fit_feed f = {{sy_malloc((size_t)n * sizeof(int64_t)), n, n, 0, o->shuffle, sy_mix64(m->seed ^ sy_mix64(o->seed + 0x5F1F))},
                   NULL, NULL, NULL, steps, steps, 0, 0, {0}, NULL, model_hosts(m)};
     trip t = {.m = m, .p = p, .x = x, .y = y, .replicas = (int32_t)r};
-    st = fit_check_hosts(m, "fit", batch, n, o); /* issue 20 */
+    st = fit_check_hosts(m, "fit", batch, n, x, n_x, y, n_y, o); /* issue 20 */
     if (!f.s.perm || st || (st = trip_alloc(&t, spe < steps ? spe : steps, batch)) || (st = history_new(&h))) {
         if (!st) st = sy_error(SY_ERR_OUT_OF_MEMORY, "fit: out of memory");
     }
@@ -1391,7 +1391,7 @@ sy_status sy_model_fit_dataset(sy_model *m, const sy_dataset *train, const sy_da
                   o->steps_per_epoch ? o->steps_per_epoch : card >= 0 ? card : 0, 0, 0, {0}, NULL, model_hosts(m)};
     trip t = {.m = m, .p = p, .replicas = model_replicas(m), .batches = sy_calloc((size_t)spe, sizeof(sy_element)),
               .cw = o->class_weight, .n_cw = o->n_class_weight};
-    if (!st) st = fit_check_hosts(m, "fit", batch, -1, o); /* issue 20: hosts' shards may differ in size */
+    if (!st) st = fit_check_hosts(m, "fit", batch, -1, NULL, 0, NULL, 0, o); /* issue 20: hosts' shards may differ in size */
     if (!t.batches || st || (st = trip_alloc(&t, spe, batch / r * t.replicas)) || (st = history_new(&h))) {
         if (!st) st = sy_error(SY_ERR_OUT_OF_MEMORY, "fit: out of memory");
     }

@@ -13,7 +13,8 @@
  * What a run's hosts must have alike is checked here before the first
  * step: the model (its variables' names and shapes, and a hash of their
  * values, which the seed and any loaded weights decide), the optimizer,
- * the loss, the batch size, the data's size and fit's options. Ranks
+ * the loss, the batch size, the data's size (and, for arrays, a hash of
+ * their bytes: each host holds them whole) and fit's options. Ranks
  * started with a different --seed or --batch-size are refused at once,
  * every rank naming the first rank that differs and how, instead of
  * training on gradients that mean nothing or waiting forever in a
@@ -63,8 +64,8 @@ static void field(strategy_field *f, int32_t *n, const char *name, const char *f
     (*n)++;
 }
 
-sy_status fit_check_hosts(sy_model *m, const char *what, int64_t batch, int64_t samples,
-                          const sy_fit_options *o) {
+sy_status fit_check_hosts(sy_model *m, const char *what, int64_t batch, int64_t samples, const sy_tensor *const *x,
+                          int32_t n_x, const sy_tensor *const *y, int32_t n_y, const sy_fit_options *o) {
     if (model_hosts(m) < 2) return SY_OK;
     strategy_field f[16];
     memset(f, 0, sizeof f);
@@ -79,11 +80,10 @@ sy_status fit_check_hosts(sy_model *m, const char *what, int64_t batch, int64_t 
                             (size_t)sy_shape_count(&s) * sy_dtype_size(sy_vars_dtype(m->vars, i)));
     }
     field(f, &n, "model", "'%s' (%lld layers)", m->name, (long long)m->n_layers);
+    field(f, &n, "seed", "%llu", (unsigned long long)m->seed);
     field(f, &n, "variables", "%d, layout %016llx", m->vars ? sy_vars_count(m->vars) : 0,
           (unsigned long long)layout);
-    field(f, &n, "weights", "%016llx (a hash of their values: the seed or the weights loaded)",
-          (unsigned long long)values);
-    field(f, &n, "seed", "%llu", (unsigned long long)m->seed);
+    field(f, &n, "weight hash", "%016llx", (unsigned long long)values);
     const char *opt = sy_optimizer_class_name(m->optimizer.kind);
     field(f, &n, "optimizer", "%s (learning rate %.9g)", opt ? opt : "none",
           (double)m->optimizer.learning_rate);
@@ -91,11 +91,19 @@ sy_status fit_check_hosts(sy_model *m, const char *what, int64_t batch, int64_t 
     field(f, &n, "steps_per_execution", "%d", m->steps_per_execution);
     field(f, &n, "batch_size", "%lld", (long long)batch);
     field(f, &n, "samples", "%lld", (long long)samples);
+    if (n_x + n_y > 0) { /* the same command on another dataset (mnist_cnn and fashion_mnist_cnn) differs here alone */
+        uint64_t data = 0;
+        for (int32_t i = 0; i < n_x + n_y; i++) {
+            const sy_tensor *t = i < n_x ? x[i] : y[i - n_x];
+            if (t) data = hash_bytes(data, sy_tensor_data(t), sy_tensor_bytes(t));
+        }
+        field(f, &n, "data", "%016llx (a hash of the arrays)", (unsigned long long)data);
+    }
     if (o) {
         field(f, &n, "epochs", "%d (from %d)", o->epochs, o->initial_epoch);
         field(f, &n, "steps_per_epoch", "%lld", (long long)o->steps_per_epoch);
-        field(f, &n, "shuffle", "%s, seed %llu", o->shuffle ? "on" : "off",
-              (unsigned long long)o->seed);
+        field(f, &n, "fit seed", "%llu (shuffle %s)", (unsigned long long)o->seed,
+              o->shuffle ? "on" : "off");
         field(f, &n, "resume", "%s", o->resume ? "yes" : "no");
     }
     return strategy_check_same(m->strategy, what, f, n);

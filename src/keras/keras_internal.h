@@ -614,8 +614,11 @@ int32_t model_local_replicas(const sy_model *m, int32_t *first);
 /* Before fit (o), evaluate or predict (o NULL) starts on several hosts:
  * SY_ERR_INVALID_ARGUMENT on every host, naming what differs, unless every
  * host has the same model, weights, seed, optimizer, loss, steps per
- * execution, batch size (batch), data size (samples) and fit options. */
-sy_status fit_check_hosts(sy_model *m, const char *what, int64_t batch, int64_t samples, const sy_fit_options *o);
+ * execution, batch size (batch), data size (samples), arrays (x and y: a
+ * hash of their bytes; NULL for a dataset, whose shards differ) and fit
+ * options. */
+sy_status fit_check_hosts(sy_model *m, const char *what, int64_t batch, int64_t samples, const sy_tensor *const *x,
+                          int32_t n_x, const sy_tensor *const *y, int32_t n_y, const sy_fit_options *o);
 
 /* ---- checkpoints (model_checkpoint.c) -------------------------------------------- */
 
