@@ -39,7 +39,10 @@ sanitizer=${5:-none}
 [ -n "$mpirun" ] && [ -x "$mpirun" ] || { echo "cli_mpi: skipped: no mpirun (MPI not built in)"; exit 77; }
 dir=$(mktemp -d "${TMPDIR:-/tmp}/systolic-mpi-XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
-flags="--oversubscribe"
+# more ranks than cores; as root (CI's containers) mpirun wants it said; and
+# no cross-memory attach between ranks, which containers without
+# CAP_SYS_PTRACE refuse (Open MPI's shared-memory transport then copies)
+flags="--oversubscribe --mca btl_vader_single_copy_mechanism none"
 [ "$(id -u)" = 0 ] && flags="$flags --allow-run-as-root"
 if [ "$sanitizer" = tsan ]; then
     # Open MPI is not built with TSan and its own atomics are invisible to
