@@ -10,7 +10,8 @@
 #             with 4 replicas; each epoch's line printed once (the chief);
 #             then the 2-rank run's mid-epoch checkpoint, resumed on 4 ranks
 #             and on one process, ends with the uninterrupted run's bytes
-#             (the release build only: the sanitizer builds' time is short)
+#             (4 ranks and the resume in the release build only: the
+#             sanitizer builds' time is short)
 #   input     every example once: predict --data (records dealt to 3 hosts)
 #             writes the bytes one process writes; evaluate --data and
 #             evaluate and predict on the test arrays print what one
@@ -111,20 +112,25 @@ same)
     run one "$systolic" $train --verbose 2 --tpu cpu:4 --save-checkpoints-steps 2 --model-dir "$dir/one"
     # shellcheck disable=SC2086
     run two mpi 2 $train --verbose 2 --tpu mpi:cpu:2 --save-checkpoints-steps 2 --model-dir "$dir/two"
-    # shellcheck disable=SC2086
-    run four mpi 4 $train --verbose 2 --tpu mpi:cpu:1 --save-checkpoints-steps 2 --model-dir "$dir/four"
+    ranks=two
+    if [ "$sanitizer" = none ]; then
+        ranks="two four"
+        # shellcheck disable=SC2086
+        run four mpi 4 $train --verbose 2 --tpu mpi:cpu:1 --save-checkpoints-steps 2 --model-dir "$dir/four"
+    fi
     logs "$dir/one.txt" >"$dir/one.logs"
     [ "$(grep -c '^3/3 loss: ' "$dir/one.logs")" = 2 ] || fail "one process printed no two epochs"
-    for n in two four; do
+    for n in $ranks; do
         logs "$dir/$n.txt" >"$dir/$n.logs"
         cmp -s "$dir/one.logs" "$dir/$n.logs" || { diff "$dir/one.logs" "$dir/$n.logs"; fail "$n ranks' logs differ"; }
         cmp "$dir/one/ckpt-6.syckpt" "$dir/$n/ckpt-6.syckpt" || fail "$n ranks' last checkpoint differs"
     done
-    echo "2 ranks x 2 replicas and 4 ranks x 1: the losses, and the checkpoint bytes, of one process x 4"
     if [ "$sanitizer" != none ]; then
-        echo "cli_mpi same: resuming on another rank count is left to the release build (CI's time)"
+        echo "2 ranks x 2 replicas: the losses, and the checkpoint bytes, of one process x 4"
+        echo "cli_mpi same: 4 ranks, and resuming on another rank count, are left to the release build (CI's time)"
         exit 0
     fi
+    echo "2 ranks x 2 replicas and 4 ranks x 1: the losses, and the checkpoint bytes, of one process x 4"
     # the newest left is ckpt-4, one step into epoch 2: resumed on another rank count, the same end
     cp -r "$dir/two" "$dir/two1"
     rm "$dir/two/ckpt-6.syckpt" "$dir/two1/ckpt-6.syckpt"
