@@ -20,8 +20,9 @@ CONFIG = -DCMAKE_BUILD_TYPE=Release -DSY_WERROR=ON $(CMAKE_FLAGS)
 
 # protobuf-c for tf.train.Example and TensorBoard's events; libhdf5 for
 # Keras's .h5 files; python3-venv for the interop tests' readers; clang and its runtime (libFuzzer) for
-# make fuzz, which CI runs.
-DEBIAN_PACKAGES = build-essential cmake pkg-config libdnnl-dev zlib1g-dev libcurl4-openssl-dev libjansson-dev libprotobuf-c-dev protobuf-c-compiler libhdf5-dev libpng-dev libjpeg62-turbo-dev python3 python3-venv clang libclang-rt-14-dev
+# make fuzz, which CI runs; Open MPI (its library and mpirun) for training across processes (--tpu mpi,
+# issue 20) and the tests that launch several ranks.
+DEBIAN_PACKAGES = build-essential cmake pkg-config libdnnl-dev zlib1g-dev libcurl4-openssl-dev libjansson-dev libprotobuf-c-dev protobuf-c-compiler libhdf5-dev libpng-dev libjpeg62-turbo-dev python3 python3-venv clang libclang-rt-14-dev libopenmpi-dev openmpi-bin
 # The interop tests (label interop) read systolic's files with the real
 # tools from this venv: TensorFlow's TFRecord reader and tf.keras (2.15.1,
 # Keras 2, the version the fixtures were made with), TensorBoard's event

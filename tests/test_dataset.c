@@ -567,6 +567,29 @@ static void test_counting(void) {
     CHECK_OK(sy_dataset_skip(r, -1, &d));
     CHECK(sy_dataset_cardinality(d) == 0 && run(d, v, 32) == 0, "skip(-1): none");
     sy_dataset_free(d);
+    /* issue 20: shard(H, h), a host's share, with tf.data's elements, cardinalities and words
+     * (TensorFlow 2.15: range(10).shard(3, i) gives 0 3 6 9 / 1 4 7 / 2 5 8, cardinality 4, 3, 3) */
+    sy_dataset *ten = range(0, 10);
+    CHECK_OK(sy_dataset_shard(ten, 3, 0, &d));
+    CHECK(sy_dataset_cardinality(d) == 4, "shard(3, 0) card");
+    CHECK_SEQ(v, run(d, v, 32), 0, 3, 6, 9);
+    sy_dataset_free(d);
+    CHECK_OK(sy_dataset_shard(ten, 3, 2, &d));
+    CHECK(sy_dataset_cardinality(d) == 3, "shard(3, 2) card");
+    CHECK_SEQ(v, run(d, v, 32), 2, 5, 8);
+    CHECK_SEQ(v, run(d, v, 32), 2, 5, 8); /* each pass alike */
+    sy_dataset_free(d);
+    CHECK_OK(sy_dataset_shard(inf, 2, 1, &d));
+    CHECK(sy_dataset_cardinality(d) == SY_INFINITE, "shard of infinite");
+    CHECK_OK(sy_dataset_take(d, 4, &d2));
+    CHECK_SEQ(v, run(d2, v, 32), 1, 0, 2, 1);
+    sy_dataset_free(d2);
+    sy_dataset_free(d);
+    CHECK_ERR(sy_dataset_shard(ten, 3, 3, &d), SY_ERR_INVALID_ARGUMENT, "Index must be between 0 and 2",
+              "currently index = 3");
+    CHECK_ERR(sy_dataset_shard(ten, 0, 0, &d), SY_ERR_INVALID_ARGUMENT, "Number of shards must be greater than zero",
+              "num_shards = 0");
+    sy_dataset_free(ten);
     /* skip then take then repeat: per pass */
     CHECK_OK(sy_dataset_skip(r, 1, &d));
     CHECK_OK(sy_dataset_repeat(d, 3, &d2));

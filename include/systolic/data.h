@@ -414,6 +414,11 @@ sy_status sy_dataset_padded_batch(const sy_dataset *in, int64_t batch_size, cons
 sy_status sy_dataset_repeat(const sy_dataset *in, int64_t count, sy_dataset **out);
 sy_status sy_dataset_take(const sy_dataset *in, int64_t count, sy_dataset **out);
 sy_status sy_dataset_skip(const sy_dataset *in, int64_t count, sy_dataset **out);
+/* issue 20: tf.data's shard(num_shards, index): the elements i with
+ * i % num_shards == index, as a TPU Pod's hosts each take their share of
+ * the input. SY_ERR_INVALID_ARGUMENT, with TensorFlow's words, unless
+ * num_shards >= 1 and 0 <= index < num_shards. */
+sy_status sy_dataset_shard(const sy_dataset *in, int64_t num_shards, int64_t index, sy_dataset **out);
 /* Elements side by side, their components concatenated, until the first
  * input ends. */
 sy_status sy_dataset_zip(const sy_dataset *const *in, int32_t n, sy_dataset **out);

@@ -243,25 +243,34 @@ static sy_status vgg_pro_fn(void *ctx, const sy_element *in, sy_element *out) {
 
 /* The tutorial's datasets: from_tensor_slices(x_train).map(pro) zipped with
  * from_tensor_slices(y_train), batch(batch_size); the test split (already
- * normalised by the loader) batched alike. */
-static sy_status vgg_pipeline(const sy_data_split *d, int64_t batch_size, uint64_t seed, sy_dataset **train,
-                              sy_dataset **validation) {
-    sy_dataset *images = NULL, *mapped = NULL, *labels = NULL, *zipped = NULL, *test = NULL;
+ * normalised by the loader) batched alike. issue 20: on several hosts each
+ * takes its shard of both, before the map. */
+static sy_status vgg_pipeline(const sy_data_split *d, int64_t batch_size, int64_t eval_batch, uint64_t seed,
+                              int32_t hosts, int32_t host, sy_dataset **train, sy_dataset **validation) {
+    sy_dataset *images = NULL, *mine = NULL, *mapped = NULL, *labels = NULL, *zipped = NULL, *test = NULL,
+               *test_mine = NULL;
     *train = *validation = NULL;
     the_pro.seed = seed;
     atomic_store(&the_pro.count, 0);
     sy_tensor *test_xy[2] = {d->x_test, d->y_test};
     sy_component_spec spec = {SY_F32, sy_shape_of(3, (int64_t)32, (int64_t)32, (int64_t)3)};
+    sy_dataset *y = NULL;
     sy_status st = sy_dataset_from_tensor_slices(&d->x_train, 1, &images);
-    if (!st) st = sy_dataset_map(images, vgg_pro_fn, &the_pro, 1, &spec, 1, &mapped);
+    if (!st) st = sy_dataset_shard(images, hosts, host, &mine);
+    if (!st) st = sy_dataset_map(mine, vgg_pro_fn, &the_pro, 1, &spec, 1, &mapped);
     if (!st) st = sy_dataset_from_tensor_slices(&d->y_train, 1, &labels);
-    if (!st) st = sy_dataset_zip((const sy_dataset *const[]){mapped, labels}, 2, &zipped);
+    if (!st) st = sy_dataset_shard(labels, hosts, host, &y);
+    if (!st) st = sy_dataset_zip((const sy_dataset *const[]){mapped, y}, 2, &zipped);
     /* drop_remainder, which fit's one static shape needs, drops nothing at
      * batch 200: 50,000 and 60,000 images are whole batches */
     if (!st) st = sy_dataset_batch(zipped, batch_size, true, train);
     if (!st) st = sy_dataset_from_tensor_slices(test_xy, 2, &test);
-    if (!st) st = sy_dataset_batch(test, batch_size, false, validation);
+    if (!st) st = sy_dataset_shard(test, hosts, host, &test_mine);
+    if (!st) st = sy_dataset_batch(test_mine, eval_batch, false, validation);
     sy_dataset_free(images);
+    sy_dataset_free(mine);
+    sy_dataset_free(y);
+    sy_dataset_free(test_mine);
     sy_dataset_free(mapped);
     sy_dataset_free(labels);
     sy_dataset_free(zipped);

@@ -37,9 +37,11 @@ typedef struct builtin_model {
     bool from_logits;
     /* The tutorial's tf.data pipeline over the loaded arrays (NULL: fit
      * takes the arrays, batched and shuffled as Keras's fit does): the
-     * training dataset, already batched, and the validation one. */
-    sy_status (*pipeline)(const sy_data_split *d, int64_t batch_size, uint64_t seed, sy_dataset **train,
-                          sy_dataset **validation);
+     * training dataset, already batched, and the validation one. issue 20:
+     * on several hosts, host `host` of `hosts` takes its shard (shard(hosts,
+     * host)) of each, in batches of train_batch and eval_batch (cli_host_batch). */
+    sy_status (*pipeline)(const sy_data_split *d, int64_t train_batch, int64_t eval_batch, uint64_t seed,
+                          int32_t hosts, int32_t host, sy_dataset **train, sy_dataset **validation);
 } builtin_model;
 
 const builtin_model *builtin_find(const char *name);
@@ -179,6 +181,11 @@ sy_status records_eval_dataset(const builtin_model *b, const sy_model *m, const 
                                sy_record_spec *features, const sy_tfrecord_options *options,
                                int64_t batch, bool with_label, record_parse *parse,
                                sy_dataset **out);
+/* issue 20: this host's share of a global batch on a model's hosts: its
+ * replicas' shards (the whole batch on one host); for evaluation rounded
+ * up, as evaluate pads. */
+int64_t cli_host_batch(const sy_model *m, int64_t batch, bool training);
+
 /* --features SPEC: a .json file's path, else the flag's spelling. */
 sy_status records_features(const char *text, sy_record_spec *out);
 
@@ -220,6 +227,16 @@ void flags_help(FILE *out, const flag *flags, int n_flags);
  * and returns 2, the exit status of every usage error. The one place a
  * library error about what the user typed becomes a usage error. */
 int flag_refused(const char *command, const char *flag_name);
+
+/* issue 20, ranks (main.c): once an "mpi" spec is resolved, every rank but
+ * the chief runs silent (stdout to /dev/null, the library's warnings
+ * dropped); call after each resolve. cli_reports: whether this rank prints
+ * the last error -- the chief always, another rank unless every rank has
+ * it (sy_cluster_error_shared). */
+void cli_joined(void);
+bool cli_reports(void);
+/* The library's log as the command prints it: warnings and errors, on the chief alone once joined. */
+void cli_log_reset(void);
 
 /* The commands (train.c). */
 int cmd_train(int argc, char **argv);

@@ -7,12 +7,55 @@
  * exit status: 2 for usage errors -- an unknown command or flag, a value
  * that is not of the flag's kind or outside its range, a name (an
  * optimizer, a --tpu spec) the library does not know -- and 1 for failures.
+ *
+ * issue 20, TPU Pods: under `mpirun -np H systolic ... --tpu mpi` every rank
+ * runs the command; once the spec is resolved (and MPI started) every rank
+ * but the chief (rank 0) runs silent -- its stdout goes to /dev/null and
+ * the library's warnings are dropped -- so the chief alone prints the
+ * progress, the results and an error every rank shares; an error one rank
+ * has alone it prints itself, naming its rank, and then ends the whole job
+ * (MPI_Abort), since the others would wait for it.
  */
 #include "cli_internal.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+/* ---- ranks (issue 20) ----------------------------------------------------------------- */
+
+static void log_chief(void *ctx, sy_log_level level, const char *message) {
+    (void)ctx;
+    if (level < SY_LOG_WARNING || (level < SY_LOG_ERROR && sy_cluster_rank() > 0)) return;
+    fprintf(stderr, "systolic: %s: %s\n", level == SY_LOG_WARNING ? "warning" : "error", message);
+}
+
+void cli_log_reset(void) { sy_set_log(sy_cluster_rank() > 0 ? log_chief : NULL, NULL); }
+
+void cli_joined(void) {
+    static bool done;
+    if (done || sy_cluster_rank() == 0) return;
+    done = true;
+    fflush(stdout);
+    int fd = open("/dev/null", O_WRONLY);
+    if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        close(fd);
+    }
+    cli_log_reset();
+}
+
+bool cli_reports(void) { return sy_cluster_rank() == 0 || !sy_cluster_error_shared(); }
+
+/* The job's end for a command that returned rc: every rank ends MPI alike
+ * after a success, a usage error (each parsed the same command line) or an
+ * error all share; any other error leaves ranks waiting for this one. */
+static int end_job(int rc) {
+    if (rc == 0 || rc == 2 || sy_cluster_size() < 2 || sy_cluster_error_shared()) sy_cluster_shutdown(rc == 0);
+    else sy_cluster_abort(rc);
+    return rc;
+}
 
 typedef struct command {
     const char *name;
@@ -48,11 +91,33 @@ static void print_chip(const sy_tpu_chip *t, int32_t replicas) {
     printf("  %-15s %.0f GB/s host to chip\n", "infeed", t->infeed_bytes_per_s / 1e9);
 }
 
+/* issue 20: every host's replicas, from the chief. */
+static void print_hosts(const sy_cluster *c) {
+    int32_t hosts = sy_cluster_hosts(c), n = sy_cluster_device_count(c);
+    printf("%s: %d replica%s in sync on %d host%s (MPI ranks)\n", sy_cluster_spec(c), n, n == 1 ? "" : "s", hosts,
+           hosts == 1 ? "" : "s");
+    printf("  %-7s %-5s %-4s %s\n", "replica", "kind", "host", "name");
+    for (int32_t i = 0; i < n; i++) {
+        const sy_device *d = sy_cluster_device(c, i);
+        printf("  %7d %-5s %4d %s\n", d->replica, "CPU", d->host, d->name);
+    }
+    for (int32_t h = 0; h < hosts; h++) {
+        int32_t mine = 0, cores = sy_cluster_cores_of(c, h);
+        for (int32_t i = 0; i < n; i++) mine += sy_cluster_device(c, i)->host == h;
+        printf("host %d: %s, %d cores, %.1f GiB memory; %d replica%s on %d thread%s", h, sy_cluster_host_name(c, h),
+               cores, (double)sy_cluster_memory_of(c, h) / (1024.0 * 1024 * 1024), mine, mine == 1 ? "" : "s",
+               mine < cores ? mine : cores, (mine < cores ? mine : cores) == 1 ? "" : "s");
+        if (mine < cores) printf(", each with %d for its kernels", cores / mine);
+        printf("\n");
+    }
+}
+
 static int cmd_devices(int argc, char **argv) {
     const char *tpu = NULL;
     flag f[1] = {{"--tpu", FLAG_STRING, &tpu, "SPEC",
                   "devices to resolve: local, cpu, cpu:N, or an emulated TPU slice sim:v2-8, sim:v3-8, sim:v4-8, "
-                  "sim:v3-32, ... (default $SYSTOLIC_TPU, else local)",
+                  "sim:v3-32, ...; under mpirun, mpi or mpi:cpu:N (every rank a host; the chief lists them all) "
+                  "(default $SYSTOLIC_TPU, else local)",
                   .set = false}};
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -66,7 +131,19 @@ static int cmd_devices(int argc, char **argv) {
     int rc = flags_parse(argc, argv, f, 1, NULL, 0, &n_pos, "devices");
     if (rc) return rc;
     sy_cluster *c;
-    if (sy_cluster_resolve(tpu, &c)) return flag_refused("devices", tpu && *tpu ? "--tpu" : "--tpu (from $SYSTOLIC_TPU)");
+    if (sy_cluster_resolve(tpu, &c)) {
+        if (sy_cluster_size() < 2) return flag_refused("devices", tpu && *tpu ? "--tpu" : "--tpu (from $SYSTOLIC_TPU)");
+        if (cli_reports()) fprintf(stderr, "systolic devices: --tpu: %s\n", sy_last_error()); /* joined, then refused */
+        return 1;
+    }
+    cli_joined();
+    if (sy_cluster_hosts(c) > 1) {
+        print_hosts(c);
+        printf("backends:\n");
+        for (int i = 0; i < sy_backend_count(); i++) printf("  %-5s %s\n", sy_backend_name(i), sy_backend_description(i));
+        sy_cluster_free(c);
+        return 0;
+    }
     int32_t n = sy_cluster_device_count(c), cores = sy_cluster_host_cores(c);
     const sy_tpu_chip *chip = sy_cluster_device(c, 0)->chip;
     printf("%s: %d replica%s in sync\n", sy_cluster_spec(c), n, n == 1 ? "" : "s");
@@ -129,7 +206,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "--version")) return cmd_version(0, NULL);
     for (int i = 0; i < N_COMMANDS; i++) {
         if (strcmp(argv[1], commands[i].name) != 0) continue;
-        if (!commands[i].usage) return commands[i].run(argc - 2, argv + 2);
+        if (!commands[i].usage) return end_job(commands[i].run(argc - 2, argv + 2));
         for (int j = 2; j < argc; j++)
             if (!strcmp(argv[j], "--help") || !strcmp(argv[j], "-h")) {
                 fputs(commands[i].usage, stdout);

@@ -31,6 +31,15 @@
  * would mix nothing the buffer does not, and its reader threads cost
  * CPU the replicas want (bench_pipeline measured about 3.1 microseconds
  * of CPU per element with 4 parallel reads, 2.3 with one).
+ *
+ * issue 20, TPU Pods: on H hosts each reads its own share, as tf.data's
+ * auto-sharding gives a Pod's hosts theirs, and batches it by its share
+ * of the global batch (the global batch / replicas x its replicas).
+ * Training shards by file (host h reads files h, h + H, ...: FILE policy)
+ * when there are at least H files, else by record (DATA policy: record i
+ * to host i % H, after reading, before parsing); evaluate and predict
+ * always by record, so that the hosts' predictions interleave back into
+ * the files' order (replicas_gather_dealt).
  */
 #include "cli_internal.h"
 
@@ -210,7 +219,7 @@ static void pipeline_free(pipeline *p) {
 
 /* One split's pipeline (see the top of the file); *out holds its own
  * reference to the last stage. */
-static sy_status split_dataset(const builtin_model *b, record_parse *parse, const char *pattern,
+static sy_status split_dataset(const builtin_model *b, const sy_model *m, record_parse *parse, const char *pattern,
                                const sy_tfrecord_options *to, int64_t batch, bool training, int64_t steps_per_epoch,
                                uint64_t seed, sy_dataset **out) {
     *out = NULL;
@@ -218,6 +227,16 @@ static sy_status split_dataset(const builtin_model *b, record_parse *parse, cons
     sy_status st = expand(pattern, &g);
     if (st) return st;
     int32_t files = (int32_t)g.gl_pathc;
+    /* issue 20: this host's share: its files, or (fewer files than hosts, or not training) its records */
+    int32_t hosts = model_hosts(m), host = hosts > 1 ? sy_strategy_host(m->strategy) : 0;
+    bool by_file = hosts > 1 && training && files >= hosts, by_record = hosts > 1 && !by_file;
+    const char **names = malloc((size_t)files * sizeof *names);
+    if (!names) {
+        globfree(&g);
+        return sy_error(SY_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    int32_t mine = 0;
+    for (int32_t f = by_file ? host : 0; f < files; f += by_file ? hosts : 1) names[mine++] = g.gl_pathv[f];
     sy_component_spec specs[SY_ELEMENT_MAX] = {{b->maxlen ? SY_I32 : SY_U8, parse->x_shape},
                                                {SY_I64, sy_shape_of(0)}};
     int32_t n_specs = parse->with_label ? 2 : 1;
@@ -228,12 +247,14 @@ static sy_status split_dataset(const builtin_model *b, record_parse *parse, cons
         for (int32_t i = 0; i < n_specs; i++) specs[i] = sy_record_spec_component(parse->spec, i);
     }
     if ((st = check_compression(&g, to))) {
+        free(names);
         globfree(&g);
         return st;
     }
     pipeline p = {{NULL}, 0};
     sy_dataset *d = NULL;
-    st = push(&p, sy_dataset_tfrecord((const char *const *)g.gl_pathv, files, &with_origin, 1, &d), &d);
+    st = push(&p, sy_dataset_tfrecord(names, mine, &with_origin, 1, &d), &d);
+    if (!st && by_record) st = push(&p, sy_dataset_shard(top(&p), hosts, host, &d), &d);
     if (!st && training) st = push(&p, sy_dataset_shuffle(top(&p), SHUFFLE_BUFFER, seed, true, &d), &d);
     if (!st) st = push(&p, sy_dataset_map(top(&p), parse_record, parse, SY_AUTOTUNE, specs, n_specs, &d), &d);
     if (!st) st = push(&p, sy_dataset_batch(top(&p), batch, training, &d), &d);
@@ -244,6 +265,7 @@ static sy_status split_dataset(const builtin_model *b, record_parse *parse, cons
         p.n--; /* the caller's now */
     }
     pipeline_free(&p);
+    free(names);
     globfree(&g);
     return st;
 }
@@ -360,6 +382,13 @@ static sy_status parse_init(const builtin_model *b, const sy_model *m, sy_record
     return SY_OK;
 }
 
+int64_t cli_host_batch(const sy_model *m, int64_t batch, bool training) {
+    if (model_hosts(m) < 2) return batch;
+    int32_t first, local = model_local_replicas(m, &first);
+    int64_t replicas = model_replicas(m), per = training ? batch / replicas : (batch + replicas - 1) / replicas;
+    return per * local;
+}
+
 sy_status records_eval_dataset(const builtin_model *b, const sy_model *m, const char *spec,
                                sy_record_spec *features, const sy_tfrecord_options *options,
                                int64_t batch, bool with_label, record_parse *parse,
@@ -367,7 +396,8 @@ sy_status records_eval_dataset(const builtin_model *b, const sy_model *m, const 
     *out = NULL;
     sy_status st = records_check_spec(spec);
     if (!st) st = parse_init(b, m, features, with_label, parse);
-    if (!st) st = split_dataset(b, parse, spec + sizeof RECORDS_PREFIX - 1, options, batch, false, 0, 0, out);
+    if (!st) st = split_dataset(b, m, parse, spec + sizeof RECORDS_PREFIX - 1, options, cli_host_batch(m, batch, false), false,
+                                0, 0, out);
     return st ? sy_error(st, "--data: %s", sy_last_error()) : SY_OK;
 }
 
@@ -380,20 +410,27 @@ sy_status records_datasets(const builtin_model *b, const sy_model *m, const char
     if (!st) st = parse_init(b, m, features, true, parse);
     if (st) return sy_error(st, "--data: %s", sy_last_error());
     const char *pattern = spec + sizeof RECORDS_PREFIX - 1;
-    st = split_dataset(b, parse, pattern, options, batch, true, steps_per_epoch, seed, train);
+    int64_t replicas = model_replicas(m);
+    if (model_hosts(m) > 1 && batch % replicas)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "--batch-size %lld does not divide among the %lld replicas in sync on %d hosts: use a "
+                        "multiple of %lld",
+                        (long long)batch, (long long)replicas, model_hosts(m), (long long)replicas);
+    st = split_dataset(b, m, parse, pattern, options, cli_host_batch(m, batch, true), true, steps_per_epoch, seed, train);
     if (st) return sy_error(st, "--data: %s", sy_last_error());
     char *test = test_pattern(pattern);
     glob_t g;
     if (test && expand(test, &g) == SY_OK) {
         globfree(&g);
-        st = split_dataset(b, parse, test, options, batch, false, 0, seed, validation);
+        st = split_dataset(b, m, parse, test, options, cli_host_batch(m, batch, false), false, 0, seed, validation);
         if (st) {
             sy_dataset_free(*train);
             *train = NULL;
             st = sy_error(st, "--data (validation, %s): %s", test, sy_last_error());
         }
     } else {
-        fprintf(stderr, "systolic train: no test files beside '%s'%s%s; training without validation\n", pattern,
+        if (sy_cluster_rank() == 0) /* issue 20: the chief says it */
+            fprintf(stderr, "systolic train: no test files beside '%s'%s%s; training without validation\n", pattern,
                 test ? ": nothing matches " : "", test ? test : "");
     }
     if (!st) sy_clear_error(); /* the test files' glob may have failed: that is no error */

@@ -382,6 +382,8 @@ static int parse_file_model(const command_spec *c, const char *path, const run_o
     return -1;
 }
 
+static int fail(const char *command, const char *what);
+
 /* The flags whose values are names the library looks up -- --optimizer,
  * --tpu, --data, --data-compression and --features -- checked before anything is
  * loaded, so that a mistake in one is a usage error (exit status 2) that
@@ -390,9 +392,12 @@ static int check_names(const command_spec *c, run_opts *o) {
     sy_optimizer opt;
     if (o->optimizer_set && sy_optimizer_from_name(o->optimizer, &opt)) return flag_refused(c->name, "--optimizer");
     sy_cluster *cluster;
-    if (sy_cluster_resolve(o->tpu, &cluster))
+    if (sy_cluster_resolve(o->tpu, &cluster)) {
+        if (sy_cluster_size() > 1) return fail(c->name, "--tpu"); /* issue 20: joined, then refused (builds) */
         return flag_refused(c->name, o->tpu && *o->tpu ? "--tpu" : "--tpu (from $SYSTOLIC_TPU)");
+    }
     sy_cluster_free(cluster);
+    cli_joined(); /* issue 20: from here the chief alone prints */
     sy_compression compression;
     if (o->data_compression && sy_compression_from_name(o->data_compression, &compression))
         return flag_refused(c->name, "--data-compression");
@@ -539,7 +544,10 @@ static int parse(const command_spec *c, int argc, char **argv, flag *f, run_opts
 static int fail(const char *command, const char *what) {
     const char *msg = sy_last_error();
     if (what && strstr(msg, what)) what = NULL; /* a message that names the file already: not twice */
-    fprintf(stderr, "systolic %s: %s%s%s\n", command, what ? what : "", what ? ": " : "", msg);
+    if (!cli_reports()) return 1; /* issue 20: every rank has it; the chief says it */
+    char rank[48] = "";
+    if (sy_cluster_rank() > 0) snprintf(rank, sizeof rank, " (rank %d of %d)", sy_cluster_rank(), sy_cluster_size());
+    fprintf(stderr, "systolic %s%s: %s%s%s\n", command, rank, what ? what : "", what ? ": " : "", msg);
     return 1;
 }
 
@@ -606,6 +614,7 @@ static int prepare(const char *command, const builtin_model *b, file_model *fm, 
     sy_status st = sy_strategy_new(cluster, s);
     sy_cluster_free(cluster);
     if (st) return fail(command, NULL);
+    cli_joined(); /* issue 20: the chief alone prints */
     sy_strategy_scope_enter(*s);
     st = fm ? file_model_load(fm, (uint64_t)o->seed, m) : b->build((uint64_t)o->seed, m);
     if (st == SY_OK && o->dtype_policy) st = sy_model_set_dtype_policy(*m, o->dtype_policy);
@@ -659,6 +668,7 @@ static int prepare(const char *command, const builtin_model *b, file_model *fm, 
 /* The library's messages with its INFO ones too, on stderr, for --resume. */
 static void log_with_info(void *ctx, sy_log_level level, const char *message) {
     (void)ctx;
+    if (level < SY_LOG_ERROR && sy_cluster_rank() > 0) return; /* issue 20: the chief says it */
     if (level == SY_LOG_INFO) fprintf(stderr, "%s\n", message);
     else if (level > SY_LOG_INFO)
         fprintf(stderr, "systolic: %s: %s\n", level == SY_LOG_WARNING ? "warning" : "error", message);
@@ -791,7 +801,8 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
         rl.verbose = o->verbose ? 1 : 0;
         if (!(st = sy_callback_reduce_lr_on_plateau(&rl, &cbs[n_cbs]))) n_cbs++;
     }
-    if (!st && o->csv_log) {
+    bool chief = model_chief(m); /* issue 20: the one writer of the files below */
+    if (!st && o->csv_log && chief) {
         st = sy_callback_csv_logger(o->csv_log, ',', o->csv_append, &cbs[n_cbs]);
         if (!st) n_cbs++;
     }
@@ -820,10 +831,11 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
             for (int32_t i = 0; i < n_cbs; i++) sy_callback_free(&cbs[i]);
             return flag_refused(c->name, "--checkpoint-filepath");
         }
-        n_cbs++;
+        if (chief) n_cbs++;
+        else sy_callback_free(&cbs[n_cbs]); /* checked alike on every rank, kept by the writer */
     }
     if (!st && o->backup_dir && !(st = sy_callback_backup_and_restore(o->backup_dir, 0, true, &cbs[n_cbs]))) n_cbs++;
-    if (!st && o->logdir) {
+    if (!st && o->logdir && chief) {
         sy_tensorboard_options tb = sy_tensorboard_options_default();
         tb.log_dir = o->logdir;
         tb.update_freq = o->update_freq;
@@ -845,12 +857,20 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
         if (!st)
             st = records_datasets(b, m, o->data, o->features ? &spec : NULL, &to, o->batch_size,
                                   o->steps_per_epoch, (uint64_t)o->seed, &parse, &train, &val);
+        st = strategy_agree(m->strategy, st); /* issue 20: every rank goes on, or none */
         if (!st) st = sy_model_fit_dataset(m, train, val, &fo, &h);
         sy_dataset_free(train);
         sy_dataset_free(val);
     } else if (b->pipeline) { /* the tutorial's own tf.data pipeline */
         sy_dataset *train = NULL, *val = NULL;
-        st = b->pipeline(d, o->batch_size, (uint64_t)o->seed, &train, &val);
+        int32_t hosts = sy_strategy_hosts(m->strategy); /* issue 20: each host its shard */
+        st = hosts > 1 && o->batch_size % sy_strategy_num_replicas_in_sync(m->strategy)
+                 ? sy_error(SY_ERR_INVALID_ARGUMENT,
+                            "--batch-size %lld does not divide among the %d replicas in sync on %d hosts",
+                            (long long)o->batch_size, sy_strategy_num_replicas_in_sync(m->strategy), hosts)
+                 : b->pipeline(d, cli_host_batch(m, o->batch_size, true), cli_host_batch(m, o->batch_size, false),
+                               (uint64_t)o->seed, hosts, sy_strategy_host(m->strategy), &train, &val);
+        st = strategy_agree(m->strategy, st); /* issue 20: every rank goes on, or none */
         fo.x_val = fo.y_val = NULL;
         if (!st) st = sy_model_fit_dataset(m, train, val, &fo, &h);
         sy_dataset_free(train);
@@ -858,7 +878,7 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     } else {
         st = sy_model_fit(m, d->x_train, d->y_train, &fo, &h);
     }
-    sy_set_log(NULL, NULL);
+    cli_log_reset();
     for (int32_t i = 0; i < n_cbs; i++) sy_callback_free(&cbs[i]);
     if (st) return fail(c->name, b->name);
     int32_t n = sy_history_epochs(h);
@@ -869,7 +889,7 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
         sy_history_free(h);
         return 1;
     }
-    if (o->save_weights && sy_model_save_weights(m, o->save_weights)) {
+    if (o->save_weights && strategy_agree(m->strategy, chief ? sy_model_save_weights(m, o->save_weights) : SY_OK)) {
         sy_history_free(h);
         return fail(c->name, "--save-weights");
     }
@@ -885,7 +905,8 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     }
     sy_history_free(h);
     if (o->save_model) { /* model.save() for FILE.h5, model.to_json() for FILE.json */
-        if (model_file_save(m, o->save_model)) return fail(c->name, "--save-model");
+        if (strategy_agree(m->strategy, chief ? model_file_save(m, o->save_model) : SY_OK))
+            return fail(c->name, "--save-model");
         printf("saved %s\n", o->save_model);
     }
     return 0;
@@ -901,9 +922,9 @@ static sy_status records_for(const builtin_model *b, const sy_model *m, const ru
     to.skip_corrupt = o->skip_corrupt;
     *spec = o->spec;
     sy_status st = o->data_compression ? sy_compression_from_name(o->data_compression, &to.compression) : SY_OK;
-    return st ? st
-              : records_eval_dataset(b, m, o->data, o->features ? spec : NULL, &to, o->batch_size,
-                                     with_label, parse, out);
+    if (!st)
+        st = records_eval_dataset(b, m, o->data, o->features ? spec : NULL, &to, o->batch_size, with_label, parse, out);
+    return strategy_agree(m->strategy, st); /* issue 20: every rank goes on, or none */
 }
 
 static int evaluate_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
@@ -953,7 +974,7 @@ static int predict_file(const command_spec *c, const builtin_model *b, const run
         for (int32_t i = 0; i < m->n_inputs; i++) sy_tensor_free(x[i]);
     }
     if (st) return fail(c->name, b->name);
-    st = array_write_outputs(o->output, p, n_out, m);
+    st = strategy_agree(m->strategy, model_chief(m) ? array_write_outputs(o->output, p, n_out, m) : SY_OK); /* issue 20 */
     if (!st) array_print_written(stdout, o->output, p, n_out, m);
     for (int32_t j = 0; j < n_out; j++) sy_tensor_free(p[j]);
     return st ? fail(c->name, "--output") : 0;

@@ -1,7 +1,7 @@
 /*
  * dataset_transforms.c - the transformations that run on the consumer's
- * thread: filter, shuffle, batch and padded_batch, repeat, take, skip, zip
- * and concatenate (map, interleave and prefetch are in dataset_parallel.c,
+ * thread: filter, shuffle, batch and padded_batch, repeat, take, skip, shard,
+ * zip and concatenate (map, interleave and prefetch are in dataset_parallel.c,
  * cache in dataset_cache.c).
  *
  * Each is a node kind with an open function and an iterator that pulls
@@ -11,6 +11,9 @@
  *                  dimension is B with drop_remainder, else None (-1);
  *   repeat(k)      k * n; forever: infinite unless n is 0;
  *   take(k)        min(n, k);  skip(k): max(0, n - k);
+ *   shard(H, h)    the elements i with i % H == h (issue 20: a host's share,
+ *                  as tf.data deals input to the hosts of a TPU Pod):
+ *                  n / H, plus one for h < n % H;
  *   zip            the smallest;  concatenate: the sum;
  *   filter         unknown;
  * and infinite or unknown inputs stay so (TensorFlow's CardinalityInternal).
@@ -598,6 +601,50 @@ sy_status sy_dataset_skip(const sy_dataset *in, int64_t count, sy_dataset **out)
         (*out)->cardinality = 0; /* skipping everything of an unknown count leaves nothing too */
     else if (n >= 0)
         (*out)->cardinality = sy_max64(0, n - count);
+    return SY_OK;
+}
+
+/* ---- shard (issue 20) ------------------------------------------------------------------------ */
+
+typedef struct shard_state {
+    int64_t shards, index;
+} shard_state;
+
+static sy_status shard_next(ds_iter *base, sy_element *out, bool *end) {
+    count_iter *it = (count_iter *)base; /* done: input elements read */
+    const shard_state *s = base->d->state;
+    for (;;) {
+        sy_status st = ds_next(it->u.input, out, end);
+        if (st || *end) return st;
+        if (it->done++ % s->shards == s->index) return SY_OK;
+        sy_element_clear(out);
+    }
+}
+
+static const ds_iter_ops shard_iter_ops = {shard_next, ds_unary_release};
+
+static sy_status shard_open(const sy_dataset *d, ds_iter **out) {
+    return ds_unary_open(d, sizeof(count_iter), &shard_iter_ops, out);
+}
+
+static const ds_kind shard_kind = {"shard", shard_open, NULL};
+
+sy_status sy_dataset_shard(const sy_dataset *in, int64_t num_shards, int64_t index, sy_dataset **out) {
+    if (out) *out = NULL;
+    if (num_shards < 1)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "shard: Number of shards must be greater than zero (currently num_shards = %lld)",
+                        (long long)num_shards);
+    if (index < 0 || index >= num_shards)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "shard: Index must be between 0 and %lld (currently index = %lld)",
+                        (long long)(num_shards - 1), (long long)index);
+    sy_status st = ds_transform_new(&shard_kind, sizeof(shard_state), in, out);
+    if (st) return st;
+    shard_state *s = (*out)->state;
+    s->shards = num_shards;
+    s->index = index;
+    int64_t n = in->cardinality;
+    if (n >= 0) (*out)->cardinality = n / num_shards + (index < n % num_shards);
     return SY_OK;
 }
 

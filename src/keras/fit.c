@@ -64,167 +64,7 @@ sy_evaluate_options sy_evaluate_options_default(void) {
     return o;
 }
 
-/* ---- checking and copying data ------------------------------------------------------ */
-
-static int64_t samples(const sy_tensor *t) {
-    sy_shape s = sy_tensor_shape(t);
-    return s.rank ? s.dims[0] : 0;
-}
-
-/* The per-sample shape of t: its shape without the first axis. */
-static sy_shape per_sample(const sy_tensor *t) {
-    sy_shape s = sy_tensor_shape(t), r;
-    memset(&r, 0, sizeof r);
-    r.rank = s.rank > 0 ? s.rank - 1 : 0;
-    for (int i = 0; i < r.rank; i++) r.dims[i] = s.dims[i + 1];
-    return r;
-}
-
-/* a equals b, or equals b with a trailing axis of 1 added or removed. */
-static bool same_up_to_trailing_one(const sy_shape *a, const sy_shape *b) {
-    if (sy_shape_equal(a, b)) return true;
-    const sy_shape *longer = a->rank > b->rank ? a : b, *shorter = a->rank > b->rank ? b : a;
-    if (longer->rank != shorter->rank + 1 || longer->dims[longer->rank - 1] != 1) return false;
-    for (int i = 0; i < shorter->rank; i++)
-        if (longer->dims[i] != shorter->dims[i]) return false;
-    return true;
-}
-
-/* "x" with one array, "x[i]" with several. */
-static const char *array_name(const char *base, int32_t i, int32_t n, char *buf, size_t size) {
-    if (n == 1) snprintf(buf, size, "%s", base);
-    else snprintf(buf, size, "%s[%d]", base, i);
-    return buf;
-}
-
-/* x, an input array, against input i of m. */
-static sy_status check_input(const sy_model *m, const char *what, const char *xname, int32_t i, const sy_tensor *x) {
-    char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
-    if (sy_tensor_dtype(x) == SY_STRING)
-        return sy_error(SY_ERR_DTYPE, "%s: %s holds strings; a model takes numbers (parse or decode them first)", what,
-                        xname);
-    sy_shape xs = sy_tensor_shape(x), xp = per_sample(x), in = model_input_shape_at(m, i);
-    if (xs.rank < 1 || samples(x) == 0)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %s %s holds no samples", what, xname, sy_shape_format(&xs, a, sizeof a));
-    if (!sy_shape_equal(&xp, &in)) {
-        sy_shape want = keras_batch_shape(xs.dims[0], &in);
-        bool same_count = sy_shape_count(&xp) == sy_shape_count(&in);
-        char input[LAYER_NAME_MAX + 16] = "";
-        if (m->n_inputs > 1) snprintf(input, sizeof input, "input '%s' of ", m->inputs[i].name);
-        return sy_error(SY_ERR_SHAPE, "%s: %s has shape %s but %smodel '%s' expects %s%s%s", what, xname,
-                        sy_shape_format(&xs, a, sizeof a), input, m->name, keras_shape_str(&in, b, sizeof b),
-                        same_count ? "; the sizes agree: reshape it to " : "",
-                        same_count ? sy_shape_format(&want, b, sizeof b) : "");
-    }
-    const model_layer *first = model_first_layer_of(m, i);
-    if (first && first->cfg.kind == SY_LAYER_EMBEDDING) { /* word indices */
-        int64_t n = sy_tensor_count(x), vocab = first->cfg.input_dim;
-        for (int64_t k = 0; k < n; k++) {
-            double v = sy_tensor_get(x, k);
-            if (!(v >= 0 && v < (double)vocab && v == floor(v)))
-                return sy_error(SY_ERR_INVALID_ARGUMENT,
-                                "%s: %s[%lld] = %g is not a word index in [0, %lld) for layer '%s' (Embedding with "
-                                "input_dim %lld)",
-                                what, xname, (long long)k, v, (long long)vocab, first->name, (long long)vocab);
-        }
-    }
-    return SY_OK;
-}
-
-/* y, a label array, against output j's loss. */
-static sy_status check_labels(const sy_model *m, const char *what, const char *yname, int32_t j, const sy_tensor *y) {
-    char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX], c[SY_SHAPE_STR_MAX];
-    if (sy_tensor_dtype(y) == SY_STRING)
-        return sy_error(SY_ERR_DTYPE, "%s: %s holds strings; a model takes numbers (parse or decode them first)", what,
-                        yname);
-    const model_head *h = &m->heads[j];
-    sy_shape yp = per_sample(y), want = model_label_shape(m, j), out = model_output_shape_at(m, j);
-    char output[LAYER_NAME_MAX + 16] = "the output";
-    if (m->n_outputs > 1) snprintf(output, sizeof output, "output '%s'", model_output_name(m, j));
-    bool sparse = h->loss == KERAS_LOSS_SPARSE_CATEGORICAL_CE;
-    if (sy_tensor_shape(y).rank < 1 || !same_up_to_trailing_one(&yp, &want)) {
-        sy_shape whole = sy_tensor_shape(y);
-        return sy_error(SY_ERR_SHAPE, "%s: %s has shape %s but the loss %s on %s %s takes %s per sample%s", what,
-                        yname, sy_shape_format(&whole, a, sizeof a), h->loss_name, output,
-                        keras_shape_str(&out, b, sizeof b), sy_shape_format(&want, c, sizeof c),
-                        sparse ? " (class indices)" : yp.rank < want.rank ? "" : " (one target per output)");
-    }
-    if (sparse) {
-        int64_t classes = out.dims[out.rank - 1], n = sy_tensor_count(y);
-        for (int64_t i = 0; i < n; i++) {
-            double v = sy_tensor_get(y, i);
-            if (h->args.has_ignore_class && v == (double)h->args.ignore_class)
-                continue; /* issue 17 */
-            if (!(v >= 0 && v < (double)classes && v == floor(v))) {
-                if (m->n_outputs > 1)
-                    return sy_error(SY_ERR_INVALID_ARGUMENT,
-                                    "%s: %s[%lld] = %g is not a class index in [0, %lld) for the %lld-way output '%s' "
-                                    "of model '%s'",
-                                    what, yname, (long long)i, v, (long long)classes, (long long)classes,
-                                    model_output_name(m, j), m->name);
-                return sy_error(SY_ERR_INVALID_ARGUMENT,
-                                "%s: %s[%lld] = %g is not a class index in [0, %lld) for the %lld-way output of model '%s'",
-                                what, yname, (long long)i, v, (long long)classes, (long long)classes, m->name);
-            }
-        }
-    }
-    return SY_OK;
-}
-
-/* "a, b": the model's input names, or its output names. */
-static void io_names(const sy_model *m, bool outputs, char *buf, size_t size) {
-    size_t len = 0;
-    buf[0] = 0;
-    for (int32_t i = 0; i < (outputs ? m->n_outputs : m->n_inputs) && len < size; i++)
-        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? ", " : "",
-                                outputs ? model_output_name(m, i) : m->inputs[i].name);
-}
-
-/* The arrays given to fit, evaluate or predict: n_x of them for the
- * model's inputs (named xname), n_y (when y is given) for its outputs'
- * labels; each checked against its input or output, and every one with
- * as many samples. */
-static sy_status check_data(const sy_model *m, const char *what, const char *xname, const sy_tensor *const *x,
-                            int32_t n_x, const char *yname, const sy_tensor *const *y, int32_t n_y) {
-    char names[1024], a[64];
-    if (n_x != m->n_inputs || !x) {
-        io_names(m, false, names, sizeof names);
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: model '%s' expects %d input array%s (%s), but it received %d (%s)",
-                        what, m->name, m->n_inputs, m->n_inputs == 1 ? "" : "s", names, x ? n_x : 0, xname);
-    }
-    if (y && n_y != m->n_outputs) {
-        io_names(m, true, names, sizeof names);
-        return sy_error(SY_ERR_INVALID_ARGUMENT,
-                        "%s: model '%s' has %d output%s (%s) and takes a label array for each, but it received %d (%s)",
-                        what, m->name, m->n_outputs, m->n_outputs == 1 ? "" : "s", names, n_y, yname);
-    }
-    for (int32_t i = 0; i < n_x; i++) {
-        if (!x[i]) return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %s is NULL", what, array_name(xname, i, n_x, a, sizeof a));
-        sy_status st = check_input(m, what, array_name(xname, i, n_x, a, sizeof a), i, x[i]);
-        if (st) return st;
-    }
-    for (int32_t j = 0; y && j < n_y; j++) {
-        if (!y[j]) return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: %s is NULL", what, array_name(yname, j, n_y, a, sizeof a));
-        sy_status st = check_labels(m, what, array_name(yname, j, n_y, a, sizeof a), j, y[j]);
-        if (st) return st;
-    }
-    bool same = true;
-    for (int32_t i = 1; i < n_x; i++) same &= samples(x[i]) == samples(x[0]);
-    for (int32_t j = 0; y && j < n_y; j++) same &= samples(y[j]) == samples(x[0]);
-    if (same) return SY_OK;
-    if (n_x == 1 && n_y == 1)
-        return sy_error(SY_ERR_SHAPE, "%s: %s has %lld samples but %s has %lld", what, xname, (long long)samples(x[0]),
-                        yname, (long long)samples(y[0]));
-    /* Keras's "Data cardinality is ambiguous" */
-    size_t len = (size_t)snprintf(names, sizeof names, "%s sizes:", xname);
-    for (int32_t i = 0; i < n_x && len < sizeof names; i++)
-        len += (size_t)snprintf(names + len, sizeof names - len, "%s %lld", i ? "," : "", (long long)samples(x[i]));
-    if (y && len < sizeof names) len += (size_t)snprintf(names + len, sizeof names - len, "; %s sizes:", yname);
-    for (int32_t j = 0; y && j < n_y && len < sizeof names; j++)
-        len += (size_t)snprintf(names + len, sizeof names - len, "%s %lld", j ? "," : "", (long long)samples(y[j]));
-    return sy_error(SY_ERR_SHAPE, "%s: data cardinality is ambiguous: %s; make sure all arrays contain the same number "
-                    "of samples", what, names);
-}
+/* ---- copying data ------------------------------------------------------------------- */
 
 void keras_copy_row(void *dst, sy_dtype dst_type, const sy_tensor *t, int64_t row, int64_t count) {
     const char *src = (const char *)sy_tensor_data(t) + (size_t)(row * count) * sy_dtype_size(sy_tensor_dtype(t));
@@ -492,8 +332,9 @@ static sy_status run_over(sy_model *m, plan_mode mode, const sy_tensor *const *x
                           const sy_tensor *const *y, const float *sw, int64_t sw_steps,
                           int64_t batch_size, int64_t max_steps, int verbose, FILE *progress,
                           const char *prefix, sy_logs *logs, sy_tensor *const *pred_out) {
-    int64_t n = samples(x[0]), r = model_replicas(m);
+    int64_t n = fit_samples(x[0]), r = model_replicas(m);
     int64_t global = batch_size < n ? batch_size : n;
+    if (!model_chief(m)) verbose = 0; /* issue 20: the chief alone prints */
     int64_t per = (global + r - 1) / r;
     global = per * r;
     model_plan *p;
@@ -525,6 +366,7 @@ static sy_status run_over(sy_model *m, plan_mode mode, const sy_tensor *const *x
         }
         if (mode == MODE_EVAL) st = replicas_infer(p->rs, k, feed_shard, read_sums, &t);
         else st = replicas_infer(p->rs, k, feed_shard, read_predictions, &t);
+        if (!st && mode == MODE_EVAL) st = replicas_share(p->rs, t.parts, sizeof(sums), k); /* issue 20 */
         if (st) {
             char msg[2048];
             snprintf(msg, sizeof msg, "%s", sy_last_error());
@@ -540,6 +382,10 @@ static sy_status run_over(sy_model *m, plan_mode mode, const sy_tensor *const *x
         if (verbose) progbar_update(&bar, step + k, mode == MODE_EVAL ? &l : NULL, step + k == steps);
     }
     trip_free(&t);
+    for (int32_t j = 0; !st && mode == MODE_PREDICT && j < m->n_outputs; j++) { /* issue 20: every host's rows */
+        sy_shape out_shape = model_output_shape_at(m, j);
+        st = replicas_share_rows(p->rs, t.pred_out[j], (size_t)sy_shape_count(&out_shape) * sizeof(float), n, per);
+    }
     if (st == SY_OK && logs && mode == MODE_EVAL) sums_to_logs(m, &total, prefix, logs);
     return st;
 }
@@ -560,11 +406,15 @@ sy_status sy_model_evaluate_multi(sy_model *m, const sy_tensor *const *x, int32_
         st = sy_error(SY_ERR_INVALID_ARGUMENT, "evaluate: steps must be >= 0 (0: all batches), got %lld",
                       (long long)o->steps);
     if (!st && !y) st = sy_error(SY_ERR_INVALID_ARGUMENT, "evaluate: no labels (y) given");
-    if (!st) st = check_data(m, "evaluate", "x", x, n_x, "y", y, n_y);
-    if (!st) st = fit_check_weights(m, "evaluate", o->sample_weight, NULL, 0, samples(x[0])); /* issue 17 */
+    if (!st) st = fit_check_data(m, "evaluate", "x", x, n_x, "y", y, n_y);
+    if (!st) st = fit_check_weights(m, "evaluate", o->sample_weight, NULL, 0, fit_samples(x[0])); /* issue 17 */
     float *sw = NULL;
-    if (!st) st = fit_sample_weights("evaluate", o->sample_weight, NULL, 0, NULL, samples(x[0]), &sw);
-    if (st) return st;
+    if (!st) st = fit_sample_weights("evaluate", o->sample_weight, NULL, 0, NULL, fit_samples(x[0]), &sw);
+    if (!st) st = fit_check_hosts(m, "evaluate", o->batch_size, fit_samples(x[0]), x, n_x, y, n_y, NULL); /* issue 20 */
+    if (st) {
+        sy_free(sw);
+        return st;
+    }
     sy_logs l = {0};
     st = run_over(m, MODE_EVAL, x, y, sw,
                   o->sample_weight ? fit_weight_steps(sy_tensor_shape(o->sample_weight)) : 0,
@@ -584,7 +434,7 @@ static sy_status check_predict_outputs(const sy_model *m, sy_tensor **out, int32
     for (int32_t j = 0; out && j < n_out; j++) out[j] = NULL;
     if (!out || n_out != m->n_outputs) {
         char names[1024];
-        io_names(m, true, names, sizeof names);
+        fit_io_names(m, true, names, sizeof names);
         return sy_error(SY_ERR_INVALID_ARGUMENT, "predict: model '%s' has %d output%s (%s) but room for %d was given%s",
                         m->name, m->n_outputs, m->n_outputs == 1 ? "" : "s", names, out ? n_out : 0,
                         n_out == 1 ? multi : "");
@@ -599,12 +449,13 @@ sy_status sy_model_predict_multi(sy_model *m, const sy_tensor *const *x, int32_t
     if (!o) o = &d;
     sy_status st = check_predict_outputs(m, out, n_out, "; use sy_model_predict_multi for one tensor per output");
     if (!st) st = check_batch("predict", o->batch_size);
-    if (!st) st = check_data(m, "predict", "x", x, n_x, NULL, NULL, 0);
+    if (!st) st = fit_check_data(m, "predict", "x", x, n_x, NULL, NULL, 0);
+    if (!st) st = fit_check_hosts(m, "predict", o->batch_size, fit_samples(x[0]), x, n_x, NULL, 0, NULL); /* issue 20 */
     if (st) return st;
     sy_tensor *t[MODEL_MAX_IO] = {0};
     for (int32_t j = 0; !st && j < n_out; j++) {
         sy_shape out_shape = model_output_shape_at(m, j);
-        st = sy_tensor_new(SY_F32, keras_batch_shape(samples(x[0]), &out_shape), &t[j]);
+        st = sy_tensor_new(SY_F32, keras_batch_shape(fit_samples(x[0]), &out_shape), &t[j]);
     }
     if (!st)
         st = run_over(m, MODE_PREDICT, x, NULL, NULL, 0, o->batch_size, 0, o->verbose, o->progress,
@@ -701,7 +552,7 @@ static const sy_tensor *const *val_y(const sy_fit_options *o, int32_t *n) {
  * evaluate and predict cut an element larger than the compiled batch into
  * pieces and pad a smaller one, so any batching covers every sample once. */
 
-static int64_t rows_of(const sy_element *e) { return samples(e->c[0]); }
+static int64_t rows_of(const sy_element *e) { return fit_samples(e->c[0]); }
 
 /* The dataset gives what `what` needs: elements (x1 .. xn) -- the model's
  * inputs -- then, with labels, (y1 .. ym) for its outputs; no sample
@@ -827,7 +678,7 @@ static sy_status check_batch_element(const sy_model *m, const char *what, const 
                                      bool labels, int64_t number, const double *cw, int32_t n_cw,
                                      int64_t sw_steps) {
     const sy_tensor *const *c = (const sy_tensor *const *)e->c;
-    sy_status st = check_data(m, what, "x", c, m->n_inputs, "y", labels ? c + m->n_inputs : NULL, m->n_outputs);
+    sy_status st = fit_check_data(m, what, "x", c, m->n_inputs, "y", labels ? c + m->n_inputs : NULL, m->n_outputs);
     int32_t k = m->n_inputs + m->n_outputs;
     if (!st && labels) st = fit_check_weights(m, what, e->n > k ? c[k] : NULL, cw, n_cw, rows_of(e));
     if (!st && labels && e->n > k && fit_weight_steps(sy_tensor_shape(c[k])) != sw_steps)
@@ -864,13 +715,20 @@ static sy_status run_over_dataset(sy_model *m, plan_mode mode, const sy_dataset 
         feed_free(&f);
         return st;
     }
-    if (end) {
+    if (end && model_hosts(m) < 2) { /* issue 20: a host's shard may be empty; then it pads */
         feed_free(&f);
         return sy_error(SY_ERR_INVALID_ARGUMENT, "%s: the dataset gave no batch", what);
     }
-    if (global <= 0) global = rows_of(&first); /* not static: the first batch's size */
+    if (global <= 0) global = end ? 1 : rows_of(&first); /* not static: the first batch's size */
+    /* issue 20: on several hosts the dataset is this host's own (sharded by host): its batches go to
+     * this host's replicas, from row `off` of each step's global batch */
+    int32_t first_replica, local = model_local_replicas(m, &first_replica);
+    if (model_hosts(m) > 1) r = local;
     int64_t per = (global + r - 1) / r;
+    r = model_replicas(m);
     global = per * r;
+    int64_t off = per * first_replica;
+    if (!model_chief(m)) verbose = 0;
     model_plan *p = NULL;
     trip t = {.m = m, .replicas = (int32_t)r, .batches = sy_calloc((size_t)spe, sizeof(sy_element)),
               .base = sy_calloc((size_t)spe, sizeof(int64_t))};
@@ -900,9 +758,9 @@ static sy_status run_over_dataset(sy_model *m, plan_mode mode, const sy_dataset 
         f.row = 0;
         memset(&first, 0, sizeof first);
     }
-    while (!st && !end && (!max_steps || step < max_steps)) {
-        int64_t k = 0;
-        for (; k < spe && (!max_steps || step + k < max_steps); k++) {
+    while (!st && (!max_steps || step < max_steps)) {
+        int64_t k = 0, got;
+        for (; !end && k < spe && (!max_steps || step + k < max_steps); k++) {
             sy_element *e = &t.batches[k];
             if (first.n) {
                 *e = first;
@@ -914,11 +772,18 @@ static sy_status run_over_dataset(sy_model *m, plan_mode mode, const sy_dataset 
                                           p->sw_steps)))
                 break;
             int64_t n = rows_of(e);
-            for (int64_t j = 0; j < global; j++) t.idx[k * global + j] = j < n ? j : -1;
+            for (int64_t j = 0; j < global; j++) t.idx[k * global + j] = j >= off && j - off < n ? j - off : -1;
             t.base[k] = seen;
             seen += n;
         }
-        if (st || k == 0) break;
+        /* issue 20: every host runs as many steps as the host with the most data, the others padding */
+        got = k;
+        st = replicas_agree_steps(p->rs, st, &got, true);
+        if (st || got == 0) break;
+        for (; k < got; k++) {
+            for (int64_t j = 0; j < global; j++) t.idx[k * global + j] = -1;
+            t.base[k] = seen;
+        }
         if (mode == MODE_PREDICT && seen > cap) { /* room for these rows' predictions */
             int64_t want = cap ? cap : 1;
             while (want < seen) want *= 2;
@@ -932,6 +797,7 @@ static sy_status run_over_dataset(sy_model *m, plan_mode mode, const sy_dataset 
             cap = want;
         }
         st = replicas_infer(p->rs, k, feed_shard, mode == MODE_EVAL ? read_sums : read_predictions, &t);
+        if (!st && mode == MODE_EVAL) st = replicas_share(p->rs, t.parts, sizeof(sums), k); /* issue 20 */
         if (st) {
             char msg[2048];
             snprintf(msg, sizeof msg, "%s", sy_last_error());
@@ -947,6 +813,8 @@ static sy_status run_over_dataset(sy_model *m, plan_mode mode, const sy_dataset 
         }
         clear_batches(t.batches, k);
     }
+    if (!st && step == 0) /* issue 20: on several hosts, when every host's shard is empty */
+        st = strategy_agree(m->strategy, sy_error(SY_ERR_INVALID_ARGUMENT, "%s: the dataset gave no batch", what));
     if (!st && verbose) {
         sy_logs l = {0};
         if (mode == MODE_EVAL) sums_to_logs(m, &total, prefix, &l);
@@ -954,6 +822,13 @@ static sy_status run_over_dataset(sy_model *m, plan_mode mode, const sy_dataset 
         progbar_update(&bar, step, mode == MODE_EVAL ? &l : NULL, true);
     }
     if (!st && mode == MODE_EVAL && logs) sums_to_logs(m, &total, prefix, logs);
+    for (int32_t j = 0; !st && mode == MODE_PREDICT && j < m->n_outputs && model_hosts(m) > 1; j++) {
+        void *all; /* issue 20: every host's rows, in the order of the whole */
+        int64_t n_all;
+        st = replicas_gather_dealt(p->rs, t.pred_out[j], out_row[j] * sizeof(float), seen, &all, &n_all);
+        if (!st) sy_free(t.pred_out[j]), t.pred_out[j] = all;
+        if (!st && j == m->n_outputs - 1) seen = n_all;
+    }
     for (int32_t j = 0; !st && mode == MODE_PREDICT && j < m->n_outputs; j++) {
         sy_shape out_shape = model_output_shape_at(m, j);
         st = sy_tensor_new(SY_F32, keras_batch_shape(seen, &out_shape), &pred[j]);
@@ -983,7 +858,8 @@ sy_status sy_model_evaluate_dataset(sy_model *m, const sy_dataset *data, const s
         return sy_error(SY_ERR_INVALID_ARGUMENT, "evaluate: steps must be >= 0 (0: all batches), got %lld",
                         (long long)o->steps);
     sy_logs l = {0};
-    sy_status st = run_over_dataset(m, MODE_EVAL, data, o->steps, o->verbose, o->progress, "", &l, NULL);
+    sy_status st = fit_check_hosts(m, "evaluate", sy_dataset_component_spec(data, 0).shape.dims[0], -1, NULL, 0, NULL, 0, NULL);
+    if (!st) st = run_over_dataset(m, MODE_EVAL, data, o->steps, o->verbose, o->progress, "", &l, NULL);
     if (st == SY_OK && results) *results = l;
     return st;
 }
@@ -993,6 +869,7 @@ sy_status sy_model_predict_dataset_multi(sy_model *m, const sy_dataset *data, co
     sy_evaluate_options d = sy_evaluate_options_default();
     if (!o) o = &d;
     sy_status st = check_predict_outputs(m, out, n_out, "; use sy_model_predict_dataset_multi for one tensor per output");
+    if (!st) st = fit_check_hosts(m, "predict", sy_dataset_component_spec(data, 0).shape.dims[0], -1, NULL, 0, NULL, 0, NULL);
     if (st) return st;
     return run_over_dataset(m, MODE_PREDICT, data, 0, o->verbose, o->progress, "", NULL, out);
 }
@@ -1002,9 +879,13 @@ sy_status sy_model_predict_dataset(sy_model *m, const sy_dataset *data, const sy
 }
 
 /* The next k training batches from it into t (fewer at the end of the
- * data), checked; *got says how many. */
+ * data), checked; *got says how many. issue 20: on several hosts a batch is
+ * this host's share of the global batch, its replicas' shards. */
 static sy_status next_train_batches(const sy_model *m, sy_iterator *it, trip *t, int64_t k, int64_t batch,
                                     int64_t first_step, int64_t *got) {
+    int32_t first_replica;
+    model_local_replicas(m, &first_replica);
+    int64_t global = t->p->batch * t->replicas, off = t->p->batch * first_replica;
     *got = 0;
     for (int64_t s = 0; s < k; s++) {
         sy_element *e = &t->batches[s];
@@ -1018,7 +899,7 @@ static sy_status next_train_batches(const sy_model *m, sy_iterator *it, trip *t,
         if (rows_of(e) != batch)
             return sy_error(SY_ERR_SHAPE, "fit: dataset batch %lld has %lld samples where the model was compiled for %lld",
                             (long long)(first_step + s), (long long)rows_of(e), (long long)batch);
-        for (int64_t j = 0; j < batch; j++) t->idx[s * batch + j] = j;
+        for (int64_t j = 0; j < global; j++) t->idx[s * global + j] = j >= off && j - off < batch ? j - off : -1;
         (*got)++;
     }
     return SY_OK;
@@ -1041,6 +922,7 @@ typedef struct fit_feed {
     int32_t n_rng;
     uint64_t rng_open[CKPT_RNG_MAX];
     const float *val_sw; /* issue 17, fit arguments: the validation arrays' sample weights; NULL: none */
+    int32_t hosts;       /* issue 20: the model's hosts, each reading its own shard of a dataset */
 } fit_feed;
 
 /* A new iterator over the training data, its random state kept first. */
@@ -1065,6 +947,7 @@ static fit_position position_now(const fit_feed *f, int32_t epoch, int64_t step,
     p.stream_seed = f->s.seed;
     p.pass = f->s.pass;
     p.pos = f->s.pos;
+    p.hosts = f->train ? f->hosts : 1; /* arrays: every host walks the whole stream */
     if (f->train) {
         p.iter_open = f->it != NULL;
         p.consumed = f->consumed;
@@ -1123,6 +1006,12 @@ static sy_status resume_feed(fit_feed *f, const fit_position *p) {
         }
         return SY_OK;
     }
+    if (p->iter_open && p->hosts != f->hosts) /* issue 20: each host's elements were of its own shard */
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "fit: resuming: the checkpoint was written part way through an epoch by a run on %d host%s, "
+                        "each reading its own shard of the dataset, and this run has %d: resume on %d, or from a "
+                        "checkpoint at an epoch's end",
+                        p->hosts, p->hosts == 1 ? "" : "s", f->hosts, p->hosts);
     sy_status st = sy_dataset_set_rng_state(f->train, p->iter_open ? p->rng_open : p->rng_now, p->n_rng);
     if (st) {
         char msg[1024];
@@ -1205,7 +1094,11 @@ static sy_status run_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
         while (st == SY_OK && (!f->steps || step < f->steps)) {
             int64_t want = f->steps && f->steps - step < spe ? f->steps - step : spe, k = 0;
             bool fed = (st = feed_steps(m, f, t, want, batch, step, &k)) == SY_OK;
+            /* issue 20: a host whose input failed or ended ends the round trip for all */
+            st = replicas_agree_steps(p->rs, st, &k, false);
+            fed = fed && !st;
             if (!st && k) st = replicas_train(p->rs, k, feed_shard, read_sums, t);
+            if (!st && k) st = replicas_share(p->rs, t->parts, sizeof(sums), k);
             if (t->batches) clear_batches(t->batches, spe);
             if (st) {
                 char msg[2048];
@@ -1312,6 +1205,8 @@ static sy_status fit_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
     memset(&at, 0, sizeof at);
     bool resumed = false;
     int lock = -1;
+    sy_fit_options quiet = *o; /* issue 20: the chief alone prints */
+    if (!model_chief(m)) quiet.verbose = 0, o = &quiet;
     /* issue 17, fit arguments: BackupAndRestore is the model_dir machinery, resuming, one checkpoint kept */
     sy_fit_options with_backup = *o;
     const char *backup_dir = NULL;
@@ -1336,7 +1231,8 @@ static sy_status fit_epochs(sy_model *m, const sy_fit_options *o, model_plan *p,
     if (!st) st = run_epochs(m, o, p, t, f, batch, h, resumed, &at, backup ? &live : NULL);
     keras_backup_attach(backup, NULL, NULL);
     checkpoint_end(lock);
-    if (!st && backup_dir && delete_backup) keras_backup_delete(backup_dir); /* training ended: Keras's on_train_end */
+    if (!st && backup_dir && delete_backup && model_chief(m))
+        keras_backup_delete(backup_dir); /* training ended: Keras's on_train_end */
     return st;
 }
 
@@ -1379,17 +1275,17 @@ sy_status sy_model_fit_multi(sy_model *m, const sy_tensor *const *x, int32_t n_x
     if (!m->compiled) return sy_error(SY_ERR_STATE, "fit: model '%s' must be compiled (sy_model_compile) first", m->name);
     sy_status st = check_fit_options(o);
     if (!st && !y) st = sy_error(SY_ERR_INVALID_ARGUMENT, "fit: no labels (y) given");
-    if (!st) st = check_data(m, "fit", "x", x, n_x, "y", y, n_y);
+    if (!st) st = fit_check_data(m, "fit", "x", x, n_x, "y", y, n_y);
     int32_t nvx, nvy;
     const sy_tensor *const *vx = val_x(o, &nvx), *const *vy = val_y(o, &nvy);
-    if (!st && vx) st = check_data(m, "fit", "validation x", vx, nvx, "validation y", vy, nvy);
+    if (!st && vx) st = fit_check_data(m, "fit", "validation x", vx, nvx, "validation y", vy, nvy);
     /* issue 17, fit arguments: weights checked, then validation_split done by fitting on the cut arrays */
-    if (!st) st = fit_check_weights(m, "fit", o->sample_weight, o->class_weight, o->n_class_weight, samples(x[0]));
+    if (!st) st = fit_check_weights(m, "fit", o->sample_weight, o->class_weight, o->n_class_weight, fit_samples(x[0]));
     if (!st && vx && o->val_sample_weight)
-        st = fit_check_weights(m, "fit: validation", o->val_sample_weight, NULL, 0, samples(vx[0]));
+        st = fit_check_weights(m, "fit: validation", o->val_sample_weight, NULL, 0, fit_samples(vx[0]));
     if (st) return st;
     if (o->validation_split > 0 && !vx) return fit_split(m, x, n_x, y, n_y, o, history);
-    int64_t n = samples(x[0]), batch = o->batch_size, r = model_replicas(m);
+    int64_t n = fit_samples(x[0]), batch = o->batch_size, r = model_replicas(m);
     if (batch % r != 0) {
         int64_t below = batch / r * r, above = below + r; /* batch < INT64_MAX - r: no overflow */
         if (batch > INT64_MAX - 2 * r) above = below;
@@ -1413,15 +1309,16 @@ sy_status sy_model_fit_multi(sy_model *m, const sy_tensor *const *x, int32_t n_x
     }
     sy_history *h = NULL;
     fit_feed f = {{sy_malloc((size_t)n * sizeof(int64_t)), n, n, 0, o->shuffle, sy_mix64(m->seed ^ sy_mix64(o->seed + 0x5F1F))},
-                  NULL, NULL, NULL, steps, steps, 0, 0, {0}, NULL};
+                  NULL, NULL, NULL, steps, steps, 0, 0, {0}, NULL, model_hosts(m)};
     trip t = {.m = m, .p = p, .x = x, .y = y, .replicas = (int32_t)r};
-    if (!f.s.perm || (st = trip_alloc(&t, spe < steps ? spe : steps, batch)) || (st = history_new(&h))) {
+    st = fit_check_hosts(m, "fit", batch, n, x, n_x, y, n_y, o); /* issue 20 */
+    if (!f.s.perm || st || (st = trip_alloc(&t, spe < steps ? spe : steps, batch)) || (st = history_new(&h))) {
         if (!st) st = sy_error(SY_ERR_OUT_OF_MEMORY, "fit: out of memory");
     }
     /* issue 17, fit arguments: every sample's weight, and the plans that take them */
     float *sw = NULL, *val_sw = NULL;
     if (!st) st = fit_sample_weights("fit", o->sample_weight, o->class_weight, o->n_class_weight, y[0], n, &sw);
-    if (!st && vx) st = fit_sample_weights("fit: validation", o->val_sample_weight, NULL, 0, NULL, samples(vx[0]), &val_sw);
+    if (!st && vx) st = fit_sample_weights("fit: validation", o->val_sample_weight, NULL, 0, NULL, fit_samples(vx[0]), &val_sw);
     t.sw = sw;
     f.val_sw = val_sw;
     if (!st) st = fit_epochs(m, o, p, &t, &f, batch, h);
@@ -1462,16 +1359,19 @@ sy_status sy_model_fit_dataset(sy_model *m, const sy_dataset *train, const sy_da
     if (!st) st = check_dataset(m, "fit", train, true);
     if (!st && validation) st = check_dataset(m, "fit: validation", validation, true);
     if (st) return st;
-    int64_t batch = sy_dataset_component_spec(train, 0).shape.dims[0], r = model_replicas(m), card = sy_dataset_cardinality(train);
+    /* issue 20: on several hosts the dataset is this host's: its batches feed this host's replicas */
+    int32_t first_replica, local = model_local_replicas(m, &first_replica);
+    int64_t batch = sy_dataset_component_spec(train, 0).shape.dims[0], r = model_hosts(m) > 1 ? local : model_replicas(m),
+            card = sy_dataset_cardinality(train);
     if (batch <= 0)
         return sy_error(SY_ERR_SHAPE,
                         "fit: the dataset's batches have no static size; training compiles one static shape, so batch "
                         "with drop_remainder (as a TPU needs)");
     if (batch % r != 0)
         return sy_error(SY_ERR_INVALID_ARGUMENT,
-                        "fit: the dataset's batch size %lld does not divide among the %lld replicas in sync; batch by "
+                        "fit: the dataset's batch size %lld does not divide among the %lld replicas %s; batch by "
                         "a multiple of %lld",
-                        (long long)batch, (long long)r, (long long)r);
+                        (long long)batch, (long long)r, model_hosts(m) > 1 ? "of this host" : "in sync", (long long)r);
     if (!o->steps_per_epoch && card == SY_INFINITE)
         return sy_error(SY_ERR_INVALID_ARGUMENT,
                         "fit: the dataset repeats forever, so an epoch has no end: give steps_per_epoch");
@@ -1487,10 +1387,11 @@ sy_status sy_model_fit_dataset(sy_model *m, const sy_dataset *train, const sy_da
     }
     sy_history *h = NULL;
     fit_feed f = {{NULL, 0, 0, 0, false, 0}, train, validation, NULL, o->steps_per_epoch,
-                  o->steps_per_epoch ? o->steps_per_epoch : card >= 0 ? card : 0, 0, 0, {0}, NULL};
-    trip t = {.m = m, .p = p, .replicas = (int32_t)r, .batches = sy_calloc((size_t)spe, sizeof(sy_element)),
+                  o->steps_per_epoch ? o->steps_per_epoch : card >= 0 ? card : 0, 0, 0, {0}, NULL, model_hosts(m)};
+    trip t = {.m = m, .p = p, .replicas = model_replicas(m), .batches = sy_calloc((size_t)spe, sizeof(sy_element)),
               .cw = o->class_weight, .n_cw = o->n_class_weight};
-    if (!t.batches || (st = trip_alloc(&t, spe, batch)) || (st = history_new(&h))) {
+    if (!st) st = fit_check_hosts(m, "fit", batch, -1, NULL, 0, NULL, 0, o); /* issue 20: hosts' shards may differ in size */
+    if (!t.batches || st || (st = trip_alloc(&t, spe, batch / r * t.replicas)) || (st = history_new(&h))) {
         if (!st) st = sy_error(SY_ERR_OUT_OF_MEMORY, "fit: out of memory");
     }
     if (!st) st = fit_epochs(m, o, p, &t, &f, batch, h);

@@ -589,6 +589,37 @@ double progbar_tpu_step(const sy_model *m, const model_plan *p, char *name, size
 /* Keras's Progbar.update(current, values, finalize). */
 void progbar_update(progbar *p, int64_t current, const sy_logs *logs, bool finalize);
 
+/* ---- the arrays of fit, evaluate and predict (fit_checks.c) --------------------- */
+
+/* t's samples: its first dimension (0 for a scalar). */
+int64_t fit_samples(const sy_tensor *t);
+/* "a, b": the model's input names, or its output names. */
+void fit_io_names(const sy_model *m, bool outputs, char *buf, size_t size);
+/* The arrays given to fit, evaluate or predict (what): n_x of them for the
+ * model's inputs (named xname), n_y (when y is given) for its outputs'
+ * labels; each checked against its input or output, and every one with as
+ * many samples. */
+sy_status fit_check_data(const sy_model *m, const char *what, const char *xname, const sy_tensor *const *x,
+                         int32_t n_x, const char *yname, const sy_tensor *const *y, int32_t n_y);
+
+/* ---- several hosts (issue 20, fit_hosts.c) --------------------------------------- */
+
+/* Whether this process is the chief (host 0), which alone prints fit's
+ * progress and writes its checkpoints; true on one host. */
+bool model_chief(const sy_model *m);
+/* The hosts (MPI ranks) of the model's strategy, 1 on one; and this host's
+ * replicas, global indices *first .. *first + n - 1. */
+int32_t model_hosts(const sy_model *m);
+int32_t model_local_replicas(const sy_model *m, int32_t *first);
+/* Before fit (o), evaluate or predict (o NULL) starts on several hosts:
+ * SY_ERR_INVALID_ARGUMENT on every host, naming what differs, unless every
+ * host has the same model, weights, seed, optimizer, loss, steps per
+ * execution, batch size (batch), data size (samples), arrays (x and y: a
+ * hash of their bytes; NULL for a dataset, whose shards differ) and fit
+ * options. */
+sy_status fit_check_hosts(sy_model *m, const char *what, int64_t batch, int64_t samples, const sy_tensor *const *x,
+                          int32_t n_x, const sy_tensor *const *y, int32_t n_y, const sy_fit_options *o);
+
 /* ---- checkpoints (model_checkpoint.c) -------------------------------------------- */
 
 /* An epoch's (or evaluation's) running sums. */
@@ -615,6 +646,8 @@ typedef struct fit_position {
     int64_t consumed;
     int32_t n_rng;
     uint64_t rng_open[CKPT_RNG_MAX], rng_now[CKPT_RNG_MAX];
+    /* issue 20: the hosts whose shards of the dataset those elements were (1 on one host) */
+    int32_t hosts;
 } fit_position;
 
 /* fit()'s start with options o: nothing without o->model_dir; else make

@@ -35,6 +35,12 @@
  * estimator passes its variable store alone, and its checkpoints hold the
  * variables and the global step (the input starts again at every train(),
  * as TensorFlow's Estimator starts it).
+ *
+ * issue 20, several hosts: the chief (host 0) alone takes the lock, writes
+ * the checkpoints and looks for one to resume from; then it sends that
+ * checkpoint's bytes to every other host, which loads the same bytes (the
+ * hosts need no shared file system). Every host learns whether the chief's
+ * write or resume failed (strategy_agree), so all stop together.
  */
 #include "keras_internal.h"
 
@@ -116,10 +122,10 @@ static json_t *manifest_new(const ckpt_owner *o, const fit_position *p) {
     }
     json_object_set_new(pos, "stream", json_pack("{s:o, s:I, s:I}", "seed", u64_json(p->stream_seed), "pass",
                                                  (json_int_t)p->pass, "pos", (json_int_t)p->pos));
-    json_object_set_new(pos, "dataset", json_pack("{s:b, s:I, s:o, s:o}", "iterator_open", p->iter_open, "consumed",
+    json_object_set_new(pos, "dataset", json_pack("{s:b, s:I, s:o, s:o, s:i}", "iterator_open", p->iter_open, "consumed",
                                                   (json_int_t)p->consumed, "rng_at_open",
                                                   u64_array(p->rng_open, p->n_rng), "rng",
-                                                  u64_array(p->rng_now, p->n_rng)));
+                                                  u64_array(p->rng_now, p->n_rng), "hosts", p->hosts > 0 ? p->hosts : 1));
     /* Keras's optimizer.learning_rate variable, which its checkpoints (BackupAndRestore's) hold: a
      * rate that ReduceLROnPlateau or LearningRateScheduler set resumes with the run. A float32,
      * exact as a double. */
@@ -174,7 +180,8 @@ sy_status ckpt_dir_save(const ckpt_owner *w, const char *dir, int32_t keep, cons
 sy_status checkpoint_save(sy_model *m, const sy_fit_options *o, const fit_position *p) {
     if (!o->model_dir) return SY_OK;
     ckpt_owner w = ckpt_owner_of(m, "fit");
-    return ckpt_dir_save(&w, o->model_dir, o->keep_checkpoint_max, p);
+    /* issue 20: one writer */
+    return strategy_agree(m->strategy, model_chief(m) ? ckpt_dir_save(&w, o->model_dir, o->keep_checkpoint_max, p) : SY_OK);
 }
 
 /* ---- loading ------------------------------------------------------------------------ */
@@ -269,6 +276,11 @@ static bool position_of(const json_t *j, const sy_model *m, fit_position *p) {
     p->iter_open = json_is_true(json_object_get(ds, "iterator_open"));
     p->consumed = json_integer_value(json_object_get(ds, "consumed"));
     p->n_rng = n_open;
+    /* issue 20: absent in checkpoints from before it, all of one host's */
+    json_t *hosts = json_object_get(ds, "hosts");
+    if (hosts && !json_is_integer(hosts)) return false;
+    p->hosts = hosts ? (int32_t)json_integer_value(hosts) : 1;
+    if (p->hosts < 1) return false;
     return p->epoch >= 0 && p->step >= 0 && p->sums.seen >= 0 && p->pass >= 0 && p->pos >= 0 && p->consumed >= 0;
 }
 
@@ -535,6 +547,43 @@ sy_status ckpt_dir_load_newest(const ckpt_owner *o, const char *dir, int64_t *st
     return st;
 }
 
+/* issue 20: the chief's outcome on every host: whether it resumed, and
+ * from which checkpoint, whose bytes each host loads as the chief did. */
+static sy_status begin_hosts(const ckpt_owner *w, const sy_fit_options *o, fit_position *p, bool *resumed, int *lock) {
+    sy_model *m = w->m;
+    struct {
+        int64_t size;
+        char path[4096];
+    } head;
+    memset(&head, 0, sizeof head);
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    sy_status st = SY_OK;
+    if (model_chief(m)) {
+        int64_t step;
+        st = ckpt_dir_begin(w, o->model_dir, o->resume, p, &step, lock);
+        *resumed = !st && step >= 0;
+        if (*resumed) {
+            ckpt_path(head.path, sizeof head.path, o->model_dir, step);
+            st = io_read_file(head.path, &bytes, &size);
+        }
+        head.size = (int64_t)size;
+    }
+    st = strategy_agree(m->strategy, st);
+    if (!st) st = strategy_bcast(m->strategy, &head, sizeof head, "fit: resuming: sending the checkpoint");
+    if (!st && !model_chief(m) && head.size > 0 && !(bytes = sy_malloc((size_t)head.size)))
+        st = sy_error(SY_ERR_OUT_OF_MEMORY, "fit: resuming: out of memory for '%s' (%lld bytes)", head.path,
+                      (long long)head.size);
+    st = strategy_agree(m->strategy, st);
+    if (!st) st = strategy_bcast(m->strategy, bytes, head.size, "fit: resuming: sending the checkpoint");
+    if (!st && !model_chief(m) && head.size > 0) {
+        st = checkpoint_load_bytes(m, bytes, (size_t)head.size, head.path, p);
+        *resumed = st == SY_OK;
+    }
+    sy_free(bytes);
+    return strategy_agree(m->strategy, st);
+}
+
 sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p, bool *resumed, int *lock) {
     *resumed = false;
     *lock = -1;
@@ -549,6 +598,7 @@ sy_status checkpoint_begin(sy_model *m, const sy_fit_options *o, fit_position *p
                         "fit: save_checkpoints_steps (%lld) must be >= 0 and keep_checkpoint_max (%d) >= 1",
                         (long long)o->save_checkpoints_steps, o->keep_checkpoint_max);
     ckpt_owner w = ckpt_owner_of(m, "fit");
+    if (model_hosts(m) > 1) return begin_hosts(&w, o, p, resumed, lock);
     int64_t step;
     sy_status st = ckpt_dir_begin(&w, o->model_dir, o->resume, p, &step, lock);
     *resumed = !st && step >= 0;
