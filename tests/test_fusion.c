@@ -24,7 +24,7 @@
  *     after an activation;
  *   - the Fashion-MNIST tutorial's CNN, as a user builds it with the Keras
  *     API, trained on real images (the first of the test set) on two
- *     replicas for four steps, fused and not: the same losses and weights
+ *     replicas for three steps, fused and not: the same losses and weights
  *     to float rounding, the fused plan's arena a fraction of the unfused
  *     one's.
  */
@@ -335,7 +335,7 @@ static void check_unfusable(void) {
 
 /* ---- the tutorial CNN (src/cli/builtin.c, fashion_mnist_cnn), fit fused and not --------- */
 
-enum { TUT_ROWS = 128, TUT_BATCH = 64, TUT_STEPS = 4 };
+enum { TUT_ROWS = 32, TUT_BATCH = 32, TUT_STEPS = 3 };
 
 typedef struct tutorial_run {
     double loss[TUT_STEPS];
