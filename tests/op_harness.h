@@ -37,7 +37,9 @@ typedef struct ctx {
 /* MXU_GROWS (issue 16, MXU recurrent products): a scan whose state grows step by step (linear
  * gates), which multiplies bfloat16's rounding error along the way: sim-ref within 5e-2 of float32,
  * not 1e-2 */
-enum { FWD = 1, GRAD = 2, CHECK_FUSED = 4, MXU_GROWS = 8 };
+/* FUSED_TRAIN (issue 21): a chain the compiler fuses; its training plan's gradients, fused, against
+ * the unfused graph's, and the row's op in the fused plan (test_ops.c) */
+enum { FWD = 1, GRAD = 2, CHECK_FUSED = 4, MXU_GROWS = 8, FUSED_TRAIN = 16 };
 
 typedef struct row {
     const char *name;
@@ -60,8 +62,22 @@ extern bool op_poison_first_leaf;
 void op_feed(ctx *c, sy_plan *p);
 /* Element i of a plan's output of dtype dt, as a double. */
 double op_read_val(const void *p, sy_dtype dt, int64_t i);
-/* A float input leaf uniform in [lo, hi). */
+/* Leaves (op_harness.c): one of `kind` uniform in [lo, hi) (kept 0.05 from zero if away_from_zero);
+ * a differentiable float variable uniform in [lo, hi), or kept at least 0.05 away from zero in [-1,
+ * 1) (relu and friends have a kink there); a float input uniform in [lo, hi) that is not
+ * differentiated; an int32 input in [lo, hi). Under ctx.bf16 float leaves are read through a cast
+ * to bfloat16. */
+sy_node op_add_leaf(ctx *c, leaf_kind kind, sy_shape s, double lo, double hi, bool away_from_zero);
+sy_node op_var(ctx *c, sy_shape s, double lo, double hi);
+sy_node op_var_nz(ctx *c, sy_shape s);
 sy_node op_cin(ctx *c, sy_shape s, double lo, double hi);
+sy_node op_iin(ctx *c, sy_shape s, int lo, int hi);
+/* issue 21: conv -> pool chains that fuse (op_rows_fused.c) */
+sy_node op_b_conv_pool_max_relu(ctx *c);
+sy_node op_b_conv_pool_sigmoid_same(ctx *c);
+sy_node op_b_conv_pool_avg(ctx *c);
+sy_node op_b_conv_pool_im2col_tanh(ctx *c);
+sy_node op_b_conv_pool_avg_relu(ctx *c);
 /* An LSTM scan built for inference (h only, last step): it has no gradient. */
 sy_node op_inference_scan(ctx *c);
 

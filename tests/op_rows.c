@@ -10,56 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- leaves of a row: generated once, identical in float32 and float64 ---- */
-
-static double *gen(ctx *c, const sy_shape *s, double lo, double hi, bool away_from_zero,
-                   bool integer) {
-    int64_t n = sy_shape_count(s);
-    double *v = malloc((size_t)n * sizeof *v);
-    sy_rng r = sy_rng_new(c->seed, (uint64_t)c->n_leaves);
-    for (int64_t i = 0; i < n; i++) {
-        if (integer) {
-            v[i] = (double)((int64_t)lo + (int64_t)(sy_rng_uniform64(&r) * (hi - lo)));
-            continue;
-        }
-        double x;
-        do x = lo + (hi - lo) * sy_rng_uniform64(&r);
-        while (away_from_zero && fabs(x) < 0.05);
-        v[i] = x;
-    }
-    return v;
-}
-
-static sy_node add_leaf(ctx *c, leaf_kind kind, sy_shape s, double lo, double hi, bool nz) {
-    char name[32];
-    snprintf(name, sizeof name, "leaf%d", c->n_leaves);
-    sy_node n = kind == LEAF_VAR ? sy_graph_param(c->g, name, c->dt, s, sy_init_zeros())
-                                 : sy_graph_input(c->g, name, kind == LEAF_INT ? SY_I32 : c->dt, s);
-    leaf *l = &c->leaves[c->n_leaves];
-    l->kind = kind;
-    l->node = n;
-    l->shape = s;
-    l->values = gen(c, &s, lo, hi, nz, kind == LEAF_INT);
-    c->n_leaves++;
-    /* issue 16, bfloat16 storage: a mixed layer's autocast of its float inputs and weights */
-    return c->bf16 && kind != LEAF_INT ? sy_graph_cast_bf16(c->g, n) : n;
-}
-
-/* a differentiable float tensor, uniform in [lo, hi) */
+/* the leaves (op_harness.c), by their short names */
 static sy_node var(ctx *c, sy_shape s, double lo, double hi) {
-    return add_leaf(c, LEAF_VAR, s, lo, hi, false);
+    return op_var(c, s, lo, hi);
 }
-/* ... kept at least 0.05 away from zero (relu and friends have a kink there) */
 static sy_node var_nz(ctx *c, sy_shape s) {
-    return add_leaf(c, LEAF_VAR, s, -1, 1, true);
+    return op_var_nz(c, s);
 }
-/* a float input that is not differentiated */
 static sy_node cin(ctx *c, sy_shape s, double lo, double hi) {
-    return add_leaf(c, LEAF_FLOAT, s, lo, hi, false);
+    return op_cin(c, s, lo, hi);
 }
-/* an int32 input in [lo, hi) */
 static sy_node iin(ctx *c, sy_shape s, int lo, int hi) {
-    return add_leaf(c, LEAF_INT, s, lo, hi, false);
+    return op_iin(c, s, lo, hi);
 }
 
 /* ---- builders ---------------------------------------------------------------- */
@@ -179,8 +141,8 @@ static sy_node b_log(ctx *c) {
 /* issue 15, activations: the activation op, one row per function */
 #define ACT_ROW(name, fn, lo, hi, a, b, cc)                                                        \
     static sy_node b_act_##name(ctx *c) {                                                          \
-        return graph_activation(c->g, add_leaf(c, LEAF_VAR, R(2, 6L, 7L), lo, hi, true), fn, a, b, \
-                                cc);                                                               \
+        return graph_activation(c->g, op_add_leaf(c, LEAF_VAR, R(2, 6L, 7L), lo, hi, true), fn, a, \
+                                b, cc);                                                            \
     }
 ACT_ROW(leaky, SY_AF_RELU, -3, 3, 0.3f, INFINITY, 0)
 ACT_ROW(relu_max_slope_thr, SY_AF_RELU, -3, 3, 0.1f, 2.0f, 0.5f)
@@ -1448,66 +1410,19 @@ const row op_rows[] = {
     {"keras_loss categorical_focal_crossentropy logits", SY_OP_KERAS_LOSS, b_kl_cfocal_logits,
      FWD | GRAD},
     {"keras_loss_grad", SY_OP_KERAS_LOSS_GRAD, b_kl_grad, FWD},
+    /* issue 21, conv -> pool fusion (op_rows_fused.c) */
+    {"conv2d_pool max, relu after", SY_OP_CONV2D_POOL, op_b_conv_pool_max_relu, FWD | FUSED_TRAIN},
+    {"conv2d_pool sigmoid, max same", SY_OP_CONV2D_POOL, op_b_conv_pool_sigmoid_same,
+     FWD | GRAD | FUSED_TRAIN},
+    {"conv2d_pool average 2x2/3", SY_OP_CONV2D_POOL, op_b_conv_pool_avg, FWD | GRAD | FUSED_TRAIN},
+    {"pool_argmax", SY_OP_POOL_ARGMAX, op_b_conv_pool_max_relu, FUSED_TRAIN},
+    {"conv2d_pool_backprop_filter im2col, tanh", SY_OP_CONV2D_POOL_BACKPROP_FILTER,
+     op_b_conv_pool_im2col_tanh, FWD | GRAD | FUSED_TRAIN},
+    {"conv2d_pool_bias_grad average, relu after", SY_OP_CONV2D_POOL_BIAS_GRAD,
+     op_b_conv_pool_avg_relu, FWD | GRAD | FUSED_TRAIN},
 };
 const int op_n_rows = (int)(sizeof op_rows / sizeof op_rows[0]);
 
-/* ---- building and feeding a row ----------------------------------------------------------- */
-
-void op_free_ctx(ctx *c) {
-    for (int i = 0; i < c->n_leaves; i++) free(c->leaves[i].values);
-    sy_graph_free(c->g);
-}
-
-sy_node op_build(const row *r, ctx *c, sy_dtype dt, uint64_t seed, bool bf16) {
-    memset(c, 0, sizeof *c);
-    c->dt = dt;
-    c->seed = seed;
-    c->bf16 = bf16;
-    sy_graph_new(&c->g);
-    sy_graph_set_bf16(c->g, bf16);
-    sy_node out = r->build(c);
-    sy_graph_set_bf16(c->g, false);
-    return out;
-}
-
-bool op_poison_first_leaf;
-
-void op_feed(ctx *c, sy_plan *p) {
-    sy_vars *v = sy_plan_vars(p);
-    for (int i = 0; i < c->n_leaves; i++) {
-        leaf *l = &c->leaves[i];
-        void *dst;
-        if (l->kind == LEAF_VAR) {
-            int32_t idx = sy_vars_find(v, sy_graph_name(c->g, l->node));
-            dst = idx >= 0 ? sy_vars_data(v, idx) : NULL;
-        } else {
-            dst = sy_plan_input(p, l->node);
-            sy_clear_error();
-        }
-        if (!dst) continue; /* not read by this plan */
-        int64_t n = sy_shape_count(&l->shape);
-        for (int64_t k = 0; k < n; k++) {
-            if (op_poison_first_leaf && i == 0 && l->kind != LEAF_INT)
-                ((float *)dst)[k] = NAN;
-            else if (l->kind == LEAF_INT)
-                ((int32_t *)dst)[k] = (int32_t)l->values[k];
-            else if (c->dt == SY_F32)
-                ((float *)dst)[k] = (float)l->values[k];
-            else
-                ((double *)dst)[k] = l->values[k];
-        }
-    }
-}
-
-double op_read_val(const void *p, sy_dtype dt, int64_t i) {
-    return dt == SY_F32   ? ((const float *)p)[i]
-           : dt == SY_F64 ? ((const double *)p)[i]
-                          : ((const int32_t *)p)[i];
-}
-
-sy_node op_cin(ctx *c, sy_shape s, double lo, double hi) {
-    return cin(c, s, lo, hi);
-}
 sy_node op_inference_scan(ctx *c) {
     return scan_h(c, (scan_opts){false, true, false, true, TANH, SIGM, false, true});
 }

@@ -16,6 +16,7 @@
 #include "check.h"
 #include "keras/keras_internal.h" /* model_plan_get: the plans' arena */
 #include "systolic.h"
+#include "tutorial_cnn.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -348,33 +349,6 @@ static void test_dense_epilogue(const char *act_name, sy_activation act) {
 /* ---- issue 16, bfloat16 storage
  * ------------------------------------------------------------------------ */
 
-/* The tutorial's CNN (src/cli/builtin.c, fashion_mnist_cnn) under the policy: Conv2D(64, 3x3) ->
- * MaxPooling2D(2x2, strides 2) -> relu -> Flatten -> Dense(10) -> softmax, Adam(1e-3), sparse
- * categorical crossentropy. */
-static sy_model *tutorial_cnn(void) {
-    sy_model *m = NULL;
-    CHECK_OK(sy_keras_set_global_policy("mixed_bfloat16"));
-    CHECK_OK(sy_model_new(NULL, &m));
-    sy_layer ls[6] = {sy_layer_conv2d(64, 3, 3),
-                      sy_layer_max_pooling2d(2, 2),
-                      sy_layer_activation(SY_ACTIVATION_RELU),
-                      sy_layer_flatten(),
-                      sy_layer_dense(10),
-                      sy_layer_activation(SY_ACTIVATION_SOFTMAX)};
-    ls[0].input_shape = sy_shape_of(3, 28, 28, 1);
-    ls[1].strides[0] = ls[1].strides[1] = 2;
-    for (int i = 0; i < 6 && m; i++) CHECK_OK(sy_model_add(m, &ls[i]));
-    CHECK_OK(sy_keras_set_global_policy("float32"));
-    sy_compile_options co = sy_compile_options_default();
-    co.optimizer = sy_optimizer_adam(1e-3f);
-    co.loss = "sparse_categorical_crossentropy";
-    static const char *metrics[] = {"sparse_categorical_accuracy"};
-    co.metrics = metrics;
-    co.n_metrics = 1;
-    if (m) CHECK_OK(sy_model_compile(m, &co));
-    return m;
-}
-
 typedef struct storage_run {
     double loss[3];
     sy_tensor *pred;
@@ -384,17 +358,18 @@ typedef struct storage_run {
 } storage_run;
 
 /* Three epochs of one step each (a loss per step) on `devices`, then predict, with 2-byte storage
- * or not. */
-static void run_storage(const char *devices, bool bf16, const sy_tensor *x, const sy_tensor *y,
-                        storage_run *r) {
+ * or not, with the conv and the pool fused or not (issue 21). */
+static void run_storage(const char *devices, bool bf16, bool conv_pool, const sy_tensor *x,
+                        const sy_tensor *y, storage_run *r) {
     memset(r, 0, sizeof *r);
     CHECK(setenv("SYSTOLIC_BF16_STORAGE", bf16 ? "1" : "0", 1) == 0, "setenv");
+    CHECK(setenv("SYSTOLIC_CONV_POOL", conv_pool ? "1" : "0", 1) == 0, "setenv");
     sy_cluster *c = NULL;
     sy_strategy *s = NULL;
     CHECK_OK(sy_cluster_resolve(devices, &c));
     CHECK_OK(sy_strategy_new(c, &s));
     if (s) sy_strategy_scope_enter(s);
-    sy_model *m = tutorial_cnn();
+    sy_model *m = tutorial_cnn("mixed_bfloat16");
     if (s) sy_strategy_scope_exit(s);
     sy_fit_options f = sy_fit_options_default();
     f.batch_size = 32;
@@ -425,9 +400,10 @@ static void run_storage(const char *devices, bool bf16, const sy_tensor *x, cons
     sy_strategy_free(s);
     sy_cluster_free(c);
     unsetenv("SYSTOLIC_BF16_STORAGE");
+    unsetenv("SYSTOLIC_CONV_POOL");
 }
 
-static void test_bf16_storage(const char *devices) {
+static void test_bf16_storage(const char *devices, bool conv_pool) {
     sy_tensor *x = NULL, *y = NULL;
     CHECK_OK(sy_tensor_new(SY_F32, sy_shape_of(4, 64, 28, 28, 1), &x));
     CHECK_OK(sy_tensor_new(SY_I32, sy_shape_of(1, 64), &y));
@@ -440,14 +416,15 @@ static void test_bf16_storage(const char *devices) {
     int32_t *ys = sy_tensor_data(y);
     for (int64_t i = 0; i < 64; i++) ys[i] = (int32_t)(sy_rng_uniform64(&rng) * 10);
     storage_run two, four;
-    run_storage(devices, true, x, y, &two);
-    run_storage(devices, false, x, y, &four);
+    run_storage(devices, true, conv_pool, x, y, &two);
+    run_storage(devices, false, conv_pool, x, y, &four);
     fprintf(stderr,
-            "  %s bfloat16 storage: losses %.9g %.9g %.9g; arena %lld bytes (float32 storage: "
+            "  %s%s bfloat16 storage: losses %.9g %.9g %.9g; arena %lld bytes (float32 storage: "
             "%lld), %d steps read "
             "or write bfloat16, %d inputs converted\n",
-            devices, two.loss[0], two.loss[1], two.loss[2], (long long)two.info.arena_bytes,
-            (long long)four.info.arena_bytes, two.info.bf16_steps, two.info.bf16_converts);
+            devices, conv_pool ? "" : " (conv and pool unfused)", two.loss[0], two.loss[1],
+            two.loss[2], (long long)two.info.arena_bytes, (long long)four.info.arena_bytes,
+            two.info.bf16_steps, two.info.bf16_converts);
     for (int e = 0; e < 3; e++)
         CHECK(memcmp(&two.loss[e], &four.loss[e], sizeof(double)) == 0 && isfinite(two.loss[e]),
               "%s: step %d's loss %.9g with bfloat16 storage, %.9g with float32", devices, e + 1,
@@ -467,9 +444,12 @@ static void test_bf16_storage(const char *devices) {
      * take 2 bytes */
     CHECK(four.info.bf16_steps == 0 && four.info.bf16_converts == 0,
           "%s: $SYSTOLIC_BF16_STORAGE=0 left %d bfloat16 steps", devices, four.info.bf16_steps);
-    CHECK(two.info.bf16_steps >= 10, "%s: only %d steps read or write bfloat16", devices,
-          two.info.bf16_steps);
-    CHECK(two.info.arena_bytes * 10 <= four.info.arena_bytes * 6,
+    CHECK(two.info.bf16_steps >= (conv_pool ? 8 : 10), "%s: only %d steps read or write bfloat16",
+          devices, two.info.bf16_steps);
+    /* the full-size activations halve; fused (issue 21), the conv's output and its gradient are
+     * gone and the matmuls' widening workspaces (issue 16) are most of a batch of 32's arena, so
+     * the halving is checked unfused */
+    CHECK(conv_pool || two.info.arena_bytes * 10 <= four.info.arena_bytes * 6,
           "%s: the arena is %lld bytes with bfloat16 storage, "
           "%lld without: expected at most 60%%",
           devices, (long long)two.info.arena_bytes, (long long)four.info.arena_bytes);
@@ -490,7 +470,8 @@ int main(void) {
     test_keras_mixed("gap");
     test_dense_epilogue("sigmoid", SY_ACTIVATION_SIGMOID);
     test_dense_epilogue("tanh", SY_ACTIVATION_TANH);
-    test_bf16_storage("cpu:1");
-    test_bf16_storage("cpu:2");
+    test_bf16_storage("cpu:1", true);
+    test_bf16_storage("cpu:2", true);
+    test_bf16_storage("cpu:1", false);
     return check_report("test_mixed_precision");
 }

@@ -15,6 +15,7 @@
  * An op of ops.def without a row fails the harness.
  */
 #include "check.h"
+#include "compiler/compiler_internal.h" /* issue 21: the plan's steps */
 #include "op_harness.h"
 
 #include <stdlib.h>
@@ -58,9 +59,19 @@ static double *forward(const row *r, const char *backend, sy_pool *pool, bool fu
     return res;
 }
 
-static void check_forward(const row *r, sy_pool *pool2) {
+/* Output of the row on a backend (forward), or (issue 21) its gradients (fused_grads), in float32;
+ * *info: what fusion folded, or whether the plan runs the row's op. */
+typedef double *(*run_fn)(const row *r, const char *backend, sy_pool *pool, bool fuse,
+                          int64_t *count, int32_t *info);
+static double *fused_grads(const row *r, const char *backend, sy_pool *pool, bool fuse,
+                           int64_t *count, int32_t *has_op);
+
+/* The row on every backend, fused and not, against the ref backend's unfused graph. */
+static void check_variants(const row *r, sy_pool *pool2, bool training) {
+    run_fn run = training ? fused_grads : forward;
     int64_t n_ref, n;
-    double *ref = forward(r, "ref", NULL, false, &n_ref, NULL);
+    int32_t info = 0;
+    double *ref = run(r, "ref", NULL, false, &n_ref, &info);
     if (!ref) return;
     double scale = 0;
     for (int64_t i = 0; i < n_ref; i++) scale = fmax(scale, fabs(ref[i]));
@@ -70,21 +81,27 @@ static void check_forward(const row *r, sy_pool *pool2) {
         bool fuse;
     } variants[] = {{"ref", NULL, true}, {"cpu", NULL, false}, {"cpu", NULL, true}, {"cpu", pool2, true}};
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
-        int32_t fused = 0;
-        double *y = forward(r, variants[v].backend, variants[v].pool, variants[v].fuse, &n, &fused);
+        info = 0;
+        double *y = run(r, variants[v].backend, variants[v].pool, variants[v].fuse, &n, &info);
         if (!y) continue;
         int bad = 0;
-        for (int64_t i = 0; i < n && bad < 3; i++) {
+        CHECK(n == n_ref, "%s: %lld values on %s, %lld on ref", r->name, (long long)n,
+              variants[v].backend, (long long)n_ref);
+        for (int64_t i = 0; i < n && i < n_ref && bad < 3; i++) {
             double tol = 2e-5 * (1 + scale) + 2e-5 * fabs(ref[i]);
-            if (fabs(y[i] - ref[i]) > tol) {
+            if (!(fabs(y[i] - ref[i]) <= tol)) {
                 bad++;
-                CHECK(false, "%s: %s (%d thread%s, fusion %s) [%lld] = %.8g but ref gives %.8g", r->name,
-                      variants[v].backend, sy_pool_size(variants[v].pool), variants[v].pool ? "s" : "",
-                      variants[v].fuse ? "on" : "off", (long long)i, y[i], ref[i]);
+                CHECK(false, "%s: %s (%d thread%s, fusion %s) %s[%lld] = %.8g but ref gives %.8g",
+                      r->name, variants[v].backend, sy_pool_size(variants[v].pool),
+                      variants[v].pool ? "s" : "", variants[v].fuse ? "on" : "off",
+                      training ? "gradient " : "", (long long)i, y[i], ref[i]);
             }
         }
-        if ((r->checks & CHECK_FUSED) && variants[v].fuse)
-            CHECK(fused >= 5, "%s: fusion folded %d ops; expected the whole chain", r->name, fused);
+        if (!training && (r->checks & CHECK_FUSED) && variants[v].fuse)
+            CHECK(info >= 5, "%s: fusion folded %d ops; expected the whole chain", r->name, info);
+        if (training && variants[v].fuse)
+            CHECK(info, "%s: the fused training plan on %s does not run %s", r->name,
+                  variants[v].backend, sy_op_name(r->op));
         free(y);
     }
     free(ref);
@@ -151,6 +168,53 @@ done:
     sy_plan_free(eval);
     sy_plan_free(train);
     op_free_ctx(&c);
+}
+
+/* ---- issue 21: rows the compiler fuses, trained ---------------------------------------- */
+
+/* The gradients of sum(out * W) w.r.t. the row's variables (concatenated, float32) from the
+ * training plan on `backend`, with the conv -> pool fusion or not; *has_op: the plan runs the row's
+ * op (as a step or a side output). */
+static double *fused_grads(const row *r, const char *backend, sy_pool *pool, bool fuse,
+                           int64_t *count, int32_t *has_op) {
+    ctx c;
+    sy_node out = build(r, &c, SY_F32, 77);
+    sy_node w = op_cin(&c, sy_graph_shape(c.g, out), -1, 1);
+    sy_node loss = sy_graph_reduce_sum(c.g, sy_graph_mul(c.g, out, w), NULL, 0, false);
+    sy_plan_options o = sy_plan_options_default();
+    o.backend = backend;
+    o.loss = loss;
+    o.pool = pool;
+    setenv("SYSTOLIC_CONV_POOL", fuse ? "1" : "0", 1);
+    sy_plan *p = NULL;
+    sy_status st = sy_plan_compile(c.g, &o, &p);
+    unsetenv("SYSTOLIC_CONV_POOL");
+    CHECK(st == SY_OK, "%s on %s: compiling the gradient failed: %s", r->name, backend,
+          sy_last_error());
+    double *g = NULL;
+    *count = 0;
+    *has_op = 0;
+    if (p) {
+        op_feed(&c, p);
+        CHECK_OK(sy_plan_run(p));
+        for (int32_t s = 0; s < plan_step_count(p); s++) {
+            sy_node side = plan_step_side(p, s);
+            *has_op |= plan_graph(p)->nodes[plan_step_node(p, s)].op == r->op ||
+                       (side != SY_NONE && plan_graph(p)->nodes[side].op == r->op);
+        }
+        for (int i = 0; i < c.n_leaves; i++) {
+            leaf *l = &c.leaves[i];
+            if (l->kind != LEAF_VAR) continue;
+            const float *d = sy_plan_gradient(p, l->node);
+            int64_t n = sy_shape_count(&l->shape);
+            g = realloc(g, (size_t)(*count + n) * sizeof *g);
+            for (int64_t k = 0; k < n; k++) g[*count + k] = d ? d[k] : NAN;
+            *count += n;
+        }
+        sy_plan_free(p);
+    }
+    op_free_ctx(&c);
+    return g;
 }
 
 /* ---- optimizer updates ----------------------------------------------------------- */
@@ -541,8 +605,9 @@ int main(int argc, char **argv) {
         covered[r->op] = true;
         if (only && !strstr(r->name, only)) continue;
         int before = check_failures;
-        if (r->checks & FWD) check_forward(r, pool2);
+        if (r->checks & FWD) check_variants(r, pool2, false);
         if (r->checks & GRAD) check_gradient(r);
+        if (r->checks & FUSED_TRAIN) check_variants(r, pool2, true); /* issue 21 */
         if (r->checks & FWD) check_mxu(r, pool2); /* issue 16, MXU numerics */
         fprintf(stderr, "%-40s %s\n", r->name, check_failures == before ? "ok" : "FAILED");
     }

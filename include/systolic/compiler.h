@@ -267,6 +267,13 @@ void sy_plan_get_info(const sy_plan *plan, sy_plan_info *info);
 /* The schedule, one kernel per line, with buffer offsets (for debugging). */
 void sy_plan_dump(const sy_plan *plan, FILE *out);
 
+/* issue 21: the plan as a person reads it (`systolic summary MODEL --plan`): one line per kernel
+ * with its output's shape, how it is stored (float32, or bfloat16 under mixed_bfloat16), its bytes,
+ * the block it lives in (arena, grads, ...) and the graph's ops fusion folded into it; a line for
+ * each side output and workspace; then the kernel and op counts and the blocks' sizes, the arena's
+ * after liveness planning and without it. */
+void sy_plan_summary(const sy_plan *plan, FILE *out);
+
 #ifdef __cplusplus
 }
 #endif

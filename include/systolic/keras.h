@@ -1037,6 +1037,12 @@ typedef struct sy_profile_options sy_profile_options;
 sy_status sy_model_profile(sy_model *m, const sy_tpu_chip *chip, int64_t batch, bool training,
                            const sy_profile_options *options, sy_profile **out);
 
+/* issue 21: print to `out` the step m compiles to at `batch` rows per replica -- a training step (m
+ * compiled) or, with training false, a predict step -- as sy_plan_summary does
+ * (systolic/compiler.h): each kernel, the model's ops fused into it, its buffers, and the arena's
+ * total. Compiles the plans fit or predict would use (kept for them). */
+sy_status sy_model_plan_summary(sy_model *m, int64_t batch, bool training, FILE *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -83,12 +83,24 @@ static const sy_kernel *sim_ref_lookup(sy_op op, sy_dtype dtype) {
     const sy_kernel *k = sy_sim_ref_kernel(op, dtype);
     return k ? k : sy_ref_kernel(op, dtype);
 }
-const sy_backend sy_backend_sim_ref = {"sim-ref", "the sim backend's MXU numerics as scalar reference loops (tests)",
-                                       sim_ref_lookup};
+/* issue 21, conv -> pool fusion: the ref kernels compute any fused conv -> pool value by value; the
+ * cpu backend's where its fast paths do (conv.c); sim and sim-ref take none, since their convs are
+ * the MXU's. */
+static bool ref_fuses(sy_op op, const sy_kargs *k) {
+    (void)k;
+    return op == SY_OP_CONV2D_POOL || op == SY_OP_CONV2D_POOL_BACKPROP_FILTER;
+}
 
-const sy_backend sy_backend_ref = {"ref", "scalar reference kernels (float32, float64)", ref_lookup};
-const sy_backend sy_backend_cpu = {"cpu", "fast float32 CPU kernels (oneDNN GEMM, fused loops)", cpu_lookup};
-const sy_backend sy_backend_sim = {"sim", "the emulated TPU: the MXU's bfloat16 products on the CPU", sim_lookup};
+const sy_backend sy_backend_sim_ref = {
+    "sim-ref", "the sim backend's MXU numerics as scalar reference loops (tests)", sim_ref_lookup,
+    NULL};
+
+const sy_backend sy_backend_ref = {"ref", "scalar reference kernels (float32, float64)", ref_lookup,
+                                   ref_fuses};
+const sy_backend sy_backend_cpu = {"cpu", "fast float32 CPU kernels (oneDNN GEMM, fused loops)",
+                                   cpu_lookup, sy_cpu_fuses};
+const sy_backend sy_backend_sim = {
+    "sim", "the emulated TPU: the MXU's bfloat16 products on the CPU", sim_lookup, NULL};
 
 const char *sy_backend_name(int index) {
     return index >= 0 && index < sy_backend_count() ? backends[index]->name : NULL;

@@ -97,7 +97,19 @@ typedef union sy_attrs {
     /* CONV2D and backprops: dilation 0 means 1, groups 0 means 1 (zeroed attrs are a plain conv); the
      * kernel is (KH, KW, C / groups, O) and group g maps input channels [g C/groups, (g+1) C/groups) to
      * output channels [g O/groups, (g+1) O/groups), as TensorFlow's grouped and depthwise convs */
-    struct { int32_t stride[2]; int32_t padding; uint8_t act; int32_t dilation[2]; int32_t groups; } conv;
+    /* CONV2D_POOL and its gradient ops (issue 21, made by fusion): the pool over the conv's output
+     * (window pool_ksize, never overlapping), average when pool_avg, else max; post_act (a sy_act,
+     * none or relu) after it; round_bf16: the folded ops were bf16 ops (mixed_bfloat16), so the
+     * kernel rounds where they would (docs/design/fusion.md) */
+    struct {
+        int32_t stride[2];
+        int32_t padding;
+        uint8_t act;
+        int32_t dilation[2];
+        int32_t groups;
+        int32_t pool_ksize[2], pool_stride[2], pool_padding;
+        uint8_t pool_avg, post_act, round_bf16;
+    } conv;
     struct { int32_t ksize[2], stride[2]; int32_t padding; } pool; /* pools and their grads */
     struct { int32_t axis; } axis;                                 /* softmaxes, concat, gather */
     struct { int32_t perm[SY_MAX_RANK]; } transpose;
@@ -166,6 +178,8 @@ typedef struct sy_kargs {
     const sy_shape *in_shape;
     const sy_dtype *in_dtype;
     void *ws;             /* workspace of the size `workspace` asked for */
+    void *aux;            /* issue 21: a second output, a side node's buffer (pool_argmax,
+                             conv2d_pool_bias_grad); NULL: none */
     sy_exec *ex;
 } sy_kargs;
 
@@ -198,6 +212,11 @@ typedef struct sy_backend {
     const char *description;
     /* The kernel for (op, dtype), or NULL if this backend cannot run it. */
     const sy_kernel *(*kernel)(sy_op op, sy_dtype dtype);
+    /* issue 21: whether the fusion pass may make the fused op `op` (conv2d_pool and its gradient)
+     * for k's shapes, attributes and dtype (k->ex->inference set): the backend's kernels for it
+     * compute what the ops they replace would, with this backend's numerics. NULL: it takes none.
+     */
+    bool (*fuses)(sy_op op, const sy_kargs *k);
 } sy_backend;
 
 extern const sy_backend sy_backend_ref;
@@ -213,6 +232,8 @@ const sy_backend *sy_backend_at(int index);
 const sy_kernel *sy_ref_kernel(sy_op op, sy_dtype dtype);
 /* Fast CPU kernel lookup (cpu_kernels.c); NULL where ref is used. */
 const sy_kernel *sy_cpu_kernel(sy_op op, sy_dtype dtype);
+/* issue 21: the cpu backend's sy_backend.fuses (conv.c) */
+bool sy_cpu_fuses(sy_op op, const sy_kargs *k);
 /* The sim backend's own kernels (src/backend/sim/sim_kernels.c): the MXU's
  * ops with its numerics; NULL where the op runs as on the cpu backend. */
 const sy_kernel *sy_sim_kernel(sy_op op, sy_dtype dtype);
@@ -236,6 +257,18 @@ static inline void sy_conv_out(int64_t in, int64_t k, int64_t stride, int paddin
         *out = in >= k ? (in - k) / stride + 1 : 0;
         *pad_before = 0;
     }
+}
+
+/* issue 21, conv2d_pool (docs/design/fusion.md): whether its filter gradient reads the pooled
+ * output y -- for a sigmoid's or tanh's gradient, or a relu's after an average pool. A relu after a
+ * max pool (before or after it) needs only y > 0, which the argmax byte says: it is 255 (no place)
+ * where y is not positive. */
+static inline bool sy_conv_pool_reads_y(const sy_attrs *a) {
+    return a->conv.act == SY_ACT_SIGMOID || a->conv.act == SY_ACT_TANH ||
+           (a->conv.pool_avg && a->conv.post_act == SY_ACT_RELU);
+}
+static inline bool sy_conv_pool_relu_mask(const sy_attrs *a) {
+    return !a->conv.pool_avg && (a->conv.act == SY_ACT_RELU || a->conv.post_act == SY_ACT_RELU);
 }
 
 /* A conv's dilation along axis i and its groups, 0 read as 1. */

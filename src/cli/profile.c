@@ -231,6 +231,9 @@ static int build(const char *name, const builtin_model *b, file_model *fm, uint6
         sy_strategy_scope_exit(*s);
     }
     sy_compile_options co = sy_compile_options_default();
+    /* the plan an emulated chip's replicas run (distribute/replicas.c), which `train --tpu sim:...`
+     * times: the sim backend's, whose MXU convs take no conv -> pool fusion (issue 21) */
+    co.backend = "sim";
     if (!st) st = sy_optimizer_from_name(b->optimizer, &co.optimizer);
     if (!st) {
         co.optimizer.learning_rate = b->learning_rate;

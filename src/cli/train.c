@@ -66,6 +66,7 @@ typedef struct run_opts {
     /* issue 17, TFRecord layouts: --features, parsed */
     const char *features;
     sy_record_spec spec;
+    bool plan; /* issue 21: summary --plan */
 } run_opts;
 
 enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_EVALSTEPS, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE,
@@ -83,6 +84,7 @@ enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_E
        F_SAVE_WEIGHTS_ONLY, F_SAVE_FREQ, F_BACKUP_DIR,
        F_LR_SCHEDULE, F_REDUCE_LR, F_REDUCE_LR_FACTOR, F_REDUCE_LR_MIN_LR, F_REDUCE_LR_MONITOR, /* issue 17, lr schedules */
        F_FEATURES, /* issue 17, TFRecord layouts */
+       F_PLAN, /* issue 21: summary --plan */
        F_N };
 
 static void make_flags(flag *f, run_opts *o) {
@@ -196,6 +198,15 @@ static void make_flags(flag *f, run_opts *o) {
         "output, named after its layer (a model with several outputs); or to FILE.csv: a header "
         "row naming the columns after the output layers, then a row per sample (written whole or "
         "not at all)",
+        .set = false};
+    /* issue 21: summary --plan */
+    f[F_PLAN] = (flag){
+        "--plan",
+        FLAG_BOOL,
+        &o->plan,
+        "",
+        "print the compiled training step instead: each kernel, the model's ops fused into it, its "
+        "buffers and the arena's total, at --batch-size over the --tpu replicas",
         .set = false};
     /* issue 16, mixed_bfloat16 */
     f[F_DTYPE_POLICY] = (flag){"--dtype-policy", FLAG_STRING, &o->dtype_policy, "NAME",
@@ -326,7 +337,8 @@ static const int eval_flags[] = {F_BATCH, F_EVALSTEPS, F_SEED, F_VERBOSE, F_TPU,
 static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, F_DATASET, F_LOAD_WEIGHTS,
                                     F_INPUT, F_OUTPUT, F_DTYPE_POLICY,
                                     F_DATA, F_DATA_COMPRESSION, F_SKIP_CORRUPT, F_FEATURES, -1}; /* issue 17: --data */
-static const int summary_flags[] = {F_SEED, F_LOAD_WEIGHTS, -1};
+static const int summary_flags[] = {F_SEED, F_LOAD_WEIGHTS, F_PLAN, F_BATCH,
+                                    F_TPU,  F_DTYPE_POLICY, -1};
 
 static void print_models(FILE *out, bool with_defaults) {
     fprintf(out, "\nmodels%s:\n", with_defaults ? " and the defaults they train with" : "");
@@ -1020,9 +1032,21 @@ static int predict_body(const command_spec *c, const builtin_model *b, const run
 
 static int summary_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
                         const sy_data_split *d) {
-    (void)c, (void)b, (void)o, (void)d;
-    sy_model_summary(m, stdout);
-    return 0;
+    (void)d;
+    if (!o->plan) {
+        sy_model_summary(m, stdout);
+        return 0;
+    }
+    /* issue 21: the training step fit compiles, one replica's share of the global batch */
+    int64_t r = model_replicas(m);
+    if (o->batch_size % r) {
+        fprintf(stderr,
+                "systolic %s: --batch-size %lld does not divide among the %lld replicas; use a "
+                "multiple of %lld\n",
+                c->name, (long long)o->batch_size, (long long)r, (long long)r);
+        return 2;
+    }
+    return sy_model_plan_summary(m, o->batch_size / r, true, stdout) ? fail(c->name, b->name) : 0;
 }
 
 int cmd_train(int argc, char **argv) {

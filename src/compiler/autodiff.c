@@ -21,7 +21,8 @@ typedef struct contrib {
 
 static bool float_type(sy_dtype t) { return t == SY_F32 || t == SY_F64; }
 
-sy_status autodiff(sy_graph *g, sy_node loss, const sy_node *params, int n_params, sy_node *grads) {
+sy_status autodiff(sy_graph *g, sy_node loss, const sy_node *params, int n_params, sy_node *grads,
+                   sy_node *grad_of) {
     int64_t n = g->n_nodes;
     sy_status st = SY_OK;
     bool *depends = sy_calloc((size_t)n, sizeof *depends); /* depends on a trainable param */
@@ -122,6 +123,7 @@ sy_status autodiff(sy_graph *g, sy_node loss, const sy_node *params, int n_param
         }
     }
     for (int i = 0; i < n_params; i++) grads[i] = total[params[i]];
+    if (grad_of) memcpy(grad_of, total, (size_t)n * sizeof *grad_of);
 
 done:
     sy_graph_set_bf16(g, false);

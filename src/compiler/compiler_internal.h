@@ -54,8 +54,12 @@ sy_status vars_resolve(sy_vars *v, sy_var_request *req, int64_t n);
 
 /* Reverse-mode autodiff: adds to g the nodes computing d loss / d p for each
  * trainable parameter that the loss depends on. grads[i] receives the node
- * of params[i]'s gradient, or SY_NONE if the loss does not depend on it. */
-sy_status autodiff(sy_graph *g, sy_node loss, const sy_node *params, int n_params, sy_node *grads);
+ * of params[i]'s gradient, or SY_NONE if the loss does not depend on it.
+ * grad_of (issue 21; NULL: not wanted), one per node g had before: the node
+ * holding the gradient of that node's value (its consumers' contributions
+ * summed), or SY_NONE -- how the fusion pass finds an op's gradient ops. */
+sy_status autodiff(sy_graph *g, sy_node loss, const sy_node *params, int n_params, sy_node *grads,
+                   sy_node *grad_of);
 
 /* Fusion over the live nodes of g. live[] and key[] (schedule position)
  * cover every node and are extended for nodes fusion adds (arrays of
@@ -67,7 +71,16 @@ typedef struct sy_fusion_state {
     bool *protect;
     int64_t *key;
     int32_t *remap;
+    char **origin; /* issue 21: the graph's ops a fused node stands for ("a + b"), owned; NULL:
+                      itself */
     int64_t cap;
+    /* issue 21, conv -> pool fusion: the backend whose kernels run the fused ops
+     * (sy_backend.fuses), the plan's kind, and autodiff's gradient of each node it saw (n_grad_of
+     * of them; NULL: none) */
+    const sy_backend *backend;
+    bool inference;
+    const sy_node *grad_of;
+    int64_t n_grad_of;
 } sy_fusion_state;
 
 sy_status fuse(sy_graph *g, sy_fusion_state *s, int32_t *folded);
@@ -124,6 +137,8 @@ double cost_stored_bytes(const sy_graph *g, sy_node n);
 /* issue 16, cost model: the plan's rewritten graph, and the node step `step` computes */
 const sy_graph *plan_graph(const sy_plan *p);
 sy_node plan_step_node(const sy_plan *p, int32_t step);
+/* issue 21: the side output step `step`'s kernel also writes (a pool_argmax), or SY_NONE */
+sy_node plan_step_side(const sy_plan *p, int32_t step);
 /* issue 16, bfloat16 storage (tests): whether step `step`'s kernel writes its output as bfloat16;
  * bit j of *bf16_in: it reads input j as bfloat16; of *converted: the plan converts input j to
  * float32 for it. */

@@ -25,18 +25,30 @@
  *    0.17 folded, 5.5e-6 not). It runs as one fused elementwise pass after
  *    the conv, in Keras's order.
  *
+ * 3. Conv -> pool (issue 21, docs/design/fusion.md; runs first). conv2d ->
+ *    [bias_add] -> [activation] -> max|avg_pool2d -> [relu] and its gradient
+ *    ops become conv2d_pool (the pooled output, and for max pooling a byte
+ *    per output naming the maximum's place) and conv2d_pool_backprop_filter
+ *    (the kernel's and the bias's gradients straight from the pooled
+ *    gradient), so that the conv's full-size output and its gradient never
+ *    exist. autodiff's grad_of map says which gradient op belongs to which
+ *    node; the backend says which shapes its kernels take (sy_backend.fuses).
+ *    $SYSTOLIC_CONV_POOL=0 turns it off.
+ *
  * A node whose value the plan must keep (the loss, a requested output, a
  * parameter's gradient) may end a chain but is never folded into one.
  */
 #include "compiler_internal.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 sy_status fusion_grow(sy_fusion_state *s, int64_t need) {
     if (need <= s->cap) return SY_OK;
-    int64_t cap = s->cap, c1 = cap, c2 = cap, c3 = cap;
+    int64_t cap = s->cap, c1 = cap, c2 = cap, c3 = cap, c4 = cap;
     if (SY_GROW(s->live, c1, need) || SY_GROW(s->protect, c2, need) || SY_GROW(s->key, c3, need) ||
-        SY_GROW(s->remap, cap, need))
+        SY_GROW(s->origin, c4, need) || SY_GROW(s->remap, cap, need))
         return sy_error(SY_ERR_OUT_OF_MEMORY, "fusion: out of memory");
     s->cap = cap;
     return SY_OK;
@@ -84,6 +96,29 @@ static void replace(sy_graph *g, sy_fusion_state *s, sy_node old, sy_node fresh)
 
 static bool sole_use(const sy_fusion_state *s, const int32_t *uses, sy_node n) { return uses[n] == 1 && !s->protect[n]; }
 
+/* issue 21, `systolic summary --plan`: record that `fresh` stands for members[0 .. n) (SY_NONE
+ * skipped), each by its own origin when it is a fused node, else by its name: "a + b + c". */
+static sy_status set_origin(const sy_graph *g, sy_fusion_state *s, sy_node fresh,
+                            const sy_node *members, int n) {
+    size_t len = 1;
+    for (int i = 0; i < n; i++) {
+        if (members[i] == SY_NONE) continue;
+        const char *m = s->origin[members[i]] ? s->origin[members[i]] : g->nodes[members[i]].name;
+        len += strlen(m ? m : "?") + 3;
+    }
+    char *o = sy_malloc(len), *at = o;
+    if (!o) return sy_error(SY_ERR_OUT_OF_MEMORY, "fusion: out of memory");
+    *o = '\0';
+    for (int i = 0; i < n; i++) {
+        if (members[i] == SY_NONE) continue;
+        const char *m = s->origin[members[i]] ? s->origin[members[i]] : g->nodes[members[i]].name;
+        at += sprintf(at, "%s%s", at == o ? "" : " + ", m ? m : "?");
+    }
+    sy_free(s->origin[fresh]);
+    s->origin[fresh] = o;
+    return SY_OK;
+}
+
 static sy_status fuse_epilogues(sy_graph *g, sy_fusion_state *s, int32_t *folded) {
     int32_t *uses = NULL;
     sy_node *user = NULL;
@@ -128,6 +163,9 @@ static sy_status fuse_epilogues(sy_graph *g, sy_fusion_state *s, int32_t *folded
         }
         g->nodes[fresh].bf16 = g->nodes[last].bf16;
         if ((st = fusion_grow(s, g->n_nodes))) break;
+        sy_node members[3] = {(sy_node)m, bias != SY_NONE ? user[m] : SY_NONE,
+                              act ? last : SY_NONE};
+        if ((st = set_origin(g, s, fresh, members, 3))) break;
         /* the matmul and bias_add die; the activation's consumers now read fresh */
         s->live[m] = false;
         if (bias != SY_NONE) s->live[user[m]] = false;
@@ -301,7 +339,8 @@ static sy_status fuse_chains(sy_graph *g, sy_fusion_state *s, int32_t *folded) {
             break;
         }
         g->nodes[fresh].bf16 = g->nodes[root].bf16;
-        if ((st = fusion_grow(s, g->n_nodes))) break;
+        if ((st = fusion_grow(s, g->n_nodes)) || (st = set_origin(g, s, fresh, gr.members, gr.n)))
+            break;
         for (int i = 0; i < gr.n - 1; i++) s->live[gr.members[i]] = false;
         replace(g, s, (sy_node)root, fresh);
         *folded += gr.n - 1;
@@ -315,8 +354,280 @@ static sy_status fuse_chains(sy_graph *g, sy_fusion_state *s, int32_t *folded) {
     return st;
 }
 
+/* ---- 3. issue 21: a conv and the pool after it --------------------------------------------------
+ * conv2d -> [bias_add] -> [relu|sigmoid|tanh] -> max|avg_pool2d -> [relu], each feeding only the
+ * next (and its own gradient ops), becomes one conv2d_pool (ops_fused.c) writing only the pooled
+ * output and, for max pooling in a training plan, its argmax (a pool_argmax side output). Its
+ * gradient ops -- the relu's, the pool's, the activation's, the bias's reduction and the filter's
+ * -- become one conv2d_pool_backprop_filter reading dy at the pooled output, with the bias gradient
+ * a side output (conv2d_pool_bias_grad). autodiff's grad_of says which gradient belongs to which
+ * node. Left unfused: a chain with another reader of an inner value (a requested output, a skip
+ * connection), a conv whose input gradient is needed (not the first layer), overlapping pools, an
+ * average pool after an activation (its gradient needs every window place's value), and what the
+ * backend's kernels do not take (sy_backend.fuses: on cpu, convs that take Winograd or 1x1). */
+
+typedef struct conv_pool {
+    sy_node conv, bias_add, act, pool, post; /* forward, SY_NONE where absent */
+    sy_node dout, post_grad, pool_grad, act_grad, dconv, filter, bias_grad; /* training */
+} conv_pool;
+
+static bool node_in(sy_node n, const sy_node *set, int count) {
+    for (int i = 0; i < count; i++)
+        if (set[i] == n && n != SY_NONE) return true;
+    return false;
+}
+
+/* The one live user of n that is not a gradient op, or SY_NONE (none, or several). */
+static sy_node forward_user(const sy_graph *g, const sy_fusion_state *s, sy_node n) {
+    sy_node found = SY_NONE;
+    for (int64_t i = n + 1; i < g->n_nodes; i++) {
+        if (!s->live[i] || (sy_op_def_of(g->nodes[i].op)->flags & SY_OPF_GRAD_OP)) continue;
+        for (int j = 0; j < g->nodes[i].n_in; j++)
+            if (graph_input(g, (sy_node)i, j) == n) {
+                if (found != SY_NONE && found != (sy_node)i) return SY_NONE;
+                found = (sy_node)i;
+            }
+    }
+    return found;
+}
+
+/* Every live user of n is one of set[0 .. count). */
+static bool users_within(const sy_graph *g, const sy_fusion_state *s, sy_node n, const sy_node *set,
+                         int count) {
+    for (int64_t i = n + 1; i < g->n_nodes; i++) {
+        if (!s->live[i] || node_in((sy_node)i, set, count)) continue;
+        for (int j = 0; j < g->nodes[i].n_in; j++)
+            if (graph_input(g, (sy_node)i, j) == n) return false;
+    }
+    return true;
+}
+
+/* The live user of n with op `op` and n as input `at`, or SY_NONE. */
+static sy_node user_with(const sy_graph *g, const sy_fusion_state *s, sy_node n, sy_op op, int at) {
+    for (int64_t i = n + 1; i < g->n_nodes; i++)
+        if (s->live[i] && g->nodes[i].op == op && g->nodes[i].n_in > at &&
+            graph_input(g, (sy_node)i, at) == n)
+            return (sy_node)i;
+    return SY_NONE;
+}
+
+static sy_node grad_of(const sy_fusion_state *s, sy_node n) {
+    return s->grad_of && n >= 0 && n < s->n_grad_of ? s->grad_of[n] : SY_NONE;
+}
+
+static bool is_op(const sy_graph *g, sy_node n, sy_op op) {
+    return n != SY_NONE && g->nodes[n].op == op;
+}
+
+static bool same_window(const sy_attrs *a, const sy_attrs *b) {
+    return a->pool.ksize[0] == b->pool.ksize[0] && a->pool.ksize[1] == b->pool.ksize[1] &&
+           a->pool.stride[0] == b->pool.stride[0] && a->pool.stride[1] == b->pool.stride[1] &&
+           a->pool.padding == b->pool.padding;
+}
+
+/* The forward chain from conv c. False when it is not one. */
+static bool match_forward(const sy_graph *g, const sy_fusion_state *s, sy_node c, conv_pool *m) {
+    const sy_node_rec *r = &g->nodes[c];
+    if (r->op != SY_OP_CONV2D || r->n_in != 2 || r->attr.conv.act ||
+        sy_conv_groups(&r->attr) != 1 || sy_conv_dilation(&r->attr, 0) != 1 ||
+        sy_conv_dilation(&r->attr, 1) != 1 || (r->dtype != SY_F32 && r->dtype != SY_F64))
+        return false;
+    bool bf16 = r->bf16;
+    sy_node n = c, u = forward_user(g, s, n);
+    if (is_op(g, u, SY_OP_BIAS_ADD) && graph_input(g, u, 0) == n)
+        m->bias_add = n = u, u = forward_user(g, s, n);
+    if (is_op(g, u, SY_OP_RELU) || is_op(g, u, SY_OP_SIGMOID) || is_op(g, u, SY_OP_TANH))
+        m->act = n = u, u = forward_user(g, s, n);
+    if (!is_op(g, u, SY_OP_MAX_POOL2D) && !is_op(g, u, SY_OP_AVG_POOL2D)) return false;
+    m->pool = u;
+    const sy_attrs *pa = &g->nodes[u].attr;
+    if (pa->pool.stride[0] < pa->pool.ksize[0] || pa->pool.stride[1] < pa->pool.ksize[1] ||
+        (int64_t)pa->pool.ksize[0] * pa->pool.ksize[1] > 255)
+        return false;
+    if (g->nodes[u].op == SY_OP_AVG_POOL2D && m->act != SY_NONE) return false;
+    u = forward_user(g, s, m->pool);
+    if (is_op(g, u, SY_OP_RELU)) m->post = u;
+    sy_node chain[5] = {m->conv, m->bias_add, m->act, m->pool, m->post};
+    for (int i = 0; i < 5; i++)
+        if (chain[i] != SY_NONE &&
+            (g->nodes[chain[i]].bf16 != bf16 || g->nodes[chain[i]].dtype != r->dtype))
+            return false;
+    return true;
+}
+
+/* Its gradient ops, found through autodiff's grad_of. True also when there are none. */
+static bool match_backward(const sy_graph *g, const sy_fusion_state *s, conv_pool *m) {
+    sy_node last = m->post != SY_NONE ? m->post : m->pool;
+    m->dout = grad_of(s, last);
+    if (m->dout == SY_NONE) return true; /* not on the gradient's path: the forward alone */
+    sy_node dpool = m->dout;
+    if (m->post != SY_NONE) {
+        m->post_grad = dpool = grad_of(s, m->pool);
+        if (!is_op(g, dpool, SY_OP_RELU_GRAD) || graph_input(g, dpool, 0) != m->dout ||
+            graph_input(g, dpool, 1) != m->post)
+            return false;
+    }
+    sy_node pin = graph_input(g, m->pool, 0); /* the pool's input */
+    m->pool_grad = grad_of(s, pin);
+    bool max = g->nodes[m->pool].op == SY_OP_MAX_POOL2D;
+    sy_node pg = m->pool_grad;
+    if (max ? !is_op(g, pg, SY_OP_MAX_POOL2D_GRAD) || graph_input(g, pg, 0) != pin ||
+                  graph_input(g, pg, 1) != m->pool || graph_input(g, pg, 2) != dpool
+            : !is_op(g, pg, SY_OP_AVG_POOL2D_GRAD) || graph_input(g, pg, 0) != dpool)
+        return false;
+    if (!same_window(&g->nodes[pg].attr, &g->nodes[m->pool].attr)) return false;
+    m->dconv = pg;
+    if (m->act != SY_NONE) {
+        sy_op op = g->nodes[m->act].op;
+        sy_op want = op == SY_OP_RELU      ? SY_OP_RELU_GRAD
+                     : op == SY_OP_SIGMOID ? SY_OP_SIGMOID_GRAD
+                                           : SY_OP_TANH_GRAD;
+        m->act_grad = m->dconv = grad_of(s, graph_input(g, m->act, 0));
+        if (!is_op(g, m->act_grad, want) || graph_input(g, m->act_grad, 0) != pg ||
+            graph_input(g, m->act_grad, 1) != m->act)
+            return false;
+    }
+    if (grad_of(s, m->conv) != m->dconv) return false;
+    const sy_node_rec *c = &g->nodes[m->conv];
+    m->filter = user_with(g, s, m->dconv, SY_OP_CONV2D_BACKPROP_FILTER, 1);
+    if (m->filter == SY_NONE || graph_input(g, m->filter, 0) != graph_input(g, m->conv, 0) ||
+        memcmp(&g->nodes[m->filter].attr.conv, &c->attr.conv, sizeof c->attr.conv) != 0 ||
+        g->nodes[m->filter].bf16 != c->bf16)
+        return false;
+    if (m->bias_add != SY_NONE) {
+        sy_node rb = user_with(g, s, m->dconv, SY_OP_REDUCE_SUM, 0);
+        if (rb != SY_NONE) {
+            const sy_node_rec *r = &g->nodes[rb];
+            if (r->attr.reduce.axes != 7u || r->attr.reduce.keepdims || r->bf16 != c->bf16)
+                return false;
+            /* its readers run after the filter's kernel, which now writes it */
+            for (int64_t i = 0; i < g->n_nodes; i++)
+                for (int j = 0; s->live[i] && j < g->nodes[i].n_in; j++)
+                    if (graph_input(g, (sy_node)i, j) == rb && s->key[i] <= s->key[m->filter])
+                        return false;
+            m->bias_grad = rb;
+        }
+    }
+    return true;
+}
+
+static sy_node adopt(sy_fusion_state *s, sy_node n, sy_node like) {
+    s->live[n] = true;
+    s->key[n] = s->key[like];
+    s->protect[n] = false;
+    s->remap[n] = n;
+    return n;
+}
+
+/* $SYSTOLIC_CONV_POOL=0 turns this fusion off, for comparisons (tests, bench). */
+static bool conv_pool_enabled(void) {
+    const char *e = getenv("SYSTOLIC_CONV_POOL");
+    return !e || strcmp(e, "0") != 0;
+}
+
+static sy_status fuse_conv_pools(sy_graph *g, sy_fusion_state *s, int32_t *folded) {
+    if (!s->backend || !s->backend->fuses || !conv_pool_enabled()) return SY_OK;
+    int64_t n0 = g->n_nodes;
+    for (int64_t c = 0; c < n0; c++) {
+        if (!s->live[c]) continue;
+        conv_pool m = {(sy_node)c, SY_NONE, SY_NONE, SY_NONE, SY_NONE, SY_NONE,
+                       SY_NONE,    SY_NONE, SY_NONE, SY_NONE, SY_NONE, SY_NONE};
+        if (!match_forward(g, s, (sy_node)c, &m) || !match_backward(g, s, &m)) continue;
+        /* what dies must have no reader but the others that die */
+        sy_node set[11] = {m.conv,      m.bias_add, m.act,    m.pool,      m.post, m.post_grad,
+                           m.pool_grad, m.act_grad, m.filter, m.bias_grad, SY_NONE};
+        sy_node inner[7] = {
+            m.conv,      m.bias_add,  m.act,     m.post != SY_NONE ? m.pool : SY_NONE,
+            m.post_grad, m.pool_grad, m.act_grad};
+        bool ok = true;
+        for (int i = 0; i < 7 && ok; i++)
+            ok = inner[i] == SY_NONE ||
+                 (!s->protect[inner[i]] && users_within(g, s, inner[i], set, 10));
+        if (!ok) continue;
+        sy_node last = m.post != SY_NONE ? m.post : m.pool;
+        const sy_node_rec *cr = &g->nodes[m.conv], *pr = &g->nodes[m.pool];
+        sy_attrs at = cr->attr;
+        at.conv.act = (uint8_t)(m.act == SY_NONE                      ? SY_ACT_NONE
+                                : g->nodes[m.act].op == SY_OP_RELU    ? SY_ACT_RELU
+                                : g->nodes[m.act].op == SY_OP_SIGMOID ? SY_ACT_SIGMOID
+                                                                      : SY_ACT_TANH);
+        for (int i = 0; i < 2; i++) {
+            at.conv.pool_ksize[i] = pr->attr.pool.ksize[i];
+            at.conv.pool_stride[i] = pr->attr.pool.stride[i];
+        }
+        at.conv.pool_padding = pr->attr.pool.padding;
+        at.conv.pool_avg = pr->op == SY_OP_AVG_POOL2D;
+        at.conv.post_act = m.post != SY_NONE ? SY_ACT_RELU : SY_ACT_NONE;
+        at.conv.round_bf16 = cr->bf16 && cr->dtype == SY_F32;
+        sy_node in[4] = {graph_input(g, m.conv, 0), graph_input(g, m.conv, 1),
+                         m.bias_add != SY_NONE ? graph_input(g, m.bias_add, 1) : SY_NONE, SY_NONE};
+        /* the backend's say, on the shapes its kernels would get */
+        sy_shape shapes[3] = {g->nodes[in[0]].shape, g->nodes[in[1]].shape,
+                              in[2] != SY_NONE ? g->nodes[in[2]].shape : sy_shape_of(0)};
+        sy_exec ex;
+        memset(&ex, 0, sizeof ex);
+        ex.inference = s->inference;
+        sy_kargs k = {.op = SY_OP_CONV2D_POOL,
+                      .attr = &at,
+                      .dtype = cr->dtype,
+                      .out_shape = &g->nodes[last].shape,
+                      .n_in = in[2] != SY_NONE ? 3 : 2,
+                      .in_shape = shapes,
+                      .ex = &ex};
+        if (!s->backend->fuses(SY_OP_CONV2D_POOL, &k)) continue;
+        k.op = SY_OP_CONV2D_POOL_BACKPROP_FILTER;
+        k.out_shape = &shapes[1];
+        if (m.dout != SY_NONE && !s->backend->fuses(k.op, &k)) continue;
+
+        sy_node y = graph_add(g, SY_OP_CONV2D_POOL, in, k.n_in, &at, NULL);
+        if (y == SY_NONE) return sy_graph_status(g);
+        SY_ASSERT(sy_shape_equal(&g->nodes[y].shape, &g->nodes[last].shape));
+        g->nodes[y].bf16 = g->nodes[last].bf16;
+        sy_status st = fusion_grow(s, g->n_nodes);
+        sy_node fwd[5] = {m.conv, m.bias_add, m.act, m.pool, m.post};
+        if (st || (st = set_origin(g, s, y, fwd, 5))) return st;
+        for (int i = 0; i < 5; i++)
+            if (fwd[i] != SY_NONE && fwd[i] != last) s->live[fwd[i]] = false, (*folded)++;
+        if (m.dout == SY_NONE) {
+            replace(g, s, last, y);
+            continue;
+        }
+        sy_node arg = SY_NONE;
+        if (!at.conv.pool_avg) {
+            if ((arg = graph_add(g, SY_OP_POOL_ARGMAX, &y, 1, NULL, NULL)) == SY_NONE)
+                return sy_graph_status(g);
+            if ((st = fusion_grow(s, g->n_nodes))) return st;
+            adopt(s, arg, last);
+        }
+        sy_node bin[4] = {in[0], m.dout, y, arg};
+        int nb = 2;
+        if (sy_conv_pool_reads_y(&at)) bin[nb++] = y;
+        if (arg != SY_NONE) bin[nb++] = arg;
+        sy_shape ws = g->nodes[in[1]].shape;
+        sy_node f = graph_add(g, SY_OP_CONV2D_POOL_BACKPROP_FILTER, bin, nb, &at, &ws);
+        if (f == SY_NONE) return sy_graph_status(g);
+        g->nodes[f].bf16 = g->nodes[m.filter].bf16;
+        sy_node bwd[4] = {m.post_grad, m.pool_grad, m.act_grad, m.filter};
+        if ((st = fusion_grow(s, g->n_nodes)) || (st = set_origin(g, s, f, bwd, 4))) return st;
+        for (int i = 0; i < 3; i++)
+            if (bwd[i] != SY_NONE) s->live[bwd[i]] = false, (*folded)++;
+        replace(g, s, last, y);
+        replace(g, s, m.filter, f);
+        if (m.bias_grad == SY_NONE) continue;
+        sy_node db = graph_add(g, SY_OP_CONV2D_POOL_BIAS_GRAD, &f, 1, NULL, NULL);
+        if (db == SY_NONE) return sy_graph_status(g);
+        g->nodes[db].bf16 = g->nodes[m.bias_grad].bf16;
+        if ((st = fusion_grow(s, g->n_nodes)) || (st = set_origin(g, s, db, &m.bias_grad, 1)))
+            return st;
+        replace(g, s, m.bias_grad, db);
+        (*folded)++; /* the reduction runs in the filter gradient's kernel */
+    }
+    return SY_OK;
+}
+
 sy_status fuse(sy_graph *g, sy_fusion_state *s, int32_t *folded) {
     *folded = 0;
-    sy_status st = fuse_epilogues(g, s, folded);
+    sy_status st = fuse_conv_pools(g, s, folded);
+    if (!st) st = fuse_epilogues(g, s, folded);
     return st ? st : fuse_chains(g, s, folded);
 }

@@ -30,70 +30,12 @@
  * variable store grew since binding (another plan added variables), the
  * pointers are re-bound first, which also allocates nothing.
  */
-#include "compiler_internal.h"
+#include "plan_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-enum { BLK_NONE, BLK_ARENA, BLK_PARAMS, BLK_SLOTS, BLK_GRADS, BLK_CONST };
-
-typedef struct place {
-    uint8_t block;
-    int64_t offset;
-} place;
-
-typedef struct step {
-    const sy_kernel *kernel;
-    sy_node node;
-    int32_t in_first; /* into the plan's per-input arrays */
-    place out, ws;
-    int64_t ws_bytes;
-    sy_kargs args;
-    bool round_bf16; /* issue 16, mixed_bfloat16: the output is rounded to bfloat16 after the kernel */
-    bool out_bf16;     /* issue 16, bfloat16 storage: the kernel writes its output as bfloat16 (rounding it) */
-    int64_t cvt_bytes; /* inputs the plan converts from bfloat16 for it (plan.cvt): their share of the workspace */
-    int8_t bf16_act; /* a bf16 matmul/conv2d with a fused epilogue: its act (the kernel runs without bias and
-                        act, sy_bf16_epilogue after it); -1: none */
-    sy_attrs bf16_attr; /* the kernel's attributes then, act cleared */
-} step;
-
-struct sy_plan {
-    sy_graph *g; /* the rewritten copy: owns names and fused programs */
-    const sy_backend *backend;
-    sy_vars *vars;
-    bool owns_vars;
-    uint64_t bound_generation;
-    step *steps;
-    int32_t n_steps;
-    place *places;      /* per node */
-    int32_t *remap;     /* per node: the node now holding its value */
-    sy_dtype *store;    /* per node: how its buffer stores it (issue 16: SY_BF16, or its dtype) */
-    int32_t *var_index; /* per node: PARAM -> index in vars */
-    bool *readable;     /* per node: may be read after a run */
-    void **in_ptrs;
-    sy_shape *in_shapes;
-    sy_dtype *in_dtypes;
-    place *in_places;
-    bool *cvt;      /* per input: stored as bfloat16, read as float32 by its kernel: the plan converts it */
-    void **cvt_src; /* per input: the bfloat16 buffer the conversion reads */
-    char *arena, *grads, *consts;
-    sy_node *grad_params, *grad_nodes;
-    int32_t n_grads;
-    sy_exec ex;
-    bool has_updates;
-    bool has_optimizer;   /* some update is an optimizer's: a run counts an iteration */
-    int32_t first_update; /* steps [first_update, n_steps) are the optimizer's */
-    double *profile;      /* seconds per step, summed over runs, when $SYSTOLIC_PROFILE is set */
-    int64_t profile_runs;
-    sy_plan_info info;
-    /* issue 17, optimizers: the prologue of the updates (optimizer_before_update) */
-    sy_optimizer optimizer;
-    optimizer_var *opt_vars; /* per optimizer update step, rebound with the store */
-    int32_t n_opt_vars;
-    void *u_product; /* Nadam's, in the slot block */
-};
 
 sy_plan_options sy_plan_options_default(void) {
     sy_plan_options o;
@@ -104,7 +46,7 @@ sy_plan_options sy_plan_options_default(void) {
     return o;
 }
 
-static void *resolve(const sy_plan *p, place pl) {
+void *plan_resolve(const sy_plan *p, place pl) {
     switch (pl.block) {
     case BLK_ARENA: return p->arena + pl.offset;
     case BLK_PARAMS: return p->vars->block[SY_VAR_PARAM] + pl.offset;
@@ -115,8 +57,7 @@ static void *resolve(const sy_plan *p, place pl) {
     }
 }
 
-/* The node whose buffer holds n's value: through remaps and views. */
-static sy_node storage_of(const sy_plan *p, sy_node n) {
+sy_node plan_storage_of(const sy_plan *p, sy_node n) {
     for (;;) {
         while (p->remap[n] != n) n = p->remap[n];
         if (!(sy_op_def_of(p->g->nodes[n].op)->flags & SY_OPF_ALIAS)) return n;
@@ -134,10 +75,10 @@ static void bind(sy_plan *p) {
     for (int32_t s = 0; s < p->n_steps; s++) {
         step *st = &p->steps[s];
         const sy_node_rec *n = &p->g->nodes[st->node];
-        char *ws = st->ws_bytes + st->cvt_bytes ? resolve(p, st->ws) : NULL;
+        char *ws = st->ws_bytes + st->cvt_bytes ? plan_resolve(p, st->ws) : NULL;
         for (int j = 0; j < n->n_in; j++) {
             sy_node in = graph_input(p->g, st->node, j);
-            p->in_ptrs[st->in_first + j] = resolve(p, p->places[storage_of(p, in)]);
+            p->in_ptrs[st->in_first + j] = plan_resolve(p, p->places[plan_storage_of(p, in)]);
             if (!p->cvt[st->in_first + j]) continue;
             /* issue 16, bfloat16 storage: the kernel reads the float32 copy at the start of its
              * workspace */
@@ -146,8 +87,9 @@ static void bind(sy_plan *p) {
             ws += sy_align_up(
                 sy_shape_count(&p->in_shapes[st->in_first + j]) * (int64_t)sizeof(float), SY_ALIGN);
         }
-        st->args.out = resolve(p, p->places[storage_of(p, st->node)]);
+        st->args.out = plan_resolve(p, p->places[plan_storage_of(p, st->node)]);
         st->args.ws = st->ws_bytes ? ws : NULL;
+        st->args.aux = st->side != SY_NONE ? plan_resolve(p, p->places[st->side]) : NULL;
     }
     p->n_opt_vars = 0;
     p->u_product = NULL;
@@ -169,51 +111,13 @@ void plan_before_update(sy_plan *p) {
                                 p->u_product);
 }
 
-/* $SYSTOLIC_PROFILE: at plan_free, the steps that took the most time, then the time summed by op. */
-static void profile_report(const sy_plan *p) {
-    double total = 0;
-    for (int32_t s = 0; s < p->n_steps; s++) total += p->profile[s];
-    if (total <= 0) return;
-    fprintf(stderr, "systolic profile: %d steps, %lld runs, %.1f ms per run\n", p->n_steps, (long long)p->profile_runs,
-            1e3 * total / (double)(p->profile_runs ? p->profile_runs : 1));
-    bool *shown = sy_calloc((size_t)p->n_steps, sizeof *shown);
-    for (int k = 0; shown && k < 25 && k < p->n_steps; k++) {
-        int32_t best = -1;
-        for (int32_t s = 0; s < p->n_steps; s++)
-            if (!shown[s] && (best < 0 || p->profile[s] > p->profile[best])) best = s;
-        shown[best] = true;
-        const sy_node_rec *r = &p->g->nodes[p->steps[best].node];
-        char sh[SY_SHAPE_STR_MAX];
-        fprintf(stderr, "  %5.1f%% %8.3f ms  %-24s %-36s %s\n", 100 * p->profile[best] / total,
-                1e3 * p->profile[best] / (double)(p->profile_runs ? p->profile_runs : 1), sy_op_name(r->op), r->name,
-                sy_shape_format(&r->shape, sh, sizeof sh));
-    }
-    sy_free(shown);
-    /* and summed by op, the most first: where a model's time goes */
-    double by_op[SY_OP_COUNT] = {0};
-    int32_t count[SY_OP_COUNT] = {0};
-    for (int32_t s = 0; s < p->n_steps; s++) {
-        sy_op op = p->g->nodes[p->steps[s].node].op;
-        by_op[op] += p->profile[s];
-        count[op]++;
-    }
-    fprintf(stderr, "  by op:\n");
-    for (;;) {
-        int best = -1;
-        for (int op = 0; op < SY_OP_COUNT; op++)
-            if (by_op[op] > 0 && (best < 0 || by_op[op] > by_op[best])) best = op;
-        if (best < 0 || by_op[best] < 0.005 * total) break;
-        fprintf(stderr, "  %5.1f%% %8.3f ms  %-24s %d steps\n", 100 * by_op[best] / total,
-                1e3 * by_op[best] / (double)(p->profile_runs ? p->profile_runs : 1), sy_op_name((sy_op)best), count[best]);
-        by_op[best] = 0;
-    }
-}
-
 void sy_plan_free(sy_plan *p) {
     if (!p) return;
-    if (p->profile) profile_report(p);
+    if (p->profile) plan_profile_report(p);
     sy_free(p->profile);
     sy_free(p->opt_vars);
+    for (int64_t i = 0; p->origin && i < p->n_origin; i++) sy_free(p->origin[i]);
+    sy_free(p->origin);
     if (p->owns_vars) sy_vars_free(p->vars);
     sy_graph_free(p->g);
     sy_free(p->steps);
@@ -288,7 +192,11 @@ static sy_status differentiate(compile_ctx *c) {
     for (int64_t i = 0; i < n0; i++)
         if (g->nodes[i].op == SY_OP_PARAM && g->nodes[i].trainable) c->params[c->n_params++] = (sy_node)i;
     if (o->loss == SY_NONE) return SY_OK;
-    sy_status st = autodiff(g, o->loss, c->params, c->n_params, c->grads);
+    sy_node *grad_of = sy_malloc((size_t)(n0 ? n0 : 1) * sizeof *grad_of);
+    if (!grad_of) return sy_error(SY_ERR_OUT_OF_MEMORY, "compile: out of memory");
+    c->fs.grad_of = grad_of;
+    c->fs.n_grad_of = n0;
+    sy_status st = autodiff(g, o->loss, c->params, c->n_params, c->grads, grad_of);
     if (st) return st;
     int32_t with_grad = 0;
     for (int32_t i = 0; i < c->n_params; i++) {
@@ -403,6 +311,8 @@ static sy_status select_and_fuse(compile_ctx *c) {
     /* update ops go last, after every reader of what they write */
     for (int32_t i = 0; i < c->n_updates; i++) fs->key[c->updates[i]] = g->n_nodes + i;
     c->p->info.fused = 0;
+    fs->backend = c->p->backend;
+    fs->inference = c->p->ex.inference;
     if (o->fuse) return fuse(g, fs, &c->p->info.fused);
     return SY_OK;
 }
@@ -439,7 +349,9 @@ static sy_status schedule(compile_ctx *c) {
     int64_t k = 0;
     for (int64_t i = 0; i < n; i++) {
         c->step_of[i] = -1;
-        if (c->fs.live[i] && !(sy_op_def_of(g->nodes[i].op)->flags & (SY_OPF_LEAF | SY_OPF_ALIAS))) order[k++] = (sy_node)i;
+        if (c->fs.live[i] &&
+            !(sy_op_def_of(g->nodes[i].op)->flags & (SY_OPF_LEAF | SY_OPF_ALIAS | SY_OPF_SIDE)))
+            order[k++] = (sy_node)i;
     }
     sort_by_key(order, tmp, k, &c->fs);
     sy_free(tmp);
@@ -451,9 +363,17 @@ static sy_status schedule(compile_ctx *c) {
     p->n_steps = (int32_t)k;
     for (int64_t s = 0; s < k; s++) {
         p->steps[s].node = order[s];
+        p->steps[s].side = SY_NONE;
         c->step_of[order[s]] = (int32_t)s;
     }
     sy_free(order);
+    /* issue 21: a side output is written by the step of its input's kernel */
+    for (int64_t i = 0; i < n; i++) {
+        if (!c->fs.live[i] || !(sy_op_def_of(g->nodes[i].op)->flags & SY_OPF_SIDE)) continue;
+        int32_t s = c->step_of[graph_input(g, (sy_node)i, 0)];
+        SY_ASSERT(s >= 0 && p->steps[s].side == SY_NONE);
+        p->steps[s].side = (sy_node)i;
+    }
     return SY_OK;
 }
 
@@ -630,7 +550,7 @@ static sy_status plan_buffers(compile_ctx *c) {
     }
     for (int32_t i = 0; o->loss != SY_NONE && i < c->n_params; i++) {
         if (c->grads[i] == SY_NONE) continue;
-        sy_node gn = storage_of(p, c->grads[i]);
+        sy_node gn = plan_storage_of(p, c->grads[i]);
         p->places[gn] = (place){BLK_GRADS, grad_bytes};
         if ((st = value_bytes(g, NULL, gn, &grad_bytes))) goto done;
         p->grad_params[p->n_grads] = c->params[i];
@@ -639,7 +559,7 @@ static sy_status plan_buffers(compile_ctx *c) {
     }
     /* state values after the gradients: the replicas' all-reduce averages them too */
     for (int32_t i = 0; i < c->n_states; i++) {
-        sy_node vn = storage_of(p, c->state_values[i]);
+        sy_node vn = plan_storage_of(p, c->state_values[i]);
         p->places[vn] = (place){BLK_GRADS, grad_bytes};
         if ((st = value_bytes(g, NULL, vn, &grad_bytes))) goto done;
         p->grad_params[p->n_grads] = c->state_params[i];
@@ -656,11 +576,14 @@ static sy_status plan_buffers(compile_ctx *c) {
     /* lifetimes of arena values, on storage nodes (views extend their source) */
     for (int32_t s = 0; s < p->n_steps; s++) {
         sy_node nd = p->steps[s].node;
-        sy_node own = storage_of(p, nd);
+        sy_node own = plan_storage_of(p, nd);
         if (first[own] > s) first[own] = s;
         if (last[own] < s) last[own] = s;
+        sy_node side = p->steps[s].side; /* issue 21: written by this step's kernel */
+        if (side != SY_NONE && first[side] > s) first[side] = s;
+        if (side != SY_NONE && last[side] < s) last[side] = s;
         for (int j = 0; j < g->nodes[nd].n_in; j++) {
-            sy_node src = storage_of(p, graph_input(g, nd, j));
+            sy_node src = plan_storage_of(p, graph_input(g, nd, j));
             if (first[src] > s) first[src] = s;
             if (last[src] < s) last[src] = s;
         }
@@ -669,7 +592,7 @@ static sy_status plan_buffers(compile_ctx *c) {
     for (int i = -1; i < o->n_outputs; i++) {
         sy_node r = i < 0 ? roots[0] : o->outputs[i];
         if (r == SY_NONE) continue;
-        sy_node src = storage_of(p, r);
+        sy_node src = plan_storage_of(p, r);
         last[src] = p->n_steps; /* kept to the end of the run */
         if (first[src] == INT32_MAX) first[src] = 0;
         p->readable[src] = true;
@@ -794,6 +717,9 @@ static bool holds_bf16(const sy_graph *g, sy_node n, uint8_t *memo) {
 static bool needs_rounding(const sy_graph *g, sy_node n, uint8_t *memo) {
     const sy_node_rec *r = &g->nodes[n];
     if (!r->bf16 || r->dtype != SY_F32 || (sy_op_def_of(r->op)->flags & (SY_OPF_UPDATE | SY_OPF_ALIAS))) return false;
+    /* issue 21: the fused conv -> pool ops round where the ops they fold would
+     * (attr.conv.round_bf16) */
+    if (r->op == SY_OP_CONV2D_POOL || r->op == SY_OP_CONV2D_POOL_BACKPROP_FILTER) return false;
     int sel = selected_input(r);
     if (sel == -1) return true;
     for (int j = sel == -2 ? 0 : sel; j < (sel == -2 ? r->n_in : sel + 1); j++)
@@ -813,11 +739,12 @@ static bool bf16_storage_enabled(void) {
  * values), which the replicas' all-reduce and the optimizer read as float32. */
 static void mark_float32(const compile_ctx *c, bool *keep /* per node */) {
     const sy_plan_options *o = c->o;
-    if (o->loss != SY_NONE) keep[storage_of(c->p, o->loss)] = true;
-    for (int i = 0; i < o->n_outputs; i++) keep[storage_of(c->p, o->outputs[i])] = true;
+    if (o->loss != SY_NONE) keep[plan_storage_of(c->p, o->loss)] = true;
+    for (int i = 0; i < o->n_outputs; i++) keep[plan_storage_of(c->p, o->outputs[i])] = true;
     for (int32_t i = 0; o->loss != SY_NONE && i < c->n_params; i++)
-        if (c->grads[i] != SY_NONE) keep[storage_of(c->p, c->grads[i])] = true;
-    for (int32_t i = 0; i < c->n_states; i++) keep[storage_of(c->p, c->state_values[i])] = true;
+        if (c->grads[i] != SY_NONE) keep[plan_storage_of(c->p, c->grads[i])] = true;
+    for (int32_t i = 0; i < c->n_states; i++)
+        keep[plan_storage_of(c->p, c->state_values[i])] = true;
 }
 
 /* issue 16, bfloat16 storage: step st's kernel and the dtypes of its operands. Its output is stored
@@ -908,7 +835,7 @@ static sy_status bind_kernels(compile_ctx *c) {
         for (int j = 0; j < r->n_in; j++) {
             sy_node in = graph_input(g, st->node, j);
             p->in_shapes[next + j] = g->nodes[in].shape;
-            p->in_dtypes[next + j] = p->store[storage_of(p, in)];
+            p->in_dtypes[next + j] = p->store[plan_storage_of(p, in)];
         }
         next += r->n_in;
         sy_kargs *a = &st->args;
@@ -1038,6 +965,9 @@ sy_status sy_plan_compile(const sy_graph *graph, const sy_plan_options *o, sy_pl
     p->info.steps = p->n_steps;
     if (getenv("SYSTOLIC_PROFILE") && *getenv("SYSTOLIC_PROFILE")) p->profile = sy_calloc((size_t)(p->n_steps ? p->n_steps : 1), sizeof *p->profile);
     bind(p);
+    p->origin = c.fs.origin; /* issue 21: for sy_plan_summary */
+    p->n_origin = c.fs.cap;
+    c.fs.origin = NULL;
     goto done;
 fail:
     if (st == SY_OK) st = SY_ERR_INTERNAL;
@@ -1054,6 +984,9 @@ done:
     sy_free(c.fs.protect);
     sy_free(c.fs.key);
     sy_free(c.fs.remap);
+    for (int64_t i = 0; c.fs.origin && i < c.fs.cap; i++) sy_free(c.fs.origin[i]);
+    sy_free(c.fs.origin);
+    sy_free((void *)c.fs.grad_of);
     sy_free(c.params);
     sy_free(c.grads);
     sy_free(c.updates);
@@ -1073,7 +1006,7 @@ void *sy_plan_input(sy_plan *p, sy_node input) {
         sy_error(SY_ERR_NOT_FOUND, "input '%s' is not read by this plan", p->g->nodes[input].name);
         return NULL;
     }
-    return resolve(p, p->places[input]);
+    return plan_resolve(p, p->places[input]);
 }
 
 void plan_prepare(sy_plan *p) {
@@ -1091,6 +1024,9 @@ int64_t plan_step_elements(const sy_plan *p, int32_t s) { return sy_shape_count(
 /* issue 16, cost model: the cost pass (cost.c) walks the schedule's nodes */
 const sy_graph *plan_graph(const sy_plan *p) { return p->g; }
 sy_node plan_step_node(const sy_plan *p, int32_t s) { return p->steps[s].node; }
+sy_node plan_step_side(const sy_plan *p, int32_t s) {
+    return p->steps[s].side;
+}
 bool plan_step_bf16(const sy_plan *p, int32_t s, uint32_t *bf16_in, uint32_t *converted) {
     const step *st = &p->steps[s];
     *bf16_in = *converted = 0;
@@ -1160,14 +1096,14 @@ void *sy_plan_gradients(sy_plan *p, size_t *bytes) {
 
 const void *sy_plan_output(const sy_plan *p, sy_node node) {
     if (node < 0 || node >= p->g->n_nodes) return NULL;
-    sy_node s = storage_of(p, node);
+    sy_node s = plan_storage_of(p, node);
     if (!p->readable[s] && p->g->nodes[s].op != SY_OP_PARAM) return NULL;
-    return resolve(p, p->places[s]);
+    return plan_resolve(p, p->places[s]);
 }
 
 const void *sy_plan_gradient(const sy_plan *p, sy_node param) {
     for (int32_t i = 0; i < p->n_grads; i++)
-        if (p->grad_params[i] == param) return resolve(p, p->places[p->grad_nodes[i]]);
+        if (p->grad_params[i] == param) return plan_resolve(p, p->places[p->grad_nodes[i]]);
     return NULL;
 }
 
@@ -1177,24 +1113,4 @@ float sy_plan_learning_rate(const sy_plan *p) { return p->ex.learning_rate; }
 void sy_plan_get_info(const sy_plan *p, sy_plan_info *info) {
     *info = p->info;
     info->backend = p->backend->name;
-}
-
-void sy_plan_dump(const sy_plan *p, FILE *out) {
-    static const char *const blocks[] = {"-", "arena", "params", "slots", "grads", "const"};
-    for (int32_t s = 0; s < p->n_steps; s++) {
-        const step *st = &p->steps[s];
-        const sy_node_rec *r = &p->g->nodes[st->node];
-        char sh[SY_SHAPE_STR_MAX];
-        fprintf(out, "%4d %-28s %-32s %-18s %s+%lld", s, sy_op_name(r->op), r->name, sy_shape_format(&r->shape, sh, sizeof sh),
-                blocks[p->places[st->node].block], (long long)p->places[st->node].offset);
-        if (st->ws_bytes) fprintf(out, " ws=%lld", (long long)st->ws_bytes);
-        /* issue 16, bfloat16 storage: what the kernel reads and writes as bfloat16, what the plan
-         * converts */
-        if (st->out_bf16) fprintf(out, " out:bfloat16");
-        for (int j = 0; j < r->n_in; j++)
-            if (st->args.in_dtype[j] == SY_BF16) fprintf(out, " in%d:bfloat16", j);
-        for (int j = 0; j < r->n_in; j++)
-            if (p->cvt[st->in_first + j]) fprintf(out, " in%d:converted", j);
-        fprintf(out, "\n");
-    }
 }

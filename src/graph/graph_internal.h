@@ -49,11 +49,13 @@ typedef sy_status (*sy_infer_fn)(sy_graph *g, sy_node_rec *n);
 typedef sy_status (*sy_grad_fn)(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx);
 
 enum {
-    SY_OPF_LEAF = 1 << 0,        /* input, param, fill: no kernel runs */
-    SY_OPF_ALIAS = 1 << 1,       /* output is a view of input 0 (reshape) */
-    SY_OPF_UPDATE = 1 << 2,      /* writes inputs in place, no output */
-    SY_OPF_ELTWISE = 1 << 3,     /* elementwise: fusible */
-    SY_OPF_GRAD_OP = 1 << 4,     /* made by autodiff; not differentiable */
+    SY_OPF_LEAF = 1 << 0,    /* input, param, fill: no kernel runs */
+    SY_OPF_ALIAS = 1 << 1,   /* output is a view of input 0 (reshape) */
+    SY_OPF_UPDATE = 1 << 2,  /* writes inputs in place, no output */
+    SY_OPF_ELTWISE = 1 << 3, /* elementwise: fusible */
+    SY_OPF_GRAD_OP = 1 << 4, /* made by autodiff; not differentiable */
+    SY_OPF_SIDE = 1 << 5,    /* issue 21: a second output of input 0's kernel, which writes it
+                                (sy_kargs.aux); no kernel of its own */
 };
 
 /* issue 16, cost model: what an op costs (ops_cost.c says how each is
@@ -111,6 +113,13 @@ const char *graph_in_shape_str(const sy_graph *g, const sy_node_rec *n, int i, c
 
 /* dy reduced (summed over broadcast axes) back to `shape`. */
 sy_node graph_unbroadcast(sy_graph *g, sy_node dy, const sy_shape *shape);
+
+/* issue 21, fusion: conv2d's output for input x and kernel w (both rank 4), checked (ops_nn.c), and
+ * a pool's window over x (N, H, W, C) with o output channels. */
+sy_status graph_conv_out_shape(sy_graph *g, sy_node_rec *n, const sy_shape *x, const sy_shape *w,
+                               sy_shape *out);
+sy_status graph_pool_out_shape(sy_graph *g, sy_node_rec *n, const sy_shape *x, const int32_t *ksize,
+                               const int32_t *stride, int padding, sy_shape *out);
 
 /* Shared inference helpers (ops_math.c). */
 sy_status require_float_inputs(sy_graph *g, sy_node_rec *n, int count);

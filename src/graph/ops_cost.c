@@ -278,6 +278,41 @@ COST(CONV2D) {
     epilogue(n, c, n->n_in > 2, n->attr.conv.act != 0);
 }
 
+/* issue 21, conv -> pool fusion: the conv's product over every conv output pixel the pools read
+ * (all of them, counted as such), its epilogue, a window's worth of pooling per pooled output and
+ * the activation after it; only the pooled output is written (the argmax, a side output, costs
+ * nothing of its own: a byte per output, counted here). */
+static double conv_pixels(const sy_node_rec *n, const sy_shape *x, const sy_shape *w) {
+    int64_t oh, ow, p;
+    sy_conv_out(x->dims[1], w->dims[0], n->attr.conv.stride[0], n->attr.conv.padding, &oh, &p);
+    sy_conv_out(x->dims[2], w->dims[1], n->attr.conv.stride[1], n->attr.conv.padding, &ow, &p);
+    return (double)x->dims[0] * (double)oh * (double)ow;
+}
+COST(CONV2D_POOL) {
+    const sy_shape *x = &graph_in_rec(g, n, 0)->shape, *w = &graph_in_rec(g, n, 1)->shape;
+    double pixels = conv_pixels(n, x, w);
+    add_product(c, (int64_t)pixels, w->dims[0] * w->dims[1] * w->dims[2], w->dims[3], 1);
+    c->bytes_read = input_bytes(g, n);
+    c->bytes_written = node_bytes(n) * (n->attr.conv.pool_avg ? 1.0 : 1.25);
+    double window = (double)n->attr.conv.pool_ksize[0] * (double)n->attr.conv.pool_ksize[1];
+    c->vector_flops = pixels * (double)w->dims[3] * ((n->n_in > 2) + (n->attr.conv.act != 0)) +
+                      elements(&n->shape) * (window + (n->attr.conv.post_act != 0));
+    c->flops += c->vector_flops;
+}
+COST_FREE(POOL_ARGMAX)
+COST_FREE(CONV2D_POOL_BIAS_GRAD)
+/* (x, dy, y [, argmax]) -> dw: the filter gradient's product over the conv's pixels, from the
+ * pooled gradient (with the bias gradient, a sum per element of dy) */
+COST(CONV2D_POOL_BACKPROP_FILTER) {
+    const sy_shape *x = &graph_in_rec(g, n, 0)->shape;
+    add_product(c, n->shape.dims[0] * n->shape.dims[1] * n->shape.dims[2],
+                (int64_t)conv_pixels(n, x, &n->shape), n->shape.dims[3], 1);
+    c->bytes_read = input_bytes(g, n);
+    c->bytes_written = node_bytes(n) + (double)n->shape.dims[3] * (double)sy_dtype_size(n->dtype);
+    c->vector_flops = 2 * elements(&graph_in_rec(g, n, 1)->shape);
+    c->flops += c->vector_flops;
+}
+
 /* (dy (N, OH, OW, O), w (KH, KW, C / groups, O)) -> dx (N, H, W, C): dy w^T, then col2im adds the
  * patches */
 COST(CONV2D_BACKPROP_INPUT) {

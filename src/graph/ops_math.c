@@ -75,13 +75,20 @@ sy_status grad_MATMUL(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_n
         return graph_fail(g, n, SY_ERR_INTERNAL, "a fused matmul has no gradient rule (fusion runs after autodiff)");
     sy_node a = graph_input(g, y, 0), b = graph_input(g, y, 1);
     bool ta = n->attr.matmul.ta, tb = n->attr.matmul.tb;
-    if (need[0]) {
-        if (!ta) dx[0] = tb ? sy_graph_matmul(g, dy, b, false, false) : sy_graph_matmul(g, dy, b, false, true);
-        else dx[0] = tb ? sy_graph_matmul(g, b, dy, true, true) : sy_graph_matmul(g, b, dy, false, true);
-    }
+    /* b's gradient first: the schedule follows node order, so `a` (a layer's input, often large)
+     * may die before a's gradient is allocated and lend it its buffer (issue 21: the tutorial CNN's
+     * pooled activations and their gradient, 43 MB each at batch 1,000) */
     if (need[1]) {
         if (!tb) dx[1] = ta ? sy_graph_matmul(g, a, dy, false, false) : sy_graph_matmul(g, a, dy, true, false);
         else dx[1] = ta ? sy_graph_matmul(g, dy, a, true, true) : sy_graph_matmul(g, dy, a, true, false);
+    }
+    if (need[0]) {
+        if (!ta)
+            dx[0] = tb ? sy_graph_matmul(g, dy, b, false, false)
+                       : sy_graph_matmul(g, dy, b, false, true);
+        else
+            dx[0] =
+                tb ? sy_graph_matmul(g, b, dy, true, true) : sy_graph_matmul(g, b, dy, false, true);
     }
     return sy_graph_status(g);
 }

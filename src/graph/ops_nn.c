@@ -91,7 +91,8 @@ static sy_status check_conv_attrs(sy_graph *g, sy_node_rec *n, int64_t c, int64_
 }
 
 /* The conv's output for input x and kernel w (both rank 4), checked. */
-static sy_status conv_out_shape(sy_graph *g, sy_node_rec *n, const sy_shape *x, const sy_shape *w, sy_shape *out) {
+sy_status graph_conv_out_shape(sy_graph *g, sy_node_rec *n, const sy_shape *x, const sy_shape *w,
+                               sy_shape *out) {
     char sx[SY_SHAPE_STR_MAX], sw[SY_SHAPE_STR_MAX];
     sy_status st = check_conv_attrs(g, n, x->dims[3], w->dims[3]);
     if (st) return st;
@@ -129,7 +130,7 @@ sy_status infer_CONV2D(sy_graph *g, sy_node_rec *n) {
             return graph_fail(g, n, SY_ERR_SHAPE, "bias %s does not match %lld filters", sy_shape_format(b, sx, sizeof sx),
                               (long long)w->dims[3]);
     }
-    return conv_out_shape(g, n, x, w, &n->shape);
+    return graph_conv_out_shape(g, n, x, w, &n->shape);
 }
 
 sy_status grad_CONV2D(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_node *dx) {
@@ -153,7 +154,7 @@ sy_status grad_CONV2D(sy_graph *g, sy_node y, sy_node dy, const bool *need, sy_n
 /* The preset output shape must be what the forward conv would consume. */
 static sy_status check_backprop(sy_graph *g, sy_node_rec *n, const sy_shape *x, const sy_shape *w, const sy_shape *dy) {
     sy_shape expect;
-    sy_status st = conv_out_shape(g, n, x, w, &expect);
+    sy_status st = graph_conv_out_shape(g, n, x, w, &expect);
     if (st) return st;
     if (!sy_shape_equal(&expect, dy)) {
         char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
@@ -218,20 +219,24 @@ sy_node sy_graph_avg_pool2d(sy_graph *g, sy_node x, int ph, int pw, int sh, int 
     return pool(g, SY_OP_AVG_POOL2D, x, ph, pw, sh, sw, padding);
 }
 
-static sy_status infer_pool(sy_graph *g, sy_node_rec *n) {
-    sy_status st = require_float_inputs(g, n, 1);
-    if (st) return st;
-    const sy_shape *x = &graph_in_rec(g, n, 0)->shape;
+sy_status graph_pool_out_shape(sy_graph *g, sy_node_rec *n, const sy_shape *x, const int32_t *ksize,
+                               const int32_t *stride, int padding, sy_shape *out) {
     char s[SY_SHAPE_STR_MAX];
     if (x->rank != 4)
         return graph_fail(g, n, SY_ERR_SHAPE, "input %s must be (batch, height, width, channels)",
                           sy_shape_format(x, s, sizeof s));
-    if (n->attr.pool.ksize[0] < 1 || n->attr.pool.ksize[1] < 1)
-        return graph_fail(g, n, SY_ERR_INVALID_ARGUMENT, "pool size (%d, %d) must be positive", n->attr.pool.ksize[0],
-                          n->attr.pool.ksize[1]);
-    if ((st = check_window(g, n, n->attr.pool.stride, n->attr.pool.padding))) return st;
-    return window_out(g, n, x, n->attr.pool.ksize[0], n->attr.pool.ksize[1], x->dims[3], n->attr.pool.stride,
-                      n->attr.pool.padding, &n->shape);
+    if (ksize[0] < 1 || ksize[1] < 1)
+        return graph_fail(g, n, SY_ERR_INVALID_ARGUMENT, "pool size (%d, %d) must be positive",
+                          ksize[0], ksize[1]);
+    sy_status st = check_window(g, n, stride, padding);
+    return st ? st : window_out(g, n, x, ksize[0], ksize[1], x->dims[3], stride, padding, out);
+}
+
+static sy_status infer_pool(sy_graph *g, sy_node_rec *n) {
+    sy_status st = require_float_inputs(g, n, 1);
+    if (st) return st;
+    return graph_pool_out_shape(g, n, &graph_in_rec(g, n, 0)->shape, n->attr.pool.ksize,
+                                n->attr.pool.stride, n->attr.pool.padding, &n->shape);
 }
 sy_status infer_MAX_POOL2D(sy_graph *g, sy_node_rec *n) { return infer_pool(g, n); }
 sy_status infer_AVG_POOL2D(sy_graph *g, sy_node_rec *n) { return infer_pool(g, n); }

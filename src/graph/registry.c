@@ -101,6 +101,11 @@ static const sy_op_def defs[SY_OP_COUNT] = {
     DIFF(KERAS_LOSS),
     GRADOP(KERAS_LOSS_GRAD),
     ROW(FUSED_ELTWISE, NULL, SY_OPF_GRAD_OP, 0),
+    /* issue 21, conv -> pool fusion (ops_fused.c) */
+    ROW(CONV2D_POOL, NULL, SY_OPF_GRAD_OP, 0),
+    ROW(POOL_ARGMAX, NULL, SY_OPF_GRAD_OP | SY_OPF_SIDE, 0),
+    ROW(CONV2D_POOL_BACKPROP_FILTER, NULL, SY_OPF_GRAD_OP, 0),
+    ROW(CONV2D_POOL_BIAS_GRAD, NULL, SY_OPF_GRAD_OP | SY_OPF_SIDE, 0),
 };
 
 const sy_op_def *sy_op_def_of(sy_op op) {

@@ -574,11 +574,11 @@ typedef struct fwd_job {
 /* A bfloat16 y: the bare product goes to a float32 block (after the block's scratch), the epilogue
  * stores it: round(act(round(sum + bias))), TensorFlow's roundings, as the plan does after a
  * float32 kernel. */
-static void fwd_block(void *ctx, int64_t block, float *cols) {
-    const fwd_job *j = ctx;
+/* Output pixels [p0, p0 + rows) into y_rows, their first row (bfloat16 when j->b.y, else float32);
+ * cols: the thread's scratch (fwd_scratch). */
+static void fwd_rows_to(const fwd_job *j, int64_t p0, int64_t rows, void *y_rows, float *cols) {
     const geom *g = j->g;
-    int64_t p0 = block * j->pb, rows = sy_min64(j->pb, g->P - p0);
-    float *y = j->b.y ? NULL : (float *)j->y + p0 * g->o;
+    float *y = j->b.y ? NULL : (float *)y_rows;
     if (direct(g)) {
         run *rn = (run *)(void *)cols;
         float *border = cols + runs_floats(g, SUB), *yt = border + floats_aligned(SUB * g->K);
@@ -599,11 +599,10 @@ static void fwd_block(void *ctx, int64_t block, float *cols) {
                 fwd_direct(y + s * g->o, rn, nr, g, j->w, j->bias, j->act, false);
             } else if (j->act == SY_ACT_NONE ||
                        j->act == SY_ACT_RELU) { /* the epilogue in registers */
-                fwd_direct((uint16_t *)j->y + (p0 + s) * g->o, rn, nr, g, j->w, j->bias, j->act,
-                           true);
+                fwd_direct((uint16_t *)y_rows + s * g->o, rn, nr, g, j->w, j->bias, j->act, true);
             } else {
                 fwd_direct(yt, rn, nr, g, j->w, NULL, SY_ACT_NONE, false);
-                sy_bf16_epilogue_store((uint16_t *)j->y + (p0 + s) * g->o, g->o, yt, g->o, n, g->o,
+                sy_bf16_epilogue_store((uint16_t *)y_rows + s * g->o, g->o, yt, g->o, n, g->o,
                                        j->bias, j->act);
             }
         }
@@ -613,10 +612,15 @@ static void fwd_block(void *ctx, int64_t block, float *cols) {
     float *yt = j->b.y ? cols + floats_aligned(j->pb * g->K) : y;
     sy_sgemm(false, false, rows, g->o, g->K, 1.0f, cols, g->K, j->w, g->o, 0.0f, yt, g->o);
     if (j->b.y)
-        sy_bf16_epilogue_store((uint16_t *)j->y + p0 * g->o, g->o, yt, g->o, rows, g->o, j->bias,
-                               j->act);
+        sy_bf16_epilogue_store((uint16_t *)y_rows, g->o, yt, g->o, rows, g->o, j->bias, j->act);
     else
         sy_epilogue_f32(y, rows, g->o, g->o, j->bias, 0, j->act);
+}
+
+static void fwd_block(void *ctx, int64_t block, float *cols) {
+    const fwd_job *j = ctx;
+    int64_t p0 = block * j->pb, rows = sy_min64(j->pb, j->g->P - p0);
+    fwd_rows_to(j, p0, rows, (char *)j->y + (size_t)(p0 * j->g->o) * (j->b.y ? 2 : 4), cols);
 }
 
 static int64_t fwd_rows(const geom *g) {
@@ -649,14 +653,10 @@ static size_t fwd_ws(const geom *g, int threads, conv_bf16 b) {
            sizeof(float);
 }
 
-static void fwd_run(const sy_exec *ex, const geom *g, const void *x, const void *w,
-                    const void *bias, int act, void *y, float *ws, conv_bf16 b) {
-    if (g->P == 0) return;
-    if (pointwise(g)) { /* float32 only (conv2d_bf16_io) */
-        sy_sgemm_parallel(ex, false, false, g->P, g->o, g->c, 1.0f, x, g->c, w, g->o, 0.0f, y, g->o, bias, act);
-        return;
-    }
-    int64_t pb = fwd_rows(g);
+/* The job of blocks of pb pixels, with the head of the workspace filled: the offset tables, and w
+ * and the bias widened when stored as bfloat16. */
+static fwd_job fwd_setup(const geom *g, const void *x, const void *w, const void *bias, int act,
+                         void *y, float *ws, conv_bf16 b, int64_t pb) {
     int64_t *off_in = (int64_t *)(void *)ws, *off_id = off_in + g->K;
     if (direct(g)) offsets(off_in, off_id, g);
     float *wide = ws + 2 * floats_aligned(2 * g->K);
@@ -669,7 +669,19 @@ static void fwd_run(const sy_exec *ex, const geom *g, const void *x, const void 
         sy_bf16_load_all(wide, bias, g->o);
         bias = wide;
     }
-    fwd_job j = {g, x, w, bias, y, off_in, off_id, pb, act, b};
+    return (fwd_job){g, x, w, bias, y, off_in, off_id, pb, act, b};
+}
+
+static void fwd_run(const sy_exec *ex, const geom *g, const void *x, const void *w,
+                    const void *bias, int act, void *y, float *ws, conv_bf16 b) {
+    if (g->P == 0) return;
+    if (pointwise(g)) { /* float32 only (conv2d_bf16_io) */
+        sy_sgemm_parallel(ex, false, false, g->P, g->o, g->c, 1.0f, x, g->c, w, g->o, 0.0f, y, g->o,
+                          bias, act);
+        return;
+    }
+    int64_t pb = fwd_rows(g);
+    fwd_job j = fwd_setup(g, x, w, bias, act, y, ws, b, pb);
     sy_run_blocks(ex, ceil_div(g->P, pb), fwd_block, &j, ws + fwd_head(g, b),
                   fwd_scratch(g, pb, b));
 }
@@ -831,6 +843,7 @@ static int64_t bf_sub(const geom *g) { return clamp64(DY_SUB / sy_max64(g->o, 1)
 
 /* x and dy stored as bfloat16 (issue 16): x's windows widened as they are packed, each block of dy
  * after the part's scratch; dw is float32 (a gradient's block, or a sum over parts). */
+typedef struct pool_bwd pool_bwd;
 typedef struct bwd_filter_job {
     const geom *g;
     bwd_filter_plan p;
@@ -838,10 +851,126 @@ typedef struct bwd_filter_job {
     float *dw, *partial;
     const int64_t *off_in, *off_id;
     bool xb, dyb;
+    const pool_bwd *pool; /* issue 21: dy is a pool's gradient, expanded row by row (unpool_rows) */
 } bwd_filter_job;
 
-/* Rows [p0, p0 + rows) of dy as float32: in place, or widened into dyt. */
-static const float *dy_rows(const bwd_filter_job *j, float *dyt, int64_t p0, int64_t rows) {
+/* ---- issue 21: the pool after a fused conv (docs/design/fusion.md) ----------------------------
+ * conv2d_pool's pool runs over the conv's output (OH, OW): windows of kh x kw, never overlapping,
+ * giving (ph, pw). Its filter gradient reads dy, y and the argmax at the pooled output and expands
+ * them, block by block of conv pixels in cache, into the conv's output gradient rows, which the
+ * backprop-filter paths above consume as they would dy's: max pooling gives each pooled gradient
+ * to the place its argmax byte names (dh * kw + dw in the unclipped window; 255, none, also where a
+ * relu before or after the pool gives 0), average pooling spreads it over the window's valid
+ * places. The other activations' gradients come first, from y: a relu's after an average pool (y >
+ * 0), and before a max pool, at the maximum, whose activated value is y (sigmoid y (1 - y), tanh 1
+ * - y^2) -- what relu_grad, max_pool2d_grad and the activation's gradient compute, value for value,
+ * so dw is the unfused graph's. */
+typedef struct pool_win {
+    int64_t kh, kw, sh, sw, pt, pl; /* window, strides, leading padding */
+    int64_t ph, pw;                 /* the pooled output's height and width */
+} pool_win;
+
+static pool_win pool_win_of(const geom *g, const sy_attrs *a) {
+    pool_win p = {a->conv.pool_ksize[0],
+                  a->conv.pool_ksize[1],
+                  a->conv.pool_stride[0],
+                  a->conv.pool_stride[1],
+                  0,
+                  0,
+                  0,
+                  0};
+    sy_conv_out(g->oh, p.kh, p.sh, a->conv.pool_padding, &p.ph, &p.pt);
+    sy_conv_out(g->ow, p.kw, p.sw, a->conv.pool_padding, &p.pw, &p.pl);
+    return p;
+}
+
+struct pool_bwd {
+    pool_win p;
+    const void *dy, *y;  /* (N, PH, PW, O), float32 or bfloat16 (dyb, yb); y or NULL */
+    const uint8_t *arg;  /* max pooling's argmax; NULL for average pooling */
+    bool dyb, yb, round; /* round: bf16 ops, rounded where they would round */
+    int act, post_act;   /* before and after the pool */
+    float *db, *db_part; /* d bias (O) or NULL; the ranges' partial sums after the first's */
+};
+
+static float *pool_bias_part(const bwd_filter_job *j, int64_t r) {
+    if (!j->pool || !j->pool->db) return NULL;
+    return r == 0 ? j->pool->db : j->pool->db_part + (r - 1) * j->g->o;
+}
+
+/* d (O) = the conv's output gradient at window place q of pooled element i (of its O channels):
+ * the pooled gradient through the activations, to the maximum's place or by the average's share
+ * inv. Constant flags, so that each variant compiles to its own vector loop. */
+static inline __attribute__((always_inline)) void
+unpool_row(float *restrict d, const struct pool_bwd *b, int64_t i, int64_t O, uint8_t q, float inv,
+           bool dyb, bool yb, bool avg, bool relu, int act) {
+    const uint8_t *arg = avg ? NULL : b->arg + i;
+    for (int64_t c = 0; c < O; c++) {
+        float g = sy_ldf(b->dy, i + c, dyb);
+        if (relu || act != SY_ACT_NONE) { /* relu: after an average pool */
+            float v = sy_ldf(b->y, i + c, yb);
+            if (relu) g = v > 0 ? g : 0;
+            if (act == SY_ACT_SIGMOID) g = g * v * (1 - v);
+            if (act == SY_ACT_TANH) g = g * (1 - v * v);
+        }
+        d[c] = avg ? g * inv : arg[c] == q ? g : 0.0f;
+    }
+}
+
+/* Rows [p0, p0 + rows) of the conv's output gradient (N, OH, OW, O) into dst, each added to db (O)
+ * when db is not NULL. */
+static void unpool_rows(const bwd_filter_job *j, float *restrict dst, int64_t p0, int64_t rows,
+                        float *restrict db) {
+    const geom *g = j->g;
+    const struct pool_bwd *b = j->pool;
+    const pool_win *w = &b->p;
+    int64_t O = g->o, ow = p0 % g->ow, t = p0 / g->ow, oh = t % g->oh, n = t / g->oh;
+    bool avg = !b->arg, relu = avg && b->post_act == SY_ACT_RELU; /* after a max pool: in arg */
+    int act = b->act == SY_ACT_RELU ? SY_ACT_NONE : b->act;
+    bool round = b->round && (avg || act != SY_ACT_NONE); /* relu and max select bfloat16 numbers */
+    for (int64_t r = 0; r < rows; r++, dst += O) {
+        int64_t ph = (oh + w->pt) / w->sh, dh = oh + w->pt - ph * w->sh;
+        int64_t pw = (ow + w->pl) / w->sw, dw = ow + w->pl - pw * w->sw;
+        if (ph >= w->ph || dh >= w->kh || pw >= w->pw || dw >= w->kw) {
+            memset(dst, 0, (size_t)O * sizeof *dst);
+        } else {
+            int64_t i = ((n * w->ph + ph) * w->pw + pw) * O;
+            uint8_t q = (uint8_t)(dh * w->kw + dw);
+            float inv = 0;
+            if (avg) {
+                int64_t h0 = sy_max64(ph * w->sh - w->pt, 0),
+                        h1 = sy_min64(ph * w->sh - w->pt + w->kh, g->oh);
+                int64_t w0 = sy_max64(pw * w->sw - w->pl, 0),
+                        w1 = sy_min64(pw * w->sw - w->pl + w->kw, g->ow);
+                inv = 1.0f / (float)((h1 - h0) * (w1 - w0));
+            }
+            if (b->dyb && !avg && act == SY_ACT_NONE) /* the tutorial CNN's, bfloat16 */
+                unpool_row(dst, b, i, O, q, inv, true, false, false, false, SY_ACT_NONE);
+            else if (!b->dyb && !avg && act == SY_ACT_NONE) /* and float32 */
+                unpool_row(dst, b, i, O, q, inv, false, false, false, false, SY_ACT_NONE);
+            else
+                unpool_row(dst, b, i, O, q, inv, b->dyb, b->yb, avg, relu, act);
+            if (round) sy_bf16_round_all(dst, O);
+            for (int64_t c = 0; db && c < O; c++) db[c] += dst[c];
+        }
+        if (++ow == g->ow) {
+            ow = 0;
+            if (++oh == g->oh) {
+                oh = 0;
+                n++;
+            }
+        }
+    }
+}
+
+/* Rows [p0, p0 + rows) of dy as float32: in place, widened into dyt, or (issue 21) expanded from
+ * the pooled gradient into dyt, their sums added to db (when not NULL). */
+static const float *dy_rows(const bwd_filter_job *j, float *dyt, int64_t p0, int64_t rows,
+                            float *db) {
+    if (j->pool) {
+        unpool_rows(j, dyt, p0, rows, db);
+        return dyt;
+    }
     if (!j->dyb) return (const float *)j->dy + p0 * j->g->o;
     sy_bf16_load_all(dyt, (const uint16_t *)j->dy + p0 * j->g->o, rows * j->g->o);
     return dyt;
@@ -854,10 +983,13 @@ static void bwd_filter_part(void *ctx, int64_t part, float *cols) {
     sy_split_range(g->P, (int)r, (int)j->p.R, &q0, &q1);
     sy_split_range(g->K, (int)s, (int)j->p.S, &k0, &k1);
     float *dst = (r == 0 ? j->dw : j->partial + (r - 1) * g->K * g->o) + k0 * g->o;
+    float *db = s == 0 ? pool_bias_part(j, r) : NULL; /* issue 21: the range's d bias, once */
+    if (db) memset(db, 0, (size_t)g->o * sizeof *db);
     if (direct(g)) {
         int64_t sub = bf_sub(g);
         run *rn = (run *)(void *)cols;
         float *border = cols + runs_floats(g, sub), *xt = border + floats_aligned(sub * g->K);
+        float *dyt = xt + (j->xb ? images_floats(g, ceil_div(g->P, j->p.R)) : 0);
         const float *x = j->x;
         const geom *gx = g;
         geom gl;
@@ -871,8 +1003,11 @@ static void bwd_filter_part(void *ctx, int64_t part, float *cols) {
         for (int64_t p0 = q0; p0 < q1; p0 += sub) {
             int64_t n = sy_min64(sub, q1 - p0);
             int64_t nr = runs_of(rn, border, gx, x, j->off_in, j->off_id, p0 - base, n);
-            bf_direct(dst, rn, nr, g, (const char *)j->dy + (size_t)(p0 * g->o) * (j->dyb ? 2 : 4),
-                      j->dyb);
+            if (j->pool)
+                bf_direct(dst, rn, nr, g, dy_rows(j, dyt, p0, n, db), false);
+            else
+                bf_direct(dst, rn, nr, g,
+                          (const char *)j->dy + (size_t)(p0 * g->o) * (j->dyb ? 2 : 4), j->dyb);
         }
         return;
     }
@@ -883,8 +1018,8 @@ static void bwd_filter_part(void *ctx, int64_t part, float *cols) {
         const float *a = pw ? (const float *)j->x + p0 * g->c + k0 : cols;
         int64_t lda = pw ? g->c : k1 - k0;
         if (!pw) im2col_any(cols, j->x, j->xb, g, p0, rows, k0, k1);
-        sy_sgemm(true, false, k1 - k0, g->o, rows, 1.0f, a, lda, dy_rows(j, dyt, p0, rows), g->o,
-                 p0 == q0 ? 0.0f : 1.0f, dst, g->o);
+        sy_sgemm(true, false, k1 - k0, g->o, rows, 1.0f, a, lda, dy_rows(j, dyt, p0, rows, db),
+                 g->o, p0 == q0 ? 0.0f : 1.0f, dst, g->o);
     }
 }
 
@@ -906,16 +1041,28 @@ static void sum_part(void *ctx, int64_t part) {
 
 /* and, stored as bfloat16 (issue 16): x's widened images (direct: its tiles read dy as it is), a
  * block of dy widened (im2col) */
-static int64_t bwd_filter_scratch(const geom *g, const bwd_filter_plan *p, bool xb, bool dyb) {
+/* (issue 21: a pooled dy's rows, expanded into the part's scratch) */
+static int64_t bwd_filter_scratch(const geom *g, const bwd_filter_plan *p, bool xb, bool dyb,
+                                  bool pooled) {
     if (direct(g))
         return runs_floats(g, bf_sub(g)) + floats_aligned(bf_sub(g) * g->K) +
-               (xb ? images_floats(g, ceil_div(g->P, p->R)) : 0);
-    return pointwise(g)
-               ? 0
-               : floats_aligned(p->pb * p->width) + (dyb ? floats_aligned(p->pb * g->o) : 0);
+               (xb ? images_floats(g, ceil_div(g->P, p->R)) : 0) +
+               (pooled ? floats_aligned(sy_min64(bf_sub(g), ceil_div(g->P, p->R)) * g->o) : 0);
+    return pointwise(g) ? 0
+                        : floats_aligned(p->pb * p->width) +
+                              (dyb || pooled ? floats_aligned(p->pb * g->o) : 0);
 }
 
-/* Workspace: offset tables, R - 1 partial dw, per-thread scratch. */
+/* Workspace: offset tables, R - 1 partial dw (and, issue 21, R - 1 partial d bias), per-thread
+ * scratch. */
+static size_t filter_ws(const geom *g, int threads, bool xb, bool dyb, bool pooled) {
+    bwd_filter_plan p = bwd_filter_plan_make(g);
+    int64_t n = 2 * floats_aligned(2 * g->K) + floats_aligned((p.R - 1) * g->K * g->o) +
+                (pooled ? floats_aligned((p.R - 1) * g->o) : 0) +
+                sy_blocks_buffers(threads, p.R * p.S) * bwd_filter_scratch(g, &p, xb, dyb, pooled);
+    return (size_t)n * sizeof(float);
+}
+
 static size_t conv2d_bwd_filter_ws(const sy_kargs *k, int threads) {
     if (!plain(k->attr))
         return sy_cpu_conv_is_depthwise(k->attr, k->out_shape) ? sy_cpu_depthwise_bwd_filter_ws(k, threads) : 0;
@@ -923,12 +1070,42 @@ static size_t conv2d_bwd_filter_ws(const sy_kargs *k, int threads) {
     if (g.P == 0) return 0;
     sy_wino_shape ws;
     if (wino_shape(&g, false, &ws)) return sy_winograd_bwd_filter_ws(&ws, threads);
-    bwd_filter_plan p = bwd_filter_plan_make(&g);
-    int64_t n =
-        2 * floats_aligned(2 * g.K) + floats_aligned((p.R - 1) * g.K * g.o) +
-        sy_blocks_buffers(threads, p.R * p.S) *
-            bwd_filter_scratch(&g, &p, k->in_dtype[0] == SY_BF16, k->in_dtype[1] == SY_BF16);
-    return (size_t)n * sizeof(float);
+    return filter_ws(&g, threads, k->in_dtype[0] == SY_BF16, k->in_dtype[1] == SY_BF16, false);
+}
+
+/* dw (and, pooled, the bias gradient) by the direct or im2col path: the ranges' partial dw, then
+ * their sum in a fixed order. */
+static void filter_run(const sy_kargs *k, const geom *g, struct pool_bwd *pool) {
+    float *ws = k->ws;
+    bwd_filter_plan p = bwd_filter_plan_make(g);
+    int64_t *off_in = (int64_t *)(void *)ws, *off_id = off_in + g->K;
+    float *partial = ws + 2 * floats_aligned(2 * g->K);
+    float *scratch = partial + floats_aligned((p.R - 1) * g->K * g->o);
+    if (pool) {
+        pool->db_part = scratch;
+        scratch += floats_aligned((p.R - 1) * g->o);
+    }
+    if (direct(g)) offsets(off_in, off_id, g);
+    bwd_filter_job j = {g,
+                        p,
+                        k->in[0],
+                        k->in[1],
+                        k->out,
+                        partial,
+                        off_in,
+                        off_id,
+                        k->in_dtype[0] == SY_BF16,
+                        k->in_dtype[1] == SY_BF16,
+                        pool};
+    sy_run_blocks(k->ex, p.R * p.S, bwd_filter_part, &j, scratch,
+                  bwd_filter_scratch(g, &p, j.xb, j.dyb, pool != NULL));
+    if (p.R > 1) {
+        int64_t n = g->K * g->o;
+        sum_job s = {k->out, partial, n, clamp64(n / 4096, 1, 16), p.R - 1};
+        sy_parallel_parts(k->ex, s.parts, sum_part, &s);
+    }
+    for (int64_t r = 1; pool && pool->db && r < p.R; r++) /* in range order */
+        for (int64_t c = 0; c < g->o; c++) pool->db[c] += pool->db_part[(r - 1) * g->o + c];
 }
 
 static void conv2d_bwd_filter_f32_fast(const sy_kargs *k) {
@@ -947,27 +1124,7 @@ static void conv2d_bwd_filter_f32_fast(const sy_kargs *k) {
         sy_winograd_bwd_filter(k->ex, &wsh, k->in[0], k->in[1], dw, ws);
         return;
     }
-    bwd_filter_plan p = bwd_filter_plan_make(&g);
-    int64_t *off_in = (int64_t *)(void *)ws, *off_id = off_in + g.K;
-    float *partial = ws + 2 * floats_aligned(2 * g.K), *scratch = partial + floats_aligned((p.R - 1) * g.K * g.o);
-    if (direct(&g)) offsets(off_in, off_id, &g);
-    bwd_filter_job j = {&g,
-                        p,
-                        k->in[0],
-                        k->in[1],
-                        dw,
-                        partial,
-                        off_in,
-                        off_id,
-                        k->in_dtype[0] == SY_BF16,
-                        k->in_dtype[1] == SY_BF16};
-    sy_run_blocks(k->ex, p.R * p.S, bwd_filter_part, &j, scratch,
-                  bwd_filter_scratch(&g, &p, j.xb, j.dyb));
-    if (p.R > 1) {
-        int64_t n = g.K * g.o;
-        sum_job s = {dw, partial, n, clamp64(n / 4096, 1, 16), p.R - 1};
-        sy_parallel_parts(k->ex, s.parts, sum_part, &s);
-    }
+    filter_run(k, &g, NULL);
 }
 
 /* issue 16, bfloat16 storage: what the im2col and direct paths take as bfloat16 -- all of the
@@ -989,3 +1146,249 @@ const sy_kernel sy_cpu_conv2d_backprop_input = {conv2d_bwd_data_f32_fast, conv2d
                                                 conv2d_bf16_io};
 const sy_kernel sy_cpu_conv2d_backprop_filter = {conv2d_bwd_filter_f32_fast, conv2d_bwd_filter_ws,
                                                  conv2d_bf16_io};
+
+/* ---- issue 21: conv2d_pool, the conv and the pool after it in one pass ----------------------
+ * A part is one image's block of whole pooled rows. It computes the conv rows their windows read by
+ * the forward's own paths (fwd_rows_to: direct or im2col, bias and activation in the epilogue;
+ * under round_bf16 the bare product, then sy_bf16_epilogue's roundings) into a float32 block in its
+ * scratch, and pools that block into the output while it is in cache: only the pooled output and,
+ * for max pooling in a training plan, a byte per output naming the maximum's place go to memory.
+ * The conv's values are computed as the unfused conv2d computes them (the direct kernels sum each
+ * pixel in the same order whatever the block), and each pool as max_pool2d or avg_pool2d does: the
+ * maximum from -inf, the first maximum in scan order as the argmax (max_pool2d_grad's), the average
+ * as the sum in scan order over the valid count. */
+
+/* Conv pixels per part, at most: whole pooled rows, about this many (the im2col block's rows for
+ * wide windows); at least one pooled row. */
+#define POOL_PIXELS 512
+
+typedef struct pool_fwd_job {
+    fwd_job f; /* float32 conv values (f.b.y false) */
+    pool_win p;
+    const float *bias; /* the bias, widened, for round_bf16's epilogue (f.bias is NULL then) */
+    int act, post_act;
+    bool avg, round, yb, relu_mask;
+    void *y;      /* (N, PH, PW, O) */
+    uint8_t *arg; /* (N, PH, PW, O) or NULL */
+    int64_t prows, parts_per_image, cv_floats;
+} pool_fwd_job;
+
+/* Pooled rows per part, and the conv pixels a part computes at most. */
+static int64_t pool_part_rows(const geom *g, const pool_win *p) {
+    int64_t width = direct(g) ? POOL_PIXELS : block_rows(g->P, g->K + g->o, 1);
+    return clamp64(width / sy_max64(1, p->sh * g->ow), 1, sy_max64(p->ph, 1));
+}
+static int64_t pool_part_pixels(const geom *g, const pool_win *p) {
+    return sy_min64(((pool_part_rows(g, p) - 1) * p->sh + p->kh) * g->ow, g->oh * g->ow);
+}
+
+/* a ? x : y lane by lane, a a comparison's mask */
+static inline vf vsel(vi a, vf x, vf y) {
+    return (vf)((a & (vi)x) | (~a & (vi)y));
+}
+typedef uint8_t vb __attribute__((vector_size(VL)));
+
+/* Channels [c0, c0 + VL) of one pooled output from its window's places in cv (offs, in floats; the
+ * places' numbers qs). */
+static inline __attribute__((always_inline)) void pool_lanes(const pool_fwd_job *j, const float *cv,
+                                                             const int64_t *offs, const uint8_t *qs,
+                                                             int cnt, int64_t out, int64_t c0) {
+    vf acc = (vf){0} + (j->avg ? 0.0f : -INFINITY), best = {0};
+    vi at = (vi){0} + 255;
+    for (int i = 0; i < cnt; i++) {
+        vf v = vld(cv + offs[i] + c0);
+        if (j->avg) {
+            acc += v;
+            continue;
+        }
+        acc = vsel(v > acc, v, acc);
+        vi gt = i ? v > best : (vi){0} - 1; /* the first maximum in scan order */
+        best = vsel(gt, v, best);
+        at = (gt & qs[i]) | (~gt & at);
+    }
+    if (j->avg) acc = acc / (float)(cnt ? cnt : 1);
+    if (j->avg && j->round) acc = vbf16_round(acc);
+    if (j->relu_mask) { /* a relu's gradient is 0 where the output is not positive */
+        vi pos = acc > 0;
+        at = (pos & at) | (~pos & 255);
+    }
+    if (j->post_act == SY_ACT_RELU) acc = vrelu(acc);
+    if (j->yb)
+        vst_bf16((uint16_t *)j->y + out + c0, vbf16_round(acc));
+    else
+        vst((float *)j->y + out + c0, acc);
+    if (j->arg) {
+        vb bytes = __builtin_convertvector(at, vb);
+        memcpy(j->arg + out + c0, &bytes, sizeof bytes);
+    }
+}
+
+/* Pooled rows [ph0, ph1) of image n from the conv's rows [r0, ...) in cv (float32, O a pixel). */
+static void pool_block(const pool_fwd_job *j, const float *cv, int64_t n, int64_t ph0, int64_t ph1,
+                       int64_t r0) {
+    const geom *g = j->f.g;
+    const pool_win *p = &j->p;
+    int64_t O = g->o, offs[255];
+    uint8_t qs[255];
+    for (int64_t ph = ph0; ph < ph1; ph++)
+        for (int64_t pw = 0; pw < p->pw; pw++) {
+            int64_t out = ((n * p->ph + ph) * p->pw + pw) * O;
+            int cnt = 0;
+            for (int64_t dh = 0; dh < p->kh; dh++) {
+                int64_t oh = ph * p->sh - p->pt + dh;
+                for (int64_t dw = 0; dw < p->kw && oh >= 0 && oh < g->oh; dw++) {
+                    int64_t ow = pw * p->sw - p->pl + dw;
+                    if (ow < 0 || ow >= g->ow) continue;
+                    offs[cnt] = ((oh - r0) * g->ow + ow) * O;
+                    qs[cnt++] = (uint8_t)(dh * p->kw + dw);
+                }
+            }
+            int64_t c0 = 0;
+            for (; c0 + VL <= O; c0 += VL) pool_lanes(j, cv, offs, qs, cnt, out, c0);
+            for (; c0 < O; c0++) { /* the last channels, one by one: the same operations */
+                float acc = j->avg ? 0.0f : -INFINITY, best = 0;
+                uint8_t at = 255;
+                for (int i = 0; i < cnt; i++) {
+                    float v = cv[offs[i] + c0];
+                    if (j->avg) {
+                        acc += v;
+                        continue;
+                    }
+                    acc = v > acc ? v : acc;
+                    if (!i || v > best) best = v, at = qs[i];
+                }
+                if (j->avg) acc = acc / (float)(cnt ? cnt : 1);
+                if (j->avg && j->round) acc = sy_bf16_round(acc);
+                if (j->relu_mask && !(acc > 0)) at = 255;
+                if (j->post_act == SY_ACT_RELU) acc = acc > 0 ? acc : 0;
+                sy_stf(j->y, out + c0, acc, j->yb);
+                if (j->arg) j->arg[out + c0] = at;
+            }
+        }
+}
+
+static void pool_fwd_part(void *ctx, int64_t part, float *scratch) {
+    const pool_fwd_job *j = ctx;
+    const geom *g = j->f.g;
+    const pool_win *p = &j->p;
+    int64_t n = part / j->parts_per_image, ph0 = part % j->parts_per_image * j->prows;
+    int64_t ph1 = sy_min64(ph0 + j->prows, p->ph);
+    int64_t r0 = sy_max64(ph0 * p->sh - p->pt, 0),
+            r1 = sy_min64((ph1 - 1) * p->sh - p->pt + p->kh, g->oh);
+    float *cv = scratch;
+    if (r1 > r0) {
+        int64_t p0 = (n * g->oh + r0) * g->ow, rows = (r1 - r0) * g->ow;
+        fwd_rows_to(&j->f, p0, rows, cv, scratch + j->cv_floats);
+        if (j->round) sy_bf16_epilogue(cv, rows, g->o, j->bias, j->act);
+    }
+    pool_block(j, cv, n, ph0, ph1, r0);
+}
+
+static int64_t pool_parts(const geom *g, const pool_win *p) {
+    return g->n * ceil_div(p->ph, pool_part_rows(g, p));
+}
+
+static conv_bf16 pool_conv_bf16(const sy_kargs *k) {
+    conv_bf16 b = conv_bf16_of(k);
+    b.y = false; /* the conv's values go to a float32 block */
+    return b;
+}
+
+static size_t conv2d_pool_ws(const sy_kargs *k, int threads) {
+    geom g = sy_conv_geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
+    pool_win p = pool_win_of(&g, k->attr);
+    conv_bf16 b = pool_conv_bf16(k);
+    int64_t pix = pool_part_pixels(&g, &p), parts = pool_parts(&g, &p);
+    if (parts == 0) return 0;
+    return (size_t)(fwd_head(&g, b) + sy_blocks_buffers(threads, parts) *
+                                          (floats_aligned(pix * g.o) + fwd_scratch(&g, pix, b))) *
+           sizeof(float);
+}
+
+static void conv2d_pool_fwd_f32_fast(const sy_kargs *k) {
+    const sy_attrs *a = k->attr;
+    geom g = sy_conv_geom_make(&k->in_shape[0], &k->in_shape[1], a);
+    pool_win p = pool_win_of(&g, a);
+    conv_bf16 b = pool_conv_bf16(k);
+    int64_t parts = pool_parts(&g, &p);
+    if (parts == 0) return;
+    bool round = a->conv.round_bf16;
+    pool_fwd_job j;
+    int64_t pix = pool_part_pixels(&g, &p);
+    j.f = fwd_setup(&g, k->in[0], k->in[1], k->n_in > 2 ? k->in[2] : NULL,
+                    round ? SY_ACT_NONE : a->conv.act, NULL, k->ws, b, pix);
+    j.bias = j.f.bias;
+    if (round) j.f.bias = NULL; /* the bare product; sy_bf16_epilogue adds it */
+    j.p = p;
+    j.act = a->conv.act;
+    j.post_act = a->conv.post_act;
+    j.avg = a->conv.pool_avg;
+    j.round = round;
+    j.yb = k->dtype == SY_BF16;
+    j.relu_mask = sy_conv_pool_relu_mask(a);
+    j.y = k->out;
+    j.arg = j.avg ? NULL : k->aux;
+    j.prows = pool_part_rows(&g, &p);
+    j.parts_per_image = ceil_div(p.ph, j.prows);
+    j.cv_floats = floats_aligned(pix * g.o);
+    sy_run_blocks(k->ex, parts, pool_fwd_part, &j, (float *)k->ws + fwd_head(&g, b),
+                  j.cv_floats + fwd_scratch(&g, pix, b));
+}
+
+/* (x, dy [, y] [, argmax]) -> dw; aux: d bias */
+static size_t conv2d_pool_bwd_filter_ws(const sy_kargs *k, int threads) {
+    geom g = sy_conv_geom_make(&k->in_shape[0], k->out_shape, k->attr);
+    return g.P ? filter_ws(&g, threads, k->in_dtype[0] == SY_BF16, false, true) : 0;
+}
+
+static void conv2d_pool_bwd_filter_f32_fast(const sy_kargs *k) {
+    const sy_attrs *a = k->attr;
+    geom g = sy_conv_geom_make(&k->in_shape[0], k->out_shape, a);
+    bool reads_y = sy_conv_pool_reads_y(a);
+    struct pool_bwd b = {pool_win_of(&g, a),
+                         k->in[1],
+                         reads_y ? k->in[2] : NULL,
+                         a->conv.pool_avg ? NULL : k->in[2 + reads_y],
+                         k->in_dtype[1] == SY_BF16,
+                         reads_y && k->in_dtype[2] == SY_BF16,
+                         a->conv.round_bf16,
+                         a->conv.act,
+                         a->conv.post_act,
+                         k->aux,
+                         NULL};
+    if (g.P == 0) {
+        memset(k->out, 0, (size_t)sy_shape_count(k->out_shape) * sizeof(float));
+        if (b.db) memset(b.db, 0, (size_t)g.o * sizeof(float));
+        return;
+    }
+    filter_run(k, &g, &b);
+    if (!b.round) return; /* the bf16 ops' sums, rounded as the plan rounds theirs */
+    sy_bf16_round_all(k->out, sy_shape_count(k->out_shape));
+    if (b.db) sy_bf16_round_all(b.db, g.o);
+}
+
+/* Every float operand may be bfloat16 but the gradients, which are float32 sums. */
+static uint32_t conv2d_pool_bf16_io(const sy_kargs *k) {
+    if (k->op == SY_OP_CONV2D_POOL)
+        return SY_BF16_IN(0) | SY_BF16_IN(1) | SY_BF16_IN(2) | SY_BF16_OUT;
+    return SY_BF16_IN(0) | SY_BF16_IN(1) | SY_BF16_IN(2);
+}
+
+/* The shapes the fast paths above take: a plain conv by the direct or im2col path (not pointwise,
+ * and not Winograd, which a training plan takes for 3x3 convs over 16 channels or more:
+ * docs/design/winograd.md). Everything else stays unfused. */
+bool sy_cpu_fuses(sy_op op, const sy_kargs *k) {
+    if (op != SY_OP_CONV2D_POOL && op != SY_OP_CONV2D_POOL_BACKPROP_FILTER) return false;
+    if (k->dtype == SY_F64) return true; /* the ref kernels, as for every float64 op */
+    if (k->dtype != SY_F32 || !plain(k->attr)) return false;
+    const sy_shape *w = op == SY_OP_CONV2D_POOL ? &k->in_shape[1] : k->out_shape;
+    geom g = sy_conv_geom_make(&k->in_shape[0], w, k->attr);
+    sy_wino_shape ws;
+    bool wino = wino_shape(&g, false, &ws) && (op != SY_OP_CONV2D_POOL || !k->ex->inference);
+    return g.P > 0 && !pointwise(&g) && !wino;
+}
+
+const sy_kernel sy_cpu_conv2d_pool = {conv2d_pool_fwd_f32_fast, conv2d_pool_ws,
+                                      conv2d_pool_bf16_io};
+const sy_kernel sy_cpu_conv2d_pool_backprop_filter = {
+    conv2d_pool_bwd_filter_f32_fast, conv2d_pool_bwd_filter_ws, conv2d_pool_bf16_io};

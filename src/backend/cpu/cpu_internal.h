@@ -172,6 +172,7 @@ static inline float sy_act_f32(float v, int act) {
 /* ---- the kernels (a kernel with run == NULL falls back to ref) --------- */
 extern const sy_kernel sy_cpu_matmul;
 extern const sy_kernel sy_cpu_conv2d, sy_cpu_conv2d_backprop_input, sy_cpu_conv2d_backprop_filter;
+extern const sy_kernel sy_cpu_conv2d_pool, sy_cpu_conv2d_pool_backprop_filter; /* issue 21 */
 extern const sy_kernel sy_cpu_max_pool2d, sy_cpu_avg_pool2d, sy_cpu_max_pool2d_grad, sy_cpu_avg_pool2d_grad;
 extern const sy_kernel sy_cpu_fused_eltwise, sy_cpu_unary, sy_cpu_binary, sy_cpu_bias_add, sy_cpu_eltwise_grad;
 /* issue 15, keras.applications (broadcast.c): add/sub/mul/div of operands broadcast in any numpy way, and

@@ -21,7 +21,7 @@ static const sy_kernel *const fast[SY_OP_COUNT] = {
     [SY_OP_TANH] = &sy_cpu_unary,
     [SY_OP_EXP] = &sy_cpu_unary,
     [SY_OP_LOG] = &sy_cpu_unary,
-    [SY_OP_ACT] = &sy_cpu_unary,          /* issue 15, activations */
+    [SY_OP_ACT] = &sy_cpu_unary, /* issue 15, activations */
     [SY_OP_ACT_GRAD] = &sy_cpu_eltwise_grad,
     [SY_OP_ADD] = &sy_cpu_binary,
     [SY_OP_SUB] = &sy_cpu_binary,
@@ -51,9 +51,13 @@ static const sy_kernel *const fast[SY_OP_COUNT] = {
     [SY_OP_PAD] = &sy_cpu_slice_grad,
     /* issue 15 (broadcast.c): reduce_mean's gradients (BatchNormalization, global pooling) */
     [SY_OP_BROADCAST_TO] = &sy_cpu_broadcast_to,
-    /* issue 16 (bf16.c): the cast between float32 and bfloat16 buffers (and a plain copy), and dropout */
+    /* issue 16 (bf16.c): the cast between float32 and bfloat16 buffers (and a plain copy), and
+       dropout */
     [SY_OP_COPY] = &sy_cpu_copy,
     [SY_OP_DROPOUT] = &sy_cpu_dropout,
+    /* issue 21 (conv.c): conv -> pool fused, and its filter gradient */
+    [SY_OP_CONV2D_POOL] = &sy_cpu_conv2d_pool,
+    [SY_OP_CONV2D_POOL_BACKPROP_FILTER] = &sy_cpu_conv2d_pool_backprop_filter,
 };
 
 const sy_kernel *sy_cpu_kernel(sy_op op, sy_dtype dtype) {
