@@ -11,10 +11,14 @@
  *                           read or refused with SY_ERR_CORRUPT naming the
  *                           file (never a crash: ASan and UBSan watch in
  *                           make asan); and files that are not TFLite models
+ *                           ; and TFLite's integer arithmetic (backend/qmath.c)
+ *                           on gemmlowp's rounding cases and against exact
+ *                           products
  *   test_tflite ROOT DIR    also DIR's models (tests/tflite_tensorflow.sh has
  *                           TensorFlow make them at test time): their
  *                           operators, operator and tensor counts as tflite.json lists them
  */
+#include "backend/backend_internal.h"
 #include "io/io_internal.h"
 #include "check.h"
 
@@ -162,6 +166,51 @@ static void check_dir(const char *dir) {
     json_decref(info);
 }
 
+/* TFLite's fixed-point steps: the rounding cases, then random products against the exact value. */
+static void check_qmath(void) {
+    CHECK(sy_q_high_mul(INT32_MIN, INT32_MIN) == INT32_MAX, "saturates");
+    CHECK(sy_q_high_mul(1 << 30, 1 << 30) == 1 << 29, "2^30 2^30 / 2^31");
+    CHECK(sy_q_high_mul(1, 1 << 30) == 1 && sy_q_high_mul(-1, 1 << 30) == 0 && sy_q_high_mul(-3, 1 << 30) == -1 &&
+              sy_q_high_mul(3, 1 << 30) == 2,
+          "halves toward +infinity: %d %d %d %d", sy_q_high_mul(1, 1 << 30), sy_q_high_mul(-1, 1 << 30),
+          sy_q_high_mul(-3, 1 << 30), sy_q_high_mul(3, 1 << 30));
+    const int32_t x[] = {3, -3, 5, 6, -6, -5, 7, 0, INT32_MAX, INT32_MIN};
+    const int e[] = {1, 1, 2, 2, 2, 2, 0, 31, 31, 31};
+    const int32_t want[] = {2, -2, 1, 2, -2, -1, 7, 0, 1, -1};
+    for (int i = 0; i < 10; i++)
+        CHECK(sy_q_rounding_shift(x[i], e[i]) == want[i], "%d / 2^%d: %d, want %d (halves away from zero)", x[i], e[i],
+              sy_q_rounding_shift(x[i], e[i]), want[i]);
+    int32_t m;
+    int s;
+    sy_q_multiplier(0.5, &m, &s);
+    CHECK(m == 1 << 30 && s == 0, "0.5: %d 2^%d", m, s);
+    sy_q_multiplier(1.0, &m, &s);
+    CHECK(m == 1 << 30 && s == 1, "1.0: %d 2^%d", m, s);
+    sy_q_multiplier(0.75, &m, &s);
+    CHECK(m == 1610612736 && s == 0, "0.75: %d 2^%d", m, s);
+    sy_q_multiplier(0.0, &m, &s);
+    CHECK(m == 0 && s == 0, "0: %d 2^%d", m, s);
+    sy_q_multiplier(1e-12, &m, &s);
+    CHECK(m == 0 && s == 0, "below 2^-32: %d 2^%d", m, s);
+    /* an accumulator times a typical conv multiplier: within one of the exact product (two roundings of at most
+     * half each), and exact for the multiplier's own real value where that is a power of two */
+    uint64_t r = 18;
+    int far = 0;
+    for (int i = 0; i < 20000; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        int32_t acc = (int32_t)(r >> 40) - (1 << 23);
+        double real = ldexp((double)((r >> 8) & 0xffff) / 65536.0 + 0.5, -(int)((r >> 4) & 15));
+        sy_q_multiplier(real, &m, &s);
+        double exact = (double)acc * (double)m * ldexp(1.0, s - 31);
+        int32_t got = sy_q_requantize(acc, m, s);
+        far += fabs((double)got - exact) > 1.0;
+    }
+    CHECK(far == 0, "%d of 20000 requantizations more than one from the exact product", far);
+    CHECK(sy_q_requantize(1000, 1 << 30, -3) == 63 && sy_q_requantize(-1000, 1 << 30, -3) == -63,
+          "1000 / 16 = 62.5 -> 63, -62.5 -> -63: %d %d", sy_q_requantize(1000, 1 << 30, -3),
+          sy_q_requantize(-1000, 1 << 30, -3));
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_tflite ROOT [DIR]\n");
@@ -171,6 +220,7 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/tests/data/tflite/tiny_dense.tflite", argv[1]);
     check_tiny(path);
     check_hostile(path);
+    check_qmath();
     if (argc > 2) check_dir(argv[2]);
     return check_report("test_tflite");
 }
