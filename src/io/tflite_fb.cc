@@ -60,18 +60,26 @@ template <typename T> const flatbuffers::Table *table(const T *t) {
     return reinterpret_cast<const flatbuffers::Table *>(t);
 }
 
+/* Whether element i of a verified vector of tables points inside the file: checked before the element's
+ * address is formed, so that a wild offset never makes a pointer past the buffer. */
+template <typename T>
+bool slot_in_file(const io_tflite *m, const flatbuffers::Vector<flatbuffers::Offset<T>> *vec,
+                  flatbuffers::uoffset_t i, long *at) {
+    const uint8_t *slot = reinterpret_cast<const uint8_t *>(vec->Data()) + i * sizeof(flatbuffers::uoffset_t);
+    *at = offset_of(m, slot);
+    return static_cast<size_t>(*at) + flatbuffers::ReadScalar<flatbuffers::uoffset_t>(slot) < m->size;
+}
+
 template <typename T>
 int check_tables(const io_tflite *m, flatbuffers::Verifier &v,
                  const flatbuffers::Vector<flatbuffers::Offset<T>> *vec, const char *what,
                  const char *where, char *err, size_t n) {
     if (!vec) return 0;
     for (flatbuffers::uoffset_t i = 0; i < vec->size(); i++) {
-        const uint8_t *slot = reinterpret_cast<const uint8_t *>(vec->Data()) + i * sizeof(flatbuffers::uoffset_t);
-        /* the element's offset must land inside the file before the table is looked at */
-        flatbuffers::uoffset_t rel = flatbuffers::ReadScalar<flatbuffers::uoffset_t>(slot);
-        if (static_cast<size_t>(offset_of(m, slot)) + rel >= m->size)
+        long at;
+        if (!slot_in_file(m, vec, i, &at))
             return fail(err, n, "%s%s %u: its offset at byte %ld points past the end of the file (%zu bytes)", where,
-                        what, i, offset_of(m, slot), m->size);
+                        what, i, at, m->size);
         const T *t = vec->Get(i);
         if (!t->Verify(v))
             return fail(err, n, "%s%s %u (table at byte %ld) is damaged: an offset, length or field out of bounds",
@@ -102,6 +110,10 @@ int diagnose(const io_tflite *m, char *err, size_t n) {
         return fail(err, n, "the model's subgraph vector (model table at byte %u) is out of bounds", root);
     if (const auto *sgs = model->subgraphs()) {
         for (flatbuffers::uoffset_t s = 0; s < sgs->size(); s++) {
+            long at;
+            if (!slot_in_file(m, sgs, s, &at))
+                return fail(err, n, "subgraph %u: its offset at byte %ld points past the end of the file (%zu bytes)",
+                            s, at, m->size);
             const tflite::SubGraph *sg = sgs->Get(s);
             char where[48];
             snprintf(where, sizeof where, "subgraph %u, ", s);

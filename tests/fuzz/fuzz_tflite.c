@@ -11,6 +11,8 @@
  */
 #include "io/io_internal.h"
 
+#include <string.h>
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -23,13 +25,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int32_t i = 0; i < m->n_tensors; i++) {
         const io_tflite_tensor *t = &m->tensors[i];
         for (size_t k = 0; k < t->data_size; k++) sum += t->data[k];
-        for (int32_t k = 0; k < t->quant_count; k++) sum += (uint64_t)t->zero_point[k] + (uint64_t)t->scale[k];
+        for (int32_t k = 0; k < t->quant_count; k++) {
+            uint32_t bits; /* the scale's bits: a converted NaN or negative float would be the harness's own UB */
+            memcpy(&bits, &t->scale[k], sizeof bits);
+            sum += (uint64_t)t->zero_point[k] + bits;
+        }
         sum += strlen(t->name);
     }
     for (int32_t i = 0; i < m->n_ops; i++)
         for (int32_t k = 0; k < m->ops[i].n_inputs; k++)
             if (m->ops[i].inputs[k] >= 0) sum += (uint64_t)m->tensors[m->ops[i].inputs[k]].rank;
     for (int32_t i = 0; i < m->n_inputs; i++) sum += (uint64_t)m->tensors[m->inputs[i]].rank;
+    (void)sum;
     io_tflite_free(m);
     return 0;
 }
