@@ -64,12 +64,14 @@ static int tflite_refuse(const char *command, const char *path) {
     for (int32_t i = 0; i < m->n_ops; i++) {
         const char *name = io_tflite_op_name(m->ops[i].builtin);
         bool seen = false; /* each operator once, in order of first use */
-        for (int32_t k = 0; k < i && !seen; k++) seen = m->ops[k].builtin == m->ops[i].builtin;
+        for (int32_t k = 0; k < i && !seen; k++)
+            seen = m->ops[k].builtin == m->ops[i].builtin &&
+                   (!m->ops[i].custom_code || !strcmp(m->ops[k].custom_code, m->ops[i].custom_code));
         if (seen) continue;
-        if (name && m->ops[i].builtin != 32)
-            fprintf(stderr, " %s", name);
-        else if (m->ops[i].custom_code)
+        if (m->ops[i].custom_code) /* the reader sets it for CUSTOM alone */
             fprintf(stderr, " custom '%s'", m->ops[i].custom_code);
+        else if (name)
+            fprintf(stderr, " %s", name);
         else
             fprintf(stderr, " builtin %d", (int)m->ops[i].builtin);
     }
