@@ -19,10 +19,10 @@ CMAKE_FLAGS ?=
 CONFIG = -DCMAKE_BUILD_TYPE=Release -DSY_WERROR=ON $(CMAKE_FLAGS)
 
 # protobuf-c for tf.train.Example and TensorBoard's events; libhdf5 for
-# Keras's .h5 files; python3-venv for the interop tests' readers; clang and its runtime (libFuzzer) for
-# make fuzz, which CI runs; Open MPI (its library and mpirun) for training across processes (--tpu mpi,
-# issue 20) and the tests that launch several ranks.
-DEBIAN_PACKAGES = build-essential cmake pkg-config libdnnl-dev zlib1g-dev libcurl4-openssl-dev libjansson-dev libprotobuf-c-dev protobuf-c-compiler libhdf5-dev libpng-dev libjpeg62-turbo-dev python3 python3-venv clang libclang-rt-14-dev libopenmpi-dev openmpi-bin
+# Keras's .h5 files; flatbuffers (the C++ library and flatc) for .tflite files; python3-venv for the interop
+# tests' readers; clang and its runtime (libFuzzer) for make fuzz, which CI runs; Open MPI (its library and
+# mpirun) for training across processes (--tpu mpi, issue 20) and the tests that launch several ranks.
+DEBIAN_PACKAGES = build-essential cmake pkg-config libdnnl-dev zlib1g-dev libcurl4-openssl-dev libjansson-dev libprotobuf-c-dev protobuf-c-compiler libhdf5-dev libpng-dev libjpeg62-turbo-dev libflatbuffers-dev flatbuffers-compiler python3 python3-venv clang libclang-rt-14-dev libopenmpi-dev openmpi-bin
 # The interop tests (label interop) read systolic's files with the real
 # tools from this venv: TensorFlow's TFRecord reader and tf.keras (2.15.1,
 # Keras 2, the version the fixtures were made with), TensorBoard's event
@@ -76,9 +76,9 @@ tsan:
 # build-fuzz/corpus/<target>; tests/fuzz/corpus/<target> holds the seeds.
 # A crash leaves build-fuzz/<target>-crash-*: add it to the seeds once fixed.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS = fuzz_idx fuzz_npy fuzz_tar fuzz_word_index fuzz_cifar fuzz_tfrecord fuzz_example fuzz_model_json fuzz_checkpoint fuzz_h5 fuzz_png fuzz_jpeg fuzz_record_spec
+FUZZ_TARGETS = fuzz_tflite fuzz_idx fuzz_npy fuzz_tar fuzz_word_index fuzz_cifar fuzz_tfrecord fuzz_example fuzz_model_json fuzz_checkpoint fuzz_h5 fuzz_png fuzz_jpeg fuzz_record_spec
 fuzz:
-	@test -f build-fuzz/CMakeCache.txt || CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSY_FUZZ=ON -DSY_BUILD_TESTS=OFF $(CMAKE_FLAGS)
+	@test -f build-fuzz/CMakeCache.txt || CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSY_FUZZ=ON -DSY_BUILD_TESTS=OFF $(CMAKE_FLAGS)
 	cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p build-fuzz/corpus/$$t || exit 1; \

@@ -49,17 +49,8 @@ test_applications=$2
 root=$3
 which=${4:-all}
 train_default="mobilenet_224 mobilenetv2_224 efficientnetb0_224 densenet121_224 resnet50_224"
-python=
-for py in "$SYSTOLIC_PYTHON" "$root/.venv/bin/python" "$root/.gl/bin/python"; do
-    if [ -n "$py" ] && "$py" -c 'import numpy, tensorflow' >/dev/null 2>&1; then
-        python=$py
-        break
-    fi
-done
-if [ -z "$python" ]; then
-    echo "no Python with TensorFlow (\$SYSTOLIC_PYTHON, $root/.venv/bin/python, $root/.gl/bin/python): skipped"
-    exit 77
-fi
+. "$root/tests/find_python.sh"
+find_python 'import numpy, tensorflow'
 dir=$(mktemp -d "${TMPDIR:-/tmp}/systolic-apps-XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 script="$root/tools/keras_applications.py"

@@ -418,6 +418,23 @@ static inline void sy_mxu_term(sy_mxu_acc *s, float a, float b) {
 
 static inline float sy_mxu_total(const sy_mxu_acc *s) { return s->n ? s->acc + s->chunk : s->acc; }
 
+/* ---- issue 18: TensorFlow Lite's integer arithmetic (qmath.c) ------------ */
+
+/* A real multiplier as TFLite's QuantizeMultiplier holds it: real =
+ * multiplier 2^(shift - 31), multiplier in [2^30, 2^31) (0 and shift 0 for
+ * 0, for a non-finite value and below 2^-32). */
+void sy_q_multiplier(double real, int32_t *multiplier, int *shift);
+/* round(x multiplier 2^(shift - 31)) as tflite::MultiplyByQuantizedMultiplier
+ * rounds it: sy_q_high_mul, then sy_q_rounding_shift by -shift. */
+int32_t sy_q_requantize(int32_t x, int32_t multiplier, int shift);
+/* gemmlowp's SaturatingRoundingDoublingHighMul: round(a b / 2^31), halves
+ * toward +infinity (0.5 -> 1, -0.5 -> 0, -1.5 -> -1); INT32_MAX for
+ * INT32_MIN squared. */
+int32_t sy_q_high_mul(int32_t a, int32_t b);
+/* gemmlowp's RoundingDivideByPOT: round(x / 2^exponent), halves away from
+ * zero; exponent in [0, 31]. */
+int32_t sy_q_rounding_shift(int32_t x, int exponent);
+
 /* Keras's fuzz factor: probabilities are clipped to [eps, 1 - eps]. */
 #define SY_KERAS_EPSILON 1e-7
 

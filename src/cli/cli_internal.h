@@ -56,9 +56,11 @@ sy_status builtin_head(const sy_tensor *x, int64_t n, sy_tensor **out);
 
 /* ---- a model from a file (model_file.c) ------------------------------------ */
 
-typedef enum model_file_kind { MODEL_FILE_NONE, MODEL_FILE_JSON, MODEL_FILE_H5 } model_file_kind;
+typedef enum model_file_kind { MODEL_FILE_NONE, MODEL_FILE_JSON, MODEL_FILE_H5, MODEL_FILE_TFLITE } model_file_kind;
 
-/* What the name says a file holds: .json (to_json()), .h5/.hdf5 (model.save()). */
+/* What the name says a file holds: .json (to_json()), .h5/.hdf5
+ * (model.save()), .tflite (TFLiteConverter's; issue 18: read and verified,
+ * not run yet -- file_model_init says so). */
 model_file_kind model_file_kind_of(const char *path);
 
 /* MODEL as a file: described as a built-in model is, so the commands treat

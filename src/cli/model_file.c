@@ -23,6 +23,9 @@
  * weights and, when it was saved compiled, its training_config: the loss,
  * metrics and optimizer then default to the file's. --save-model FILE.h5
  * writes model.save()'s file.
+ *
+ * A TensorFlow Lite file (MODEL.tflite, issue 18) is read and verified, and
+ * refused for now with its operators named.
  */
 #include "cli_internal.h"
 
@@ -44,7 +47,37 @@ static bool ends_with(const char *s, const char *suffix) {
 model_file_kind model_file_kind_of(const char *path) {
     if (ends_with(path, ".json")) return MODEL_FILE_JSON;
     if (ends_with(path, ".h5") || ends_with(path, ".hdf5")) return MODEL_FILE_H5;
+    if (ends_with(path, ".tflite")) return MODEL_FILE_TFLITE;
     return MODEL_FILE_NONE;
+}
+
+/* issue 18: a .tflite file is read and verified (io_tflite_read: a damaged
+ * one is refused with what was wrong and where), then refused, naming its
+ * operators: running TFLite models is the next step of the issue. Exit 1. */
+static int tflite_refuse(const char *command, const char *path) {
+    io_tflite *m = NULL;
+    if (io_tflite_read(path, &m) != SY_OK) {
+        fprintf(stderr, "systolic %s: %s\n", command, sy_last_error());
+        return 1;
+    }
+    fprintf(stderr, "systolic %s: '%s' is a TFLite model (%d operators:", command, path, m->n_ops);
+    for (int32_t i = 0; i < m->n_ops; i++) {
+        const char *name = io_tflite_op_name(m->ops[i].builtin);
+        bool seen = false; /* each operator once, in order of first use */
+        for (int32_t k = 0; k < i && !seen; k++)
+            seen = m->ops[k].builtin == m->ops[i].builtin &&
+                   (!m->ops[i].custom_code || !strcmp(m->ops[k].custom_code, m->ops[i].custom_code));
+        if (seen) continue;
+        if (m->ops[i].custom_code) /* the reader sets it for CUSTOM alone */
+            fprintf(stderr, " custom '%s'", m->ops[i].custom_code);
+        else if (name)
+            fprintf(stderr, " %s", name);
+        else
+            fprintf(stderr, " builtin %d", (int)m->ops[i].builtin);
+    }
+    fprintf(stderr, "); running TFLite models is not in this version of systolic yet (issue 18)\n");
+    io_tflite_free(m);
+    return 1;
 }
 
 /* The datasets --dataset names, and the built-in model whose data each is. */
@@ -55,6 +88,7 @@ static const struct {
 int file_model_init(file_model *f, const char *command, const char *path, const char *dataset, const char *loss,
                     const char *metrics) {
     memset(f, 0, sizeof *f);
+    if (model_file_kind_of(path) == MODEL_FILE_TFLITE) return tflite_refuse(command, path);
     builtin_model *b = &f->b;
     b->name = path;
     b->description = "a Keras model file";

@@ -15,6 +15,8 @@
  *   checkpoint.c  training checkpoints: every variable and the loop's state
  *   npy_write.c   NumPy .npy files, written (data's npy.c reads them)
  *   image.c       PNG and JPEG images, decoded as tf.io.decode_image
+ *   tflite.c      TensorFlow Lite .tflite models, read (tflite.h; tflite_fb.cc,
+ *                 the one C++ file, verifies and decodes the flatbuffer)
  *
  * Every writer writes a temporary file beside the target, fsyncs it and
  * renames it over the target, so a crash never leaves a torn file and a
@@ -29,10 +31,24 @@
 #include "systolic/core.h"
 #include "systolic/data.h" /* the TFRecord reader and writer (tfrecord.c) are data.h's API */
 #include "../core/core_internal.h"
+#include "tflite.h"
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+/* ---- TensorFlow Lite models (tflite.c, tflite_fb.cc): docs/design/tflite.md ------- */
+
+/* The file at path (or n bytes at buf, copied; `what` names them in
+ * messages) as a TFLite model's first subgraph, after flatbuffers'
+ * Verifier has passed every byte of it: *out to free with io_tflite_free.
+ * A damaged, truncated or foreign file is SY_ERR_CORRUPT naming it, what
+ * was wrong and at which byte ("'m.tflite' is not a valid TFLite model:
+ * subgraph 0, tensor 3 (table at byte 812) is damaged ..."); never a
+ * crash. SY_ERR_IO for a file that cannot be read. */
+sy_status io_tflite_read(const char *path, io_tflite **out);
+sy_status io_tflite_parse(const uint8_t *buf, size_t n, const char *what, io_tflite **out);
+void io_tflite_free(io_tflite *m);
 
 /* ---- files (file.c): docs/design/files.md ------------------------------------------ */
 
