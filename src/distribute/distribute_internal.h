@@ -84,6 +84,9 @@ sy_status mpi_check_same(const char *what, const strategy_field *fields, int32_t
  * this host's sum (or the last host's mean) of the block is in place, pass
  * it on; finish leaves the last host's result in g (n) on every host. */
 typedef struct mpi_chain mpi_chain;
+/* The block replicas.c passes: 1 MiB (bench/bench_allreduce.c --block
+ * measures others; smaller blocks pay MPI's per-message cost more often) */
+#define CHAIN_BLOCK (1 << 18) /* floats */
 sy_status mpi_chain_new(int64_t n, int64_t block, mpi_chain **out);
 void mpi_chain_free(mpi_chain *c);
 sy_status mpi_chain_start(mpi_chain *c);

@@ -48,10 +48,6 @@
 #include <string.h>
 
 #define REDUCE_CHUNK 4096 /* floats */
-/* issue 20: the all-reduce across hosts passes 1 MiB blocks down the chain
- * (bench/bench_allreduce.c measured 256 KiB to 4 MiB alike on this machine's
- * shared memory; smaller blocks pay MPI's per-message cost more often) */
-#define CHAIN_BLOCK (1 << 18) /* floats */
 
 void replicas_free(replica_set *r) {
     if (!r) return;
