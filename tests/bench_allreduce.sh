@@ -8,13 +8,19 @@
 #   sh tests/bench_allreduce.sh build/bench/bench_allreduce MPIRUN [SANITIZER]
 # MPIRUN empty or not there (MPI not built in): skipped (77). SANITIZER as
 # in cli_mpi.sh: under asan the ranks run without leak checking (Open MPI's
-# own leaks at MPI_Finalize, cli_mpi.sh says more).
+# own leaks at MPI_Finalize, cli_mpi.sh says more), under tsan with reports
+# inside Open MPI suppressed.
 bench=$1
 mpirun=$2
 [ -n "$mpirun" ] && [ -x "$mpirun" ] || { echo "bench_allreduce: skipped: no mpirun (MPI not built in)"; exit 77; }
 flags="--oversubscribe --mca btl_vader_single_copy_mechanism none" # as cli_mpi.sh
 [ "$(id -u)" = 0 ] && flags="$flags --allow-run-as-root"
 [ "$3" = asan ] && ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" && export ASAN_OPTIONS
+if [ "$3" = tsan ]; then # as cli_mpi.sh: Open MPI's own atomics are invisible to TSan
+    echo "bench_allreduce: TSan reports inside Open MPI's own code suppressed (tests/tsan_openmpi.supp)"
+    TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}suppressions=$(dirname "$0")/tsan_openmpi.supp"
+    export TSAN_OPTIONS
+fi
 # shellcheck disable=SC2086
 out=$("$mpirun" $flags -np 2 "$bench" --floats 1000,150001 --block 65536 --reps 2 --warmup 1 2>&1)
 rc=$?
