@@ -138,6 +138,20 @@ static void set_or_compare(sy_model *m, const sy_npz *z, const char *prefix, dou
     }
 }
 
+/* One step of fit over the first batch of x, in order; the loss it logs (NaN if it did not train). */
+static double one_step_loss(sy_model *m, const sy_tensor *x, const sy_tensor *y, int32_t batch) {
+    sy_fit_options f = sy_fit_options_default();
+    f.batch_size = batch;
+    f.steps_per_epoch = 1;
+    f.shuffle = false;
+    f.verbose = 0;
+    sy_history *h = NULL;
+    CHECK_OK(sy_model_fit(m, x, y, &f, &h));
+    double l = h && sy_history_epochs(h) == 1 ? sy_logs_get(sy_history_logs(h, 0), "loss") : NAN;
+    sy_history_free(h);
+    return l;
+}
+
 static void test_cnn(const char *devices) {
     sy_npz *z = NULL;
     CHECK_OK(sy_npz_open(SY_GOLDEN_DIR "/mixed_bfloat16_cnn.npz", &z));
@@ -193,15 +207,7 @@ static void test_cnn(const char *devices) {
         CHECK(d <= 1.0 / 256, "%s: predictions under mixed_bfloat16 differ from Keras's by %.3g", devices, d);
     }
     sy_tensor_free(p);
-    sy_fit_options f = sy_fit_options_default();
-    f.batch_size = 8;
-    f.steps_per_epoch = 1;
-    f.shuffle = false;
-    f.verbose = 0;
-    sy_history *h = NULL;
-    CHECK_OK(sy_model_fit(m, x, y, &f, &h));
-    double l = h && sy_history_epochs(h) == 1 ? sy_logs_get(sy_history_logs(h, 0), "loss") : NAN;
-    sy_history_free(h);
+    double l = one_step_loss(m, x, y, 8);
     fprintf(stderr, "  %s loss %.9g (keras %.9g)\n", devices, l, sy_tensor_get(loss, 0));
     /* Keras's loss is a bfloat16 number (its mean is a bf16 op); fit's logged loss here is the float32 mean of
      * the bf16 per-sample losses, so it may sit between two: within one ulp (2^-7 in [1, 2)); measured 4.9e-4 */
@@ -259,15 +265,7 @@ static void test_keras_mixed(const char *name) {
         /* the same bfloat16 logits as Keras's, through the float32 softmax: measured 6e-8 */
         CHECK(d <= 1e-6, "%s: the predictions differ from Keras's by %.3g", name, d);
     }
-    sy_fit_options f = sy_fit_options_default();
-    f.batch_size = 16;
-    f.steps_per_epoch = 1;
-    f.shuffle = false;
-    f.verbose = 0;
-    sy_history *h = NULL;
-    CHECK_OK(sy_model_fit(m, x, y, &f, &h));
-    double l = h && sy_history_epochs(h) == 1 ? sy_logs_get(sy_history_logs(h, 0), "loss") : NAN;
-    sy_history_free(h);
+    double l = one_step_loss(m, x, y, 16);
     fprintf(stderr, "  %s loss %.9g (keras %.9g)\n", name, l, sy_tensor_get(loss, 0));
     CHECK_CLOSE(l, sy_tensor_get(loss, 0), 1e-6, 0, "%s: the step's loss", name);
     /* a convolution's: two bf16 ulps of a gradient, as test_cnn; measured 1.95e-4 */
