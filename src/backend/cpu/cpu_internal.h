@@ -231,6 +231,21 @@ void sy_cpu_depthwise_bwd_data(const sy_kargs *k);
 void sy_cpu_depthwise_bwd_filter(const sy_kargs *k);
 size_t sy_cpu_depthwise_bwd_filter_ws(const sy_kargs *k, int threads);
 extern const sy_kernel sy_cpu_lstm_scan, sy_cpu_lstm_scan_grad, sy_cpu_lstm_scan_wgrad, sy_cpu_gru_scan, sy_cpu_gru_scan_grad;
+/* issue 18, int8 products (qgemm.c): y (m, n) int8, row stride ldy = clamp(y_zp + requantize(bias[c] +
+ * sum_k (x[i][k] - x_zp) w[c][k], mult[c], shift[c]), act_min, act_max) for x (m, k) int8 with row stride
+ * ldx and w (n, k) int8 row-major (TFLite's FULLY_CONNECTED and (O, H, W, I) CONV_2D layouts), symmetric.
+ * mult and shift (n): per output channel (a per-tensor scale repeated); bias (n) int32 or NULL; k < 2^16.
+ * sy_qgemm_i8_ref defines the results; fast kernels match it bit for bit. */
+typedef struct sy_qgemm_params {
+    int32_t x_zp, y_zp;       /* zero points of the input and the output */
+    int32_t act_min, act_max; /* the fused activation as a clamp, within [-128, 127] */
+    const int32_t *bias;      /* (n) or NULL */
+    const int32_t *mult;      /* (n) Q31 multipliers, sy_q_multiplier */
+    const int32_t *shift;     /* (n) their shifts */
+} sy_qgemm_params;
+void sy_qgemm_i8_ref(int8_t *y, int64_t ldy, const int8_t *x, int64_t ldx, const int8_t *w, int64_t m, int64_t n,
+                     int64_t k, const sy_qgemm_params *p);
+
 /* issue 16, bfloat16 storage (bf16.c): the cast between float32 and bfloat16 buffers, and dropout
  */
 extern const sy_kernel sy_cpu_copy, sy_cpu_dropout;
