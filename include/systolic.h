@@ -59,5 +59,6 @@
 #include "systolic/applications.h" /* issue 15: keras.applications */
 #include "systolic/tpu.h"          /* issue 16: the emulated TPU chips */
 #include "systolic/profile.h"      /* issue 16, cost model: the emulated TPU's clock */
+#include "systolic/lite.h"         /* issue 18: int8 TFLite models, quantization, TPU v1 */
 
 #endif
