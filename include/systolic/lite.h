@@ -29,6 +29,52 @@ extern "C" {
 
 /* ---- TPU v1 ----------------------------------------------------------------
  * (lowering an int8 model to TPU v1 programs, running them) */
+#include <stdio.h>
+#include "systolic/tpu.h" /* the machine's figures and the counters */
+
+/* A TPU v1 program (docs/design/tpu-v1.md): instructions, the weight image
+ * for DDR3, the host buffers of its input and output, Activate's constants. */
+typedef struct sy_tpu1_prog sy_tpu1_program;
+
+/* Lower the int8 model in a .tflite file to a TPU v1 program for a batch of
+ * `batch` (>= 1) inputs: FULLY_CONNECTED and CONV_2D as MatrixMultiply and
+ * Convolve over 256x256 weight tiles, MAX_POOL_2D, AVERAGE_POOL_2D, RELU and
+ * RELU6 in Activate, RESHAPE as a view; a leading QUANTIZE and a trailing
+ * SOFTMAX / DEQUANTIZE stay on the host, named in host_tail (a buffer of
+ * tail_size bytes, may be NULL). Another op is refused by name
+ * (SY_ERR_UNSUPPORTED), as is a program the 24 MiB unified buffer cannot
+ * hold (with both sizes). */
+sy_status sy_tpu1_compile(const char *tflite_path, int32_t batch, sy_tpu1_program **out, char *host_tail,
+                          size_t tail_size);
+/* The paper's workloads built directly, random int8 weights (seeded): "mlp0"
+ * and "mlp1" (Table 1's layers, weights and batch; widths chosen in
+ * docs/design/tpu-v1.md), "cnn0" (16 3x3 convolutions on a 19x19 board),
+ * "fc" (one 2048x2048 fully connected layer, for the roofline). batch 0
+ * takes the paper's. */
+sy_status sy_tpu1_paper_model(const char *name, int32_t batch, uint64_t seed, sy_tpu1_program **out);
+/* The names sy_tpu1_paper_model knows, for messages: "mlp0, mlp1, cnn0, fc". */
+const char *sy_tpu1_paper_models(void);
+
+/* Read and check a program file (a malformed one is SY_ERR_CORRUPT naming the
+ * byte offset and what was wrong); write one atomically. */
+sy_status sy_tpu1_program_read(const char *path, sy_tpu1_program **out);
+sy_status sy_tpu1_program_write(const sy_tpu1_program *p, const char *path);
+void sy_tpu1_program_free(sy_tpu1_program *p);
+/* The program as text, an instruction a line. */
+void sy_tpu1_program_disassemble(const sy_tpu1_program *p, FILE *out);
+/* Its input and output: int8 (n, h, w, c) with their scale and zero point. */
+typedef struct sy_tpu1_io {
+    int64_t shape[4];
+    float scale;
+    int32_t zero_point;
+} sy_tpu1_io;
+void sy_tpu1_program_io(const sy_tpu1_program *p, sy_tpu1_io *input, sy_tpu1_io *output);
+
+/* Run p on the emulated TPU v1 (`--tpu sim:v1`): input (the input's
+ * n*h*w*c int8 values) in, output out, bit for bit TFLite's reference
+ * kernels; the Table 3 counters (systolic/tpu.h) in counters (may be NULL).
+ * input and output both NULL times the program alone. */
+sy_status sy_tpu1_run(const sy_tpu1_program *p, const int8_t *input, int8_t *output, sy_tpu1_counters *counters);
 
 
 #ifdef __cplusplus

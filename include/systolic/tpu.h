@@ -55,6 +55,49 @@ bool sy_tpu_chip_has_slice(const sy_tpu_chip *chip, int32_t cores);
 /* The slices, for an error: "8, 32, 128, 256, 512", or v4's rule in words. */
 const char *sy_tpu_chip_slices(const sy_tpu_chip *chip);
 
+
+/* ---- issue 18, TPU v1 -------------------------------------------------------
+ * The first TPU (Jouppi et al., "In-Datacenter Performance Analysis of a
+ * Tensor Processing Unit", ISCA 2017; docs/design/tpu-v1.md cites each
+ * figure): an int8 inference coprocessor on PCIe, one 256x256 matrix unit
+ * driven by CISC instructions. `--tpu sim:v1` is its device; it runs TPU v1
+ * programs (systolic/lite.h compiles int8 models to them), not training.
+ */
+typedef struct sy_tpu1_machine {
+    int32_t mxu_rows, mxu_cols;   /* 256 x 256 int8 MACs */
+    double clock_hz;              /* 700 MHz */
+    double peak_ops;              /* 2 * 65,536 * 700e6 = 92 TeraOps/s (a MAC is 2 ops) */
+    int64_t unified_buffer_bytes; /* 24 MiB of activations, 256-byte rows */
+    int32_t accumulators;         /* 4,096 rows of 256 int32: 4 MiB */
+    int32_t weight_fifo_tiles;    /* 4 tiles of 64 KiB (256 x 256 int8) */
+    double ddr_bytes;             /* 8 GiB of DDR3 weight memory */
+    double ddr_bytes_per_s;       /* 34 GB/s */
+    double pcie_bytes_per_s;      /* host link, PCIe Gen3 x16: 14 GiB/s */
+    int32_t shift_cycles;         /* 256: a tile shifted into the array (double-buffered) */
+    int32_t drain_cycles;         /* 511: a row's last sum leaves the array after 256 + 255 cycles */
+    double ridge_macs_per_byte;   /* peak MACs/s over DDR3 bytes/s: ~1,350 MACs per weight byte */
+} sy_tpu1_machine;
+
+/* The TPU v1's figures (one static table row). */
+const sy_tpu1_machine *sy_tpu1_machine_get(void);
+
+/* The counters of the paper's Table 3 for one run of a program. Cycles
+ * partition the run: array_active + weight_stall + weight_shift +
+ * non_matrix = cycles; raw_stall and input_stall are parts of non_matrix
+ * (the matrix unit waiting on an explicit synchronisation after Activate,
+ * and on Read_Host_Memory). useful_macs + unused_macs = array_active *
+ * 65,536 (unused: the zero padding of partly filled weight tiles). */
+typedef struct sy_tpu1_counters {
+    double cycles;
+    double array_active_cycles, useful_macs, unused_macs;
+    double weight_stall_cycles, weight_shift_cycles, non_matrix_cycles;
+    double raw_stall_cycles, input_stall_cycles;
+    double seconds;    /* cycles / clock */
+    double tops;       /* 2 * useful_macs / seconds / 1e12 */
+    int64_t instructions, weight_tiles, matrix_rows;
+    double weight_bytes, host_bytes; /* read from DDR3; moved over PCIe */
+} sy_tpu1_counters;
+
 #ifdef __cplusplus
 }
 #endif

@@ -263,4 +263,8 @@ sy_status profile_check_output(const char *path);
 /* s as a JSON string, quoted and escaped. */
 void cli_json_string(FILE *out, const char *s);
 
+/* issue 18, TPU v1 (tpu1.c): systolic compile, and systolic profile --tpu sim:v1 (cmd_profile hands over) */
+int cmd_compile(int argc, char **argv);
+int cmd_profile_tpu1(int argc, char **argv);
+
 #endif

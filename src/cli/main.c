@@ -185,6 +185,9 @@ static const command commands[] = {
     /* issue 16, cost model */
     {"profile", "what a training step costs on an emulated TPU, op by op (--tpu sim:v2-8, or --chip v3 --replicas 8)",
      cmd_profile, NULL},
+    /* issue 18, TPU v1 */
+    {"compile", "lower an int8 .tflite model to a TPU v1 program (--target tpu-v1), or --disassemble one", cmd_compile,
+     NULL},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 

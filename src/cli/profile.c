@@ -20,6 +20,7 @@
 #include "cli_internal.h"
 
 #include <string.h>
+#include <strings.h>
 
 typedef struct profile_opts {
     const char *tpu, *chip, *dtype_policy;
@@ -251,6 +252,11 @@ static int build(const char *name, const builtin_model *b, file_model *fm, uint6
 }
 
 int cmd_profile(int argc, char **argv) {
+    /* issue 18: the TPU v1 runs programs, not training steps (tpu1.c) */
+    for (int i = 0; i < argc; i++)
+        if ((!strcmp(argv[i], "--tpu") && i + 1 < argc && !strcasecmp(argv[i + 1], "sim:v1")) ||
+            !strcasecmp(argv[i], "--tpu=sim:v1"))
+            return cmd_profile_tpu1(argc, argv);
     profile_opts o = {.steps_per_execution = 1};
     flag f[P_N];
     f[P_TPU] = (flag){

@@ -16,6 +16,37 @@
 
 
 /* ---- TPU v1 ---------------------------------------------------------------- */
+#include "../backend/sim/tpu1.h"
+
+/* The lowering's input (tpu1_lower.c): a chain of matrix layers, each a
+ * convolution or a fully connected layer (a convolution whose kernel is its
+ * whole input: (n, 1, 1, k) for a matrix, (n, h, w, c) for a flattened
+ * feature map), with what Activate does after it. Built from a .tflite
+ * file (tpu1_tflite.c) or synthetically (tpu1_models.c). */
+typedef struct lite_tpu1_layer {
+    int32_t n, h, w, c;                     /* input */
+    int32_t kh, kw, sh, sw, pt, pl, oh, ow; /* the convolution; output (n, oh, ow, out_c) before pooling */
+    int32_t out_c;
+    int8_t *weights;                        /* (out_c, kh, kw, c), owned */
+    int32_t in_zp;
+    sy_tpu1_act act;                        /* channels = out_c; bias with in_zp folded in; arrays owned */
+    char name[64];                          /* for messages: "CONV_2D (op 1)" */
+} lite_tpu1_layer;
+
+typedef struct lite_tpu1_model {
+    int32_t n_layers;
+    lite_tpu1_layer *layers;
+    sy_tpu1_tensor input, output; /* shapes and quantization; offsets set by the lowering */
+    char host_tail[96];           /* ops left to the host after the program ("SOFTMAX, DEQUANTIZE") */
+} lite_tpu1_model;
+
+void lite_tpu1_model_free(lite_tpu1_model *m);
+/* A new layer at the end of m (zeroed, act arrays of out_c allocated); NULL when out of memory. */
+lite_tpu1_layer *lite_tpu1_add_layer(lite_tpu1_model *m, int32_t out_c);
+/* The layers as a TPU v1 program (checked as the loader checks it). */
+sy_status lite_tpu1_lower(const lite_tpu1_model *m, sy_tpu1_prog **out);
+/* The int8 chain of a .tflite model at batch n. */
+sy_status lite_tpu1_from_tflite(const char *path, int32_t batch, lite_tpu1_model *m);
 
 
 #endif
