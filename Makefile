@@ -76,7 +76,7 @@ tsan:
 # build-fuzz/corpus/<target>; tests/fuzz/corpus/<target> holds the seeds.
 # A crash leaves build-fuzz/<target>-crash-*: add it to the seeds once fixed.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS = fuzz_tflite fuzz_idx fuzz_npy fuzz_tar fuzz_word_index fuzz_cifar fuzz_tfrecord fuzz_example fuzz_model_json fuzz_checkpoint fuzz_h5 fuzz_png fuzz_jpeg fuzz_record_spec
+FUZZ_TARGETS = fuzz_tflite fuzz_tpu1 fuzz_idx fuzz_npy fuzz_tar fuzz_word_index fuzz_cifar fuzz_tfrecord fuzz_example fuzz_model_json fuzz_checkpoint fuzz_h5 fuzz_png fuzz_jpeg fuzz_record_spec
 fuzz:
 	@test -f build-fuzz/CMakeCache.txt || CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSY_FUZZ=ON -DSY_BUILD_TESTS=OFF $(CMAKE_FLAGS)
 	cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)

@@ -38,6 +38,7 @@ typedef struct sy_tpu_chip {
     double infeed_bytes_per_s; /* host to chip (PCIe), per chip */
     double host_round_trip_s;  /* one host round trip, which steps_per_execution amortises */
     int32_t max_chips;         /* the largest slice (a full pod) */
+    bool inference_only;       /* issue 18: the TPU v1 (sim:v1), which runs int8 programs (systolic/lite.h), not steps */
 } sy_tpu_chip;
 
 /* The chip of a name ("v2", "v3", "v4"; case-insensitive); NULL if unknown. */
@@ -80,6 +81,9 @@ typedef struct sy_tpu1_machine {
 
 /* The TPU v1's figures (one static table row). */
 const sy_tpu1_machine *sy_tpu1_machine_get(void);
+/* The TPU v1 as the resolver's device (`--tpu sim:v1`, one device): a chip
+ * row whose inference_only is set, outside sy_tpu_chip_at's trainable chips. */
+const sy_tpu_chip *sy_tpu_chip_v1(void);
 
 /* The counters of the paper's Table 3 for one run of a program. Cycles
  * partition the run: array_active + weight_stall + weight_shift +

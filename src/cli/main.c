@@ -74,6 +74,20 @@ static int cmd_version(int argc, char **argv) {
  * sources docs/design/tpu-chips.md gives), per chip and for the slice. */
 static void print_chip(const sy_tpu_chip *t, int32_t replicas) {
     const double gib = 1024.0 * 1024 * 1024;
+    if (t->inference_only) { /* issue 18: the TPU v1's machine (docs/design/tpu-v1.md) */
+        const sy_tpu1_machine *m = sy_tpu1_machine_get();
+        printf("chip: TPU v1 (emulated), int8 inference: runs TPU v1 programs (systolic compile --target tpu-v1)\n");
+        printf("  %-15s %dx%d int8 MACs (int8 x int8 -> int32), %.0f MHz, %.1f TeraOps/s\n", "matrix unit", m->mxu_rows,
+               m->mxu_cols, m->clock_hz / 1e6, m->peak_ops / 1e12);
+        printf("  %-15s %.0f MiB unified buffer, %d x 256 int32 accumulators (%.0f MiB)\n", "on chip",
+               (double)m->unified_buffer_bytes / (1024 * 1024), m->accumulators, m->accumulators * 1024.0 / (1024 * 1024));
+        printf("  %-15s %.0f GiB DDR3, %.0f GB/s; weight FIFO %d tiles of 64 KiB; %d cycles to shift a tile in\n",
+               "weights", m->ddr_bytes / gib, m->ddr_bytes_per_s / 1e9, m->weight_fifo_tiles, m->shift_cycles);
+        printf("  %-15s %.0f MACs per weight byte (peak MACs/s over DDR3 bytes/s)\n", "ridge", m->ridge_macs_per_byte);
+        printf("  %-15s PCIe Gen3 x16, %.0f GiB/s\n", "host", m->pcie_bytes_per_s / gib);
+        (void)replicas;
+        return;
+    }
     int32_t chips = replicas / t->replicas, cores = chips * t->cores;
     printf("chip: TPU %s (emulated), %d chip%s, %d TensorCores, %d host%s\n", t->name, chips, chips == 1 ? "" : "s",
            cores, (chips + 3) / 4, (chips + 3) / 4 == 1 ? "" : "s");
@@ -116,7 +130,7 @@ static int cmd_devices(int argc, char **argv) {
     const char *tpu = NULL;
     flag f[1] = {{"--tpu", FLAG_STRING, &tpu, "SPEC",
                   "devices to resolve: local, cpu, cpu:N, or an emulated TPU slice sim:v2-8, sim:v3-8, sim:v4-8, "
-                  "sim:v3-32, ...; under mpirun, mpi or mpi:cpu:N (every rank a host; the chief lists them all) "
+                  "sim:v3-32, ..., or the TPU v1 sim:v1; under mpirun, mpi or mpi:cpu:N (every rank a host; the chief lists them all) "
                   "(default $SYSTOLIC_TPU, else local)",
                   .set = false}};
     for (int i = 0; i < argc; i++)
@@ -153,7 +167,7 @@ static int cmd_devices(int argc, char **argv) {
         const sy_device *d = sy_cluster_device(c, i);
         if (chip) /* v4's replica is a whole chip: its cores as one */
             printf("  %7d %-4s %4d %4s %s\n", d->replica, "SIM", d->replica / chip->replicas,
-                   chip->replicas == 1 ? "0-1" : (d->replica % chip->replicas ? "1" : "0"), d->name);
+                   chip->inference_only ? "0" : chip->replicas == 1 ? "0-1" : (d->replica % chip->replicas ? "1" : "0"), d->name);
         else printf("  %7d %-5s %s\n", d->replica, "CPU", d->name);
     }
     if (chip) print_chip(chip, n);

@@ -99,7 +99,7 @@ int cmd_compile(int argc, char **argv) {
            output, (long long)batch, (long long)in.shape[0], (long long)in.shape[1], (long long)in.shape[2],
            (long long)in.shape[3], (long long)out.shape[0], (long long)out.shape[1], (long long)out.shape[2],
            (long long)out.shape[3]);
-    if (*tail) printf("on the host after it: %s (the TPU v1's Activate has no softmax)\n", tail);
+    if (*tail) printf("on the host after it: %s (the program's output is their int8 input)\n", tail);
     return 0;
 }
 

@@ -89,6 +89,7 @@ static sy_status make(const char *spec, int32_t n, const sy_tpu_chip *chip, sy_c
 
 /* "sim:vX-N": the chip vX, N of its TensorCores. */
 static sy_status resolve_sim(const char *spec, const char *from, sy_cluster **out) {
+    if (strcasecmp(spec + 4, "v1") == 0) return make("sim:v1", 1, sy_tpu_chip_v1(), out); /* issue 18: one TPU v1 */
     char known[64] = "";
     for (int i = 0; i < sy_tpu_chip_count(); i++)
         snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
@@ -100,7 +101,7 @@ static sy_status resolve_sim(const char *spec, const char *from, sy_cluster **ou
         return sy_error(SY_ERR_INVALID_ARGUMENT,
                         "device spec '%s'%s: sim:CHIP-CORES names an emulated TPU slice as Cloud "
                         "TPU's accelerator "
-                        "types do, e.g. sim:v2-8 or sim:v3-32; chips: %s",
+                        "types do, e.g. sim:v2-8 or sim:v3-32 (sim:v1: the TPU v1); chips: %s",
                         spec, from, known);
     memcpy(chip_name, name, len);
     chip_name[len] = '\0';

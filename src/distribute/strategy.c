@@ -12,6 +12,7 @@
  * the threads and kernel pools are sized by this host's share of them.
  */
 #include "distribute_internal.h"
+#include "systolic/tpu.h"
 
 #include <string.h>
 
@@ -68,6 +69,14 @@ sy_status strategy_new(int32_t replicas, int32_t cores, sy_strategy **out) {
 }
 
 sy_status sy_strategy_new(const sy_cluster *cluster, sy_strategy **out) {
+    const sy_device *d0 = sy_cluster_device(cluster, 0);
+    if (d0 && d0->chip && d0->chip->inference_only) { /* issue 18 */
+        *out = NULL;
+        return sy_error(SY_ERR_UNSUPPORTED,
+                        "device spec '%s': the TPU v1 runs int8 inference programs, not Keras models' steps; run an "
+                        "int8 .tflite model on it with `systolic profile MODEL.tflite --tpu sim:v1` (sy_tpu1_run)",
+                        sy_cluster_spec(cluster));
+    }
     int32_t hosts = sy_cluster_hosts(cluster), n = sy_cluster_device_count(cluster);
     int32_t *per_host = sy_calloc((size_t)hosts, sizeof *per_host);
     if (!per_host) return sy_error(SY_ERR_OUT_OF_MEMORY, "strategy: out of memory");

@@ -113,7 +113,8 @@ static sy_status matrix_layer(walker *wk, int32_t i) {
     int32_t out_c = f->shape[0];
     int64_t k = 1;
     for (int32_t d = 1; d < f->rank; d++) k *= f->shape[d];
-    if ((conv && f->rank != 4) || (!conv && f->rank != 2) || out_c < 1 || k < 1 || k >= 65536 ||
+    if ((conv && f->rank != 4) || (!conv && f->rank != 2) || out_c < 1 || out_c > 255 * 256 || k < 1 || k >= 65536 ||
+        f->data_size != (size_t)(k * out_c) ||
         (b && (int64_t)b->data_size != 4LL * out_c) || (f->quant_count != 1 && f->quant_count != out_c))
         return refuse(wk, i, "its filter, bias or their quantization has a shape it cannot take", NULL);
     if (op->weights_format) return refuse(wk, i, "shuffled weights", NULL);
@@ -242,8 +243,11 @@ sy_status lite_tpu1_from_tflite(const char *path, int32_t batch, lite_tpu1_model
                       path, x->rank);
         goto done;
     }
-    if (wk.h < 1 || wk.w < 1 || wk.c < 1) {
-        st = sy_error(SY_ERR_UNSUPPORTED, "TPU v1 lowering of '%s': an empty input", path);
+    if (wk.h < 1 || wk.w < 1 || wk.c < 1 || (int64_t)batch * wk.h * wk.w * ((wk.c + 255) / 256) > SY_TPU1_UB_ROWS) {
+        st = sy_error(SY_ERR_UNSUPPORTED,
+                      "TPU v1 lowering of '%s': an input of (%d, %d, %d, %d) int8; the unified buffer holds %d rows of "
+                      "256 channels (24 MiB)",
+                      path, batch, wk.h, wk.w, wk.c, SY_TPU1_UB_ROWS);
         goto done;
     }
     m->input = (sy_tpu1_tensor){.n = batch, .h = wk.h, .w = wk.w, .c = wk.c, .scale = x->scale[0],

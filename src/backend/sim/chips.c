@@ -40,6 +40,14 @@ static const sy_tpu_chip chips[] = {
      .ici_latency_s = 1e-6, .infeed_bytes_per_s = 16e9, .host_round_trip_s = 4.1e-3, .max_chips = 4096},
 };
 
+/* issue 18: the TPU v1 (backend/sim/tpu1.c has its full machine), as a device: one chip, one 256x256 int8 matrix
+ * unit, 92 TeraOps/s (no bfloat16), 8 GiB of DDR3 at 34 GB/s, PCIe Gen3 x16. Not in chips[]: nothing trains on it. */
+static const sy_tpu_chip v1 = {.name = "v1", .cores = 1, .replicas = 1, .mxus_per_core = 1, .mxu_rows = 256,
+                               .mxu_cols = 256, .clock_hz = 700e6, .hbm_bytes = 8 * GIB, .hbm_bytes_per_s = 34e9,
+                               .infeed_bytes_per_s = 14 * GIB, .max_chips = 1, .inference_only = true};
+
+const sy_tpu_chip *sy_tpu_chip_v1(void) { return &v1; }
+
 int sy_tpu_chip_count(void) { return (int)(sizeof chips / sizeof chips[0]); }
 
 const sy_tpu_chip *sy_tpu_chip_at(int index) {

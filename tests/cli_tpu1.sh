@@ -1,0 +1,59 @@
+#!/bin/sh
+# cli_tpu1.sh SYSTOLIC SOURCE_DIR WORK_DIR - the TPU v1 on the command line
+# (issue 18, points 4-5; docs/design/tpu-v1.md): `systolic devices --tpu
+# sim:v1` gives the machine's figures; `systolic compile --target tpu-v1`
+# lowers TensorFlow's tiny int8 model (tests/data/tflite) to a program that
+# `--disassemble` prints and `systolic profile --tpu sim:v1` runs, with
+# Table 3's counters; the paper's workloads run by name; bad flags are usage
+# errors (2), bad files failures (1) naming what was wrong and where;
+# training on the TPU v1 is refused.
+set -u
+sy=$1 src=$2 work=$3
+mkdir -p "$work" || exit 1
+failed=0
+
+# expect STATUS REGEX ARGS...: exits with STATUS, and stdout + stderr match
+# REGEX, where "~" stands for a line's end (the output's lines joined by it)
+expect() {
+    want=$1 re=$2
+    shift 2
+    out=$("$sy" "$@" 2>&1)
+    rc=$?
+    if [ "$rc" != "$want" ] || ! printf '%s~' "$out" | tr '\n' '~' | grep -Eq -- "$re"; then
+        echo "FAIL: systolic $*"
+        echo "  exit status $rc (want $want); output: $out"
+        echo "  wanted: $re"
+        failed=1
+    fi
+}
+
+tiny=$src/tests/data/tflite/tiny_dense.tflite
+prog=$work/tiny.bin
+rm -f "$prog"
+expect 0 "^sim:v1: 1 replica in sync~.*chip: TPU v1 \\(emulated\\), int8 inference.*matrix unit     256x256 int8 MACs \\(int8 x int8 -> int32\\), 700 MHz, 91.8 TeraOps/s~  on chip         24 MiB unified buffer, 4096 x 256 int32 accumulators \\(4 MiB\\)~  weights         8 GiB DDR3, 34 GB/s; weight FIFO 4 tiles of 64 KiB; 256 cycles to shift a tile in~  ridge           1349 MACs per weight byte" \
+    devices --tpu sim:v1
+expect 0 "^$prog: TPU v1 program for batch 4: input int8 \\(4, 1, 1, 8\\), output int8 \\(4, 1, 1, 4\\)~on the host after it: DEQUANTIZE" \
+    compile --target tpu-v1 "$tiny" -o "$prog" --batch-size 4
+expect 0 "^; TPU v1 program: 7 instructions, 1 weight tiles.*~[0-9a-f]{8}  Read_Weights      ddr_tile=0 tiles=1~[0-9a-f]{8}  Read_Host_Memory  ub=0 host=0 rows=4 bytes=8 stride=8~[0-9a-f]{8}  MatrixMultiply    ub=0 acc=0 rows=4 load~[0-9a-f]{8}  Activate.*Sync.*Write_Host_Memory ub=4 host=32 rows=4 bytes=4 stride=4~[0-9a-f]{8}  Halt" \
+    compile --disassemble "$prog"
+expect 0 "on TPU v1 \\(emulated\\), batch 4: 7 instructions, 1 weight tiles.*array active cycles.*useful MACs.*unused MACs.*weight stall cycles.*weight shift cycles.*non-matrix cycles.*RAW stalls.*input stalls.*TeraOps/s" \
+    profile "$prog" --tpu sim:v1
+expect 0 "^\\{\"model\": \"mlp1\", \"device\": \"sim:v1\", \"batch\": 168, \"cycles\": " profile mlp1 --tpu sim:v1 --json
+expect 0 "^cnn0 on TPU v1 \\(emulated\\), batch 8: .*array active cycles +[0-9.]+%" profile cnn0 --tpu sim:v1
+
+# refusals
+expect 2 "^systolic compile: --target tpu-v2: the target is tpu-v1" compile --target tpu-v2 "$tiny" -o "$prog"
+expect 2 "^systolic compile: give MODEL.tflite and -o PROGRAM" compile --target tpu-v1 "$tiny"
+expect 2 "^systolic profile: mlp9: no such file, nor one of the paper's workloads \\(mlp0, mlp1, cnn0, fc\\)" profile mlp9 --tpu sim:v1
+expect 2 "^systolic profile: --batch-size: a program's batch is fixed when it is compiled" profile "$prog" --tpu sim:v1 --batch-size 2
+head -c 150 "$prog" >"$work/cut.bin"
+expect 1 "^systolic compile: '$work/cut.bin' is not a valid TPU v1 program: at byte 12: truncated: the header's counts \\(88 bytes of instructions, 0 geometries, 1 descriptors, 1 tiles\\) need more than the 54 bytes left~\$" \
+    compile --disassemble "$work/cut.bin"
+cp "$tiny" "$work/not_a_program.bin"
+expect 1 "^systolic profile: '$work/not_a_program.bin' is not a valid TPU v1 program: at byte 0: no TPU v1 program magic" \
+    profile "$work/not_a_program.bin" --tpu sim:v1
+expect 1 "^systolic compile: '$src/tests/fuzz/corpus/fuzz_tflite/tiny_dense_truncated.tflite' is not a valid TFLite model" \
+    compile --target tpu-v1 "$src/tests/fuzz/corpus/fuzz_tflite/tiny_dense_truncated.tflite" -o "$work/t.bin"
+expect 1 "^systolic train: device spec 'sim:v1': the TPU v1 runs int8 inference programs, not Keras models' steps" \
+    train fashion_mnist_cnn --tpu sim:v1 --epochs 1
+exit $failed
