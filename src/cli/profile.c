@@ -260,7 +260,8 @@ int cmd_profile(int argc, char **argv) {
     profile_opts o = {.steps_per_execution = 1};
     flag f[P_N];
     f[P_TPU] = (flag){
-        "--tpu",     FLAG_STRING, &o.tpu, "SPEC", "the emulated TPU: sim:v2-8, sim:v3-8, ...",
+        "--tpu",     FLAG_STRING, &o.tpu, "SPEC",
+        "the emulated TPU: sim:v2-8, sim:v3-8, ...; sim:v1 runs an int8 model on the TPU v1 (--tpu sim:v1 --help)",
         .set = false};
     f[P_CHIP] = (flag){"--chip",
                        FLAG_STRING,

@@ -52,6 +52,7 @@ typedef struct walker {
     int32_t n, h, w, c;       /* its shape as the program holds it */
     lite_tpu1_layer *last;    /* the layer whose Activate may still take a pool or a relu */
     bool pooled, relued;
+    bool flat;                /* after a RESHAPE: only a FULLY_CONNECTED may read the flattened map */
 } walker;
 
 static const char *op_name(int32_t b) {
@@ -157,7 +158,7 @@ static sy_status matrix_layer(walker *wk, int32_t i) {
         return refuse(wk, i, "a fused activation other than RELU, RELU6 or RELU_N1_TO_1", NULL);
     wk->h = l->oh, wk->w = l->ow, wk->c = out_c;
     wk->last = l;
-    wk->pooled = wk->relued = false;
+    wk->pooled = wk->relued = wk->flat = false;
     return SY_OK;
 }
 
@@ -256,6 +257,8 @@ sy_status lite_tpu1_from_tflite(const char *path, int32_t batch, lite_tpu1_model
         const io_tflite_op *op = &t->ops[i];
         if (op->n_inputs < 1 || op->n_outputs != 1 || op->inputs[0] != wk.cur)
             st = refuse(&wk, i, "the TPU v1 lowering takes a chain of ops, each reading the one before", NULL);
+        else if (wk.flat && op->builtin != OP_FULLY_CONNECTED)
+            st = refuse(&wk, i, "after a flattening RESHAPE the TPU v1 lowering takes only FULLY_CONNECTED", NULL);
         else switch (op->builtin) {
             case OP_CONV_2D:
             case OP_FULLY_CONNECTED: st = matrix_layer(&wk, i); break;
@@ -270,6 +273,7 @@ sy_status lite_tpu1_from_tflite(const char *path, int32_t batch, lite_tpu1_model
                 if (!y || !int8_tensor(y) || y->scale[0] != xi->scale[0] || y->zero_point[0] != xi->zero_point[0] ||
                     !(y->rank == 2 && count == (int64_t)wk.h * wk.w * wk.c))
                     st = refuse(&wk, i, "a RESHAPE other than flattening (n, h, w, c) to (n, h*w*c)", NULL);
+                wk.flat = true;
                 break;
             }
             default:
