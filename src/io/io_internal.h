@@ -17,6 +17,8 @@
  *   image.c       PNG and JPEG images, decoded as tf.io.decode_image
  *   tflite.c      TensorFlow Lite .tflite models, read (tflite.h; tflite_fb.cc,
  *                 the one C++ file, verifies and decodes the flatbuffer)
+ *   tpu1_program.c  TPU v1 programs: encoding, writer, checking loader,
+ *                 disassembler (tpu1_program.h; docs/design/tpu-v1.md)
  *
  * Every writer writes a temporary file beside the target, fsyncs it and
  * renames it over the target, so a crash never leaves a torn file and a
