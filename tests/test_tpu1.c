@@ -122,6 +122,8 @@ static void test_round_trip(void) {
               sy_last_error());
         sy_tpu1_prog_free(r);
     }
+    sy_tpu1_prog_free(q);
+    q = NULL;
     CHECK_ERR(io_tpu1_parse(a, na - 1, "cut.bin", &q), SY_ERR_CORRUPT, "truncated", "the weight image");
     size_t code = IO_TPU1_HEADER_BYTES + 22 * 4 + 256 * 12; /* the first instruction */
     uint8_t *c = malloc(na);

@@ -90,7 +90,7 @@ void sy_tpu1_prog_free(sy_tpu1_prog *p) {
 typedef struct state {
     const sy_tpu1_prog *p;
     int8_t *ub;       /* (ub_rows, 256) */
-    int32_t *acc;     /* (4096, 256) */
+    int32_t *acc;     /* (rows the program touches <= 4096, 256) */
     int8_t *host;     /* (host_bytes) */
     int64_t *fifo;    /* requested tiles, in order */
     int64_t n_req, n_pop;
@@ -355,9 +355,14 @@ static void step(timing *t, state *s, const sy_tpu1_insn *in, sy_tpu1_counters *
 sy_status sy_tpu1_execute(const sy_tpu1_prog *p, const int8_t *input, int8_t *output, sy_tpu1_counters *c) {
     memset(c, 0, sizeof *c);
     bool values = input && output;
-    int64_t tiles = 0;
-    for (int32_t i = 0; i < p->n_insns; i++)
-        if (p->insns[i].op == SY_TPU1_READ_WEIGHTS) tiles += p->insns[i].rows;
+    int64_t tiles = 0, acc_rows = 1; /* the accumulators the program touches: small programs need not zero 4 MiB */
+    for (int32_t i = 0; i < p->n_insns; i++) {
+        const sy_tpu1_insn *in = &p->insns[i];
+        if (in->op == SY_TPU1_READ_WEIGHTS) tiles += in->rows;
+        if ((in->op == SY_TPU1_MATMUL || in->op == SY_TPU1_CONVOLVE || in->op == SY_TPU1_ACTIVATE) &&
+            (int64_t)in->acc + in->rows > acc_rows)
+            acc_rows = (int64_t)in->acc + in->rows;
+    }
     state s = {.p = p, .tile = -1};
     timing t = {.tile_cycles = SY_TPU1_TILE_BYTES / machine.ddr_bytes_per_s * machine.clock_hz,
                 .byte_cycles = machine.clock_hz / machine.pcie_bytes_per_s,
@@ -374,7 +379,7 @@ sy_status sy_tpu1_execute(const sy_tpu1_prog *p, const int8_t *input, int8_t *ou
     t.reads = sy_malloc((size_t)(p->n_insns > 0 ? p->n_insns : 1) * sizeof *t.reads);
     if (values) {
         s.ub = sy_calloc((size_t)(p->ub_rows > 0 ? p->ub_rows : 1), SY_TPU1_ROW);
-        s.acc = sy_calloc(SY_TPU1_ACC_ROWS, SY_TPU1_ROW * sizeof(int32_t));
+        s.acc = sy_calloc((size_t)acc_rows, SY_TPU1_ROW * sizeof(int32_t));
         s.host = sy_calloc(p->host_bytes > 0 ? p->host_bytes : 1, 1);
     }
     sy_status st = SY_OK;
