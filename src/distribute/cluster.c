@@ -101,7 +101,7 @@ static sy_status resolve_sim(const char *spec, const char *from, sy_cluster **ou
         return sy_error(SY_ERR_INVALID_ARGUMENT,
                         "device spec '%s'%s: sim:CHIP-CORES names an emulated TPU slice as Cloud "
                         "TPU's accelerator "
-                        "types do, e.g. sim:v2-8 or sim:v3-32 (sim:v1: the TPU v1); chips: %s",
+                        "types do, e.g. sim:v2-8 or sim:v3-32; chips: %s (and sim:v1, the TPU v1)",
                         spec, from, known);
     memcpy(chip_name, name, len);
     chip_name[len] = '\0';

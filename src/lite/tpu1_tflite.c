@@ -224,7 +224,9 @@ sy_status lite_tpu1_from_tflite(const char *path, int32_t batch, lite_tpu1_model
     }
     wk.cur = t->inputs[0];
     int32_t first = 0, last = t->n_ops;
-    if (t->n_ops > 0 && t->ops[0].builtin == OP_QUANTIZE) first = 1, wk.cur = t->ops[0].outputs[0];
+    if (t->n_ops > 0 && t->ops[0].builtin == OP_QUANTIZE && t->ops[0].n_inputs >= 1 && t->ops[0].n_outputs == 1 &&
+        t->ops[0].inputs[0] == wk.cur && tensor(&wk, wk.cur) && tensor(&wk, wk.cur)->type == IO_TFLITE_FLOAT32)
+        first = 1, wk.cur = t->ops[0].outputs[0]; /* float -> int8 on the host; an int8 requantization is refused below */
     /* the host's tail: SOFTMAX and DEQUANTIZE at the end */
     while (last > first && (t->ops[last - 1].builtin == OP_SOFTMAX || t->ops[last - 1].builtin == OP_DEQUANTIZE)) last--;
     for (int32_t i = last; i < t->n_ops; i++)
