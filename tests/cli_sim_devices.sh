@@ -46,6 +46,8 @@ expect 0 "topology        4x4x4 chips, a 3-D torus;" devices --tpu sim:v4-128
 expect 0 "^fashion_mnist_cnn on TPU v3: 2048 replicas, batch 8 per replica \\(16384 global\\).*all-reduce: .*\\(0.435 MB of gradients, 32x32 chips, 2-D torus\\)~.*step: [0-9.]+ ms" \
     profile fashion_mnist_cnn --tpu sim:v3-2048 --batch-size 16384
 expect 0 "all-reduce: .*\\(0.435 MB of gradients, ring of 8\\)" profile fashion_mnist_cnn --tpu sim:v2-8 --batch-size 1024
+expect 0 "\"topology\": \\{\"chips\": \\[16, 32\\], \"wrap\": \\[false, true\\]\\}" \
+    profile fashion_mnist_cnn --tpu sim:v3-1024 --batch-size 8192 --json
 expect 2 "^systolic profile: --tpu: device spec 'sim:v3-4096': a TPU v3 slice has no '4096' TensorCores; the v3 slices have \\(cores\\): 8, 32, 64, 128, 256, 512, 1024, 2048~\$" \
     profile fashion_mnist_cnn --tpu sim:v3-4096
 expect 2 "^systolic profile: --tpu: device spec 'sim:v2-64': a TPU v2 slice has no '64' TensorCores; the v2 slices have \\(cores\\): 8, 32, 128, 256, 512~\$" \
