@@ -38,11 +38,11 @@ unset SYSTOLIC_TPU
 
 # issue 20, pods on paper: each slice's chips as Cloud TPU lays them out, and the all-reduce the cost
 # model runs over them; `profile` of a pod slice runs and names its torus
-expect 0 "topology        one host's 4 chips: the gradients go round a ring of the 8 replicas" devices --tpu sim:v3-8
-expect 0 "topology        4x4 chips, a 2-D mesh;" devices --tpu sim:v3-32
-expect 0 "topology        16x32 chips, a 2-D mesh, wrapped along the 32;" devices --tpu sim:v3-1024
-expect 0 "topology        16x16 chips, a 2-D torus;" devices --tpu sim:v2-512
-expect 0 "topology        4x4x4 chips, a 3-D torus;" devices --tpu sim:v4-128
+expect 0 "topology        one host's 4 chips: the gradients go round a ring of 8 replicas" devices --tpu sim:v3-8
+expect 0 "topology        4x4 chips, 2-D mesh;" devices --tpu sim:v3-32
+expect 0 "topology        16x32 chips, 2-D mesh, wrapped along the 32;" devices --tpu sim:v3-1024
+expect 0 "topology        16x16 chips, 2-D torus;" devices --tpu sim:v2-512
+expect 0 "topology        4x4x4 chips, 3-D torus;" devices --tpu sim:v4-128
 expect 0 "^fashion_mnist_cnn on TPU v3: 2048 replicas, batch 8 per replica \\(16384 global\\).*all-reduce: .*\\(0.435 MB of gradients, 32x32 chips, 2-D torus\\)~.*step: [0-9.]+ ms" \
     profile fashion_mnist_cnn --tpu sim:v3-2048 --batch-size 16384
 expect 0 "all-reduce: .*\\(0.435 MB of gradients, ring of 8\\)" profile fashion_mnist_cnn --tpu sim:v2-8 --batch-size 1024

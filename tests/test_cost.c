@@ -474,8 +474,8 @@ static void test_bf16_bytes(void) {
 
 /* ---- issue 20, pods on paper ---------------------------------------------------------------- */
 
-static void check_topology(const char *chip, int32_t cores, int rank, int32_t x, int32_t y, int32_t z,
-                           bool wx, bool wy, bool wz) {
+static void check_topology(const char *chip, int32_t cores, int rank, int32_t x, int32_t y,
+                           int32_t z, bool wx, bool wy, bool wz) {
     sy_tpu_topology t;
     bool ok = sy_tpu_slice_topology(sy_tpu_chip_find(chip), cores, &t);
     CHECK(ok, "%s-%d has a topology", chip, cores);
@@ -483,8 +483,8 @@ static void check_topology(const char *chip, int32_t cores, int rank, int32_t x,
     CHECK(t.rank == rank && t.chips[0] == x && t.chips[1] == y && t.chips[2] == z,
           "%s-%d: rank %d, %dx%dx%d chips; want rank %d, %dx%dx%d", chip, cores, t.rank, t.chips[0],
           t.chips[1], t.chips[2], rank, x, y, z);
-    CHECK(t.wrap[0] == wx && t.wrap[1] == wy && t.wrap[2] == wz, "%s-%d: wraps %d %d %d", chip, cores,
-          t.wrap[0], t.wrap[1], t.wrap[2]);
+    CHECK(t.wrap[0] == wx && t.wrap[1] == wy && t.wrap[2] == wz, "%s-%d: wraps %d %d %d", chip,
+          cores, t.wrap[0], t.wrap[1], t.wrap[2]);
 }
 
 static void test_slice_topologies(void) {
@@ -513,10 +513,12 @@ static void test_slice_topologies(void) {
     const struct {
         const char *chip;
         int32_t cores;
-    } none[] = {{"v2", 16}, {"v2", 64}, {"v2", 1024}, {"v3", 16}, {"v3", 4096}, {"v3", 7}, {"v4", 6}, {"v4", 16384}};
+    } none[] = {{"v2", 16},   {"v2", 64}, {"v2", 1024}, {"v3", 16},
+                {"v3", 4096}, {"v3", 7},  {"v4", 6},    {"v4", 16384}};
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
         sy_tpu_topology t = {.rank = 9};
-        CHECK(!sy_tpu_slice_topology(sy_tpu_chip_find(none[i].chip), none[i].cores, &t) && t.rank == 9,
+        CHECK(!sy_tpu_slice_topology(sy_tpu_chip_find(none[i].chip), none[i].cores, &t) &&
+                  t.rank == 9,
               "%s-%d is no slice", none[i].chip, none[i].cores);
     }
     CHECK(!sy_tpu_slice_topology(NULL, 8, &(sy_tpu_topology){0}), "no chip, no topology");
@@ -542,7 +544,8 @@ static void test_torus_allreduce(void) {
     t.wrap[1] = true;
     CHECK_CLOSE(sy_allreduce_seconds(&toy2, &t, 16, 64), 88e-6, 1e-12, 0, "2x4, the 4 wrapped");
     /* a replica count the topology does not hold: the ring of the replicas */
-    CHECK_CLOSE(sy_allreduce_seconds(&toy2, &t, 4, 40), 66e-6, 1e-12, 0, "not the topology's replicas");
+    CHECK_CLOSE(sy_allreduce_seconds(&toy2, &t, 4, 40), 66e-6, 1e-12, 0,
+                "not the topology's replicas");
     /* 2x2x2 mesh, 64 bytes: 2 (32 + 1) + 2 (16 + 1) + 2 (8 + 1) us = 118 us */
     t = (sy_tpu_topology){.rank = 3, .chips = {2, 2, 2}, .wrap = {false, false, false}};
     CHECK_CLOSE(sy_allreduce_seconds(&toy, &t, 8, 64), 118e-6, 1e-12, 0, "2x2x2 mesh");
@@ -555,11 +558,12 @@ static void test_torus_allreduce(void) {
     CHECK(sy_allreduce_seconds(v3, &t, 8, b) ==
               2.0 * 7 / 8 * b / v3->ici_link_bytes_per_s + 2.0 * 7 * v3->ici_latency_s,
           "v3-8: the ring of 8");
-    /* the v3 pod, 32x32 chips, 2 replicas each: rings of 64 along one dimension both ways round, then
-     * of 32 over 1/64 of the bytes, two a chip */
+    /* the v3 pod, 32x32 chips, 2 replicas each: rings of 64 along one dimension both ways round,
+     * then of 32 over 1/64 of the bytes, two a chip */
     CHECK(sy_tpu_slice_topology(v3, 2048, &t), "v3-2048");
     double bw = v3->ici_link_bytes_per_s, hop = v3->ici_latency_s,
-           want = 2 * (63.0 / 64 * b / (2 * bw) + 63 * hop) + 2 * (31.0 / 32 * b / 64 * 2 / (2 * bw) + 31 * hop);
+           want = 2 * (63.0 / 64 * b / (2 * bw) + 63 * hop) +
+                  2 * (31.0 / 32 * b / 64 * 2 / (2 * bw) + 31 * hop);
     CHECK_CLOSE(sy_allreduce_seconds(v3, &t, 2048, b), want, 1e-12, 0, "v3-2048");
     CHECK(want < 2.0 * 2047 / 2048 * b / bw, "the torus beats one ring of 2,048");
 }
@@ -570,10 +574,12 @@ static void test_pod_profile(void) {
     CHECK_OK(sy_graph_new(&g));
     sy_node x = sy_graph_input(g, "x", SY_F32, sy_shape_of(2, 8, 4));
     sy_node labels = sy_graph_input(g, "labels", SY_F32, sy_shape_of(2, 8, 2));
-    sy_node w = sy_graph_param(g, "kernel", SY_F32, sy_shape_of(2, 4, 2), sy_init_glorot_uniform(1));
+    sy_node w =
+        sy_graph_param(g, "kernel", SY_F32, sy_shape_of(2, 4, 2), sy_init_glorot_uniform(1));
     sy_node y = sy_graph_matmul(g, x, w, false, false);
     int32_t axis = 0;
-    sy_node loss = sy_graph_reduce_mean(g, sy_graph_mean_squared_error(g, y, labels), &axis, 1, false);
+    sy_node loss =
+        sy_graph_reduce_mean(g, sy_graph_mean_squared_error(g, y, labels), &axis, 1, false);
     CHECK_OK(sy_graph_status(g));
     sy_plan_options po = sy_plan_options_default();
     po.loss = loss;
@@ -590,12 +596,13 @@ static void test_pod_profile(void) {
         if (!p) continue;
         sy_tpu_topology t;
         bool slice = sy_tpu_slice_topology(v3, replicas[i], &t);
-        CHECK(p->topology.rank == (slice ? t.rank : 0), "%d replicas: rank %d", replicas[i], p->topology.rank);
+        CHECK(p->topology.rank == (slice ? t.rank : 0), "%d replicas: rank %d", replicas[i],
+              p->topology.rank);
         CHECK_CLOSE(p->gradient_bytes, 32, 0, 0, "the kernel's gradient");
-        CHECK_CLOSE(p->allreduce_s, sy_allreduce_seconds(v3, slice ? &t : NULL, replicas[i], 32), 1e-12, 0,
-                    "%d replicas: the all-reduce over the slice", replicas[i]);
-        CHECK_CLOSE(p->step_s, p->compute_s + p->infeed_stall_s + p->allreduce_s + p->host_s, 1e-12, 0,
-                    "the step adds up");
+        CHECK_CLOSE(p->allreduce_s, sy_allreduce_seconds(v3, slice ? &t : NULL, replicas[i], 32),
+                    1e-12, 0, "%d replicas: the all-reduce over the slice", replicas[i]);
+        CHECK_CLOSE(p->step_s, p->compute_s + p->infeed_stall_s + p->allreduce_s + p->host_s, 1e-12,
+                    0, "the step adds up");
         sy_profile_free(p);
     }
     sy_plan_free(plan);

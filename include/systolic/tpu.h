@@ -62,9 +62,9 @@ const char *sy_tpu_chip_slices(const sy_tpu_chip *chip);
  * is a line (a mesh). One host's 4 chips (a -8 slice) are rank 1: one ring
  * of 4 chips, driven as issue 16's ring of the host's replicas. */
 typedef struct sy_tpu_topology {
-    int32_t rank;      /* 1 to 3 */
-    int32_t chips[3];  /* chips along each dimension; 1 past rank */
-    bool wrap[3];      /* the dimension is a ring (torus), not a line */
+    int32_t rank;     /* 1 to 3 */
+    int32_t chips[3]; /* chips along each dimension; 1 past rank */
+    bool wrap[3];     /* the dimension is a ring (torus), not a line */
 } sy_tpu_topology;
 
 /* The topology of the slice of `cores` TensorCores (the name's number:

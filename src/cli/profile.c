@@ -43,12 +43,12 @@ enum {
     P_N
 };
 
-/* issue 20: how the replicas all-reduce, in words: "ring of 8", "32x32 chips, 2-D torus",
- * "8x16 chips, 2-D, the 16 wrapped", "4x4 chips, 2-D mesh". */
-static void topology_words(char *buf, size_t size, const sy_profile *p) {
-    const sy_tpu_topology *t = &p->topology;
+/* issue 20: how the replicas all-reduce, in words: "ring of 8" (rank 0 or 1: a host's ring, or
+ * replicas that make no slice), "32x32 chips, 2-D torus", "4x4 chips, 2-D mesh", "16x32 chips,
+ * 2-D mesh, wrapped along the 32". */
+void cli_topology_words(char *buf, size_t size, const sy_tpu_topology *t, int32_t replicas) {
     if (t->rank <= 1) {
-        snprintf(buf, size, "ring of %d", p->replicas);
+        snprintf(buf, size, "ring of %d", replicas);
         return;
     }
     int n = 0, wrapped = 0;
@@ -57,12 +57,11 @@ static void topology_words(char *buf, size_t size, const sy_profile *p) {
         wrapped += t->wrap[d];
     }
     n += snprintf(buf + n, size - (size_t)n, " chips, %d-D %s", t->rank,
-                  wrapped == t->rank ? "torus" : wrapped ? "" : "mesh");
-    if (wrapped && wrapped < t->rank) {
-        n += snprintf(buf + n, size - (size_t)n, "mesh, wrapped along");
-        for (int d = 0; d < t->rank; d++)
-            if (t->wrap[d]) n += snprintf(buf + n, size - (size_t)n, " the %d", t->chips[d]);
-    }
+                  wrapped == t->rank ? "torus" : "mesh");
+    for (int d = 0, k = 0; wrapped < t->rank && d < t->rank; d++)
+        if (t->wrap[d])
+            n += snprintf(buf + n, size - (size_t)n, "%s%d", k++ ? " and the " : ", wrapped along the ",
+                          t->chips[d]);
 }
 
 static void print_json(FILE *out, const char *model, const sy_profile *p) {
@@ -75,7 +74,8 @@ static void print_json(FILE *out, const char *model, const sy_profile *p) {
     /* issue 20: the slice's topology: chips along each dimension and which wrap ([] for a ring of
      * replicas that is no slice) */
     fprintf(out, " \"topology\": {\"chips\": [");
-    for (int d = 0; d < p->topology.rank; d++) fprintf(out, "%s%d", d ? ", " : "", p->topology.chips[d]);
+    for (int d = 0; d < p->topology.rank; d++)
+        fprintf(out, "%s%d", d ? ", " : "", p->topology.chips[d]);
     fprintf(out, "], \"wrap\": [");
     for (int d = 0; d < p->topology.rank; d++)
         fprintf(out, "%s%s", d ? ", " : "", p->topology.wrap[d] ? "true" : "false");
@@ -133,7 +133,7 @@ static void print_table(FILE *out, const char *model, const sy_profile *p) {
             1e6 * p->infeed_stall_s, 100 * p->infeed_stall_s / step, p->infeed_bytes / 1e6,
             1e6 * (p->infeed_s - p->infeed_stall_s));
     char topology[128];
-    topology_words(topology, sizeof topology, p);
+    cli_topology_words(topology, sizeof topology, &p->topology, p->replicas);
     fprintf(out, "all-reduce:      %10.3f us  %5.1f%%  (%.3f MB of gradients, %s)\n",
             1e6 * p->allreduce_s, 100 * p->allreduce_s / step, p->gradient_bytes / 1e6, topology);
     fprintf(out, "host round trip: %10.3f us  %5.1f%%  (one per %d step%s)\n", 1e6 * p->host_s,

@@ -276,7 +276,8 @@ double sy_allreduce_seconds(const sy_tpu_chip *chip, const sy_tpu_topology *t, i
              * chip, over the chip's links */
             double m = (double)t->chips[d] * (i == 0 ? (double)per_chip : 1),
                    sharing = i == 0 ? 1 : (double)per_chip, links = t->wrap[d] ? 2 : 1;
-            if (m > 1) seconds += 2.0 * ((m - 1) / m * share * sharing / (links * bw) + (m - 1) * hop);
+            if (m > 1)
+                seconds += 2.0 * ((m - 1) / m * share * sharing / (links * bw) + (m - 1) * hop);
             share /= m;
         }
         if (best < 0 || seconds < best) best = seconds;

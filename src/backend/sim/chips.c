@@ -105,9 +105,10 @@ static const struct {
     const char *chip;
     int32_t cores, x, y, pod_side;
 } grids[] = {
-    {"v2", 8, 2, 2, 16},     {"v2", 32, 4, 4, 16},     {"v2", 128, 8, 8, 16},   {"v2", 256, 8, 16, 16},
-    {"v2", 512, 16, 16, 16}, {"v3", 8, 2, 2, 32},      {"v3", 32, 4, 4, 32},    {"v3", 64, 4, 8, 32},
-    {"v3", 128, 8, 8, 32},   {"v3", 256, 8, 16, 32},   {"v3", 512, 16, 16, 32}, {"v3", 1024, 16, 32, 32},
+    {"v2", 8, 2, 2, 16},      {"v2", 32, 4, 4, 16},    {"v2", 128, 8, 8, 16},
+    {"v2", 256, 8, 16, 16},   {"v2", 512, 16, 16, 16}, {"v3", 8, 2, 2, 32},
+    {"v3", 32, 4, 4, 32},     {"v3", 64, 4, 8, 32},    {"v3", 128, 8, 8, 32},
+    {"v3", 256, 8, 16, 32},   {"v3", 512, 16, 16, 32}, {"v3", 1024, 16, 32, 32},
     {"v3", 2048, 32, 32, 32},
 };
 
@@ -126,7 +127,8 @@ bool sy_tpu_slice_topology(const sy_tpu_chip *chip, int32_t cores, sy_tpu_topolo
             t.chips[0] = grids[i].x, t.chips[1] = grids[i].y;
             /* the pod's own dimensions close into rings; a slice narrower than the pod along a
              * dimension is taken as a line there (no source says its wraparound links are kept) */
-            t.wrap[0] = grids[i].x == grids[i].pod_side, t.wrap[1] = grids[i].y == grids[i].pod_side;
+            t.wrap[0] = grids[i].x == grids[i].pod_side;
+            t.wrap[1] = grids[i].y == grids[i].pod_side;
             *out = t;
             return true;
         }
