@@ -11,8 +11,9 @@
  *   - the pass over a plan (compiler/cost.c): each step's op cost (the op
  *     registry's cost function) placed on a chip -- matrix-unit, vector-unit
  *     and memory time, the op bound by the largest -- plus the step's
- *     infeed, the gradients' ring all-reduce among the replicas and the host
- *     round trip that steps_per_execution amortises.
+ *     infeed, the gradients' all-reduce among the replicas (a ring on one
+ *     host; along the dimensions of a pod slice's 2-D or 3-D torus, issue
+ *     20) and the host round trip that steps_per_execution amortises.
  *
  *   const sy_tpu_chip *chip = sy_tpu_chip_find("v2");
  *   sy_profile_options o = sy_profile_options_default();
