@@ -36,6 +36,23 @@ export SYSTOLIC_TPU=sim:v2-32 # the spec from the environment, as for cpu:N
 expect 0 "^sim:v2-32: 32 replicas in sync" devices
 unset SYSTOLIC_TPU
 
+# issue 20, pods on paper: each slice's chips as Cloud TPU lays them out, and the all-reduce the cost
+# model runs over them; `profile` of a pod slice runs and names its torus
+expect 0 "topology        one host's 4 chips: the gradients go round a ring of 8 replicas" devices --tpu sim:v3-8
+expect 0 "topology        4x4 chips, 2-D mesh;" devices --tpu sim:v3-32
+expect 0 "topology        16x32 chips, 2-D mesh, wrapped along the 32;" devices --tpu sim:v3-1024
+expect 0 "topology        16x16 chips, 2-D torus;" devices --tpu sim:v2-512
+expect 0 "topology        4x4x4 chips, 3-D torus;" devices --tpu sim:v4-128
+expect 0 "^fashion_mnist_cnn on TPU v3: 2048 replicas, batch 8 per replica \\(16384 global\\).*all-reduce: .*\\(0.435 MB of gradients, 32x32 chips, 2-D torus\\)~.*step: [0-9.]+ ms" \
+    profile fashion_mnist_cnn --tpu sim:v3-2048 --batch-size 16384
+expect 0 "all-reduce: .*\\(0.435 MB of gradients, ring of 8\\)" profile fashion_mnist_cnn --tpu sim:v2-8 --batch-size 1024
+expect 0 "\"topology\": \\{\"chips\": \\[16, 32\\], \"wrap\": \\[false, true\\]\\}" \
+    profile fashion_mnist_cnn --tpu sim:v3-1024 --batch-size 8192 --json
+expect 2 "^systolic profile: --tpu: device spec 'sim:v3-4096': a TPU v3 slice has no '4096' TensorCores; the v3 slices have \\(cores\\): 8, 32, 64, 128, 256, 512, 1024, 2048~\$" \
+    profile fashion_mnist_cnn --tpu sim:v3-4096
+expect 2 "^systolic profile: --tpu: device spec 'sim:v2-64': a TPU v2 slice has no '64' TensorCores; the v2 slices have \\(cores\\): 8, 32, 128, 256, 512~\$" \
+    profile fashion_mnist_cnn --tpu sim:v2-64
+
 expect 2 "^systolic devices: --tpu: device spec 'sim:v3-7': a TPU v3 slice has no '7' TensorCores; the v3 slices have \\(cores\\): 8, 32, 64, 128, 256, 512, 1024, 2048~\$" devices --tpu sim:v3-7
 expect 2 "^systolic devices: --tpu: device spec 'sim:v5-8': unknown TPU chip 'v5'; the emulated chips are: v2, v3, v4~\$" devices --tpu sim:v5-8
 expect 2 "^systolic train: --tpu: device spec 'sim:v4-6': a TPU v4 slice has no '6' TensorCores" train fashion_mnist_cnn --tpu sim:v4-6

@@ -2,7 +2,9 @@
  * test_cost.c - the emulated TPU's clock (issue 16): every op has a cost,
  * a few ops' costs worked by hand, the matrix unit's cycle formula against
  * SCALE-Sim's golden reports and small cases counted by hand, and the pass
- * over a plan on a made-up chip whose every figure is a round number.
+ * over a plan on a made-up chip whose every figure is a round number;
+ * issue 20's pods on paper: the slices' topologies, their refusals, and the
+ * all-reduce over a 2-D or 3-D torus worked by hand.
  */
 #include "check.h"
 #include "graph/graph_internal.h"
@@ -470,6 +472,143 @@ static void test_bf16_bytes(void) {
     }
 }
 
+/* ---- issue 20, pods on paper ---------------------------------------------------------------- */
+
+static void check_topology(const char *chip, int32_t cores, int rank, int32_t x, int32_t y,
+                           int32_t z, bool wx, bool wy, bool wz) {
+    sy_tpu_topology t;
+    bool ok = sy_tpu_slice_topology(sy_tpu_chip_find(chip), cores, &t);
+    CHECK(ok, "%s-%d has a topology", chip, cores);
+    if (!ok) return;
+    CHECK(t.rank == rank && t.chips[0] == x && t.chips[1] == y && t.chips[2] == z,
+          "%s-%d: rank %d, %dx%dx%d chips; want rank %d, %dx%dx%d", chip, cores, t.rank, t.chips[0],
+          t.chips[1], t.chips[2], rank, x, y, z);
+    CHECK(t.wrap[0] == wx && t.wrap[1] == wy && t.wrap[2] == wz, "%s-%d: wraps %d %d %d", chip,
+          cores, t.wrap[0], t.wrap[1], t.wrap[2]);
+}
+
+static void test_slice_topologies(void) {
+    /* a host's 4 chips: issue 16's ring */
+    check_topology("v2", 8, 1, 4, 1, 1, false, false, false);
+    check_topology("v3", 8, 1, 4, 1, 1, false, false, false);
+    check_topology("v4", 8, 1, 4, 1, 1, false, false, false);
+    /* v2 and v3: host bounds x 2x2 chips; the pod's dimensions wrap */
+    check_topology("v2", 32, 2, 4, 4, 1, false, false, false);
+    check_topology("v2", 128, 2, 8, 8, 1, false, false, false);
+    check_topology("v2", 256, 2, 8, 16, 1, false, true, false);
+    check_topology("v2", 512, 2, 16, 16, 1, true, true, false);
+    check_topology("v3", 32, 2, 4, 4, 1, false, false, false);
+    check_topology("v3", 64, 2, 4, 8, 1, false, false, false);
+    check_topology("v3", 512, 2, 16, 16, 1, false, false, false);
+    check_topology("v3", 1024, 2, 16, 32, 1, false, true, false);
+    check_topology("v3", 2048, 2, 32, 32, 1, true, true, false);
+    /* v4: the most cubic AxBxC; whole 4x4x4 cubes make a torus */
+    check_topology("v4", 16, 3, 2, 2, 2, false, false, false);
+    check_topology("v4", 32, 3, 2, 2, 4, false, false, false);
+    check_topology("v4", 64, 3, 2, 4, 4, false, false, false);
+    check_topology("v4", 128, 3, 4, 4, 4, true, true, true);
+    check_topology("v4", 2048, 3, 8, 8, 16, true, true, true);
+    check_topology("v4", 8192, 3, 16, 16, 16, true, true, true);
+    /* slices a generation does not have: no topology, *out untouched */
+    const struct {
+        const char *chip;
+        int32_t cores;
+    } none[] = {{"v2", 16},   {"v2", 64}, {"v2", 1024}, {"v3", 16},
+                {"v3", 4096}, {"v3", 7},  {"v4", 6},    {"v4", 16384}};
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+        sy_tpu_topology t = {.rank = 9};
+        CHECK(!sy_tpu_slice_topology(sy_tpu_chip_find(none[i].chip), none[i].cores, &t) &&
+                  t.rank == 9,
+              "%s-%d is no slice", none[i].chip, none[i].cores);
+    }
+    CHECK(!sy_tpu_slice_topology(NULL, 8, &(sy_tpu_topology){0}), "no chip, no topology");
+}
+
+static void test_torus_allreduce(void) {
+    /* toy: 1 replica a chip, links of 1 MB/s, 1 us a hop; toy2 the same with 2 replicas a chip */
+    sy_tpu_chip toy2 = toy;
+    toy2.cores = toy2.replicas = 2;
+    /* no topology: issue 16's ring, 2 x 3/4 x 40 bytes at 1 MB/s + 6 hops = 66 us */
+    CHECK_CLOSE(sy_allreduce_seconds(&toy, NULL, 4, 40), 66e-6, 1e-12, 0, "ring of 4");
+    /* 4x4 torus, 64 bytes: rings of 4 both ways round (2 MB/s): 2 (3/4 x 64 / 2e6 + 3 us) = 54 us,
+     * then a quarter, 16 bytes: 2 (3/4 x 16 / 2e6 + 3 us) = 18 us; 72 us (a ring of 16: 150 us) */
+    sy_tpu_topology t = {.rank = 2, .chips = {4, 4, 1}, .wrap = {true, true, false}};
+    CHECK_CLOSE(sy_allreduce_seconds(&toy, &t, 16, 64), 72e-6, 1e-12, 0, "4x4 torus");
+    CHECK_CLOSE(sy_allreduce_seconds(&toy, NULL, 16, 64), 150e-6, 1e-12, 0, "ring of 16");
+    /* 2x4 mesh of 2-replica chips, 64 bytes: the 4 first, its rings of 8 replicas one way:
+     * 2 (7/8 x 64 / 1e6 + 7 us) = 126 us; then 8 bytes a replica, two replicas a chip over its
+     * links: 2 (1/2 x 8 x 2 / 1e6 + 1 us) = 18 us: 144 us (the 2 first: 102 + 54 = 156 us) */
+    t = (sy_tpu_topology){.rank = 2, .chips = {2, 4, 1}, .wrap = {false, false, false}};
+    CHECK_CLOSE(sy_allreduce_seconds(&toy2, &t, 16, 64), 144e-6, 1e-12, 0, "2x4 mesh, 2 a chip");
+    /* the 4 wrapped: 2 (7/8 x 64 / 2e6 + 7 us) = 70 us, then 18 us: 88 us */
+    t.wrap[1] = true;
+    CHECK_CLOSE(sy_allreduce_seconds(&toy2, &t, 16, 64), 88e-6, 1e-12, 0, "2x4, the 4 wrapped");
+    /* a replica count the topology does not hold: the ring of the replicas */
+    CHECK_CLOSE(sy_allreduce_seconds(&toy2, &t, 4, 40), 66e-6, 1e-12, 0,
+                "not the topology's replicas");
+    /* 2x2x2 mesh, 64 bytes: 2 (32 + 1) + 2 (16 + 1) + 2 (8 + 1) us = 118 us */
+    t = (sy_tpu_topology){.rank = 3, .chips = {2, 2, 2}, .wrap = {false, false, false}};
+    CHECK_CLOSE(sy_allreduce_seconds(&toy, &t, 8, 64), 118e-6, 1e-12, 0, "2x2x2 mesh");
+    CHECK(sy_allreduce_seconds(&toy, &t, 1, 64) == 0 && sy_allreduce_seconds(&toy, &t, 8, 0) == 0,
+          "one replica, or nothing to reduce: no time");
+    /* a -8 slice is issue 16's ring of its 8 replicas, to the bit */
+    const sy_tpu_chip *v3 = sy_tpu_chip_find("v3");
+    double b = 102334368; /* ResNet-50's float32 gradients */
+    CHECK(sy_tpu_slice_topology(v3, 8, &t), "v3-8");
+    CHECK(sy_allreduce_seconds(v3, &t, 8, b) ==
+              2.0 * 7 / 8 * b / v3->ici_link_bytes_per_s + 2.0 * 7 * v3->ici_latency_s,
+          "v3-8: the ring of 8");
+    /* the v3 pod, 32x32 chips, 2 replicas each: rings of 64 along one dimension both ways round,
+     * then of 32 over 1/64 of the bytes, two a chip */
+    CHECK(sy_tpu_slice_topology(v3, 2048, &t), "v3-2048");
+    double bw = v3->ici_link_bytes_per_s, hop = v3->ici_latency_s,
+           want = 2 * (63.0 / 64 * b / (2 * bw) + 63 * hop) +
+                  2 * (31.0 / 32 * b / 64 * 2 / (2 * bw) + 31 * hop);
+    CHECK_CLOSE(sy_allreduce_seconds(v3, &t, 2048, b), want, 1e-12, 0, "v3-2048");
+    CHECK(want < 2.0 * 2047 / 2048 * b / bw, "the torus beats one ring of 2,048");
+}
+
+/* The pass over a plan on a pod slice: the replica count picks the slice's topology. */
+static void test_pod_profile(void) {
+    sy_graph *g;
+    CHECK_OK(sy_graph_new(&g));
+    sy_node x = sy_graph_input(g, "x", SY_F32, sy_shape_of(2, 8, 4));
+    sy_node labels = sy_graph_input(g, "labels", SY_F32, sy_shape_of(2, 8, 2));
+    sy_node w =
+        sy_graph_param(g, "kernel", SY_F32, sy_shape_of(2, 4, 2), sy_init_glorot_uniform(1));
+    sy_node y = sy_graph_matmul(g, x, w, false, false);
+    int32_t axis = 0;
+    sy_node loss =
+        sy_graph_reduce_mean(g, sy_graph_mean_squared_error(g, y, labels), &axis, 1, false);
+    CHECK_OK(sy_graph_status(g));
+    sy_plan_options po = sy_plan_options_default();
+    po.loss = loss;
+    po.optimizer = sy_optimizer_sgd(0.1f, 0, false);
+    sy_plan *plan = NULL;
+    CHECK_OK(sy_plan_compile(g, &po, &plan));
+    const sy_tpu_chip *v3 = sy_tpu_chip_find("v3");
+    const int32_t replicas[] = {8, 32, 2048, 12};
+    for (int i = 0; plan && i < 4; i++) {
+        sy_profile_options o = sy_profile_options_default();
+        o.replicas = replicas[i];
+        sy_profile *p = NULL;
+        CHECK_OK(sy_plan_profile(plan, v3, &o, &p));
+        if (!p) continue;
+        sy_tpu_topology t;
+        bool slice = sy_tpu_slice_topology(v3, replicas[i], &t);
+        CHECK(p->topology.rank == (slice ? t.rank : 0), "%d replicas: rank %d", replicas[i],
+              p->topology.rank);
+        CHECK_CLOSE(p->gradient_bytes, 32, 0, 0, "the kernel's gradient");
+        CHECK_CLOSE(p->allreduce_s, sy_allreduce_seconds(v3, slice ? &t : NULL, replicas[i], 32),
+                    1e-12, 0, "%d replicas: the all-reduce over the slice", replicas[i]);
+        CHECK_CLOSE(p->step_s, p->compute_s + p->infeed_stall_s + p->allreduce_s + p->host_s, 1e-12,
+                    0, "the step adds up");
+        sy_profile_free(p);
+    }
+    sy_plan_free(plan);
+    sy_graph_free(g);
+}
+
 int main(void) {
     test_every_op_has_a_cost();
     test_op_costs();
@@ -478,5 +617,8 @@ int main(void) {
     test_fusion_rules(); /* issue 16, cost validation */
     test_bf16_bytes();
     test_bf16_cast_recomputed();
+    test_slice_topologies(); /* issue 20, pods on paper */
+    test_torus_allreduce();
+    test_pod_profile();
     return check_report("test_cost");
 }

@@ -11,8 +11,9 @@
  *   - the pass over a plan (compiler/cost.c): each step's op cost (the op
  *     registry's cost function) placed on a chip -- matrix-unit, vector-unit
  *     and memory time, the op bound by the largest -- plus the step's
- *     infeed, the gradients' ring all-reduce among the replicas and the host
- *     round trip that steps_per_execution amortises.
+ *     infeed, the gradients' all-reduce among the replicas (a ring on one
+ *     host; along the dimensions of a pod slice's 2-D or 3-D torus, issue
+ *     20) and the host round trip that steps_per_execution amortises.
  *
  *   const sy_tpu_chip *chip = sy_tpu_chip_find("v2");
  *   sy_profile_options o = sy_profile_options_default();
@@ -112,13 +113,32 @@ typedef struct sy_profile {
     double infeed_stall_s; /* what infeed adds: it overlaps the previous step's compute, so max(0,
                               infeed - compute) */
     double gradient_bytes; /* one replica's gradients */
-    double allreduce_s;    /* ring: 2 (R-1)/R bytes / link bandwidth + 2 latency */
+    double allreduce_s;    /* sy_allreduce_seconds over the slice's topology */
+    sy_tpu_topology topology; /* issue 20: the slice the replicas make (sy_tpu_slice_topology);
+                                 rank 0 when the replica count is no slice of the chip's (a ring) */
     double host_s;         /* host round trip / steps_per_execution */
     double step_s;         /* compute + infeed stall + all-reduce + host */
     double samples_per_s;  /* batch * replicas / step_s */
     sy_bound bound;        /* what the step spends most on */
     int32_t bf16_ops;      /* the ops whose output is bfloat16 (0 under the float32 policy) */
 } sy_profile;
+
+/* issue 20, pods on paper: the seconds of the gradients' all-reduce, `bytes` on each of
+ * `replicas` replicas, over the ICI of a slice of topology t (docs/design/tpu-cost-model.md
+ * section 6). Dimension by dimension, rings reduce-scatter the data, then all-gather it back in
+ * the reverse order: the first dimension's rings hold every replica of its chips (a chip's
+ * replicas neighbours on the ring), each later dimension's rings the replicas holding the same
+ * piece, a chip's replicas sharing its links. A ring of m over B bytes takes
+ *
+ *   2 ((m-1)/m x B x sharing / (links x link bandwidth) + (m-1) x hop latency)
+ *
+ * (reduce-scatter and all-gather), B divided by m for the next dimension; links = 2 on a wrapped
+ * dimension (a torus ring runs both ways round), 1 on a line. The dimensions go in the order that
+ * takes least time. A one-dimensional, unwrapped topology of R replicas -- one host's ring (-8
+ * slices), or t NULL or rank 0 or not R replicas: any replica count -- is issue 16's ring,
+ * 2 (R-1)/R B / link bandwidth + 2 (R-1) latency. 0 for fewer than 2 replicas or no bytes. */
+double sy_allreduce_seconds(const sy_tpu_chip *chip, const sy_tpu_topology *t, int32_t replicas,
+                            double bytes);
 
 /* The cost of one step of `plan` (a training step or predict) on `chip`,
  * each replica running the plan as compiled (its inputs' leading dimension

@@ -102,6 +102,26 @@ typedef struct sy_tpu1_counters {
     double weight_bytes, host_bytes; /* read from DDR3; moved over PCIe */
 } sy_tpu1_counters;
 
+/* issue 20, pods on paper: how a slice's chips are wired. The chips sit on
+ * a grid of `rank` dimensions (v2, v3: 2, a 2-D torus; v4: 3), chips[d]
+ * along dimension d, each chip linked to its neighbours along each; a
+ * dimension `wrap`s when a link joins its two ends (a torus ring), else it
+ * is a line (a mesh). One host's 4 chips (a -8 slice) are rank 1: one ring
+ * of 4 chips, driven as issue 16's ring of the host's replicas. */
+typedef struct sy_tpu_topology {
+    int32_t rank;     /* 1 to 3 */
+    int32_t chips[3]; /* chips along each dimension; 1 past rank */
+    bool wrap[3];     /* the dimension is a ring (torus), not a line */
+} sy_tpu_topology;
+
+/* The topology of the slice of `cores` TensorCores (the name's number:
+ * v3-32 is 4x4 chips) as Cloud TPU lays it out (docs/tpu-pods.md cites
+ * the shapes): v2 and v3 slices a 2-D grid up to the 16x16 and 32x32 pods,
+ * the pod's dimensions wrapped and a smaller slice's not; v4 the most cubic
+ * AxBxC (A <= B <= C), wrapped when made of whole 4x4x4 cubes. false (and
+ * *out untouched) for a slice the chip does not have (sy_tpu_chip_has_slice). */
+bool sy_tpu_slice_topology(const sy_tpu_chip *chip, int32_t cores, sy_tpu_topology *out);
+
 #ifdef __cplusplus
 }
 #endif

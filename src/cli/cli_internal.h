@@ -262,6 +262,9 @@ sy_status profile_write_roofline(const char *path, const char *model, bool train
 sy_status profile_check_output(const char *path);
 /* s as a JSON string, quoted and escaped. */
 void cli_json_string(FILE *out, const char *s);
+/* issue 20, pods on paper: a slice's topology in words, "32x32 chips, 2-D torus" or "ring of 8"
+ * (profile.c; `devices` and `profile` print it). */
+void cli_topology_words(char *buf, size_t size, const sy_tpu_topology *t, int32_t replicas);
 
 /* issue 18, TPU v1 (tpu1.c): systolic compile, and systolic profile --tpu sim:v1 (cmd_profile hands over) */
 int cmd_compile(int argc, char **argv);

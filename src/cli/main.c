@@ -103,6 +103,19 @@ static void print_chip(const sy_tpu_chip *t, int32_t replicas) {
     printf("  %-15s %d links per chip, %.0f GB/s each way, %.0f us a hop\n", "interconnect", t->ici_links,
            t->ici_link_bytes_per_s / 1e9, t->ici_latency_s * 1e6);
     printf("  %-15s %.0f GB/s host to chip\n", "infeed", t->infeed_bytes_per_s / 1e9);
+    /* issue 20, pods on paper: how the slice's chips are wired, as the cost model's all-reduce
+     * takes it */
+    sy_tpu_topology topo;
+    char words[128];
+    if (sy_tpu_slice_topology(t, cores, &topo)) {
+        cli_topology_words(words, sizeof words, &topo, replicas);
+        if (topo.rank == 1)
+            printf("  %-15s one host's %d chips: the gradients go round a %s replicas\n", "topology",
+                   topo.chips[0], words);
+        else
+            printf("  %-15s %s; the gradients all-reduce along each dimension's rings\n", "topology",
+                   words);
+    }
 }
 
 /* issue 20: every host's replicas, from the chief. */

@@ -44,6 +44,27 @@ enum {
     P_N
 };
 
+/* issue 20: how the replicas all-reduce, in words: "ring of 8" (rank 0 or 1: a host's ring, or
+ * replicas that make no slice), "32x32 chips, 2-D torus", "4x4 chips, 2-D mesh", "16x32 chips,
+ * 2-D mesh, wrapped along the 32". */
+void cli_topology_words(char *buf, size_t size, const sy_tpu_topology *t, int32_t replicas) {
+    if (t->rank <= 1) {
+        snprintf(buf, size, "ring of %d", replicas);
+        return;
+    }
+    int n = 0, wrapped = 0;
+    for (int d = 0; d < t->rank; d++) {
+        n += snprintf(buf + n, size - (size_t)n, "%s%d", d ? "x" : "", t->chips[d]);
+        wrapped += t->wrap[d];
+    }
+    n += snprintf(buf + n, size - (size_t)n, " chips, %d-D %s", t->rank,
+                  wrapped == t->rank ? "torus" : "mesh");
+    for (int d = 0, k = 0; wrapped < t->rank && d < t->rank; d++)
+        if (t->wrap[d])
+            n += snprintf(buf + n, size - (size_t)n, "%s%d", k++ ? " and the " : ", wrapped along the ",
+                          t->chips[d]);
+}
+
 static void print_json(FILE *out, const char *model, const sy_profile *p) {
     fprintf(out, "{\"model\": ");
     cli_json_string(out, model);
@@ -51,7 +72,15 @@ static void print_json(FILE *out, const char *model, const sy_profile *p) {
             ", \"chip\": \"%s\", \"replicas\": %d, \"batch_per_replica\": %lld, "
             "\"steps_per_execution\": %d, \"bf16_ops\": %d,\n",
             p->chip->name, p->replicas, (long long)p->batch, p->steps_per_execution, p->bf16_ops);
-    fprintf(out, " \"ops\": [\n");
+    /* issue 20: the slice's topology: chips along each dimension and which wrap ([] for a ring of
+     * replicas that is no slice) */
+    fprintf(out, " \"topology\": {\"chips\": [");
+    for (int d = 0; d < p->topology.rank; d++)
+        fprintf(out, "%s%d", d ? ", " : "", p->topology.chips[d]);
+    fprintf(out, "], \"wrap\": [");
+    for (int d = 0; d < p->topology.rank; d++)
+        fprintf(out, "%s%s", d ? ", " : "", p->topology.wrap[d] ? "true" : "false");
+    fprintf(out, "]},\n \"ops\": [\n");
     for (int32_t i = 0; i < p->n_ops; i++) {
         const sy_profile_op *o = &p->ops[i];
         fprintf(out, "  {\"op\": \"%s\", \"name\": ", o->op);
@@ -104,9 +133,10 @@ static void print_table(FILE *out, const char *model, const sy_profile *p) {
             "the step)\n",
             1e6 * p->infeed_stall_s, 100 * p->infeed_stall_s / step, p->infeed_bytes / 1e6,
             1e6 * (p->infeed_s - p->infeed_stall_s));
-    fprintf(out, "all-reduce:      %10.3f us  %5.1f%%  (%.3f MB of gradients, ring of %d)\n",
-            1e6 * p->allreduce_s, 100 * p->allreduce_s / step, p->gradient_bytes / 1e6,
-            p->replicas);
+    char topology[128];
+    cli_topology_words(topology, sizeof topology, &p->topology, p->replicas);
+    fprintf(out, "all-reduce:      %10.3f us  %5.1f%%  (%.3f MB of gradients, %s)\n",
+            1e6 * p->allreduce_s, 100 * p->allreduce_s / step, p->gradient_bytes / 1e6, topology);
     fprintf(out, "host round trip: %10.3f us  %5.1f%%  (one per %d step%s)\n", 1e6 * p->host_s,
             100 * p->host_s / step, p->steps_per_execution, p->steps_per_execution == 1 ? "" : "s");
     fprintf(out, "step: %.3f ms, %.0f samples/s, bound by %s\n", 1e3 * p->step_s, p->samples_per_s,

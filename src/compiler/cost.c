@@ -36,10 +36,12 @@
  *
  * Then the step: the ops' seconds, plus what the infeed adds (the inputs
  * the plan reads, which the host sends while the previous step computes,
- * so only max(0, infeed - compute) stalls), plus the gradients' ring
- * all-reduce among R replicas, 2 (R-1)/R gradient bytes over one ICI link
- * and 2 (R-1) link latencies, plus the host round trip divided by
- * steps_per_execution.
+ * so only max(0, infeed - compute) stalls), plus the gradients' all-reduce
+ * among R replicas over the slice's interconnect (sy_allreduce_seconds:
+ * rings along each dimension of the slice's 2-D or 3-D torus, issue 20;
+ * on one host's -8 slice, or R replicas that make no slice, issue 16's
+ * ring of 2 (R-1)/R gradient bytes over one ICI link and 2 (R-1) link
+ * latencies), plus the host round trip divided by steps_per_execution.
  */
 #include "compiler_internal.h"
 #include "systolic/profile.h"
@@ -242,6 +244,45 @@ static double mxu_cycles(const sy_op_cost *c, const sy_tpu_chip *chip, int64_t a
         cycles += (double)p->count * (double)(a < b ? a : b);
     }
     return cycles;
+}
+
+/* ---- issue 20, pods on paper: the all-reduce over a slice's torus --------------------------- */
+
+double sy_allreduce_seconds(const sy_tpu_chip *chip, const sy_tpu_topology *t, int32_t replicas,
+                            double bytes) {
+    if (!chip || replicas < 2 || !(bytes > 0) || !(chip->ici_link_bytes_per_s > 0)) return 0;
+    double bw = chip->ici_link_bytes_per_s, hop = chip->ici_latency_s;
+    int64_t per_chip = chip->replicas > 0 ? chip->replicas : 1, product = per_chip;
+    bool grid = t && t->rank >= 1 && t->rank <= 3;
+    for (int d = 0; grid && d < t->rank; d++) {
+        grid = t->chips[d] >= 1 && product <= INT32_MAX;
+        product *= grid ? t->chips[d] : 1;
+    }
+    if (!grid || product != replicas) { /* issue 16's ring of the replicas */
+        double r = replicas;
+        return 2.0 * (r - 1) / r * bytes / bw + 2.0 * (r - 1) * hop;
+    }
+    static const int orders[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                     {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    double best = -1;
+    for (int k = 0; k < 6; k++) {
+        bool valid = true; /* the order's first `rank` entries are the dimensions there are */
+        for (int i = 0; i < t->rank; i++) valid = valid && orders[k][i] < t->rank;
+        if (!valid) continue;
+        double share = bytes, seconds = 0; /* share: what each ring member holds entering a ring */
+        for (int i = 0; i < t->rank; i++) {
+            int d = orders[k][i];
+            /* the first rings take in the chip's replicas; later ones run one per replica of a
+             * chip, over the chip's links */
+            double m = (double)t->chips[d] * (i == 0 ? (double)per_chip : 1),
+                   sharing = i == 0 ? 1 : (double)per_chip, links = t->wrap[d] ? 2 : 1;
+            if (m > 1)
+                seconds += 2.0 * ((m - 1) / m * share * sharing / (links * bw) + (m - 1) * hop);
+            share /= m;
+        }
+        if (best < 0 || seconds < best) best = seconds;
+    }
+    return best;
 }
 
 static sy_status fill_op(sy_profile_op *o, const sy_node_rec *r) {
@@ -488,9 +529,12 @@ sy_status sy_plan_profile(const sy_plan *plan, const sy_tpu_chip *chip,
     double rr = (double)o.replicas;
     p->infeed_s = chip->infeed_bytes_per_s > 0 ? p->infeed_bytes / infeed : 0;
     p->infeed_stall_s = p->infeed_s > p->compute_s ? p->infeed_s - p->compute_s : 0;
-    if (o.replicas > 1 && p->gradient_bytes > 0 && chip->ici_link_bytes_per_s > 0)
-        p->allreduce_s = 2.0 * (rr - 1) / rr * p->gradient_bytes / chip->ici_link_bytes_per_s +
-                         2.0 * (rr - 1) * chip->ici_latency_s;
+    /* issue 20: the slice the replicas make, when their count is one (replicas per chip x chips) */
+    int64_t slice_cores = (int64_t)o.replicas * chip->cores / chip->replicas;
+    if (slice_cores > INT32_MAX || (int64_t)o.replicas * chip->cores % chip->replicas ||
+        !sy_tpu_slice_topology(chip, (int32_t)slice_cores, &p->topology))
+        p->topology = (sy_tpu_topology){.rank = 0, .chips = {1, 1, 1}};
+    p->allreduce_s = sy_allreduce_seconds(chip, &p->topology, o.replicas, p->gradient_bytes);
     p->host_s = chip->host_round_trip_s / o.steps_per_execution;
     p->step_s = p->compute_s + p->infeed_stall_s + p->allreduce_s + p->host_s;
     p->samples_per_s = p->step_s > 0 ? (double)p->batch * rr / p->step_s : 0;

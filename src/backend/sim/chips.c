@@ -102,3 +102,58 @@ const char *sy_tpu_chip_slices(const sy_tpu_chip *chip) {
     return "8 and up, twice the chips of a topology AxBxC whose sides are each 1 to 4, 8, 12 or 16 "
            "(v4-8 is 2x2x1, v4-32 2x2x4, v4-8192 the pod, 16x16x16)";
 }
+
+/* ---- issue 20, pods on paper: the slices' topologies ----------------------------------------- */
+
+/* v2 and v3: each accelerator type's grid of chips, X x Y, as Cloud TPU lays them out: its hosts
+ * (TPU_HOST_BOUNDS, pytorch/xla torch_xla/_internal/tpu.py) times a host's 2 x 2 chips
+ * (TPU_CHIPS_PER_HOST_BOUNDS 2,2,1); the pod is 16 x 16 (v2) or 32 x 32 (v3), a 2-D torus
+ * [cacm]. docs/tpu-pods.md cites both. */
+static const struct {
+    const char *chip;
+    int32_t cores, x, y, pod_side;
+} grids[] = {
+    {"v2", 8, 2, 2, 16},      {"v2", 32, 4, 4, 16},    {"v2", 128, 8, 8, 16},
+    {"v2", 256, 8, 16, 16},   {"v2", 512, 16, 16, 16}, {"v3", 8, 2, 2, 32},
+    {"v3", 32, 4, 4, 32},     {"v3", 64, 4, 8, 32},    {"v3", 128, 8, 8, 32},
+    {"v3", 256, 8, 16, 32},   {"v3", 512, 16, 16, 32}, {"v3", 1024, 16, 32, 32},
+    {"v3", 2048, 32, 32, 32},
+};
+
+bool sy_tpu_slice_topology(const sy_tpu_chip *chip, int32_t cores, sy_tpu_topology *out) {
+    if (!out || !sy_tpu_chip_has_slice(chip, cores)) return false;
+    int32_t n_chips = cores / chip->cores;
+    sy_tpu_topology t = {.rank = 1, .chips = {1, 1, 1}, .wrap = {false, false, false}};
+    if (n_chips == 4) { /* one host: issue 16's ring of its replicas, one way round */
+        t.chips[0] = 4;
+        *out = t;
+        return true;
+    }
+    for (size_t i = 0; i < sizeof grids / sizeof grids[0]; i++)
+        if (!strcmp(grids[i].chip, chip->name) && grids[i].cores == cores) {
+            t.rank = 2;
+            t.chips[0] = grids[i].x, t.chips[1] = grids[i].y;
+            /* the pod's own dimensions close into rings; a slice narrower than the pod along a
+             * dimension is taken as a line there (no source says its wraparound links are kept) */
+            t.wrap[0] = grids[i].x == grids[i].pod_side;
+            t.wrap[1] = grids[i].y == grids[i].pod_side;
+            *out = t;
+            return true;
+        }
+    /* v4: the most cubic AxBxC, A <= B <= C, the default topology of an accelerator type [types-
+     * topologies]: the smallest C, then the smallest B; a torus when made of whole 4x4x4 cubes
+     * [v4-paper: the optical switches join cubes into tori] */
+    for (int32_t c = 1; c <= 16; c++)
+        for (int32_t b = 1; b <= c; b++) {
+            if (n_chips % (b * c)) continue;
+            int32_t a = n_chips / (b * c);
+            if (a > b || !v4_side(a) || !v4_side(b) || !v4_side(c)) continue;
+            bool cubes = a % 4 == 0 && b % 4 == 0 && c % 4 == 0;
+            t.rank = 3;
+            t.chips[0] = a, t.chips[1] = b, t.chips[2] = c;
+            t.wrap[0] = t.wrap[1] = t.wrap[2] = cubes;
+            *out = t;
+            return true;
+        }
+    return false;
+}
