@@ -6,8 +6,10 @@
 # training images; tools/quantize_check.py has TFLiteConverter quantize the
 # same .h5 on the same images and tf.lite.Interpreter run both files: the
 # same operators, weight scales and activation ranges, accuracy within 0.5
-# point of the float model. test_tflite_write then reads and re-encodes both
-# files (the writer as the reader's inverse).
+# point of the float model. Then the same for a ResNet-like model with seeded
+# weights (BatchNormalization folded, depthwise convolution, residual ADDs,
+# PAD, pooling, MEAN). test_tflite_write then reads and re-encodes every
+# file (the writer as the reader's inverse).
 #
 # Python is the first of $SYSTOLIC_PYTHON, <root>/.venv/bin/python (make
 # deps) and <root>/.gl/bin/python (make bench-deps) with TensorFlow
@@ -47,4 +49,23 @@ grep -q "^operators: 7 (QUANTIZE CONV_2D MAX_POOL_2D RESHAPE FULLY_CONNECTED SOF
 rc=$?
 grep -v "^ \|^$\|[Ww]arn\|Summary\|^---\|Accepted\|Non-Converted\|arith\|fully_quantize\|^INFO" "$dir/check.log"
 [ $rc -eq 0 ] || exit 1
-"$test_write" "$root" "$dir/tensorflow.tflite" "$dir/systolic.tflite" "$dir/int8.tflite"
+cp "$dir/tensorflow.tflite" "$dir/tensorflow_cnn.tflite"
+# the ResNet-like model (BatchNormalization folded, DEPTHWISE_CONV_2D, ADD, PAD, pooling, MEAN): seeded weights
+"$python" "$root/tools/quantize_check.py" --make-resnet "$dir/resnet.h5" >"$dir/resnet.log" 2>&1 || {
+    cat "$dir/resnet.log"
+    exit 1
+}
+# shellcheck disable=SC2086
+"$systolic" quantize "$dir/resnet.h5" $q -o "$dir/resnet.tflite" >"$dir/qr.log" 2>&1 || {
+    cat "$dir/qr.log"
+    exit 1
+}
+grep "^operators" "$dir/qr.log"
+mkdir "$dir/resnet"
+"$python" "$root/tools/quantize_check.py" "$dir/resnet.h5" "$dir/resnet.tflite" "$dir/resnet" --calibration-samples 1000 \
+    --untrained >"$dir/check.log" 2>&1
+rc=$?
+grep -v "^ \|^$\|[Ww]arn\|Summary\|^---\|Accepted\|Non-Converted\|arith\|fully_quantize\|^INFO" "$dir/check.log"
+[ $rc -eq 0 ] || exit 1
+"$test_write" "$root" "$dir/tensorflow_cnn.tflite" "$dir/systolic.tflite" "$dir/int8.tflite" "$dir/resnet.tflite" \
+    "$dir/resnet/tensorflow.tflite"

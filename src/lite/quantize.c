@@ -633,6 +633,29 @@ static sy_status check_model(const sy_model *m) {
     return SY_OK;
 }
 
+/* TFLite's calibrator logs each operator's inputs again after the kernel ran (calibrator.cc, LoggingEval: for the
+ * state of LSTMs), and TF 2.15's interpreter runs ADD in place: the output overwrites the first input that only it
+ * reads. That input's recorded range so takes in the sum's, and the converter's file has it; so does this one. */
+static void inplace_ranges(qbuild *b) {
+    const sy_model *m = b->m;
+    for (int32_t k = 0; k < (int32_t)m->n_nodes; k++) {
+        if (m->nodes[k].layer < 0 || cfg_of(b, k)->kind != SY_LAYER_ADD || m->nodes[k].n_in != 2) continue;
+        int32_t next = sole_consumer(b, k), out = next >= 0 && relu_kind(b, next) ? next : k;
+        for (int32_t i = 0; i < 2; i++) {
+            int32_t e = input_of(b, k, i);
+            const model_node *n = &m->nodes[e];
+            sy_layer_kind kind = n->layer >= 0 ? cfg_of(b, e)->kind : SY_LAYER_DROPOUT;
+            if (b->uses[e] != 1 || !sy_shape_equal(&n->shape, &m->nodes[k].shape) || kind == SY_LAYER_DROPOUT ||
+                kind == SY_LAYER_FLATTEN || kind == SY_LAYER_RESHAPE ||
+                (kind == SY_LAYER_ACTIVATION && cfg_of(b, e)->activation == SY_ACTIVATION_LINEAR))
+                continue;
+            b->lo[e] = fminf(b->lo[e], b->lo[out]);
+            b->hi[e] = fmaxf(b->hi[e], b->hi[out]);
+            break;
+        }
+    }
+}
+
 static sy_status build(qbuild *b, const sy_lite_quantize_options *o) {
     sy_model *m = b->m;
     sy_status st;
@@ -642,6 +665,7 @@ static sy_status build(qbuild *b, const sy_lite_quantize_options *o) {
         for (int32_t k = 0; n->layer >= 0 && k < n->n_in; k++) b->uses[m->edges[n->in_off + k]]++;
     }
     b->uses[m->outputs[0]]++;
+    inplace_ranges(b);
     /* the input: float, then QUANTIZE (or int8 straight away) */
     int32_t node0 = m->inputs[0].node, in_t, q_t;
     char name[LAYER_NAME_MAX + 48];
