@@ -23,7 +23,7 @@ root=$3
 find_python 'import importlib.util as u, sys; sys.exit(not (u.find_spec("numpy") and u.find_spec("tensorflow")))'
 dir=$(mktemp -d "${TMPDIR:-/tmp}/systolic-quantize-XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
-"$systolic" train fashion_mnist_cnn --epochs 3 --verbose 0 --save-model "$dir/cnn.h5" >"$dir/train.log" 2>&1 || {
+"$systolic" train fashion_mnist_cnn --epochs 2 --verbose 0 --save-model "$dir/cnn.h5" >"$dir/train.log" 2>&1 || {
     cat "$dir/train.log"
     exit 1
 }

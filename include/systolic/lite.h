@@ -58,6 +58,8 @@ typedef struct sy_lite_quantize_report {
  * report may be NULL. */
 sy_status sy_lite_quantize(sy_model *m, const sy_tensor *calibration, const sy_lite_quantize_options *o,
                            const char *path, sy_lite_quantize_report *report);
+/* Whether sy_lite_quantize takes m's layers (SY_OK), or the refusal it would give: a check that needs no data. */
+sy_status sy_lite_quantize_check(const sy_model *m);
 
 
 /* ---- TPU v1 ----------------------------------------------------------------

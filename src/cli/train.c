@@ -1103,6 +1103,13 @@ int cmd_predict(int argc, char **argv) {
 /* issue 18: the model quantized to an int8 .tflite file, calibrated on its training split. */
 static int quantize_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
                          const sy_data_split *d) {
+    /* the layers first: a model the quantizer refuses is refused before its data loads */
+    if (sy_lite_quantize_check(m)) return fail(c->name, b->name);
+    sy_data_split own;
+    if (!d->x_train) {
+        if (b->build ? b->load(&own) : file_model_data((const file_model *)b, &own)) return fail(c->name, NULL);
+        d = &own;
+    }
     sy_lite_quantize_options q = sy_lite_quantize_options_default();
     q.calibration_steps = o->calibration_steps;
     q.batch_size = o->batch_size;
@@ -1118,6 +1125,7 @@ static int quantize_body(const command_spec *c, const builtin_model *b, const ru
     sy_lite_quantize_report r;
     if (!st) st = sy_lite_quantize(m, x, &q, o->tflite_out, &r);
     sy_tensor_free(x);
+    if (d == &own) sy_data_split_free(&own);
     if (st) return fail(c->name, b->name);
     printf("%s: quantized to %s (int8, TFLite full-integer; %s input, %s output), calibrated on %lld training "
            "samples\n", b->name, o->tflite_out, q.int8_input ? "int8" : "float32", q.int8_output ? "int8" : "float32",
@@ -1161,7 +1169,7 @@ int cmd_quantize(int argc, char **argv) {
         fprintf(stderr, "systolic quantize: %s\n", bad);
         rc = 2;
     } else {
-        rc = run(&c, argc, args, true, quantize_body);
+        rc = run(&c, argc, args, false, quantize_body); /* the body loads the data, once the layers pass */
     }
     free(args);
     return rc;

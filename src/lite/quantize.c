@@ -618,18 +618,38 @@ out:
 
 /* ---- the whole -------------------------------------------------------------------- */
 
-static sy_status check_model(const sy_model *m) {
+sy_status sy_lite_quantize_check(const sy_model *m) {
     if (!m->built) return sy_error(SY_ERR_STATE, "quantize: model '%s' has no input shape yet", m->name);
     if (m->n_inputs != 1 || m->n_outputs != 1)
         return sy_error(SY_ERR_UNSUPPORTED, "quantize: model '%s' has %d inputs and %d outputs; one of each is quantized",
                         m->name, m->n_inputs, m->n_outputs);
     if (model_input_dtype(m, 0) != SY_F32)
         return sy_error(SY_ERR_UNSUPPORTED, "quantize: model '%s' takes %s input (an Embedding first): full-integer "
-                        "quantization takes float inputs", m->name, sy_dtype_name(model_input_dtype(m, 0)));
+                        "quantization takes float inputs (dynamic-range quantization, TFLite's for recurrent models, is not in this "
+                        "version yet)", m->name, sy_dtype_name(model_input_dtype(m, 0)));
     for (int64_t i = 0; i < m->n_layers; i++)
         if (m->layers[i].sub)
             return sy_error(SY_ERR_UNSUPPORTED, "quantize: layer '%s' is a nested model; quantize a flat one",
                             m->layers[i].name);
+    static const sy_layer_kind ok[] = {SY_LAYER_DROPOUT, SY_LAYER_CONV2D, SY_LAYER_DEPTHWISE_CONV2D, SY_LAYER_DENSE,
+                                       SY_LAYER_MAX_POOLING2D, SY_LAYER_AVERAGE_POOLING2D, SY_LAYER_ADD,
+                                       SY_LAYER_ACTIVATION, SY_LAYER_RELU, SY_LAYER_SOFTMAX, SY_LAYER_FLATTEN,
+                                       SY_LAYER_RESHAPE, SY_LAYER_GLOBAL_AVERAGE_POOLING2D, SY_LAYER_ZERO_PADDING2D,
+                                       SY_LAYER_BATCH_NORMALIZATION};
+    for (int64_t i = 0; i < m->n_nodes; i++) {
+        if (m->nodes[i].layer < 0) continue;
+        sy_layer_kind k = m->layers[m->nodes[i].layer].cfg.kind;
+        bool known = false;
+        for (size_t j = 0; j < sizeof ok / sizeof ok[0]; j++) known |= ok[j] == k;
+        if (!known) {
+            qbuild probe = {.m = (sy_model *)m};
+            return unsupported(&probe, (int32_t)i, "has no int8 TFLite builtin here; supported: Conv2D, "
+                                                   "DepthwiseConv2D, Dense, BatchNormalization (folded), "
+                                                   "ReLU/relu/relu6, MaxPooling2D, AveragePooling2D, "
+                                                   "GlobalAveragePooling2D, ZeroPadding2D, Add, Flatten, Reshape, "
+                                                   "Dropout, Softmax");
+        }
+    }
     return SY_OK;
 }
 
@@ -726,7 +746,7 @@ sy_status sy_lite_quantize(sy_model *m, const sy_tensor *calibration, const sy_l
     if (o->calibration_steps < 1 || o->batch_size < 1)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "quantize: calibration_steps (%lld) and batch_size (%lld) must be >= 1",
                         (long long)o->calibration_steps, (long long)o->batch_size);
-    sy_status st = check_model(m);
+    sy_status st = sy_lite_quantize_check(m); /* before the calibration runs: a refusal costs nothing */
     if (st) return st;
     qbuild b = {.m = m};
     b.t = sy_calloc(1, sizeof *b.t);
@@ -738,25 +758,6 @@ sy_status sy_lite_quantize(sy_model *m, const sy_tensor *calibration, const sy_l
     b.done = sy_calloc(nn, sizeof *b.done);
     int64_t samples = 0;
     if (!b.t || !b.lo || !b.hi || !b.tensor || !b.uses || !b.done) st = oom();
-    /* the layers are checked before the calibration runs: a refusal costs nothing */
-    for (int64_t i = 0; !st && i < m->n_nodes; i++) {
-        if (m->nodes[i].layer < 0) continue;
-        sy_layer_kind k = m->layers[m->nodes[i].layer].cfg.kind;
-        static const sy_layer_kind ok[] = {SY_LAYER_DROPOUT, SY_LAYER_CONV2D, SY_LAYER_DEPTHWISE_CONV2D, SY_LAYER_DENSE,
-                                           SY_LAYER_MAX_POOLING2D, SY_LAYER_AVERAGE_POOLING2D, SY_LAYER_ADD,
-                                           SY_LAYER_ACTIVATION, SY_LAYER_RELU, SY_LAYER_SOFTMAX, SY_LAYER_FLATTEN,
-                                           SY_LAYER_RESHAPE, SY_LAYER_GLOBAL_AVERAGE_POOLING2D,
-                                           SY_LAYER_ZERO_PADDING2D, SY_LAYER_BATCH_NORMALIZATION};
-        bool known = false;
-        for (size_t j = 0; j < sizeof ok / sizeof ok[0]; j++) known |= ok[j] == k;
-        if (!known) {
-            qbuild probe = {.m = m};
-            st = unsupported(&probe, (int32_t)i, "has no int8 TFLite builtin here; supported: Conv2D, DepthwiseConv2D, "
-                                                 "Dense, BatchNormalization (folded), ReLU/relu/relu6, MaxPooling2D, "
-                                                 "AveragePooling2D, GlobalAveragePooling2D, ZeroPadding2D, Add, "
-                                                 "Flatten, Reshape, Dropout, Softmax");
-        }
-    }
     if (!st) st = calibrate(&b, calibration, o, &samples);
     if (!st) st = build(&b, o);
     if (!st) {
