@@ -1127,7 +1127,7 @@ static int quantize_body(const command_spec *c, const builtin_model *b, const ru
     sy_tensor_free(x);
     if (d == &own) sy_data_split_free(&own);
     if (st) return fail(c->name, b->name);
-    printf("%s: quantized to %s (int8, TFLite full-integer; %s input, %s output), calibrated on %lld training "
+    printf("%s: quantized to %s (int8, TFLite full-integer: %s input, %s output), calibrated on %lld training "
            "samples\n", b->name, o->tflite_out, q.int8_input ? "int8" : "float32", q.int8_output ? "int8" : "float32",
            (long long)r.samples);
     printf("operators: %d (%s)\n", r.n_ops, r.ops);

@@ -310,6 +310,9 @@ static sy_status lower_affine(qbuild *b, int32_t k, affine *a) {
                             layer_name(b, k));
         float *gamma = var_data(b, next, "gamma", NULL), *beta = var_data(b, next, "beta", NULL);
         float *mean = var_data(b, next, "moving_mean", NULL), *var = var_data(b, next, "moving_variance", NULL);
+        if (!mean || !var)
+            return sy_error(SY_ERR_INTERNAL, "quantize: BatchNormalization '%s' has no moving statistics",
+                            layer_name(b, next));
         int32_t C = a->channels;
         int64_t per = n / C;
         for (int32_t c = 0; c < C; c++) {
