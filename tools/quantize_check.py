@@ -94,36 +94,13 @@ def layout(path):
 def resnet_small():
     """tools/tflite_models.py's ResNet-like model on Fashion-MNIST's 28x28x1: ZeroPadding2D, Conv2D without bias +
     BatchNormalization + ReLU, residual Add + ReLU, a strided block with a 1x1 shortcut, DepthwiseConv2D + BN,
-    average and max pooling added, GlobalAveragePooling2D, Dense, Softmax; seeded weights, BN statistics apart from
-    0 and 1 so that folding matters."""
+    average and max pooling added, GlobalAveragePooling2D, Dense, Softmax; seeded weights, nonzero biases, BN
+    statistics apart from 0 and 1 so that folding matters."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import tflite_models  # noqa: E402
     L = tf.keras.layers
     tf.keras.utils.set_random_seed(18)
-    x0 = tf.keras.Input((28, 28, 1))
-    x = L.ZeroPadding2D(1)(x0)
-    x = L.Conv2D(8, 3, use_bias=False)(x)
-    x = L.BatchNormalization()(x)
-    x = L.ReLU()(x)
-    y = L.Conv2D(8, 3, padding="same")(x)
-    y = L.BatchNormalization()(y)
-    y = L.ReLU()(y)
-    y = L.Conv2D(8, 3, padding="same")(y)
-    y = L.BatchNormalization()(y)
-    x = L.ReLU()(L.Add()([x, y]))
-    y = L.Conv2D(16, 3, strides=2, padding="same")(x)
-    y = L.BatchNormalization()(y)
-    y = L.ReLU(max_value=6)(y)
-    y = L.DepthwiseConv2D(3, padding="same")(y)
-    y = L.BatchNormalization()(y)
-    s = L.Conv2D(16, 1, strides=2)(x)
-    x = L.ReLU()(L.Add()([s, y]))
-    a = L.AveragePooling2D(2)(x)
-    m = L.MaxPooling2D(2)(x)
-    x = L.Add()([a, m])
-    x = L.GlobalAveragePooling2D()(x)
-    x = L.Dropout(0.5)(x)
-    x = L.Dense(10)(x)
-    out = L.Softmax()(x)
-    model = tf.keras.Model(x0, out)
+    model = tflite_models.resnet_small((28, 28, 1))
     rng = np.random.default_rng(18)
     for layer in model.layers:
         w = layer.get_weights()

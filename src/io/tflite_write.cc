@@ -25,7 +25,6 @@
 
 #include "tflite_schema_generated.h"
 
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -34,14 +33,8 @@ extern "C" void *sy_malloc(size_t size);
 
 namespace {
 
-int fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int fail(char *err, size_t n, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+/* A refusal's message in err; -1. (A macro, not tflite_fb.cc's varargs function again.) */
+#define refuse(err, n, ...) (snprintf((err), (n), __VA_ARGS__), -1)
 
 using flatbuffers::FlatBufferBuilder;
 using flatbuffers::Offset;
@@ -100,7 +93,7 @@ int check_indices(const int32_t *v, int32_t count, int32_t n_tensors, bool optio
                   size_t n) {
     for (int32_t i = 0; i < count; i++)
         if (v[i] >= n_tensors || v[i] < (optional ? -1 : 0))
-            return fail(err, n, "%s names tensor %d; the model has %d", where, v[i], n_tensors);
+            return refuse(err, n, "%s names tensor %d; the model has %d", where, v[i], n_tensors);
     return 0;
 }
 
@@ -117,12 +110,12 @@ extern "C" int io_tflite_encode(const io_tflite *m, const io_tflite_write_option
     for (int32_t i = 0; i < m->n_tensors; i++) {
         const io_tflite_tensor *t = &m->tensors[i];
         if (t->rank < 0 || t->rank > IO_TFLITE_MAX_RANK)
-            return fail(err, n, "tensor %d '%s' has rank %d", i, t->name ? t->name : "", t->rank);
+            return refuse(err, n, "tensor %d '%s' has rank %d", i, t->name ? t->name : "", t->rank);
         if (t->quant_count > 1 && (t->quant_dim < 0 || t->quant_dim >= t->rank || t->shape[t->quant_dim] != t->quant_count))
-            return fail(err, n, "tensor %d '%s' has %d per-channel scales along dimension %d", i, t->name ? t->name : "",
+            return refuse(err, n, "tensor %d '%s' has %d per-channel scales along dimension %d", i, t->name ? t->name : "",
                         t->quant_count, t->quant_dim);
         if (t->data && t->data_size % (io_tflite_type_size(t->type) ? io_tflite_type_size(t->type) : 1))
-            return fail(err, n, "tensor %d '%s': %zu bytes of data are no whole number of %s", i, t->name ? t->name : "",
+            return refuse(err, n, "tensor %d '%s': %zu bytes of data are no whole number of %s", i, t->name ? t->name : "",
                         t->data_size, io_tflite_type_name(t->type));
     }
     if (check_indices(m->inputs, m->n_inputs, m->n_tensors, false, "the subgraph's inputs", err, n) ||
@@ -244,7 +237,7 @@ extern "C" int io_tflite_encode(const io_tflite *m, const io_tflite_write_option
 
     size_t len = b.GetSize();
     uint8_t *copy = static_cast<uint8_t *>(sy_malloc(len ? len : 1));
-    if (!copy) return fail(err, n, "out of memory");
+    if (!copy) return refuse(err, n, "out of memory");
     memcpy(copy, b.GetBufferPointer(), len);
     *out = copy;
     *size = len;
