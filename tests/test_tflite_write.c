@@ -202,6 +202,17 @@ static void check_quantize(void) {
     }
     io_tflite_free(t);
 
+    /* an infinity in the calibration data: refused, naming the input, nothing written (a NaN is passed over by
+     * the running min and max) */
+    float *xd = sy_tensor_data(x);
+    float keep = xd[5];
+    xd[5] = INFINITY;
+    char nan_path[300];
+    snprintf(nan_path, sizeof nan_path, "%s/nan.tflite", dir);
+    CHECK_ERR(sy_lite_quantize(m, x, &o, nan_path, NULL), SY_ERR_INVALID_ARGUMENT, "the model's input", "finite");
+    CHECK(access(nan_path, F_OK) != 0, "nothing written for an infinite range");
+    xd[5] = keep;
+
     /* int8 input and output: no QUANTIZE, no DEQUANTIZE */
     o.int8_input = o.int8_output = true;
     CHECK_OK(sy_lite_quantize(m, x, &o, path, &r));

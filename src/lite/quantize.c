@@ -149,6 +149,12 @@ static sy_status activation_for(qbuild *b, int32_t k, const char *name, int32_t 
         double s = l->scale[0];
         return set_quant(b, *index, 1, &s, &l->zero_point[0], 0);
     }
+    if (!isfinite(b->lo[k]) || !isfinite(b->hi[k])) /* a NaN or infinity in the data or the weights */
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "quantize: %s%s%s takes values outside the finite floats on the "
+                        "calibration data (range [%g, %g]): no int8 scale fits it",
+                        b->m->nodes[k].layer < 0 ? "the model's input" : "layer '",
+                        b->m->nodes[k].layer < 0 ? "" : b->m->layers[b->m->nodes[k].layer].name,
+                        b->m->nodes[k].layer < 0 ? "" : "'", (double)b->lo[k], (double)b->hi[k]);
     double s;
     int64_t zp;
     lite_quant_params(b->lo[k], b->hi[k], &s, &zp);
