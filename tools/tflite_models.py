@@ -55,9 +55,9 @@ def cnn():
     ])
 
 
-def resnet_small():
+def resnet_small(shape=(16, 16, 3)):
     L = tf.keras.layers
-    x0 = tf.keras.Input((16, 16, 3))
+    x0 = tf.keras.Input(shape)
     x = L.ZeroPadding2D(1)(x0)
     x = L.Conv2D(8, 3, use_bias=False)(x)
     x = L.BatchNormalization()(x)

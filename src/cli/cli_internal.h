@@ -245,6 +245,7 @@ int cmd_train(int argc, char **argv);
 int cmd_evaluate(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
+int cmd_quantize(int argc, char **argv); /* issue 18 */
 /* convert.c */
 int cmd_convert(int argc, char **argv);
 /* issue 16, cost model: profile.c */

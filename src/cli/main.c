@@ -205,6 +205,8 @@ static const command commands[] = {
     {"evaluate", "evaluate a model on its test data (Keras's evaluate)", cmd_evaluate, NULL},
     {"predict", "run a model on its test data and print predictions", cmd_predict, NULL},
     {"summary", "print a model's Keras summary", cmd_summary, NULL},
+    {"quantize", "quantize a model to an int8 TensorFlow Lite file (TFLiteConverter's post-training quantization)",
+     cmd_quantize, NULL},
     {"convert", "write a dataset as sharded TFRecord files of tf.train.Examples", cmd_convert, NULL},
     {"version", "print the version", cmd_version, "usage: systolic version\n"},
     {"devices", "list the devices (replicas) a --tpu spec resolves to, and the host", cmd_devices, NULL},

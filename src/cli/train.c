@@ -67,6 +67,9 @@ typedef struct run_opts {
     const char *features;
     sy_record_spec spec;
     bool plan; /* issue 21: summary --plan */
+    /* issue 18: quantize's -o/--output, --calibration-steps, --inference-input-type, --inference-output-type */
+    const char *tflite_out, *input_type, *output_type;
+    int64_t calibration_steps;
 } run_opts;
 
 enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_EVALSTEPS, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE,
@@ -85,6 +88,7 @@ enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_E
        F_LR_SCHEDULE, F_REDUCE_LR, F_REDUCE_LR_FACTOR, F_REDUCE_LR_MIN_LR, F_REDUCE_LR_MONITOR, /* issue 17, lr schedules */
        F_FEATURES, /* issue 17, TFRecord layouts */
        F_PLAN, /* issue 21: summary --plan */
+       F_TFLITE_OUT, F_CAL_STEPS, F_INPUT_TYPE, F_OUTPUT_TYPE, /* issue 18: quantize */
        F_N };
 
 static void make_flags(flag *f, run_opts *o) {
@@ -208,6 +212,19 @@ static void make_flags(flag *f, run_opts *o) {
         "print the compiled training step instead: each kernel, the model's ops fused into it, its "
         "buffers and the arena's total, at --batch-size over the --tpu replicas",
         .set = false};
+    /* issue 18: quantize */
+    o->calibration_steps = 100;
+    f[F_TFLITE_OUT] = (flag){"--output", FLAG_STRING, &o->tflite_out, "OUT.tflite",
+                             "the int8 TensorFlow Lite file to write (also -o; written whole or not at all)",
+                             .set = false};
+    f[F_CAL_STEPS] = (flag){"--calibration-steps", FLAG_INT, &o->calibration_steps, "N",
+                            "batches of --batch-size training samples run through the float model to find each "
+                            "tensor's range (default 100)", .set = false, .min = 1, .max = INT32_MAX};
+    f[F_INPUT_TYPE] = (flag){"--inference-input-type", FLAG_STRING, &o->input_type, "TYPE",
+                             "float32 (default: a QUANTIZE op first) or int8 (TFLiteConverter's inference_input_type)",
+                             .set = false};
+    f[F_OUTPUT_TYPE] = (flag){"--inference-output-type", FLAG_STRING, &o->output_type, "TYPE",
+                              "float32 (default: a DEQUANTIZE op last) or int8 (inference_output_type)", .set = false};
     /* issue 16, mixed_bfloat16 */
     f[F_DTYPE_POLICY] = (flag){"--dtype-policy", FLAG_STRING, &o->dtype_policy, "NAME",
                                "Keras's dtype policy for every layer: float32 or mixed_bfloat16 (variables float32, "
@@ -337,6 +354,8 @@ static const int eval_flags[] = {F_BATCH, F_EVALSTEPS, F_SEED, F_VERBOSE, F_TPU,
 static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, F_DATASET, F_LOAD_WEIGHTS,
                                     F_INPUT, F_OUTPUT, F_DTYPE_POLICY,
                                     F_DATA, F_DATA_COMPRESSION, F_SKIP_CORRUPT, F_FEATURES, -1}; /* issue 17: --data */
+static const int quantize_flags[] = {F_TFLITE_OUT, F_CAL_STEPS, F_INPUT_TYPE, F_OUTPUT_TYPE, F_BATCH, F_SEED,
+                                     F_DATASET, F_LOAD_WEIGHTS, -1}; /* issue 18 */
 static const int summary_flags[] = {F_SEED, F_LOAD_WEIGHTS, F_PLAN, F_BATCH,
                                     F_TPU,  F_DTYPE_POLICY, -1};
 
@@ -1079,6 +1098,81 @@ int cmd_predict(int argc, char **argv) {
                                    "(one array per output, named after it), or to OUT.csv.",
                                    predict_flags};
     return run(&c, argc, argv, true, predict_body);
+}
+
+/* issue 18: the model quantized to an int8 .tflite file, calibrated on its training split. */
+static int quantize_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
+                         const sy_data_split *d) {
+    /* the layers first: a model the quantizer refuses is refused before its data loads */
+    if (sy_lite_quantize_check(m)) return fail(c->name, b->name);
+    sy_data_split own;
+    if (!d->x_train) {
+        if (b->build ? b->load(&own) : file_model_data((const file_model *)b, &own)) return fail(c->name, NULL);
+        d = &own;
+    }
+    sy_lite_quantize_options q = sy_lite_quantize_options_default();
+    q.calibration_steps = o->calibration_steps;
+    q.batch_size = o->batch_size;
+    q.int8_input = o->input_type && !strcmp(o->input_type, "int8");
+    q.int8_output = o->output_type && !strcmp(o->output_type, "int8");
+    /* the samples calibration takes, as float32 (Keras casts raw pixels the same way) */
+    sy_shape xs = sy_tensor_shape(d->x_train);
+    int64_t per = xs.dims[0] > 0 ? sy_tensor_count(d->x_train) / xs.dims[0] : 0;
+    if (xs.dims[0] > q.calibration_steps * q.batch_size) xs.dims[0] = q.calibration_steps * q.batch_size;
+    sy_tensor *x = NULL;
+    sy_status st = sy_tensor_new(SY_F32, xs, &x);
+    for (int64_t i = 0; !st && i < xs.dims[0] * per; i++) ((float *)sy_tensor_data(x))[i] = (float)sy_tensor_get(d->x_train, i);
+    sy_lite_quantize_report r;
+    if (!st) st = sy_lite_quantize(m, x, &q, o->tflite_out, &r);
+    sy_tensor_free(x);
+    if (d == &own) sy_data_split_free(&own);
+    if (st) return fail(c->name, b->name);
+    printf("%s: quantized to %s (int8, TFLite full-integer: %s input, %s output), calibrated on %lld training "
+           "samples\n", b->name, o->tflite_out, q.int8_input ? "int8" : "float32", q.int8_output ? "int8" : "float32",
+           (long long)r.samples);
+    printf("operators: %d (%s)\n", r.n_ops, r.ops);
+    printf("size: %lld bytes of float32 weights -> %lld bytes of file (%.2fx smaller)\n", (long long)r.float_bytes,
+           (long long)r.file_bytes, r.file_bytes ? (double)r.float_bytes / (double)r.file_bytes : 0.0);
+    return 0;
+}
+
+int cmd_quantize(int argc, char **argv) {
+    static const command_spec c = {"quantize",
+                                   "Quantize a model (built-in, or MODEL.h5 / MODEL.json with --dataset; its weights from "
+                                   "the file or --load-weights) to an int8 TensorFlow Lite file, as TFLiteConverter does "
+                                   "with optimizations=[DEFAULT] and a representative dataset: per-channel int8 weights, "
+                                   "int8 activations calibrated on --calibration-steps batches of its training data, "
+                                   "int32 biases. Usage: systolic quantize MODEL -o OUT.tflite [flags].",
+                                   quantize_flags};
+    /* -o is --output's short form here */
+    char **args = malloc(((size_t)argc + 1) * sizeof *args);
+    if (!args) return 1;
+    const char *out = NULL, *in_type = NULL, *out_type = NULL;
+    bool help = false;
+    for (int i = 0; i < argc; i++) {
+        args[i] = !strcmp(argv[i], "-o") ? (char *)"--output" : argv[i];
+        help |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+        if (i + 1 < argc && (!strcmp(args[i], "--output"))) out = argv[i + 1];
+        if (i + 1 < argc && !strcmp(argv[i], "--inference-input-type")) in_type = argv[i + 1];
+        if (i + 1 < argc && !strcmp(argv[i], "--inference-output-type")) out_type = argv[i + 1];
+    }
+    args[argc] = NULL;
+    const char *bad = help ? NULL
+                      : !out ? "which file? give -o OUT.tflite"
+                      : in_type && strcmp(in_type, "float32") && strcmp(in_type, "int8")
+                          ? "--inference-input-type: expected float32 or int8"
+                      : out_type && strcmp(out_type, "float32") && strcmp(out_type, "int8")
+                          ? "--inference-output-type: expected float32 or int8"
+                          : NULL;
+    int rc;
+    if (bad) {
+        fprintf(stderr, "systolic quantize: %s\n", bad);
+        rc = 2;
+    } else {
+        rc = run(&c, argc, args, false, quantize_body); /* the body loads the data, once the layers pass */
+    }
+    free(args);
+    return rc;
 }
 
 int cmd_summary(int argc, char **argv) {

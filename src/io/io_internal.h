@@ -51,6 +51,9 @@
 sy_status io_tflite_read(const char *path, io_tflite **out);
 sy_status io_tflite_parse(const uint8_t *buf, size_t n, const char *what, io_tflite **out);
 void io_tflite_free(io_tflite *m);
+/* issue 18: m written as a .tflite file at path (io_tflite_encode, then
+ * io_write_file_atomic: a failure leaves whatever path held before). */
+sy_status io_tflite_write(const char *path, const io_tflite *m, const io_tflite_write_options *wo);
 
 /* ---- files (file.c): docs/design/files.md ------------------------------------------ */
 

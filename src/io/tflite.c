@@ -95,3 +95,18 @@ sy_status io_tflite_read(const char *path, io_tflite **out) {
     if (st != SY_OK) return st;
     return decode(bytes, n, path, out);
 }
+
+sy_status io_tflite_write(const char *path, const io_tflite *m, const io_tflite_write_options *wo) {
+    uint8_t *bytes = NULL;
+    size_t n = 0;
+    char err[512];
+    if (io_tflite_encode(m, wo, &bytes, &n, err, sizeof err) != 0) {
+        if (strcmp(err, "out of memory") == 0) return sy_error(SY_ERR_OUT_OF_MEMORY, "out of memory writing '%s'", path);
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "cannot write '%s' as a TFLite model: %s", path, err);
+    }
+    const void *bufs[1] = {bytes};
+    size_t sizes[1] = {n};
+    sy_status st = io_write_file_atomic(path, bufs, sizes, 1);
+    sy_free(bytes);
+    return st;
+}

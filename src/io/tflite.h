@@ -5,7 +5,9 @@
  * the first subgraph's tensors (shape, TFLite type, constant bytes,
  * quantization), its operators (builtin code, tensor indices, the options
  * of the builtins that have them) and its inputs and outputs, all copied
- * out of the flatbuffer. docs/design/tflite.md says how and why.
+ * out of the flatbuffer. docs/design/tflite.md says how and why. The
+ * writer (tflite_write.cc, issue 18) is its inverse: an io_tflite encoded
+ * as a flatbuffer.
  *
  * This header is plain C with nothing of core_internal.h, so that the C++
  * half (tflite_fb.cc, the only code that touches flatbuffers) includes it
@@ -87,6 +89,25 @@ size_t io_tflite_type_size(int32_t type);
  * sy_malloc, freed by io_tflite_free). Returns 0, or -1 with a message in
  * err (what was wrong and at which byte offset) and m partly filled. */
 int io_tflite_decode(io_tflite *m, char *err, size_t err_size);
+
+/* ---- writing (tflite_write.cc, issue 18) ----
+ * What the writer adds to an io_tflite's contents. */
+typedef struct io_tflite_write_options {
+    const char *description;               /* the model's description; NULL: "systolic" */
+    const char *const *input_names;        /* with output_names: a "serving_default" SignatureDef */
+    const char *const *output_names;       /*   naming each input and output (NULL: none) */
+    int dynamic_batch;                     /* activations' shape_signature with -1 for the batch axis */
+    int min_runtime_version;               /* the "min_runtime_version" metadata entry, as TF writes it */
+} io_tflite_write_options;
+
+/* The C++ half of the writer: m (tensors' data where set, quantization,
+ * operators with their options, inputs and outputs) encoded with
+ * flatbuffers' FlatBufferBuilder as TFLite's schema lays it out, into a new
+ * sy_malloc'd buffer *out of *size bytes; io_tflite_decode reads the same m
+ * back. wo may be NULL. Returns 0, or -1 with a message in err (an index out
+ * of range, a per-channel count that is not its dimension's). */
+int io_tflite_encode(const io_tflite *m, const io_tflite_write_options *wo, uint8_t **out, size_t *size, char *err,
+                     size_t err_size);
 
 #ifdef __cplusplus
 }

@@ -454,7 +454,7 @@ static void cache_free(param_cache *c, const sy_model *m) {
  * not wanted) receives the outputs'. */
 static bool build_model(sy_model *m, sy_graph *g, const sy_node *inputs, const sy_node *in_masks,
                         sy_node *outputs, sy_node *out_masks, bool training, bool gradients,
-                        sy_node *penalties, param_cache *cache, bool first) {
+                        sy_node *penalties, param_cache *cache, bool first, sy_node *all) {
     /* one graph node per model node; a layer's weights are params made at
      * its first call and used by every call, so shared layers share them */
     sy_node *value = sy_calloc((size_t)m->n_nodes + 1, sizeof *value);
@@ -486,7 +486,7 @@ static bool build_model(sy_model *m, sy_graph *g, const sy_node *inputs, const s
         if (L->sub) {
             bool again = cache->sub[n->layer].w != NULL;
             bool built = build_model(L->sub, g, in, in_mask, &value[i], &mask[i], training,
-                                     gradients, penalties, &cache->sub[n->layer], first && !again);
+                                     gradients, penalties, &cache->sub[n->layer], first && !again, NULL);
             sy_graph_pop_scope(g);
             if (!built) goto done;
             continue;
@@ -516,6 +516,7 @@ static bool build_model(sy_model *m, sy_graph *g, const sy_node *inputs, const s
     }
     for (int32_t j = 0; j < m->n_outputs; j++) outputs[j] = value[m->outputs[j]];
     for (int32_t j = 0; out_masks && j < m->n_outputs; j++) out_masks[j] = mask[m->outputs[j]];
+    if (all) memcpy(all, value, (size_t)m->n_nodes * sizeof *all);
     ok = m->n_outputs > 0;
 done:
     sy_free(value);
@@ -528,7 +529,15 @@ bool keras_build_layers_masked(sy_model *m, sy_graph *g, const sy_node *inputs, 
     param_cache cache = {NULL, NULL};
     if (penalties) *penalties = SY_NONE;
     bool ok = build_model(m, g, inputs, NULL, outputs, out_masks, training, gradients, penalties,
-                          &cache, true);
+                          &cache, true, NULL);
+    cache_free(&cache, m);
+    return ok;
+}
+
+bool keras_build_nodes(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node *values) {
+    param_cache cache = {NULL, NULL};
+    sy_node outputs[MODEL_MAX_IO];
+    bool ok = build_model(m, g, inputs, NULL, outputs, NULL, false, false, NULL, &cache, true, values);
     cache_free(&cache, m);
     return ok;
 }

@@ -504,6 +504,9 @@ bool keras_build_layers_masked(sy_model *m, sy_graph *g, const sy_node *inputs, 
                                bool training, bool gradients, sy_node *penalties);
 bool keras_build_layers(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node *outputs, bool training, bool gradients,
                         sy_node *penalties);
+/* issue 18, quantization: the inference graph (no dropout), values[i] receiving model node i's output
+ * (m->n_nodes of them: every layer call's, the inputs' too), as the calibrator reads them. */
+bool keras_build_nodes(sy_model *m, sy_graph *g, const sy_node *inputs, sy_node *values);
 
 /* The plans for `mode` at `batch` rows per replica, compiled on first use
  * (or when the batch size changes). */

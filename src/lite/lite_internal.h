@@ -14,6 +14,11 @@
 
 /* ---- Post-training quantization -------------------------------------------- */
 
+/* TFLite's activation quantization (quantize.c): the int8 scale and zero
+ * point of a calibrated range [lo, hi], widened to hold 0 and the zero
+ * point nudged to an integer as MLIR's fakeQuantAttrsToType does. */
+void lite_quant_params(double lo, double hi, double *scale, int64_t *zero_point);
+
 
 /* ---- TPU v1 ---------------------------------------------------------------- */
 #include "../backend/sim/tpu1.h"

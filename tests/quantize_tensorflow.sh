@@ -1,0 +1,71 @@
+#!/bin/sh
+# quantize_tensorflow.sh - systolic quantize beside TensorFlow's own
+# converter (issue 18; docs/design/tflite.md, "Quantization"): systolic
+# trains the Fashion-MNIST CNN for a few seconds and saves it as .h5,
+# quantizes it (float and int8 input/output) calibrated on the first 1,000
+# training images; tools/quantize_check.py has TFLiteConverter quantize the
+# same .h5 on the same images and tf.lite.Interpreter run both files: the
+# same operators, weight scales and activation ranges, accuracy within 0.5
+# point of the float model. Then the same for a ResNet-like model with seeded
+# weights (BatchNormalization folded, depthwise convolution, residual ADDs,
+# PAD, pooling, MEAN). test_tflite_write then reads and re-encodes every
+# file (the writer as the reader's inverse).
+#
+# Python is the first of $SYSTOLIC_PYTHON, <root>/.venv/bin/python (make
+# deps) and <root>/.gl/bin/python (make bench-deps) with TensorFlow
+# (tests/find_python.sh); skipped (77) without one.
+#
+#   sh tests/quantize_tensorflow.sh build/systolic build/tests/test_tflite_write .
+systolic=$1
+test_write=$2
+root=$3
+. "$root/tests/find_python.sh"
+find_python 'import importlib.util as u, sys; sys.exit(not (u.find_spec("numpy") and u.find_spec("tensorflow")))'
+dir=$(mktemp -d "${TMPDIR:-/tmp}/systolic-quantize-XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+"$systolic" train fashion_mnist_cnn --epochs 2 --verbose 0 --save-model "$dir/cnn.h5" >"$dir/train.log" 2>&1 || {
+    cat "$dir/train.log"
+    exit 1
+}
+q="--dataset fashion_mnist --batch-size 100 --calibration-steps 10"
+# shellcheck disable=SC2086
+"$systolic" quantize "$dir/cnn.h5" $q -o "$dir/systolic.tflite" >"$dir/q.log" 2>&1 || {
+    cat "$dir/q.log"
+    exit 1
+}
+cat "$dir/q.log"
+grep -q "^operators: 7 (QUANTIZE CONV_2D MAX_POOL_2D RESHAPE FULLY_CONNECTED SOFTMAX DEQUANTIZE)$" "$dir/q.log" || {
+    echo "quantize_tensorflow: unexpected operators"
+    exit 1
+}
+# shellcheck disable=SC2086
+"$systolic" quantize "$dir/cnn.h5" $q --inference-input-type int8 --inference-output-type int8 \
+    -o "$dir/int8.tflite" >"$dir/q8.log" 2>&1 || {
+    cat "$dir/q8.log"
+    exit 1
+}
+"$python" "$root/tools/quantize_check.py" "$dir/cnn.h5" "$dir/systolic.tflite" "$dir" --calibration-samples 1000 \
+    --int8-io "$dir/int8.tflite" >"$dir/check.log" 2>&1
+rc=$?
+grep -v "^ \|^$\|[Ww]arn\|Summary\|^---\|Accepted\|Non-Converted\|arith\|fully_quantize\|^INFO" "$dir/check.log"
+[ $rc -eq 0 ] || exit 1
+cp "$dir/tensorflow.tflite" "$dir/tensorflow_cnn.tflite"
+# the ResNet-like model (BatchNormalization folded, DEPTHWISE_CONV_2D, ADD, PAD, pooling, MEAN): seeded weights
+"$python" "$root/tools/quantize_check.py" --make-resnet "$dir/resnet.h5" >"$dir/resnet.log" 2>&1 || {
+    cat "$dir/resnet.log"
+    exit 1
+}
+# shellcheck disable=SC2086
+"$systolic" quantize "$dir/resnet.h5" $q -o "$dir/resnet.tflite" >"$dir/qr.log" 2>&1 || {
+    cat "$dir/qr.log"
+    exit 1
+}
+grep "^operators" "$dir/qr.log"
+mkdir "$dir/resnet"
+"$python" "$root/tools/quantize_check.py" "$dir/resnet.h5" "$dir/resnet.tflite" "$dir/resnet" --calibration-samples 1000 \
+    --untrained >"$dir/check.log" 2>&1
+rc=$?
+grep -v "^ \|^$\|[Ww]arn\|Summary\|^---\|Accepted\|Non-Converted\|arith\|fully_quantize\|^INFO" "$dir/check.log"
+[ $rc -eq 0 ] || exit 1
+"$test_write" "$root" "$dir/tensorflow_cnn.tflite" "$dir/systolic.tflite" "$dir/int8.tflite" "$dir/resnet.tflite" \
+    "$dir/resnet/tensorflow.tflite"
