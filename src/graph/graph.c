@@ -177,8 +177,8 @@ static sy_status check_shape(sy_graph *g, const char *what, const char *name, co
 
 static sy_node add_leaf(sy_graph *g, sy_op op, const char *name, sy_dtype dtype, const sy_shape *shape) {
     if (g->status != SY_OK) return SY_NONE;
-    if (dtype != SY_F32 && dtype != SY_F64 && dtype != SY_I32) {
-        graph_fail(g, NULL, SY_ERR_DTYPE, "%s '%s': dtype %s (%d); graph values are float32, float64 or int32",
+    if (dtype != SY_F32 && dtype != SY_F64 && dtype != SY_I32 && dtype != SY_I8) { /* issue 18: int8 */
+        graph_fail(g, NULL, SY_ERR_DTYPE, "%s '%s': dtype %s (%d); graph values are float32, float64, int32 or int8",
                    sy_op_name(op), name ? name : "", sy_dtype_name(dtype), (int)dtype);
         return SY_NONE;
     }

@@ -303,6 +303,9 @@ static sy_status build_op(builder *b, int32_t i) {
             if (v < 0 || v >= x->rank) return refuse_op(f, i, "an axis is out of range");
             a.q.axes |= 1u << v;
         }
+        /* reduce.cc's Prepare: input scale / output scale */
+        sy_q_multiplier((double)x->scale[0] / (double)y->scale[0], &a.q.mult[0], &shift);
+        a.q.shift[0] = shift;
         if (op->keep_dims && x->rank == 4 && a.q.axes == 6)
             return refuse_op(f, i, "keep_dims over H and W (TFLite's own int8 Mean path) is not supported yet");
         out = graph_add(b->g, SY_OP_QMEAN, in, 1, &a, &ys);
@@ -353,6 +356,7 @@ static sy_status build_graph(sy_lite_model *m, int64_t batch) {
         b.node[m->in] = sy_graph_input(b.g, in->name[0] ? in->name : "input",
                                        in->type == IO_TFLITE_INT8 ? SY_I8 : SY_F32, act_shape(&b, in));
         m->x = b.node[m->in];
+        st = sy_graph_status(b.g);
         for (int32_t i = 0; i < f->n_ops && !st; i++) st = build_op(&b, i);
         if (!st && b.node[m->out] == SY_NONE)
             st = sy_error(SY_ERR_CORRUPT, "'%s': no operator computes the output tensor '%s'", f->path,

@@ -228,12 +228,16 @@ static void qmean(const sy_kargs *k) {
         for (int64_t i = 0; i < n_out; i++) y[i] = (int8_t)(sum[i] / (int32_t)per);
         return;
     }
-    float scale = a->q.x_scale / a->q.y_scale, bias = (float)-a->q.x_zp * scale;
+    /* the input-to-output multiplier divided by the count: shifted up by floor(log2(count)) (at most 32, and
+     * so that the shift stays >= -31), then an integer division */
+    int shift = 0;
+    for (int64_t c = per; c > 1; c >>= 1) shift++;
+    if (shift > 32) shift = 32;
+    if (shift > 31 + a->q.shift[0]) shift = 31 + a->q.shift[0];
+    int32_t mult = (int32_t)(((int64_t)a->q.mult[0] << shift) / per);
     for (int64_t i = 0; i < n_out; i++) {
-        float mean = (float)sum[i] / (float)per;
-        float t = mean * scale; /* two roundings, as TFLite's float arithmetic: no fused multiply-add */
-        float r = round_away(t + bias) + (float)a->q.y_zp;
-        y[i] = (int8_t)float_to_q(r, -128, 127);
+        int32_t v = sy_q_requantize(sum[i] - a->q.x_zp * (int32_t)per, mult, a->q.shift[0] - shift) + a->q.y_zp;
+        y[i] = (int8_t)clamp32(v, -128, 127);
     }
 }
 
