@@ -94,7 +94,7 @@ static sy_status product_operands(sy_graph *g, sy_node_rec *n, int64_t o) {
 static sy_status check_window(sy_graph *g, sy_node_rec *n, const int32_t *k, const int32_t *stride,
                               const int32_t *dil) {
     for (int i = 0; i < 2; i++)
-        if (k[i] < 1 || stride[i] < 1 || (dil && dil[i] < 1))
+        if (k[i] < 1 || stride[i] < 1 || (dil && dil[i] < 0)) /* dilation 0 reads as 1 */
             return graph_fail(g, n, SY_ERR_INVALID_ARGUMENT, "window %dx%d, strides %dx%d, dilation %dx%d: all must be >= 1",
                               k[0], k[1], stride[0], stride[1], dil ? dil[0] : 1, dil ? dil[1] : 1);
     return SY_OK;
@@ -104,8 +104,9 @@ static sy_status check_window(sy_graph *g, sy_node_rec *n, const int32_t *k, con
 static sy_status window_shape(sy_graph *g, sy_node_rec *n, const sy_shape *x, const int32_t *k, const int32_t *dil,
                               int64_t c) {
     int64_t oh, ow, pad;
-    sy_conv_out(x->dims[1], sy_dilated(k[0], dil ? dil[0] : 1), n->attr.q.stride[0], n->attr.q.padding, &oh, &pad);
-    sy_conv_out(x->dims[2], sy_dilated(k[1], dil ? dil[1] : 1), n->attr.q.stride[1], n->attr.q.padding, &ow, &pad);
+    int64_t d0 = dil && dil[0] > 1 ? dil[0] : 1, d1 = dil && dil[1] > 1 ? dil[1] : 1;
+    sy_conv_out(x->dims[1], sy_dilated(k[0], d0), n->attr.q.stride[0], n->attr.q.padding, &oh, &pad);
+    sy_conv_out(x->dims[2], sy_dilated(k[1], d1), n->attr.q.stride[1], n->attr.q.padding, &ow, &pad);
     if (oh <= 0 || ow <= 0) {
         char s[SY_SHAPE_STR_MAX];
         return graph_fail(g, n, SY_ERR_SHAPE, "a %dx%d window over %s leaves no output pixel", k[0], k[1],
