@@ -1,5 +1,6 @@
 """tflite_run.py - TensorFlow's side of tests/tflite_run.sh (issue 18): in DIR,
   unsupported.tflite   an int8 model with an operator systolic does not run (TANH)
+  float.tflite         the same model unquantized (float32)
   cnn_eval.txt         the accuracy tf.lite.Interpreter (reference kernels) gets for
                        DIR/fashion_mnist_cnn.tflite on Fashion-MNIST's 10,000 test images,
                        fed as systolic evaluate feeds them (pixels / 255, float32)
@@ -24,6 +25,9 @@ tf.keras.utils.set_random_seed(18)
 m = tf.keras.Sequential([tf.keras.layers.Dense(4, activation="tanh", input_shape=(8,))])
 with open(os.path.join(out, "unsupported.tflite"), "wb") as f:
     f.write(convert(m, np.random.default_rng(18).random((8, 8), dtype="f4"), False))
+
+with open(os.path.join(out, "float.tflite"), "wb") as f:  # no quantization at all
+    f.write(tf.lite.TFLiteConverter.from_keras_model(m).convert())
 
 with gzip.open(os.path.join(data, "t10k-images-idx3-ubyte.gz")) as f:
     x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28, 1)

@@ -39,6 +39,8 @@ got=$("$systolic" evaluate "$dir/fashion_mnist_cnn.tflite" --dataset fashion_mni
 case "$got" in *"$want"*) echo "evaluate: $want, as TFLite's interpreter" ;; *) fail "evaluate printed '$got', TFLite: $want" ;; esac
 msg=$("$systolic" predict "$dir/unsupported.tflite" --input "$dir/bad_shape.npy" --output "$dir/u.npy" 2>&1) && fail "TANH model ran"
 case "$msg" in *"is TANH (builtin 28)"*"runs QUANTIZE"*) echo "refused: TANH named" ;; *) fail "unsupported op: $msg" ;; esac
+msg=$("$systolic" evaluate "$dir/float.tflite" --dataset fashion_mnist 2>&1) && fail "float model ran"
+case "$msg" in *"is a float TFLite model"*) echo "refused: float32 model" ;; *) fail "float model: $msg" ;; esac
 msg=$("$systolic" predict "$dir/fashion_mnist_cnn.tflite" --input "$dir/bad_shape.npy" --output "$dir/u.npy" 2>&1) && fail "bad shape ran"
 case "$msg" in *"takes inputs of shape (-1, 28, 28, 1)"*"not (2, 28, 27, 1)"*) echo "refused: wrong shape" ;; *) fail "bad shape: $msg" ;; esac
 msg=$("$systolic" predict "$dir/fashion_mnist_cnn.tflite" --input "$dir/bad_dtype.npy" --output "$dir/u.npy" 2>&1) && fail "bad dtype ran"

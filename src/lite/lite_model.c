@@ -106,6 +106,17 @@ static sy_status check_model(const io_tflite *f) {
         if (op->activation < 0 || op->activation > 3)
             return refuse_op(f, i, "its fused activation is not NONE, RELU, RELU_N1_TO_1 or RELU6");
         if (x->data && op->builtin != OP_PAD) return refuse_op(f, i, "its input is a constant");
+        for (int j = 0; j < 2; j++) { /* an empty activation has no meaning here; refused before a kernel divides by it */
+            const io_tflite_tensor *t = j ? y : x;
+            bool empty = t->rank < 1;
+            for (int32_t d = 0; d < t->rank; d++) empty |= t->shape[d] == 0;
+            if (empty) {
+                char why[160];
+                snprintf(why, sizeof why, "its %s '%s' is %s", j ? "output" : "input", t->name,
+                         t->rank < 1 ? "a scalar" : "empty (a dimension is 0)");
+                return refuse_op(f, i, why);
+            }
+        }
     }
     const io_tflite_tensor *in = tensor(f, f->inputs[0]);
     if (in->rank < 1 || in->data)

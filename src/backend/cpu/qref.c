@@ -187,7 +187,8 @@ static void qpool(const sy_kargs *k, bool avg) {
 static void qmax_pool2d(const sy_kargs *k) { qpool(k, false); }
 static void qavg_pool2d(const sy_kargs *k) { qpool(k, true); }
 
-/* ---- QMEAN (reference_ops::Mean, QuantizedMeanOrSum) -------------------------------------- */
+/* ---- QMEAN (reduce.cc's EvalMean for int8 as TF 2.15 runs it: one integer requantize of the sum, the
+ * multiplier divided by the count; the float formulation of later versions differs by one in places) ---- */
 
 /* Sums over the reduced axes: out index i's sum in sum[i] (int32, as TFLite's temp_sum). */
 static int64_t reduce_sums(const sy_kargs *k, int32_t *sum, int64_t n_out) {
@@ -224,6 +225,7 @@ static void qmean(const sy_kargs *k) {
     int32_t *sum = k->ws;
     int64_t per = reduce_sums(k, sum, n_out);
     int8_t *y = k->out;
+    if (per <= 0) return; /* nothing to average: the graph refuses empty values; no division by 0 */
     if (a->q.x_zp == a->q.y_zp && a->q.x_scale == a->q.y_scale) { /* the same meaning: the integer mean, truncated */
         for (int64_t i = 0; i < n_out; i++) y[i] = (int8_t)(sum[i] / (int32_t)per);
         return;
@@ -254,7 +256,9 @@ static void qsoftmax(const sy_kargs *k) {
     float *table = k->ws;
     const float scale = -a->q.x_scale * a->q.beta;
     for (int32_t v = 0; v <= 255; v++) table[255 - v] = expf(scale * (float)v);
-    int64_t depth = k->in_shape[0].dims[k->in_shape[0].rank - 1], rows = sy_shape_count(k->out_shape) / depth;
+    int64_t depth = k->in_shape[0].dims[k->in_shape[0].rank - 1];
+    if (depth <= 0) return;
+    int64_t rows = sy_shape_count(k->out_shape) / depth;
     const int8_t *x = k->in[0];
     int8_t *y = k->out;
     for (int64_t r = 0; r < rows; r++, x += depth, y += depth) {
