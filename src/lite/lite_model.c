@@ -445,18 +445,31 @@ const char *sy_lite_model_ops(const sy_lite_model *m, int32_t i) {
 }
 int32_t sy_lite_model_op_count(const sy_lite_model *m) { return m->file->n_ops; }
 
+sy_status lite_model_graph(sy_lite_model *m, int64_t batch, const sy_graph **g, sy_node *x, sy_node *y) {
+    *g = NULL;
+    if (batch < 1) return sy_error(SY_ERR_INVALID_ARGUMENT, "'%s': batch %lld", m->file->path, (long long)batch);
+    if (m->plan_batch != batch || !m->graph) {
+        sy_plan_free(m->plan);
+        m->plan = NULL;
+        sy_graph_free(m->graph);
+        m->graph = NULL;
+        sy_status st = build_graph(m, batch);
+        if (st) return st;
+        m->plan_batch = batch;
+    }
+    *g = m->graph, *x = m->x, *y = m->y;
+    return SY_OK;
+}
+
 /* A plan for batch b (the graph rebuilt when b changes). */
 static sy_status plan_for(sy_lite_model *m, int64_t b) {
     if (m->plan && m->plan_batch == b) return SY_OK;
+    const sy_graph *g;
+    sy_node x, y;
+    sy_status st = lite_model_graph(m, b, &g, &x, &y);
+    if (st) return st;
     sy_plan_free(m->plan);
     m->plan = NULL;
-    if (m->plan_batch != b || !m->graph) {
-        sy_graph_free(m->graph);
-        m->graph = NULL;
-        sy_status st = build_graph(m, b);
-        if (st) return st;
-        m->plan_batch = b;
-    }
     sy_plan_options o = sy_plan_options_default();
     o.backend = "cpu";
     o.outputs = &m->y;
