@@ -93,7 +93,7 @@ typedef struct file_model {
 /* issue 18 (lite.c): predict and evaluate on a TFLite model (MODEL.tflite); other commands refuse it.
  * Returns the exit status. */
 typedef struct lite_cli_opts {
-    const char *model, *input, *output, *dataset;
+    const char *model, *input, *output, *dataset, *tpu;
     int n_inputs;
     int64_t batch_size;
 } lite_cli_opts;

@@ -133,6 +133,9 @@ int lite_cli_run(const char *command, const lite_cli_opts *o) {
                 command, o->model);
         return 2;
     }
+    if (o->tpu && *o->tpu) /* said, not silently dropped */
+        fprintf(stderr, "systolic %s: note: a TFLite model runs on one replica of the cpu backend; --tpu %s is not used\n",
+                command, o->tpu);
     sy_lite_model *m;
     if (sy_lite_model_load(o->model, &m)) return lite_fail(command);
     int rc = predict ? lite_predict(command, m, o) : lite_evaluate(command, m, o);
