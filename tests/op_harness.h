@@ -72,6 +72,9 @@ sy_node op_var(ctx *c, sy_shape s, double lo, double hi);
 sy_node op_var_nz(ctx *c, sy_shape s);
 sy_node op_cin(ctx *c, sy_shape s, double lo, double hi);
 sy_node op_iin(ctx *c, sy_shape s, int lo, int hi);
+/* issue 18: the int8 ops, checked against hand-worked TFLite arithmetic (op_rows_quant.c) */
+/* Returns the failures (printed), *checks the checks made. */
+int check_quant_ops(bool *covered, int *checks);
 /* issue 21: conv -> pool chains that fuse (op_rows_fused.c) */
 sy_node op_b_conv_pool_max_relu(ctx *c);
 sy_node op_b_conv_pool_sigmoid_same(ctx *c);

@@ -615,6 +615,9 @@ int main(int argc, char **argv) {
     check_optimizers(covered);
     check_more_optimizers(covered); /* issue 17, optimizers */
     check_moving_average(covered);
+    int quant_checks = 0;
+    check_failures += check_quant_ops(covered, &quant_checks); /* issue 18 (op_rows_quant.c): its own counts */
+    check_count += quant_checks;
     if (!only) check_nan_propagates(pool2);
     for (int op = 0; op < SY_OP_COUNT; op++)
         CHECK(covered[op], "op '%s' has no row in the op harness", sy_op_name((sy_op)op));

@@ -64,12 +64,15 @@ typedef enum sy_dtype {
     /* issue 16: bfloat16, 2 bytes, how a compiled plan stores activations under mixed_bfloat16; neither a
      * tensor's nor a graph value's dtype */
     SY_BF16,
+    /* issue 18: int8, TensorFlow Lite's quantized values (docs/design/tflite.md): a tensor's and a graph
+     * value's dtype; what the numbers mean (scale, zero point) is the ops' business, in their attributes */
+    SY_I8,
     SY_DTYPE_COUNT
 } sy_dtype;
 
 /* Bytes of one element: sizeof(sy_string) for SY_STRING. */
 size_t sy_dtype_size(sy_dtype dtype);
-/* "float32", "float64", "int32", "uint8", "int64", "string", "bfloat16" */
+/* "float32", "float64", "int32", "uint8", "int64", "string", "bfloat16", "int8" */
 const char *sy_dtype_name(sy_dtype dtype);
 
 /* An element of a SY_STRING tensor, tf.string's: `size` bytes (any

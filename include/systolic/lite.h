@@ -22,6 +22,33 @@ extern "C" {
 /* ---- Running a .tflite model ----------------------------------------------
  * (loading, predict, evaluate) */
 
+/* An int8 TFLite model (full-integer quantization, as TFLiteConverter writes it) made into a graph of
+ * systolic's int8 ops, which compute TFLite's reference kernels' integers exactly (src/lite/lite_model.c,
+ * docs/design/tflite.md). Operators outside the supported set, float32 models and other tensor types are
+ * refused by name when loading. */
+typedef struct sy_lite_model sy_lite_model;
+
+sy_status sy_lite_model_load(const char *path, sy_lite_model **out);
+void sy_lite_model_free(sy_lite_model *m);
+
+/* The model's input or output as the file declares it: dtype SY_F32 or SY_I8, shape with the batch axis
+ * -1, and the scale and zero point of an int8 one (0 for float32). */
+typedef struct sy_lite_io {
+    const char *name;
+    sy_dtype dtype;
+    sy_shape shape;
+    float scale;
+    int32_t zero_point;
+} sy_lite_io;
+void sy_lite_model_io(const sy_lite_model *m, bool output, sy_lite_io *io);
+int32_t sy_lite_model_op_count(const sy_lite_model *m);
+const char *sy_lite_model_ops(const sy_lite_model *m, int32_t i); /* "CONV_2D": operator i's name */
+
+/* The outputs for x (N, input shape...), batch_size rows at a time (<= 0: 32): a tensor of the output's
+ * dtype, (N, output shape...). x is of the input's dtype; for an int8 input an int32 tensor of values in
+ * [-128, 127] too (NumPy's int8 files load so). Shapes and dtypes are checked, with both named. */
+sy_status sy_lite_model_predict(sy_lite_model *m, const sy_tensor *x, int64_t batch_size, sy_tensor **out);
+
 
 /* ---- Post-training quantization --------------------------------------------
  * (a Keras model to an int8 .tflite file) */

@@ -144,6 +144,23 @@ typedef union sy_attrs {
     struct { float decay; } moving;                                /* MOVING_AVERAGE: 1 - momentum, rounded as Keras does */
     /* issue 17, losses and metrics: KERAS_LOSS and its grad; a: Huber's delta or focal alpha, b: focal gamma */
     struct { uint8_t fn, from_logits, balance; float a, b; } loss;
+    /* issue 18, CONSTANT: its bytes (the node's shape and dtype), owned by the graph */
+    struct { void *data; } constant;
+    /* issue 18, the int8 ops (graph/ops_quant.c says which fields each reads): TFLite's integer parameters,
+     * computed from the file's float scales as TFLite's Prepare functions compute them (lite/lite_model.c) */
+    struct {
+        int32_t stride[2], dilation[2], padding, groups; /* QCONV2D; the pools take stride and padding */
+        int32_t ksize[2];                                /* pools */
+        int32_t x_zp, x2_zp, y_zp;                       /* zero points: input (QADD: inputs 1 and 2), output */
+        int32_t act_min, act_max;                        /* the fused activation (or int8's range) as a clamp */
+        int32_t mult[3], shift[3];                       /* Q31 multipliers (QUANTIZE int8 -> int8, QMEAN: [0];
+                                                            QADD: input 1, input 2, output) */
+        int32_t left_shift;                              /* QADD: 20 */
+        float x_scale, y_scale, beta;                    /* QUANTIZE from float32: y_scale; DEQUANTIZE: x_scale;
+                                                            QSOFTMAX: x_scale, y_scale, beta; QMEAN: both */
+        uint32_t axes;                                   /* QMEAN: bit i reduces axis i */
+        int64_t pad_before[SY_MAX_RANK];                 /* QPAD */
+    } q;
 } sy_attrs;
 
 /* Runtime context of one plan instance (one replica). */
@@ -230,6 +247,9 @@ const sy_backend *sy_backend_at(int index);
 
 /* Reference kernel lookups (ref_kernels.c). */
 const sy_kernel *sy_ref_kernel(sy_op op, sy_dtype dtype);
+/* issue 18: the int8 ops' kernels (cpu/qref.c), whatever the dtype asked; NULL for other ops. ref's table
+ * includes them, so every backend runs them. */
+const sy_kernel *sy_qref_kernel(sy_op op);
 /* Fast CPU kernel lookup (cpu_kernels.c); NULL where ref is used. */
 const sy_kernel *sy_cpu_kernel(sy_op op, sy_dtype dtype);
 /* issue 21: the cpu backend's sy_backend.fuses (conv.c) */

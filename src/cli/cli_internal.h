@@ -90,6 +90,15 @@ typedef struct file_model {
     int32_t n_weighted;
 } file_model;
 
+/* issue 18 (lite.c): predict and evaluate on a TFLite model (MODEL.tflite); other commands refuse it.
+ * Returns the exit status. */
+typedef struct lite_cli_opts {
+    const char *model, *input, *output, *dataset, *tpu;
+    int n_inputs;
+    int64_t batch_size;
+} lite_cli_opts;
+int lite_cli_run(const char *command, const lite_cli_opts *o);
+
 /* Set f up from MODEL's path and the file model's flags (each may be NULL).
  * Returns -1 to go on, else an exit status after printing why. */
 int file_model_init(file_model *f, const char *command, const char *path, const char *dataset, const char *loss,

@@ -75,7 +75,7 @@ static int tflite_refuse(const char *command, const char *path) {
         else
             fprintf(stderr, " builtin %d", (int)m->ops[i].builtin);
     }
-    fprintf(stderr, "); running TFLite models is not in this version of systolic yet (issue 18)\n");
+    fprintf(stderr, "); a TFLite model runs with systolic predict and systolic evaluate\n");
     io_tflite_free(m);
     return 1;
 }

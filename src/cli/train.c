@@ -398,6 +398,11 @@ static bool takes(const command_spec *c, int flag_index) {
 /* A model file (MODEL.json, MODEL.h5): its own flags and data. Returns -1 to go on,
  * else an exit status. */
 static int parse_file_model(const command_spec *c, const char *path, const run_opts *o, file_model *fm) {
+    if (model_file_kind_of(path) == MODEL_FILE_TFLITE) { /* issue 18: run by the int8 path, lite.c */
+        lite_cli_opts lo = {path, o->inputs.n ? o->inputs.v[0] : NULL, o->output, o->dataset, o->tpu, o->inputs.n,
+                            o->batch_size};
+        return lite_cli_run(c->name, &lo);
+    }
     int rc = file_model_init(fm, c->name, path, o->dataset, o->loss, o->metrics);
     if (rc >= 0) return rc;
     if (takes(c, F_DATASET) && !o->dataset && !o->data && !o->inputs.n) {

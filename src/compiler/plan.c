@@ -569,7 +569,7 @@ static sy_status plan_buffers(compile_ctx *c) {
     /* constants */
     int64_t const_bytes = 0;
     for (int64_t i = 0; i < n; i++) {
-        if (!c->fs.live[i] || g->nodes[i].op != SY_OP_FILL) continue;
+        if (!c->fs.live[i] || (g->nodes[i].op != SY_OP_FILL && g->nodes[i].op != SY_OP_CONSTANT)) continue;
         p->places[i] = (place){BLK_CONST, const_bytes};
         if ((st = value_bytes(g, NULL, i, &const_bytes))) goto done;
     }
@@ -657,9 +657,13 @@ static sy_status plan_buffers(compile_ctx *c) {
     memset(p->grads, 0, (size_t)grad_bytes);
     for (int64_t i = 0; i < n; i++) {
         const sy_node_rec *r = &g->nodes[i];
-        if (!c->fs.live[i] || r->op != SY_OP_FILL) continue;
+        if (!c->fs.live[i] || (r->op != SY_OP_FILL && r->op != SY_OP_CONSTANT)) continue;
         int64_t cnt = sy_shape_count(&r->shape);
         void *dst = p->consts + p->places[i].offset;
+        if (r->op == SY_OP_CONSTANT) { /* issue 18: the int8 ops' weights */
+            memcpy(dst, r->attr.constant.data, (size_t)cnt * sy_dtype_size(r->dtype));
+            continue;
+        }
         for (int64_t k = 0; k < cnt; k++) {
             if (r->dtype == SY_F32) ((float *)dst)[k] = (float)r->attr.fill.value;
             else if (r->dtype == SY_F64) ((double *)dst)[k] = r->attr.fill.value;

@@ -69,6 +69,7 @@ size_t sy_dtype_size(sy_dtype dtype) {
     case SY_STRING: return sizeof(sy_string);
     case SY_BF16:
         return 2;
+    case SY_I8: return 1;
     default: return 0;
     }
 }
@@ -83,6 +84,7 @@ const char *sy_dtype_name(sy_dtype dtype) {
     case SY_STRING: return "string";
     case SY_BF16:
         return "bfloat16";
+    case SY_I8: return "int8";
     default: return "invalid";
     }
 }

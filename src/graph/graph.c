@@ -21,7 +21,10 @@ sy_status sy_graph_new(sy_graph **out) {
 
 void sy_graph_free(sy_graph *g) {
     if (!g) return;
-    for (int64_t i = 0; i < g->n_nodes; i++) sy_free(g->nodes[i].name);
+    for (int64_t i = 0; i < g->n_nodes; i++) {
+        sy_free(g->nodes[i].name);
+        if (g->nodes[i].op == SY_OP_CONSTANT) sy_free(g->nodes[i].attr.constant.data); /* issue 18 */
+    }
     for (int64_t i = 0; i < g->n_progs; i++) sy_free(g->progs[i]);
     sy_free(g->progs);
     sy_free(g->nodes);
@@ -174,8 +177,8 @@ static sy_status check_shape(sy_graph *g, const char *what, const char *name, co
 
 static sy_node add_leaf(sy_graph *g, sy_op op, const char *name, sy_dtype dtype, const sy_shape *shape) {
     if (g->status != SY_OK) return SY_NONE;
-    if (dtype != SY_F32 && dtype != SY_F64 && dtype != SY_I32) {
-        graph_fail(g, NULL, SY_ERR_DTYPE, "%s '%s': dtype %s (%d); graph values are float32, float64 or int32",
+    if (dtype != SY_F32 && dtype != SY_F64 && dtype != SY_I32 && dtype != SY_I8) { /* issue 18: int8 */
+        graph_fail(g, NULL, SY_ERR_DTYPE, "%s '%s': dtype %s (%d); graph values are float32, float64, int32 or int8",
                    sy_op_name(op), name ? name : "", sy_dtype_name(dtype), (int)dtype);
         return SY_NONE;
     }
@@ -403,8 +406,15 @@ sy_status graph_clone(const sy_graph *g, sy_graph **out) {
     c->n_edges = g->n_edges;
     for (int64_t i = 0; i < g->n_nodes; i++) {
         c->nodes[i].name = sy_strdup(g->nodes[i].name);
+        bool ok = true;
+        if (c->nodes[i].op == SY_OP_CONSTANT) { /* issue 18: a constant's bytes are its node's own */
+            size_t bytes = (size_t)sy_shape_count(&g->nodes[i].shape) * sy_dtype_size(g->nodes[i].dtype);
+            c->nodes[i].attr.constant.data = sy_malloc(bytes ? bytes : 1);
+            if ((ok = c->nodes[i].attr.constant.data != NULL) && bytes)
+                memcpy(c->nodes[i].attr.constant.data, g->nodes[i].attr.constant.data, bytes);
+        }
         c->n_nodes = i + 1;
-        if (!c->nodes[i].name) {
+        if (!c->nodes[i].name || !ok) {
             sy_graph_free(c);
             return sy_error(SY_ERR_OUT_OF_MEMORY, "graph: out of memory copying");
         }

@@ -148,6 +148,10 @@ int64_t graph_scan_h_column(const sy_graph *g, sy_node scan);
  * (backend_internal.h). */
 sy_node graph_activation(sy_graph *g, sy_node x, int fn, float a, float b, float c);
 
+/* issue 18 (ops_quant.c): a CONSTANT leaf of dtype and shape holding a copy of data (its shape's bytes), named
+ * name (NULL: "constant"); the int8 ops' weights, biases and multipliers. */
+sy_node graph_constant(sy_graph *g, const char *name, sy_dtype dtype, sy_shape shape, const void *data);
+
 /* Deep copy (nodes, edges, names, programs). */
 sy_status graph_clone(const sy_graph *g, sy_graph **out);
 

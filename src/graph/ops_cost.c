@@ -401,3 +401,32 @@ COST(GRU_SCAN_GRAD) {
     add_product(c, b, 3 * u, u, t);
     scan_vector(g, n, c, 20, b * t, u);
 }
+
+/* ---- issue 18, int8 inference (ops_quant.c): the same counts at int8's bytes ---- */
+COST_FREE(CONSTANT)
+COST_STREAMED(QUANTIZE, 2)   /* scale (or requantize) and round, clamp */
+COST_STREAMED(DEQUANTIZE, 2) /* subtract the zero point, scale */
+COST_STREAMED(QADD, 6)       /* two rescales, add, requantize, offset, clamp */
+COST_STREAMED(QSOFTMAX, 4)   /* max, table lookup, sum, scale */
+COST_STREAMED(QPAD, 0)
+COST_REDUCING(QMEAN, 1)
+/* a pool: one operation per window tap, plus the rounding divide of the average */
+static void qpool_cost(const sy_graph *g, const sy_node_rec *n, sy_op_cost *c, double extra) {
+    streamed(g, n, c, (double)n->attr.q.ksize[0] * n->attr.q.ksize[1] + extra);
+}
+COST(QMAX_POOL2D) { qpool_cost(g, n, c, 0); }
+COST(QAVG_POOL2D) { qpool_cost(g, n, c, 1); }
+/* int8 products, counted as conv2d's and matmul's are: M rows through a K x N operand per group, and the
+ * requantizing epilogue (bias, multiply, shift, offset, clamp) per output element */
+COST(QCONV2D) {
+    const sy_shape *w = &graph_in_rec(g, n, 1)->shape;
+    int64_t groups = n->attr.q.groups > 1 ? n->attr.q.groups : 1;
+    streamed(g, n, c, 5);
+    add_product(c, n->shape.dims[0] * n->shape.dims[1] * n->shape.dims[2], w->dims[1] * w->dims[2] * w->dims[3],
+                 w->dims[0] / groups, groups);
+}
+COST(QFULLY_CONNECTED) {
+    const sy_shape *w = &graph_in_rec(g, n, 1)->shape;
+    streamed(g, n, c, 5);
+    add_product(c, sy_shape_count(&n->shape) / w->dims[0], w->dims[1], w->dims[0], 1);
+}

@@ -106,6 +106,18 @@ static const sy_op_def defs[SY_OP_COUNT] = {
     ROW(POOL_ARGMAX, NULL, SY_OPF_GRAD_OP | SY_OPF_SIDE, 0),
     ROW(CONV2D_POOL_BACKPROP_FILTER, NULL, SY_OPF_GRAD_OP, 0),
     ROW(CONV2D_POOL_BIAS_GRAD, NULL, SY_OPF_GRAD_OP | SY_OPF_SIDE, 0),
+    /* issue 18, int8 inference (ops_quant.c): no gradients */
+    ROW(CONSTANT, NULL, SY_OPF_LEAF, 0),
+    ROW(QUANTIZE, NULL, 0, 0),
+    ROW(DEQUANTIZE, NULL, 0, 0),
+    ROW(QCONV2D, NULL, 0, 0),
+    ROW(QFULLY_CONNECTED, NULL, 0, 0),
+    ROW(QADD, NULL, 0, 0),
+    ROW(QMAX_POOL2D, NULL, 0, 0),
+    ROW(QAVG_POOL2D, NULL, 0, 0),
+    ROW(QMEAN, NULL, 0, 0),
+    ROW(QSOFTMAX, NULL, 0, 0),
+    ROW(QPAD, NULL, 0, 0),
 };
 
 const sy_op_def *sy_op_def_of(sy_op op) {

@@ -45,6 +45,7 @@ static sy_status npy_header(const char *path, const sy_tensor *t, char *header, 
     case SY_I32: kind = "i4"; break;
     case SY_I64: kind = "i8"; break;
     case SY_U8: kind = "u1", order = '|'; break;
+    case SY_I8: kind = "i1", order = '|'; break; /* issue 18 */
     default:
         return sy_error(SY_ERR_DTYPE, "'%s': a %s tensor has no NPY form; numbers only", path, sy_dtype_name(dt));
     }

@@ -303,6 +303,8 @@ static const sy_kernel layout_kernels[SY_OP_COUNT] = {
 const sy_kernel *sy_ref_kernel(sy_op op, sy_dtype dtype) {
     if ((unsigned)op >= SY_OP_COUNT) return NULL;
     if (layout_kernels[op].run) return &layout_kernels[op];
+    const sy_kernel *q = sy_qref_kernel(op); /* issue 18: int8 */
+    if (q) return q;
     const sy_kernel *table = dtype == SY_F32 ? ref_table_f32 : dtype == SY_F64 ? ref_table_f64 : NULL;
     if (!table || !table[op].run) return NULL;
     return &table[op];

@@ -1,0 +1,144 @@
+/*
+ * lite.c - `systolic predict|evaluate MODEL.tflite` (issue 18): an int8
+ * TFLite model run by systolic's int8 path (sy_lite_model, src/lite/).
+ *
+ *   predict  --input X.npy --output Y.npy: X of the model's input dtype
+ *            (float32, or int8 -- NumPy's int8 arrays, read as int32, must
+ *            hold int8 values) and shape (N, input shape...); Y of the
+ *            output's dtype, what TFLite's interpreter gives.
+ *   evaluate --dataset fashion_mnist|mnist: the test split's images as the
+ *            zoo feeds them (pixels / 255 in float32), quantized with the
+ *            input's scale and zero point for an int8-input model as
+ *            TFLite's QUANTIZE would; accuracy (the output's argmax against
+ *            the label) and, when the output is a probability vector, the
+ *            loss Keras's sparse_categorical_crossentropy gives for it.
+ *
+ * One replica on the cpu backend: --tpu is not taken (the int8 kernels are
+ * scalar reference loops that run the same on every backend).
+ */
+#include "cli_internal.h"
+
+#include "backend/backend_internal.h" /* SY_KERAS_EPSILON */
+
+#include <math.h>
+#include <string.h>
+
+static int lite_fail(const char *command) {
+    fprintf(stderr, "systolic %s: %s\n", command, sy_last_error());
+    return 1;
+}
+
+static int lite_predict(const char *command, sy_lite_model *m, const lite_cli_opts *o) {
+    if (o->n_inputs != 1 || !o->output) {
+        fprintf(stderr, "systolic %s: a TFLite model predicts with --input FILE.npy --output FILE.npy\n", command);
+        return 2;
+    }
+    const char *path = o->input;
+    const char *eq = strchr(path, '=');
+    if (eq && !strstr(path, ".npy=")) path = eq + 1; /* [NAME=]FILE as for Keras models */
+    sy_tensor *x = NULL, *y = NULL;
+    if (sy_npy_read(path, &x)) return lite_fail(command);
+    sy_status st = sy_lite_model_predict(m, x, o->batch_size, &y);
+    sy_tensor_free(x);
+    if (st) return lite_fail(command);
+    st = sy_npy_write(o->output, y);
+    if (!st) {
+        sy_shape s = sy_tensor_shape(y);
+        char buf[SY_SHAPE_STR_MAX];
+        printf("wrote %s: %s %s\n", o->output, sy_dtype_name(sy_tensor_dtype(y)), sy_shape_format(&s, buf, sizeof buf));
+    }
+    sy_tensor_free(y);
+    return st ? lite_fail(command) : 0;
+}
+
+static int lite_evaluate(const char *command, sy_lite_model *m, const lite_cli_opts *o) {
+    if (!o->dataset || (strcmp(o->dataset, "fashion_mnist") && strcmp(o->dataset, "mnist"))) {
+        fprintf(stderr, "systolic %s: a TFLite model is evaluated with --dataset fashion_mnist or mnist\n", command);
+        return 2;
+    }
+    sy_lite_io in, out;
+    sy_lite_model_io(m, false, &in);
+    sy_lite_model_io(m, true, &out);
+    int64_t per = 1;
+    for (int i = 1; i < in.shape.rank; i++) per *= in.shape.dims[i];
+    if (per != 784) {
+        char s[SY_SHAPE_STR_MAX];
+        fprintf(stderr, "systolic %s: --dataset %s gives 28x28 images (784 values) but '%s' takes inputs of shape %s\n",
+                command, o->dataset, o->model, sy_shape_format(&in.shape, s, sizeof s));
+        return 1;
+    }
+    sy_data_split d;
+    sy_status st = !strcmp(o->dataset, "mnist") ? sy_mnist_load_data(&d) : sy_fashion_mnist_load_data(&d);
+    if (st) return lite_fail(command);
+    int64_t n = sy_tensor_count(d.y_test);
+    sy_shape xs = in.shape;
+    xs.dims[0] = n;
+    sy_tensor *x = NULL, *y = NULL;
+    if (!(st = sy_tensor_new(in.dtype, xs, &x))) {
+        const uint8_t *px = sy_tensor_data(d.x_test);
+        for (int64_t i = 0; i < n * per; i++) {
+            float v = (float)px[i] / 255.0f; /* the zoo's images */
+            if (in.dtype == SY_F32) {
+                ((float *)sy_tensor_data(x))[i] = v;
+                continue;
+            }
+            float q = roundf(v / in.scale) + (float)in.zero_point; /* TFLite's QUANTIZE */
+            ((int8_t *)sy_tensor_data(x))[i] = (int8_t)(q < -128 ? -128 : q > 127 ? 127 : q);
+        }
+        st = sy_lite_model_predict(m, x, o->batch_size, &y);
+    }
+    sy_tensor_free(x);
+    if (st) {
+        sy_data_split_free(&d);
+        return lite_fail(command);
+    }
+    int64_t classes = sy_tensor_count(y) / n, correct = 0;
+    double loss = 0;
+    bool probs = true; /* the output a probability vector: every row non-negative, summing to about 1 */
+    const uint8_t *labels = sy_tensor_data(d.y_test);
+    double *row = sy_malloc((size_t)classes * sizeof *row);
+    for (int64_t i = 0; i < n && row; i++) {
+        double sum = 0;
+        int64_t best = 0;
+        for (int64_t c = 0; c < classes; c++) {
+            double v = out.dtype == SY_F32 ? ((const float *)sy_tensor_data(y))[i * classes + c]
+                                           : (double)out.scale * (((const int8_t *)sy_tensor_data(y))[i * classes + c] -
+                                                                  out.zero_point);
+            row[c] = v;
+            sum += v;
+            if (v > row[best]) best = c;
+            probs &= v >= 0;
+        }
+        correct += best == labels[i];
+        probs &= fabs(sum - 1) < 0.1;
+        /* Keras's sparse_categorical_crossentropy on probabilities: scaled to sum 1, clipped to [eps, 1 - eps] */
+        double p = sum > 0 ? row[labels[i]] / sum : 0;
+        p = p < SY_KERAS_EPSILON ? SY_KERAS_EPSILON : p > 1 - SY_KERAS_EPSILON ? 1 - SY_KERAS_EPSILON : p;
+        loss -= log(p);
+    }
+    sy_free(row);
+    sy_tensor_free(y);
+    sy_data_split_free(&d);
+    int64_t batch = o->batch_size > 0 ? o->batch_size : 32;
+    printf("%lld/%lld - ", (long long)((n + batch - 1) / batch), (long long)((n + batch - 1) / batch));
+    if (probs) printf("loss: %.4f - ", loss / (double)n);
+    printf("accuracy: %.4f\n", (double)correct / (double)n);
+    return 0;
+}
+
+int lite_cli_run(const char *command, const lite_cli_opts *o) {
+    bool predict = !strcmp(command, "predict"), evaluate = !strcmp(command, "evaluate");
+    if (!predict && !evaluate) {
+        fprintf(stderr, "systolic %s: '%s' is a TFLite model: it runs with systolic predict and systolic evaluate\n",
+                command, o->model);
+        return 2;
+    }
+    if (o->tpu && *o->tpu) /* said, not silently dropped */
+        fprintf(stderr, "systolic %s: note: a TFLite model runs on one replica of the cpu backend; --tpu %s is not used\n",
+                command, o->tpu);
+    sy_lite_model *m;
+    if (sy_lite_model_load(o->model, &m)) return lite_fail(command);
+    int rc = predict ? lite_predict(command, m, o) : lite_evaluate(command, m, o);
+    sy_lite_model_free(m);
+    return rc;
+}

@@ -1,0 +1,531 @@
+/*
+ * lite_model.c - a .tflite file run by systolic (issue 18): the file's
+ * first subgraph (io/tflite.c) becomes a graph of the int8 ops
+ * (graph/ops_quant.c), compiled into an inference plan and run over
+ * batches like any other plan (predict), and scored on a labelled set
+ * (evaluate). docs/design/tflite.md says what runs and how.
+ *
+ * Building the graph is where TFLite's Prepare functions are redone: each
+ * operator's float scales become the integer multipliers, shifts, zero
+ * points and activation clamps its kernel takes, computed in double as
+ * TFLite computes them (conv_multipliers, add_params, act_range), so that
+ * the kernels' integer arithmetic is TFLite's to the bit. Weights, biases
+ * and per-channel multipliers become CONSTANT leaves. The batch is the
+ * first axis of every activation tensor: the file's batch (1 as the
+ * converter writes it) is replaced by the batch a plan runs.
+ *
+ * Anything outside the supported set is refused by name before a graph is
+ * built: an operator (with its index and the ops that are supported), a
+ * tensor type, a float32 model (systolic runs int8 TFLite models; a
+ * float32 one is a Keras model better run from its .h5), per-channel
+ * quantization of an activation, an option value the kernels do not have
+ * (dilated depthwise, a fused activation TFLite's int8 kernels refuse).
+ */
+#include "lite_internal.h"
+
+#include "../compiler/compiler_internal.h"
+#include "../core/core_internal.h"
+#include "../graph/graph_internal.h"
+#include "../io/io_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* TFLite's BuiltinOperator codes of the supported operators (schema.fbs). */
+enum {
+    OP_ADD = 0, OP_AVERAGE_POOL_2D = 1, OP_CONV_2D = 3, OP_DEPTHWISE_CONV_2D = 4, OP_DEQUANTIZE = 6,
+    OP_FULLY_CONNECTED = 9, OP_MAX_POOL_2D = 17, OP_RESHAPE = 22, OP_SOFTMAX = 25, OP_PAD = 34, OP_MEAN = 40,
+    OP_QUANTIZE = 114,
+};
+static const int32_t supported[] = {OP_QUANTIZE, OP_DEQUANTIZE, OP_CONV_2D, OP_DEPTHWISE_CONV_2D, OP_FULLY_CONNECTED,
+                                    OP_ADD, OP_MAX_POOL_2D, OP_AVERAGE_POOL_2D, OP_MEAN, OP_RESHAPE, OP_SOFTMAX, OP_PAD};
+#define N_SUPPORTED ((int)(sizeof supported / sizeof supported[0]))
+
+struct sy_lite_model {
+    io_tflite *file;
+    int32_t in, out;     /* the subgraph's input and output tensors */
+    int64_t file_batch;  /* the first axis of the input as the file gives it */
+    sy_graph *graph;     /* built for plan_batch */
+    sy_plan *plan;
+    int64_t plan_batch;
+    sy_node x, y;
+};
+
+static const char *op_name(int32_t code) {
+    const char *s = io_tflite_op_name(code);
+    return s ? s : "(unknown)";
+}
+
+static sy_status refuse_op(const io_tflite *f, int32_t i, const char *why) {
+    const io_tflite_op *op = &f->ops[i];
+    char list[512];
+    size_t k = 0;
+    for (int j = 0; j < N_SUPPORTED; j++)
+        k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", j ? " " : "", op_name(supported[j]));
+    if (op->custom_code)
+        return sy_error(SY_ERR_UNSUPPORTED, "'%s': operator %d is the custom op '%s', which systolic's TFLite path "
+                        "does not run; it runs the builtins %s", f->path, (int)i, op->custom_code, list);
+    return sy_error(SY_ERR_UNSUPPORTED, "'%s': operator %d is %s (builtin %d)%s%s; systolic's TFLite path runs %s",
+                    f->path, (int)i, op_name(op->builtin), (int)op->builtin, why ? ": " : ", which it does not run",
+                    why ? why : "", list);
+}
+
+/* ---- the checks before a graph is built --------------------------------------------------- */
+
+static const io_tflite_tensor *tensor(const io_tflite *f, int32_t i) { return i >= 0 ? &f->tensors[i] : NULL; }
+
+static bool per_tensor_int8(const io_tflite_tensor *t) { return t->type == IO_TFLITE_INT8 && t->quant_count == 1; }
+
+static sy_status check_model(const io_tflite *f) {
+    if (f->n_inputs != 1 || f->n_outputs != 1)
+        return sy_error(SY_ERR_UNSUPPORTED, "'%s' has %d inputs and %d outputs; systolic runs TFLite models with one "
+                        "of each", f->path, (int)f->n_inputs, (int)f->n_outputs);
+    bool any_int8 = false;
+    for (int32_t i = 0; i < f->n_tensors; i++) any_int8 |= f->tensors[i].type == IO_TFLITE_INT8;
+    if (!any_int8)
+        return sy_error(SY_ERR_UNSUPPORTED, "'%s' is a float TFLite model (no int8 tensor); systolic runs int8 "
+                        "TFLite models (full-integer quantization); run the float model from its Keras file (.h5)",
+                        f->path);
+    for (int32_t i = 0; i < f->n_ops; i++) {
+        const io_tflite_op *op = &f->ops[i];
+        bool ok = false;
+        for (int j = 0; j < N_SUPPORTED && !ok; j++) ok = !op->custom_code && op->builtin == supported[j];
+        if (!ok) return refuse_op(f, i, NULL);
+        if (op->n_outputs != 1 || op->n_inputs < 1 || op->inputs[0] < 0) return refuse_op(f, i, "it has no single output");
+        const io_tflite_tensor *x = tensor(f, op->inputs[0]), *y = tensor(f, op->outputs[0]);
+        bool x_ok = op->builtin == OP_QUANTIZE ? x->type == IO_TFLITE_FLOAT32 || per_tensor_int8(x) : per_tensor_int8(x);
+        bool y_ok = op->builtin == OP_DEQUANTIZE ? y->type == IO_TFLITE_FLOAT32 : per_tensor_int8(y);
+        if (!x_ok || !y_ok) {
+            char why[256];
+            const io_tflite_tensor *t = x_ok ? y : x;
+            snprintf(why, sizeof why, "its %s '%s' is %s%s, where systolic takes int8 with one scale", x_ok ? "output" : "input",
+                     t->name, io_tflite_type_name(t->type), t->quant_count > 1 ? " quantized per channel" : "");
+            return refuse_op(f, i, why);
+        }
+        if (op->activation < 0 || op->activation > 3)
+            return refuse_op(f, i, "its fused activation is not NONE, RELU, RELU_N1_TO_1 or RELU6");
+        if (x->data && op->builtin != OP_PAD) return refuse_op(f, i, "its input is a constant");
+        for (int j = 0; j < 2; j++) { /* an empty activation has no meaning here; refused before a kernel divides by it */
+            const io_tflite_tensor *t = j ? y : x;
+            bool empty = t->rank < 1;
+            for (int32_t d = 0; d < t->rank; d++) empty |= t->shape[d] == 0;
+            if (empty) {
+                char why[160];
+                snprintf(why, sizeof why, "its %s '%s' is %s", j ? "output" : "input", t->name,
+                         t->rank < 1 ? "a scalar" : "empty (a dimension is 0)");
+                return refuse_op(f, i, why);
+            }
+        }
+    }
+    const io_tflite_tensor *in = tensor(f, f->inputs[0]);
+    if (in->rank < 1 || in->data)
+        return sy_error(SY_ERR_UNSUPPORTED, "'%s': the input tensor '%s' has no batch axis", f->path, in->name);
+    return SY_OK;
+}
+
+/* ---- TFLite's Prepare arithmetic ---------------------------------------------------------- */
+
+/* CalculateActivationRangeQuantized for int8: the fused activation as a clamp on the output's integers. */
+static void act_range(int32_t act, const io_tflite_tensor *y, int32_t *lo, int32_t *hi) {
+    float scale = y->scale[0];
+    int32_t zp = (int32_t)y->zero_point[0];
+#define Q(f) (zp + (int32_t)roundf((f) / scale))
+    *lo = -128, *hi = 127;
+    if (act == 1 || act == 3) *lo = Q(0.0f) > -128 ? Q(0.0f) : -128;
+    if (act == 3) *hi = Q(6.0f) < 127 ? Q(6.0f) : 127;
+    if (act == 2) {
+        *lo = Q(-1.0f) > -128 ? Q(-1.0f) : -128;
+        *hi = Q(1.0f) < 127 ? Q(1.0f) : 127;
+    }
+#undef Q
+}
+
+/* PopulateConvolutionQuantizationParams: channel c's input scale x filter scale / output scale, in double,
+ * as a Q31 multiplier and shift; (2, n): multipliers, then shifts. */
+static void conv_multipliers(const io_tflite_tensor *x, const io_tflite_tensor *w, const io_tflite_tensor *y,
+                             int64_t n, int32_t *m) {
+    for (int64_t c = 0; c < n; c++) {
+        double ws = (double)w->scale[w->quant_count > 1 ? c : 0];
+        int shift;
+        sy_q_multiplier((double)x->scale[0] * ws / (double)y->scale[0], &m[c], &shift);
+        m[n + c] = shift;
+    }
+}
+
+/* ---- building the graph ------------------------------------------------------------------- */
+
+typedef struct builder {
+    const io_tflite *f;
+    sy_graph *g;
+    sy_node *node; /* per tensor */
+    int64_t batch;
+} builder;
+
+static sy_shape act_shape(const builder *b, const io_tflite_tensor *t) {
+    int64_t d[SY_MAX_RANK];
+    int rank = t->rank < SY_MAX_RANK ? t->rank : SY_MAX_RANK;
+    for (int i = 0; i < rank; i++) d[i] = t->shape[i];
+    if (rank) d[0] = d[0] / (b->f->tensors[b->f->inputs[0]].shape[0] ? b->f->tensors[b->f->inputs[0]].shape[0] : 1) *
+                     b->batch;
+    return sy_shape_from(rank, d);
+}
+
+static sy_node constant_of(builder *b, int32_t idx, sy_dtype dt, sy_shape s, const void *data) {
+    return graph_constant(b->g, b->f->tensors[idx].name, dt, s, data);
+}
+
+/* The filter, bias and multipliers of a product with n outputs, as the int8 ops take them; the filter's
+ * bytes reordered by `depthwise` from (1, KH, KW, C M) to (C M, KH, KW, 1). */
+static sy_status product_leaves(builder *b, const io_tflite_op *op, int64_t n, bool depthwise, sy_node *in) {
+    const io_tflite *f = b->f;
+    const io_tflite_tensor *x = tensor(f, op->inputs[0]), *w = op->n_inputs > 1 ? tensor(f, op->inputs[1]) : NULL,
+                           *bias = op->n_inputs > 2 ? tensor(f, op->inputs[2]) : NULL,
+                           *y = tensor(f, op->outputs[0]);
+    if (!w || !w->data || w->type != IO_TFLITE_INT8 || w->quant_count < 1 ||
+        (w->quant_count > 1 && w->quant_count != n))
+        return sy_error(SY_ERR_UNSUPPORTED, "'%s': %s's weights must be a constant int8 tensor quantized per tensor or "
+                        "per output channel", f->path, op_name(op->builtin));
+    for (int32_t i = 0; i < w->quant_count; i++)
+        if (w->zero_point[i] != 0)
+            return sy_error(SY_ERR_UNSUPPORTED, "'%s': %s's weights '%s' have zero point %lld; TFLite's int8 kernels "
+                            "take symmetric weights", f->path, op_name(op->builtin), w->name, (long long)w->zero_point[i]);
+    if (bias && (!bias->data || bias->type != IO_TFLITE_INT32 || (int64_t)bias->data_size != n * 4))
+        return sy_error(SY_ERR_UNSUPPORTED, "'%s': %s's bias '%s' must be a constant int32 tensor of %lld values",
+                        f->path, op_name(op->builtin), bias->name, (long long)n);
+    int64_t count = (int64_t)w->data_size, k = count / n;
+    int8_t *wd = sy_malloc((size_t)count);
+    int32_t *bd = sy_calloc((size_t)n, sizeof *bd), *md = sy_malloc((size_t)(2 * n) * sizeof *md);
+    if (!wd || !bd || !md) {
+        sy_free(wd), sy_free(bd), sy_free(md);
+        return sy_error(SY_ERR_OUT_OF_MEMORY, "'%s': out of memory for %s's weights", f->path, op_name(op->builtin));
+    }
+    if (depthwise) /* (1, KH, KW, n) -> (n, KH, KW, 1) */
+        for (int64_t t = 0; t < k; t++)
+            for (int64_t c = 0; c < n; c++) wd[c * k + t] = (int8_t)w->data[t * n + c];
+    else
+        memcpy(wd, w->data, (size_t)count);
+    if (bias) memcpy(bd, bias->data, (size_t)n * 4);
+    conv_multipliers(x, w, y, n, md);
+    sy_shape ws;
+    if (w->rank == 4)
+        ws = depthwise ? sy_shape_of(4, n, (int64_t)w->shape[1], (int64_t)w->shape[2], (int64_t)1)
+                       : sy_shape_of(4, n, (int64_t)w->shape[1], (int64_t)w->shape[2], (int64_t)w->shape[3]);
+    else
+        ws = sy_shape_of(2, n, k);
+    in[1] = constant_of(b, op->inputs[1], SY_I8, ws, wd);
+    in[2] = graph_constant(b->g, bias ? bias->name : "bias", SY_I32, sy_shape_of(1, n), bd);
+    in[3] = graph_constant(b->g, "multipliers", SY_I32, sy_shape_of(2, (int64_t)2, n), md);
+    sy_free(wd), sy_free(bd), sy_free(md);
+    return SY_OK;
+}
+
+static sy_status build_op(builder *b, int32_t i) {
+    const io_tflite *f = b->f;
+    const io_tflite_op *op = &f->ops[i];
+    const io_tflite_tensor *x = tensor(f, op->inputs[0]), *y = tensor(f, op->outputs[0]);
+    sy_node in[4] = {b->node[op->inputs[0]], SY_NONE, SY_NONE, SY_NONE};
+    if (in[0] == SY_NONE) return refuse_op(f, i, "its input is computed by no earlier operator");
+    sy_attrs a;
+    memset(&a, 0, sizeof a);
+    a.q.x_zp = (int32_t)(x->quant_count ? x->zero_point[0] : 0);
+    a.q.x_scale = x->quant_count ? x->scale[0] : 0;
+    a.q.y_zp = (int32_t)(y->quant_count ? y->zero_point[0] : 0);
+    a.q.y_scale = y->quant_count ? y->scale[0] : 0;
+    if (y->quant_count) act_range(op->activation, y, &a.q.act_min, &a.q.act_max);
+    sy_shape ys = act_shape(b, y);
+    sy_node out = SY_NONE;
+    sy_status st = SY_OK;
+    int shift;
+    switch (op->builtin) {
+    case OP_QUANTIZE:
+        if (x->type == IO_TFLITE_INT8) { /* a requantize: input scale / output scale */
+            sy_q_multiplier((double)x->scale[0] / (double)y->scale[0], &a.q.mult[0], &shift);
+            a.q.shift[0] = shift;
+        }
+        out = graph_add(b->g, SY_OP_QUANTIZE, in, 1, &a, NULL);
+        break;
+    case OP_DEQUANTIZE: out = graph_add(b->g, SY_OP_DEQUANTIZE, in, 1, &a, NULL); break;
+    case OP_CONV_2D:
+    case OP_DEPTHWISE_CONV_2D: {
+        bool dw = op->builtin == OP_DEPTHWISE_CONV_2D;
+        int64_t n = y->rank == 4 ? y->shape[3] : 0;
+        if (x->rank != 4 || n <= 0) return refuse_op(f, i, "its input or output is not (N, H, W, C)");
+        if (dw && (op->dilation_h > 1 || op->dilation_w > 1))
+            return refuse_op(f, i, "a dilated depthwise convolution is not supported");
+        if (dw && n != (int64_t)x->shape[3] * (op->depth_multiplier > 0 ? op->depth_multiplier : 1))
+            return refuse_op(f, i, "its output channels are not input channels x depth_multiplier");
+        if ((st = product_leaves(b, op, n, dw, in))) return st;
+        a.q.stride[0] = op->stride_h, a.q.stride[1] = op->stride_w;
+        a.q.dilation[0] = op->dilation_h, a.q.dilation[1] = op->dilation_w;
+        a.q.padding = op->padding == 0 ? SY_PAD_SAME : SY_PAD_VALID;
+        a.q.groups = dw ? x->shape[3] : 1;
+        out = graph_add(b->g, SY_OP_QCONV2D, in, 4, &a, NULL);
+        break;
+    }
+    case OP_FULLY_CONNECTED: {
+        const io_tflite_tensor *w = op->n_inputs > 1 ? tensor(f, op->inputs[1]) : NULL;
+        if (!w || w->rank != 2 || op->weights_format != 0) return refuse_op(f, i, "its weights are not (units, inputs)");
+        int64_t n = w->shape[0], depth = w->shape[1];
+        sy_shape xs = act_shape(b, x);
+        int64_t cnt = sy_shape_count(&xs);
+        if (depth <= 0 || cnt % depth) return refuse_op(f, i, "its input does not hold whole rows of the weights' depth");
+        in[0] = sy_graph_reshape(b->g, in[0], sy_shape_of(2, cnt / depth, depth)); /* TFLite flattens the input */
+        if ((st = product_leaves(b, op, n, false, in))) return st;
+        out = graph_add(b->g, SY_OP_QFULLY_CONNECTED, in, 4, &a, NULL);
+        if (out != SY_NONE && sy_shape_count(&ys) == cnt / depth * n) out = sy_graph_reshape(b->g, out, ys);
+        break;
+    }
+    case OP_ADD: {
+        const io_tflite_tensor *x2 = op->n_inputs > 1 ? tensor(f, op->inputs[1]) : NULL;
+        if (!x2 || !per_tensor_int8(x2) || b->node[op->inputs[1]] == SY_NONE)
+            return refuse_op(f, i, "its second input is not an int8 activation");
+        in[1] = b->node[op->inputs[1]];
+        /* add.cc's Prepare for int8: both inputs scaled to twice the larger input scale, at 2^20 */
+        a.q.x2_zp = (int32_t)x2->zero_point[0];
+        a.q.left_shift = 20;
+        float s1 = x->scale[0], s2 = x2->scale[0];
+        const double twice_max = 2 * (s1 > s2 ? s1 : s2);
+        double r[3] = {s1 / twice_max, s2 / twice_max, twice_max / ((1 << 20) * y->scale[0])};
+        for (int j = 0; j < 3; j++) {
+            sy_q_multiplier(r[j], &a.q.mult[j], &shift);
+            a.q.shift[j] = shift;
+        }
+        out = graph_add(b->g, SY_OP_QADD, in, 2, &a, NULL);
+        break;
+    }
+    case OP_MAX_POOL_2D:
+    case OP_AVERAGE_POOL_2D:
+        if (x->rank != 4) return refuse_op(f, i, "its input is not (N, H, W, C)");
+        a.q.ksize[0] = op->filter_h, a.q.ksize[1] = op->filter_w;
+        a.q.stride[0] = op->stride_h, a.q.stride[1] = op->stride_w;
+        a.q.padding = op->padding == 0 ? SY_PAD_SAME : SY_PAD_VALID;
+        if (x->scale[0] != y->scale[0] || x->zero_point[0] != y->zero_point[0])
+            return refuse_op(f, i, "its input and output are quantized differently");
+        out = graph_add(b->g, op->builtin == OP_MAX_POOL_2D ? SY_OP_QMAX_POOL2D : SY_OP_QAVG_POOL2D, in, 1, &a, NULL);
+        break;
+    case OP_MEAN: {
+        const io_tflite_tensor *ax = op->n_inputs > 1 ? tensor(f, op->inputs[1]) : NULL;
+        if (!ax || !ax->data || ax->type != IO_TFLITE_INT32) return refuse_op(f, i, "its axes are not a constant int32 tensor");
+        for (size_t j = 0; j < ax->data_size / 4; j++) {
+            int32_t v;
+            memcpy(&v, ax->data + 4 * j, 4);
+            if (v < 0) v += x->rank;
+            if (v < 0 || v >= x->rank) return refuse_op(f, i, "an axis is out of range");
+            a.q.axes |= 1u << v;
+        }
+        /* reduce.cc's Prepare: input scale / output scale */
+        sy_q_multiplier((double)x->scale[0] / (double)y->scale[0], &a.q.mult[0], &shift);
+        a.q.shift[0] = shift;
+        if (op->keep_dims && x->rank == 4 && a.q.axes == 6)
+            return refuse_op(f, i, "keep_dims over H and W (TFLite's own int8 Mean path) is not supported yet");
+        out = graph_add(b->g, SY_OP_QMEAN, in, 1, &a, &ys);
+        break;
+    }
+    case OP_RESHAPE: out = sy_graph_reshape(b->g, in[0], ys); break;
+    case OP_SOFTMAX:
+        a.q.beta = op->beta;
+        out = graph_add(b->g, SY_OP_QSOFTMAX, in, 1, &a, NULL);
+        break;
+    case OP_PAD: {
+        const io_tflite_tensor *p = op->n_inputs > 1 ? tensor(f, op->inputs[1]) : NULL;
+        if (!p || !p->data || p->type != IO_TFLITE_INT32 || (int32_t)p->data_size != 8 * x->rank || x->rank > SY_MAX_RANK)
+            return refuse_op(f, i, "its paddings are not a constant int32 (rank, 2) tensor");
+        if (op->n_inputs > 2 && op->inputs[2] >= 0) return refuse_op(f, i, "a constant pad value is not supported");
+        for (int32_t d = 0; d < x->rank; d++) {
+            int32_t v[2];
+            memcpy(v, p->data + 8 * d, 8);
+            if (d == 0 && (v[0] || v[1])) return refuse_op(f, i, "it pads the batch axis");
+            a.q.pad_before[d] = v[0];
+        }
+        out = graph_add(b->g, SY_OP_QPAD, in, 1, &a, &ys);
+        break;
+    }
+    default: return refuse_op(f, i, NULL);
+    }
+    if (out == SY_NONE)
+        return sy_error(sy_graph_status(b->g), "'%s': operator %d (%s): %s", f->path, (int)i, op_name(op->builtin),
+                        sy_graph_error(b->g));
+    if (!sy_shape_equal(&b->g->nodes[out].shape, &ys)) {
+        char s1[SY_SHAPE_STR_MAX], s2[SY_SHAPE_STR_MAX];
+        return sy_error(SY_ERR_CORRUPT, "'%s': operator %d (%s) computes %s, but the file says its output '%s' is %s",
+                        f->path, (int)i, op_name(op->builtin), sy_shape_format(&b->g->nodes[out].shape, s1, sizeof s1),
+                        y->name, sy_shape_format(&ys, s2, sizeof s2));
+    }
+    b->node[op->outputs[0]] = out;
+    return SY_OK;
+}
+
+static sy_status build_graph(sy_lite_model *m, int64_t batch) {
+    const io_tflite *f = m->file;
+    builder b = {f, NULL, sy_malloc((size_t)f->n_tensors * sizeof(sy_node)), batch};
+    if (!b.node) return sy_error(SY_ERR_OUT_OF_MEMORY, "'%s': out of memory", f->path);
+    for (int32_t i = 0; i < f->n_tensors; i++) b.node[i] = SY_NONE;
+    sy_status st = sy_graph_new(&b.g);
+    if (!st) {
+        const io_tflite_tensor *in = tensor(f, m->in);
+        b.node[m->in] = sy_graph_input(b.g, in->name[0] ? in->name : "input",
+                                       in->type == IO_TFLITE_INT8 ? SY_I8 : SY_F32, act_shape(&b, in));
+        m->x = b.node[m->in];
+        st = sy_graph_status(b.g);
+        for (int32_t i = 0; i < f->n_ops && !st; i++) st = build_op(&b, i);
+        if (!st && b.node[m->out] == SY_NONE)
+            st = sy_error(SY_ERR_CORRUPT, "'%s': no operator computes the output tensor '%s'", f->path,
+                          f->tensors[m->out].name);
+        if (!st) st = sy_graph_status(b.g);
+    }
+    m->y = st ? SY_NONE : b.node[m->out];
+    sy_free(b.node);
+    if (st) {
+        sy_graph_free(b.g);
+        return st;
+    }
+    m->graph = b.g;
+    return SY_OK;
+}
+
+/* ---- the public API ----------------------------------------------------------------------- */
+
+sy_status sy_lite_model_load(const char *path, sy_lite_model **out) {
+    *out = NULL;
+    sy_lite_model *m = sy_calloc(1, sizeof *m);
+    if (!m) return sy_error(SY_ERR_OUT_OF_MEMORY, "'%s': out of memory", path);
+    sy_status st = io_tflite_read(path, &m->file);
+    if (!st) st = check_model(m->file);
+    if (!st) {
+        m->in = m->file->inputs[0];
+        m->out = m->file->outputs[0];
+        m->file_batch = m->file->tensors[m->in].shape[0];
+        const io_tflite_tensor *in = tensor(m->file, m->in), *o = tensor(m->file, m->out);
+        if ((in->type != IO_TFLITE_FLOAT32 && in->type != IO_TFLITE_INT8) ||
+            (o->type != IO_TFLITE_FLOAT32 && o->type != IO_TFLITE_INT8))
+            st = sy_error(SY_ERR_UNSUPPORTED, "'%s': the input is %s and the output %s; systolic takes float32 or int8",
+                          path, io_tflite_type_name(in->type), io_tflite_type_name(o->type));
+    }
+    if (!st) st = build_graph(m, 1); /* every operator checked now, not at the first batch */
+    if (st) {
+        sy_lite_model_free(m);
+        return st;
+    }
+    m->plan_batch = 1;
+    *out = m;
+    return SY_OK;
+}
+
+void sy_lite_model_free(sy_lite_model *m) {
+    if (!m) return;
+    sy_plan_free(m->plan);
+    sy_graph_free(m->graph);
+    io_tflite_free(m->file);
+    sy_free(m);
+}
+
+static void lite_shape(const sy_lite_model *m, int32_t t, sy_shape *s) {
+    const io_tflite_tensor *x = tensor(m->file, t);
+    int64_t d[SY_MAX_RANK];
+    int rank = x->rank < SY_MAX_RANK ? x->rank : SY_MAX_RANK;
+    for (int i = 0; i < rank; i++) d[i] = x->shape[i];
+    if (rank) d[0] = -1;
+    *s = sy_shape_from(rank, d);
+}
+
+void sy_lite_model_io(const sy_lite_model *m, bool output, sy_lite_io *io) {
+    int32_t t = output ? m->out : m->in;
+    const io_tflite_tensor *x = tensor(m->file, t);
+    memset(io, 0, sizeof *io);
+    io->name = x->name;
+    io->dtype = x->type == IO_TFLITE_INT8 ? SY_I8 : SY_F32;
+    lite_shape(m, t, &io->shape);
+    io->scale = x->quant_count ? x->scale[0] : 0;
+    io->zero_point = x->quant_count ? (int32_t)x->zero_point[0] : 0;
+}
+
+const char *sy_lite_model_ops(const sy_lite_model *m, int32_t i) {
+    return i >= 0 && i < m->file->n_ops ? op_name(m->file->ops[i].builtin) : NULL;
+}
+int32_t sy_lite_model_op_count(const sy_lite_model *m) { return m->file->n_ops; }
+
+sy_status lite_model_graph(sy_lite_model *m, int64_t batch, const sy_graph **g, sy_node *x, sy_node *y) {
+    *g = NULL;
+    if (batch < 1) return sy_error(SY_ERR_INVALID_ARGUMENT, "'%s': batch %lld", m->file->path, (long long)batch);
+    if (m->plan_batch != batch || !m->graph) {
+        sy_plan_free(m->plan);
+        m->plan = NULL;
+        sy_graph_free(m->graph);
+        m->graph = NULL;
+        sy_status st = build_graph(m, batch);
+        if (st) return st;
+        m->plan_batch = batch;
+    }
+    *g = m->graph, *x = m->x, *y = m->y;
+    return SY_OK;
+}
+
+/* A plan for batch b (the graph rebuilt when b changes). */
+static sy_status plan_for(sy_lite_model *m, int64_t b) {
+    if (m->plan && m->plan_batch == b) return SY_OK;
+    const sy_graph *g;
+    sy_node x, y;
+    sy_status st = lite_model_graph(m, b, &g, &x, &y);
+    if (st) return st;
+    sy_plan_free(m->plan);
+    m->plan = NULL;
+    sy_plan_options o = sy_plan_options_default();
+    o.backend = "cpu";
+    o.outputs = &m->y;
+    o.n_outputs = 1;
+    return sy_plan_compile(m->graph, &o, &m->plan);
+}
+
+sy_status sy_lite_model_predict(sy_lite_model *m, const sy_tensor *x, int64_t batch_size, sy_tensor **out) {
+    *out = NULL;
+    sy_lite_io in, o;
+    sy_lite_model_io(m, false, &in);
+    sy_lite_model_io(m, true, &o);
+    sy_shape xs = sy_tensor_shape(x);
+    char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
+    bool shape_ok = xs.rank == in.shape.rank && xs.rank >= 1 && xs.dims[0] >= 1;
+    for (int i = 1; shape_ok && i < xs.rank; i++) shape_ok = xs.dims[i] == in.shape.dims[i];
+    if (!shape_ok)
+        return sy_error(SY_ERR_SHAPE, "'%s' takes inputs of shape %s (its input '%s'), not %s", m->file->path,
+                        sy_shape_format(&in.shape, a, sizeof a), in.name, sy_shape_format(&xs, b, sizeof b));
+    sy_dtype xd = sy_tensor_dtype(x);
+    if (xd != in.dtype && !(in.dtype == SY_I8 && xd == SY_I32))
+        return sy_error(SY_ERR_DTYPE, "'%s' takes %s inputs (its input '%s'), not %s", m->file->path,
+                        sy_dtype_name(in.dtype), in.name, sy_dtype_name(xd));
+    int64_t n = xs.dims[0], per = sy_shape_count(&xs) / n;
+    if (xd == SY_I32) /* NumPy's int8 arrays load as int32: every value must be an int8 */
+        for (int64_t i = 0; i < n * per; i++) {
+            int32_t v = ((const int32_t *)sy_tensor_data(x))[i];
+            if (v < -128 || v > 127)
+                return sy_error(SY_ERR_INVALID_ARGUMENT, "'%s' takes int8 inputs, but input value %lld is %d",
+                                m->file->path, (long long)i, (int)v);
+        }
+    if (batch_size <= 0) batch_size = 32;
+    sy_shape ys = o.shape;
+    ys.dims[0] = n;
+    sy_tensor *y;
+    sy_status st = sy_tensor_new(o.dtype, ys, &y);
+    if (st) return st;
+    int64_t out_per = sy_shape_count(&ys) / n;
+    size_t isz = sy_dtype_size(in.dtype), osz = sy_dtype_size(o.dtype);
+    for (int64_t start = 0; start < n && !st; start += batch_size) {
+        int64_t bn = n - start < batch_size ? n - start : batch_size;
+        if ((st = plan_for(m, bn))) break;
+        void *dst = sy_plan_input(m->plan, m->x);
+        if (xd == SY_I32)
+            for (int64_t i = 0; i < bn * per; i++)
+                ((int8_t *)dst)[i] = (int8_t)((const int32_t *)sy_tensor_data(x))[start * per + i];
+        else
+            memcpy(dst, (const uint8_t *)sy_tensor_data(x) + (size_t)(start * per) * isz, (size_t)(bn * per) * isz);
+        if ((st = sy_plan_run(m->plan))) break;
+        memcpy((uint8_t *)sy_tensor_data(y) + (size_t)(start * out_per) * osz, sy_plan_output(m->plan, m->y),
+               (size_t)(bn * out_per) * osz);
+    }
+    if (st) {
+        sy_tensor_free(y);
+        return st;
+    }
+    *out = y;
+    return SY_OK;
+}
