@@ -245,6 +245,17 @@ typedef struct sy_qgemm_params {
 } sy_qgemm_params;
 void sy_qgemm_i8_ref(int8_t *y, int64_t ldy, const int8_t *x, int64_t ldx, const int8_t *w, int64_t m, int64_t n,
                      int64_t k, const sy_qgemm_params *p);
+/* The fast version (qgemm_fast.c, AVX-512 VNNI; portable C elsewhere), bit for bit sy_qgemm_i8_ref: pack the
+ * weights w (n, k) once into sy_qgemm_packed_bytes(n, k) bytes (64-byte aligned is best; the packing holds
+ * per-channel weight sums, independent of the params), then y = the product over ex's threads (ex may be NULL:
+ * the calling thread), blocks fixed by the shapes. sy_qgemm_i8_unpacked packs w into ws (that many bytes)
+ * on every call, for callers without a plan-time packing step. 1 <= k < 2^16. */
+int64_t sy_qgemm_packed_bytes(int64_t n, int64_t k);
+void sy_qgemm_pack(void *packed, const int8_t *w, int64_t n, int64_t k);
+void sy_qgemm_i8(const sy_exec *ex, int8_t *y, int64_t ldy, const int8_t *x, int64_t ldx, const void *packed,
+                 int64_t m, int64_t n, int64_t k, const sy_qgemm_params *p);
+void sy_qgemm_i8_unpacked(const sy_exec *ex, int8_t *y, int64_t ldy, const int8_t *x, int64_t ldx, const int8_t *w,
+                          int64_t m, int64_t n, int64_t k, const sy_qgemm_params *p, void *ws);
 
 /* issue 16, bfloat16 storage (bf16.c): the cast between float32 and bfloat16 buffers, and dropout
  */
