@@ -101,7 +101,15 @@ typedef struct qg_job {
     int64_t ldy, ldx, m, n, k, nb, rblocks, cblocks;
 } qg_job;
 
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512F__) && !defined(SY_QGEMM_PORTABLE)
+/* colc[c] = bias[c] - x_zp sumw[c], modulo 2^32 (unsigned: no signed overflow for any bias) */
+static inline int32_t qg_colc(const qg_job *j, int64_t c) {
+    uint32_t b = j->p->bias ? (uint32_t)j->p->bias[c] : 0u;
+    return (int32_t)(b - (uint32_t)j->p->x_zp * (uint32_t)qg_sumw(j->packed)[c]);
+}
+
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512F__) && !defined(SY_QGEMM_NO_VNNI) &&      \
+    !defined(SY_QGEMM_PORTABLE)
 #include <immintrin.h>
 
 /* loops over the tile's rows, vectors and sets unrolled early, so that its accumulators become registers */
@@ -121,6 +129,7 @@ static inline int32_t qg_load32(const int8_t *p) {
  * with halves rounded away from zero. */
 typedef struct qg_req {
     __m512i mult, mult_odd, left, right, rmask, rhalf;
+    bool any_left, any_min; /* a lane shifts left; a lane's multiplier is INT32_MIN (steps skipped otherwise) */
 } qg_req;
 
 static inline qg_req qg_req_load(const sy_qgemm_params *p, int64_t c, __mmask16 lanes) {
@@ -132,18 +141,21 @@ static inline qg_req qg_req_load(const sy_qgemm_params *p, int64_t c, __mmask16 
     r.right = _mm512_max_epi32(_mm512_sub_epi32(_mm512_setzero_si512(), shift), _mm512_setzero_si512());
     r.rmask = _mm512_sub_epi32(_mm512_sllv_epi32(_mm512_set1_epi32(1), r.right), _mm512_set1_epi32(1));
     r.rhalf = _mm512_srli_epi32(r.rmask, 1);
+    r.any_left = _mm512_test_epi32_mask(r.left, r.left) != 0;
+    r.any_min = _mm512_cmpeq_epi32_mask(r.mult, _mm512_set1_epi32(INT32_MIN)) != 0;
     return r;
 }
 
 static inline __m512i qg_requant16(__m512i x, const qg_req *r) {
-    __m512i s = _mm512_sllv_epi32(x, r->left);
+    __m512i s = r->any_left ? _mm512_sllv_epi32(x, r->left) : x;
     __m512i nudge = _mm512_set1_epi64((int64_t)1 << 30);
     __m512i pe = _mm512_add_epi64(_mm512_mul_epi32(s, r->mult), nudge);
     __m512i po = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(s, 32), r->mult_odd), nudge);
     /* bits 31..62 of each product: the even lanes' shifted down, the odd lanes' up into the high half */
     __m512i h = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 31), _mm512_slli_epi64(po, 1));
-    h = _mm512_mask_mov_epi32(h, _mm512_cmpeq_epi32_mask(h, _mm512_set1_epi32(INT32_MIN)),
-                              _mm512_set1_epi32(INT32_MAX));
+    if (r->any_min)
+        h = _mm512_mask_mov_epi32(h, _mm512_cmpeq_epi32_mask(h, _mm512_set1_epi32(INT32_MIN)),
+                                  _mm512_set1_epi32(INT32_MAX));
     __m512i fl = _mm512_srav_epi32(h, r->right);
     /* remainder > (mask >> 1) + (h < 0), as remainder - (h < 0) > mask >> 1 */
     __m512i t = _mm512_add_epi32(_mm512_and_si512(h, r->rmask), _mm512_srai_epi32(h, 31));
@@ -211,7 +223,10 @@ static inline __attribute__((always_inline)) void qg_tile(const int MR, const in
         QG_UNROLL
         for (int r = 0; r < MR; r++) {
             int32_t xv = 0;
-            memcpy(&xv, x + r * ldx + kb * 4, left < 4 ? (size_t)left : 4);
+            if (left >= 4) /* a constant size: an inline load, not a call */
+                memcpy(&xv, x + r * ldx + kb * 4, 4);
+            else
+                memcpy(&xv, x + r * ldx + kb * 4, (size_t)left);
             __m512i xb = _mm512_set1_epi32(xv);
             QG_UNROLL
             for (int v = 0; v < NV; v++) acc[0][r][v] = _mm512_dpbusd_epi32(acc[0][r][v], wv[v], xb);
@@ -249,8 +264,7 @@ static void qg_tile_store(const qg_job *j, const int8_t *x, const int32_t *rowc,
 #undef QG_ROW
 #undef QG_CASE
     const sy_qgemm_params *p = j->p;
-    const __m512i zp = _mm512_set1_epi32(p->y_zp), lo = _mm512_set1_epi32(p->act_min),
-                  hi = _mm512_set1_epi32(p->act_max);
+    const __m512i zp = _mm512_set1_epi32(p->y_zp);
     const int32_t *sumw = qg_sumw(j->packed);
     for (int v = 0; v < nv; v++) {
         int64_t c = c0 + v * 16, valid = j->n - c < 16 ? j->n - c : 16;
@@ -261,10 +275,23 @@ static void qg_tile_store(const qg_job *j, const int8_t *x, const int32_t *rowc,
                                         _mm512_mullo_epi32(_mm512_set1_epi32(p->x_zp), _mm512_loadu_si512(sumw + c)));
         for (int64_t r = 0; r < mr; r++) {
             __m512i a = _mm512_sub_epi32(_mm512_add_epi32(acc[r][v], colc), _mm512_set1_epi32(rowc[r]));
-            __m512i o = _mm512_add_epi32(qg_requant16(a, &rq), zp);
-            o = _mm512_min_epi32(_mm512_max_epi32(o, lo), hi);
-            _mm512_mask_cvtepi32_storeu_epi8(y + r * j->ldy + c, lanes, o);
+            acc[r][v] = _mm512_add_epi32(qg_requant16(a, &rq), zp);
         }
+    }
+    /* each row's vectors to bytes with saturating packs -- the clamp to [act_min, act_max] within [-128, 127]
+     * makes saturating first the same as clamping the int32 -- then one store of the row's channels. The
+     * packs work within 128-bit lanes: dword 4 L + q of the result holds vector q's lane L, which the
+     * permutation puts at 4 q + L. */
+    const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+    const __m512i lo = _mm512_set1_epi8((char)p->act_min), hi = _mm512_set1_epi8((char)p->act_max);
+    int64_t valid = j->n - c0 < 16 * nv ? j->n - c0 : 16 * nv;
+    __mmask64 bytes = _bzhi_u64(~0ull, (unsigned)valid);
+    for (int v = nv; v < 4; v++)
+        for (int64_t r = 0; r < mr; r++) acc[r][v] = _mm512_setzero_si512();
+    for (int64_t r = 0; r < mr; r++) {
+        __m512i b = _mm512_packs_epi16(_mm512_packs_epi32(acc[r][0], acc[r][1]), _mm512_packs_epi32(acc[r][2], acc[r][3]));
+        b = _mm512_min_epi8(_mm512_max_epi8(_mm512_permutexvar_epi32(order, b), lo), hi);
+        _mm512_mask_storeu_epi8(y + r * j->ldy + c0, bytes, b);
     }
 }
 
@@ -286,14 +313,129 @@ static void qg_block(void *ctx, int64_t part) {
     }
 }
 
-#else /* portable: the same algebra on the same packed layout, one output at a time */
+#elif defined(__AVX2__) && !defined(SY_QGEMM_PORTABLE)
+/* AVX2 without VNNI: the same packed bytes, widened to int16 (vpmovzxbw: w + 128 is 0..255) and multiplied
+ * by x's 4 bytes sign-extended, in pairs summed to int32 by vpmaddwd -- exact, unlike vpmaddubsw, whose int16
+ * pair sums saturate (255 x -128 x 2 does not fit). An accumulator holds 4 channels x 2 pair sums; vphaddd
+ * folds the pairs at the end. Tiles of 2 rows x 16 channels (8 accumulators, 4 widened weight vectors). */
+#include <immintrin.h>
 
-/* colc[c] = bias[c] - x_zp sumw[c], modulo 2^32 (unsigned: no signed overflow for any bias) */
-static int32_t qg_colc(const qg_job *j, int64_t c) {
-    uint32_t b = j->p->bias ? (uint32_t)j->p->bias[c] : 0u;
-    return (int32_t)(b - (uint32_t)j->p->x_zp * (uint32_t)qg_sumw(j->packed)[c]);
+#define QG_MR2 2
+
+/* x's 4 bytes at group kb of a row as 4 int16 repeated over the vector; qg_xwords_tail: the last group's
+ * 1-3 bytes, without reading past k */
+static inline __m256i qg_xwords(const int8_t *xr, int64_t kb) {
+    int32_t v;
+    memcpy(&v, xr + kb * 4, 4);
+    return _mm256_cvtepi8_epi16(_mm_set1_epi32(v));
+}
+static inline __m256i qg_xwords_tail(const int8_t *xr, int64_t kb, int64_t k) {
+    int32_t v = 0;
+    memcpy(&v, xr + kb * 4, (size_t)(k - kb * 4));
+    return _mm256_cvtepi8_epi16(_mm_set1_epi32(v));
 }
 
+static inline __m256i qg_requant8(__m256i x, __m256i m, __m256i sh) {
+    const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
+    __m256i left = _mm256_max_epi32(sh, zero), right = _mm256_max_epi32(_mm256_sub_epi32(zero, sh), zero);
+    __m256i s = _mm256_sllv_epi32(x, left);
+    __m256i nudge = _mm256_set1_epi64x((int64_t)1 << 30);
+    __m256i pe = _mm256_add_epi64(_mm256_mul_epi32(s, m), nudge);
+    __m256i po = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(s, 32), _mm256_srli_epi64(m, 32)), nudge);
+    __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(pe, 31), _mm256_slli_epi64(po, 1), 0xAA);
+    h = _mm256_blendv_epi8(h, _mm256_set1_epi32(INT32_MAX), _mm256_cmpeq_epi32(h, _mm256_set1_epi32(INT32_MIN)));
+    __m256i rmask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
+    __m256i fl = _mm256_srav_epi32(h, right);
+    __m256i t = _mm256_add_epi32(_mm256_and_si256(h, rmask), _mm256_srai_epi32(h, 31));
+    return _mm256_sub_epi32(fl, _mm256_cmpgt_epi32(t, _mm256_srli_epi32(rmask, 1))); /* true is -1: adds 1 */
+}
+
+static inline __attribute__((always_inline)) void qg_tile2(const int MR, const int8_t *x, int64_t ldx,
+                                                          const uint8_t *wp, int64_t wstep, int64_t k,
+                                                          __m256i out[QG_MR2][2]) {
+    __m256i acc[QG_MR2][4];
+    for (int r = 0; r < MR; r++)
+        for (int q = 0; q < 4; q++) acc[r][q] = _mm256_setzero_si256();
+    int64_t kbs = (k + 3) / 4, kbf = k / 4;
+    for (int64_t kb = 0; kb < kbs; kb++) {
+        const uint8_t *w = wp + kb * wstep;
+        __m256i wz[4];
+        for (int q = 0; q < 4; q++) wz[q] = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + 16 * q)));
+        for (int r = 0; r < MR; r++) {
+            __m256i xb = kb < kbf ? qg_xwords(x + r * ldx, kb) : qg_xwords_tail(x + r * ldx, kb, k);
+            for (int q = 0; q < 4; q++) acc[r][q] = _mm256_add_epi32(acc[r][q], _mm256_madd_epi16(wz[q], xb));
+        }
+    }
+    /* [c0 c1 c4 c5 | c2 c3 c6 c7] by vphaddd, put in order by 64-bit units (0, 2, 1, 3) */
+    for (int r = 0; r < MR; r++) {
+        out[r][0] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][0], acc[r][1]), 0xD8);
+        out[r][1] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][2], acc[r][3]), 0xD8);
+    }
+}
+
+static void qg_block(void *ctx, int64_t part) {
+    const qg_job *j = ctx;
+    int64_t cb = part / j->rblocks, rb = part % j->rblocks;
+    int64_t r0 = rb * QG_MB, r1 = r0 + QG_MB < j->m ? r0 + QG_MB : j->m;
+    int64_t c0 = cb * j->nb, c1 = c0 + j->nb < j->n ? c0 + j->nb : j->n;
+    const uint8_t *panels = qg_panels(j->packed, j->n);
+    int64_t kb = qg_kb(j->k), np = qg_np(j->n);
+    const sy_qgemm_params *p = j->p;
+    int32_t rowc[QG_MB];
+    for (int64_t i = r0; i < r1; i++) {
+        const int8_t *xi = j->x + i * j->ldx;
+        int32_t s = 0;
+        for (int64_t kk = 0; kk < j->k; kk++) s += xi[kk];
+        rowc[i - r0] = (int32_t)((uint32_t)s * 128u);
+    }
+    const __m256i zp = _mm256_set1_epi32(p->y_zp);
+    const __m128i lo = _mm_set1_epi8((char)p->act_min), hi = _mm_set1_epi8((char)p->act_max);
+    for (int64_t c = c0; c < c1; c += 16) {
+        int64_t p0 = c / QG_NP * QG_NP, width = np - p0 < QG_NP ? np - p0 : QG_NP;
+        const uint8_t *wp = panels + p0 * kb * 4 + (c - p0) * 4;
+        int64_t valid = c1 - c < 16 ? c1 - c : 16;
+        int32_t mult[16] = {0}, shift[16] = {0}, colc[16] = {0};
+        for (int64_t i = 0; i < valid; i++) {
+            mult[i] = p->mult[c + i];
+            shift[i] = p->shift[c + i];
+            colc[i] = qg_colc(j, c + i);
+        }
+        __m256i mv[2], sv[2], cv[2];
+        for (int h = 0; h < 2; h++) {
+            mv[h] = _mm256_loadu_si256((const __m256i *)(mult + 8 * h));
+            sv[h] = _mm256_loadu_si256((const __m256i *)(shift + 8 * h));
+            cv[h] = _mm256_loadu_si256((const __m256i *)(colc + 8 * h));
+        }
+        for (int64_t r = r0; r < r1; r += QG_MR2) {
+            int mr = r1 - r < QG_MR2 ? (int)(r1 - r) : QG_MR2;
+            __m256i acc[QG_MR2][2];
+            if (mr == 2)
+                qg_tile2(2, j->x + r * j->ldx, j->ldx, wp, width * 4, j->k, acc);
+            else
+                qg_tile2(1, j->x + r * j->ldx, j->ldx, wp, width * 4, j->k, acc);
+            for (int i = 0; i < mr; i++) {
+                __m256i rc = _mm256_set1_epi32(rowc[r - r0 + i]), o[2];
+                for (int h = 0; h < 2; h++)
+                    o[h] = _mm256_add_epi32(
+                        qg_requant8(_mm256_sub_epi32(_mm256_add_epi32(acc[i][h], cv[h]), rc), mv[h], sv[h]), zp);
+                /* saturating packs, then the clamp within [-128, 127] (the same as clamping the int32) */
+                __m256i w16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(o[0], o[1]), 0xD8);
+                __m128i b = _mm_packs_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
+                b = _mm_min_epi8(_mm_max_epi8(b, lo), hi);
+                int8_t *yr = j->y + (r + i) * j->ldy + c;
+                if (valid == 16)
+                    _mm_storeu_si128((__m128i *)yr, b);
+                else {
+                    int8_t tmp[16];
+                    _mm_storeu_si128((__m128i *)tmp, b);
+                    memcpy(yr, tmp, (size_t)valid);
+                }
+            }
+        }
+    }
+}
+
+#else /* portable: the same algebra on the same packed layout, one output at a time */
 
 static void qg_block(void *ctx, int64_t part) {
     const qg_job *j = ctx;
