@@ -256,6 +256,23 @@ void sy_qgemm_i8(const sy_exec *ex, int8_t *y, int64_t ldy, const int8_t *x, int
                  int64_t m, int64_t n, int64_t k, const sy_qgemm_params *p);
 void sy_qgemm_i8_unpacked(const sy_exec *ex, int8_t *y, int64_t ldy, const int8_t *x, int64_t ldx, const int8_t *w,
                           int64_t m, int64_t n, int64_t k, const sy_qgemm_params *p, void *ws);
+/* issue 18, the int8 depthwise conv (qdepthwise.c): TFLite's DEPTHWISE_CONV_2D, per channel. x (n, h, w, c)
+ * int8, the filter (1, kh, kw, c * mult) as TFLite stores it, y (n, oh, ow, c * mult); output channel
+ * ic * mult + m; strides, dilations and leading padding (taps in the padding left out: x padded by x_zp).
+ * p's bias, mult and shift have c * mult entries. sy_qdepthwise_i8_ref is TFLite's
+ * reference_integer_ops::DepthwiseConvPerChannel; sy_qdepthwise_i8 (over ex's threads, ex may be NULL)
+ * matches it bit for bit. */
+typedef struct sy_qdw_geom {
+    int64_t n, h, w, c, mult; /* input (n, h, w, c), depth multiplier */
+    int64_t kh, kw;           /* filter taps */
+    int64_t sh, sw, dh, dw;   /* strides, dilations */
+    int64_t pt, pl;           /* leading padding */
+    int64_t oh, ow;           /* output size */
+} sy_qdw_geom;
+void sy_qdepthwise_i8_ref(int8_t *y, const int8_t *x, const int8_t *w, const sy_qdw_geom *g,
+                          const sy_qgemm_params *p);
+void sy_qdepthwise_i8(const sy_exec *ex, int8_t *y, const int8_t *x, const int8_t *w, const sy_qdw_geom *g,
+                      const sy_qgemm_params *p);
 
 /* issue 16, bfloat16 storage (bf16.c): the cast between float32 and bfloat16 buffers, and dropout
  */
