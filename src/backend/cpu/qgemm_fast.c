@@ -121,6 +121,12 @@ static inline int32_t qg_load32(const int8_t *p) {
     memcpy(&v, p, sizeof v);
     return v;
 }
+/* 1-3 bytes, the rest zeros (a byte loop: memcpy of a variable size is a call, per row of every tile) */
+static inline int32_t qg_load_tail(const int8_t *p, int64_t bytes) {
+    uint32_t v = 0;
+    for (int64_t b = 0; b < bytes; b++) v |= (uint32_t)(uint8_t)p[b] << (8 * b);
+    return (int32_t)v;
+}
 
 /* rowsum of each of rows rows of x (k bytes): the unsigned sum of x ^ 0x80 by vpsadbw, less 128 k */
 static void qg_rowsums(const int8_t *x, int64_t ldx, int64_t rows, int64_t k, int32_t *out) {
@@ -182,11 +188,7 @@ static inline __attribute__((always_inline)) void qg_tile(const int MR, const in
         for (int v = 0; v < NV; v++) wv[v] = _mm512_loadu_si512(w + v * 64);
         QG_UNROLL
         for (int r = 0; r < MR; r++) {
-            int32_t xv = 0;
-            if (left >= 4) /* a constant size: an inline load, not a call */
-                memcpy(&xv, x + r * ldx + kb * 4, 4);
-            else
-                memcpy(&xv, x + r * ldx + kb * 4, (size_t)left);
+            int32_t xv = left >= 4 ? qg_load32(x + r * ldx + kb * 4) : qg_load_tail(x + r * ldx + kb * 4, left);
             __m512i xb = _mm512_set1_epi32(xv);
             QG_UNROLL
             for (int v = 0; v < NV; v++) acc[0][r][v] = _mm512_dpbusd_epi32(acc[0][r][v], wv[v], xb);
@@ -290,9 +292,9 @@ static inline __m256i qg_xwords(const int8_t *xr, int64_t kb) {
     return _mm256_cvtepi8_epi16(_mm_set1_epi32(v));
 }
 static inline __m256i qg_xwords_tail(const int8_t *xr, int64_t kb, int64_t k) {
-    int32_t v = 0;
-    memcpy(&v, xr + kb * 4, (size_t)(k - kb * 4));
-    return _mm256_cvtepi8_epi16(_mm_set1_epi32(v));
+    uint32_t v = 0;
+    for (int64_t b = 0; b < k - kb * 4; b++) v |= (uint32_t)(uint8_t)xr[kb * 4 + b] << (8 * b);
+    return _mm256_cvtepi8_epi16(_mm_set1_epi32((int32_t)v));
 }
 
 static inline __m256i qg_requant8(__m256i x, __m256i m, __m256i sh) {
