@@ -1,8 +1,10 @@
 /*
  * qgemm_fast.c - the fast int8 matrix product of issue 18: qgemm.c's
  * contract (sy_qgemm_i8_ref defines every bit) on packed weights, over the
- * exec context's threads, with AVX-512 VNNI where the compiler targets it
- * and a portable C loop elsewhere. docs/design/int8-kernels.md.
+ * exec context's threads, with AVX-512 VNNI where the compiler targets it,
+ * AVX2 (vpmovzxbw + vpmaddwd) where it has only that, and a portable C loop
+ * elsewhere; all three on the same packed weights.
+ * docs/design/int8-kernels.md.
  *
  * The instruction: vpdpbusd multiplies 4 unsigned bytes by 4 signed bytes
  * and adds the four products to an int32 lane, 64 products per zmm
@@ -25,7 +27,7 @@
  * result equals the reference's accumulator whenever that one does not
  * overflow (k < 2^16 with in-range biases, qgemm.c), whatever the order or
  * the intermediate wraps. The requantization (TFLite's two roundings) is
- * then done 16 lanes at a time in exact integer steps (requant16).
+ * then done 16 lanes at a time in exact integer steps (qrequant.h).
  *
  * Packed weights: a header (n, k), sumw (n rounded up to 16 int32), then
  * panels of 64 output channels (the last one 16, 32, 48 or 64 wide), each
