@@ -245,6 +245,34 @@ typedef struct sy_qgemm_params {
 } sy_qgemm_params;
 void sy_qgemm_i8_ref(int8_t *y, int64_t ldy, const int8_t *x, int64_t ldx, const int8_t *w, int64_t m, int64_t n,
                      int64_t k, const sy_qgemm_params *p);
+/* The fast version (qgemm_fast.c, AVX-512 VNNI; portable C elsewhere), bit for bit sy_qgemm_i8_ref: pack the
+ * weights w (n, k) once into sy_qgemm_packed_bytes(n, k) bytes (64-byte aligned is best; the packing holds
+ * per-channel weight sums, independent of the params), then y = the product over ex's threads (ex may be NULL:
+ * the calling thread), blocks fixed by the shapes. sy_qgemm_i8_unpacked packs w into ws (that many bytes)
+ * on every call, for callers without a plan-time packing step. 1 <= k < 2^16. */
+int64_t sy_qgemm_packed_bytes(int64_t n, int64_t k);
+void sy_qgemm_pack(void *packed, const int8_t *w, int64_t n, int64_t k);
+void sy_qgemm_i8(const sy_exec *ex, int8_t *y, int64_t ldy, const int8_t *x, int64_t ldx, const void *packed,
+                 int64_t m, int64_t n, int64_t k, const sy_qgemm_params *p);
+void sy_qgemm_i8_unpacked(const sy_exec *ex, int8_t *y, int64_t ldy, const int8_t *x, int64_t ldx, const int8_t *w,
+                          int64_t m, int64_t n, int64_t k, const sy_qgemm_params *p, void *ws);
+/* issue 18, the int8 depthwise conv (qdepthwise.c): TFLite's DEPTHWISE_CONV_2D, per channel. x (n, h, w, c)
+ * int8, the filter (1, kh, kw, c * mult) as TFLite stores it, y (n, oh, ow, c * mult); output channel
+ * ic * mult + m; strides, dilations and leading padding (taps in the padding left out: x padded by x_zp).
+ * p's bias, mult and shift have c * mult entries. sy_qdepthwise_i8_ref is TFLite's
+ * reference_integer_ops::DepthwiseConvPerChannel; sy_qdepthwise_i8 (over ex's threads, ex may be NULL)
+ * matches it bit for bit. */
+typedef struct sy_qdw_geom {
+    int64_t n, h, w, c, mult; /* input (n, h, w, c), depth multiplier */
+    int64_t kh, kw;           /* filter taps */
+    int64_t sh, sw, dh, dw;   /* strides, dilations */
+    int64_t pt, pl;           /* leading padding */
+    int64_t oh, ow;           /* output size */
+} sy_qdw_geom;
+void sy_qdepthwise_i8_ref(int8_t *y, const int8_t *x, const int8_t *w, const sy_qdw_geom *g,
+                          const sy_qgemm_params *p);
+void sy_qdepthwise_i8(const sy_exec *ex, int8_t *y, const int8_t *x, const int8_t *w, const sy_qdw_geom *g,
+                      const sy_qgemm_params *p);
 
 /* issue 16, bfloat16 storage (bf16.c): the cast between float32 and bfloat16 buffers, and dropout
  */
