@@ -1,0 +1,147 @@
+/*
+ * qconv.c - the cpu backend's fast int8 convolution and fully-connected
+ * kernels (issue 18): the ops of qref.c (QCONV2D, QFULLY_CONNECTED) over the
+ * fast int8 product (qgemm_fast.c, AVX-512 VNNI) and the fast depthwise
+ * conv (qdepthwise.c), on the exec context's threads. They compute exactly
+ * what qref.c's kernels compute -- the same im2col (taps outside the image
+ * hold the input zero point), the same integer sums, the same
+ * requantization -- so the outputs are TFLite's reference kernels' bit for
+ * bit; the op harness runs every int8 row on ref and cpu and compares.
+ *
+ * A convolution packs its weights once per call (O KH KW C bytes, small
+ * beside the product), then walks the output rows in chunks of CHUNK
+ * rows: the chunk's im2col rows are built in parallel (a 1x1, stride-1,
+ * unpadded conv reads the input rows as they are), then multiplied. Chunks
+ * and their parts are fixed by the shapes, so the bits do not depend on the
+ * thread count. A depthwise conv (groups = C, one input channel a group)
+ * runs sy_qdepthwise_i8 on the filter transposed to TFLite's
+ * (1, KH, KW, C M); other grouped convs, and products of 2^16 terms or
+ * more (past the fast product's int16-safe bound), run qref.c's kernels.
+ */
+#include "cpu_internal.h"
+
+#define CHUNK 3072 /* output rows per im2col chunk: 3072 x K bytes stay in L2 for K up to a few hundred */
+#define ROWS_PER_PART 64
+
+typedef struct qconv_geom {
+    int64_t n, h, w, c, o, kh, kw, cg, groups, sh, sw, dh, dw, oh, ow, ph, pw, k;
+} qconv_geom;
+
+static qconv_geom geometry(const sy_kargs *k) {
+    const sy_shape *x = &k->in_shape[0], *w = &k->in_shape[1];
+    const sy_attrs *a = k->attr;
+    qconv_geom g;
+    g.n = x->dims[0], g.h = x->dims[1], g.w = x->dims[2], g.c = x->dims[3];
+    g.o = w->dims[0], g.kh = w->dims[1], g.kw = w->dims[2], g.cg = w->dims[3];
+    g.groups = a->q.groups > 1 ? a->q.groups : 1;
+    g.sh = a->q.stride[0], g.sw = a->q.stride[1];
+    g.dh = a->q.dilation[0] > 1 ? a->q.dilation[0] : 1, g.dw = a->q.dilation[1] > 1 ? a->q.dilation[1] : 1;
+    sy_conv_out(g.h, sy_dilated(g.kh, g.dh), g.sh, a->q.padding, &g.oh, &g.ph);
+    sy_conv_out(g.w, sy_dilated(g.kw, g.dw), g.sw, a->q.padding, &g.ow, &g.pw);
+    g.k = g.kh * g.kw * g.cg;
+    return g;
+}
+
+static bool pointwise(const qconv_geom *g) {
+    return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 && g->groups == 1;
+}
+
+static bool depthwise(const qconv_geom *g) { return g->groups == g->c && g->cg == 1 && g->groups > 1; }
+
+static sy_qgemm_params params(const sy_kargs *k, int64_t n_out) {
+    const int32_t *bias = k->in[2], *m = k->in[3];
+    return (sy_qgemm_params){k->attr->q.x_zp, k->attr->q.y_zp, k->attr->q.act_min, k->attr->q.act_max,
+                             bias, m, m + n_out};
+}
+
+static size_t qconv_ws(const sy_kargs *k, int threads) {
+    qconv_geom g = geometry(k);
+    if (depthwise(&g)) return (size_t)(g.kh * g.kw * g.o);
+    if (g.groups > 1 || g.k >= 65536) {
+        const sy_kernel *ref = sy_qref_kernel(SY_OP_QCONV2D);
+        return ref->workspace ? ref->workspace(k, threads) : 0;
+    }
+    size_t packed = (size_t)((sy_qgemm_packed_bytes(g.o, g.k) + 63) / 64 * 64);
+    return packed + (pointwise(&g) ? 0 : (size_t)(CHUNK * g.k));
+}
+
+typedef struct im2col_job {
+    const qconv_geom *g;
+    const int8_t *x;
+    int8_t *col, zp;
+    int64_t row0, rows; /* output rows [row0, row0 + rows) of the whole batch */
+} im2col_job;
+
+static void im2col_part(void *ctx, int64_t part) {
+    const im2col_job *j = ctx;
+    const qconv_geom *g = j->g;
+    int64_t r0 = part * ROWS_PER_PART, r1 = r0 + ROWS_PER_PART < j->rows ? r0 + ROWS_PER_PART : j->rows;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t at = j->row0 + r, ox = at % g->ow, oy = (at / g->ow) % g->oh, b = at / (g->ow * g->oh);
+        int8_t *dst = j->col + r * g->k;
+        for (int64_t i = 0; i < g->kh; i++) {
+            int64_t iy = oy * g->sh - g->ph + i * g->dh;
+            for (int64_t t = 0; t < g->kw; t++, dst += g->cg) {
+                int64_t ix = ox * g->sw - g->pw + t * g->dw;
+                if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
+                    memset(dst, j->zp, (size_t)g->cg);
+                else
+                    memcpy(dst, j->x + ((b * g->h + iy) * g->w + ix) * g->c, (size_t)g->cg);
+            }
+        }
+    }
+}
+
+static void qconv2d(const sy_kargs *k) {
+    qconv_geom g = geometry(k);
+    const int8_t *x = k->in[0], *w = k->in[1];
+    int8_t *y = k->out;
+    sy_qgemm_params p = params(k, g.o);
+    if (depthwise(&g)) {
+        int8_t *wt = k->ws; /* (O, KH, KW, 1) -> (1, KH, KW, O) */
+        for (int64_t o = 0; o < g.o; o++)
+            for (int64_t t = 0; t < g.kh * g.kw; t++) wt[t * g.o + o] = w[o * g.kh * g.kw + t];
+        sy_qdw_geom d = {g.n, g.h, g.w, g.c, g.o / g.c, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.ph, g.pw, g.oh, g.ow};
+        sy_qdepthwise_i8(k->ex, y, x, wt, &d, &p);
+        return;
+    }
+    if (g.groups > 1 || g.k >= 65536) {
+        sy_qref_kernel(SY_OP_QCONV2D)->run(k);
+        return;
+    }
+    int8_t *packed = k->ws;
+    sy_qgemm_pack(packed, w, g.o, g.k);
+    int64_t m = g.n * g.oh * g.ow;
+    if (pointwise(&g)) {
+        sy_qgemm_i8(k->ex, y, g.o, x, g.c, packed, m, g.o, g.k, &p);
+        return;
+    }
+    int8_t *col = packed + (sy_qgemm_packed_bytes(g.o, g.k) + 63) / 64 * 64;
+    for (int64_t r0 = 0; r0 < m; r0 += CHUNK) {
+        int64_t rows = m - r0 < CHUNK ? m - r0 : CHUNK;
+        im2col_job j = {&g, x, col, (int8_t)k->attr->q.x_zp, r0, rows};
+        sy_parallel_parts(k->ex, (rows + ROWS_PER_PART - 1) / ROWS_PER_PART, im2col_part, &j);
+        sy_qgemm_i8(k->ex, y + r0 * g.o, g.o, col, g.k, packed, rows, g.o, g.k, &p);
+    }
+}
+
+static size_t qfc_ws(const sy_kargs *k, int threads) {
+    (void)threads;
+    const sy_shape *w = &k->in_shape[1];
+    if (w->dims[1] >= 65536) return 0;
+    return (size_t)sy_qgemm_packed_bytes(w->dims[0], w->dims[1]);
+}
+
+static void qfully_connected(const sy_kargs *k) {
+    const sy_shape *w = &k->in_shape[1];
+    int64_t units = w->dims[0], depth = w->dims[1], rows = sy_shape_count(&k->in_shape[0]) / depth;
+    sy_qgemm_params p = params(k, units);
+    if (depth >= 65536) {
+        sy_qref_kernel(SY_OP_QFULLY_CONNECTED)->run(k);
+        return;
+    }
+    sy_qgemm_i8_unpacked(k->ex, k->out, units, k->in[0], depth, k->in[1], rows, units, depth, &p, k->ws);
+}
+
+const sy_kernel sy_cpu_qconv2d = {qconv2d, qconv_ws, NULL};
+const sy_kernel sy_cpu_qfully_connected = {qfully_connected, qfc_ws, NULL};
