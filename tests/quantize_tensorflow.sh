@@ -23,6 +23,21 @@ root=$3
 find_python 'import importlib.util as u, sys; sys.exit(not (u.find_spec("numpy") and u.find_spec("tensorflow")))'
 dir=$(mktemp -d "${TMPDIR:-/tmp}/systolic-quantize-XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
+# issue 18 point 1: systolic's own int8 path runs the file systolic wrote and
+# gives tf.lite.Interpreter's reference-kernel outputs on it bit for bit
+same_as_interpreter() {
+    "$systolic" predict "$1" --input "$2/x.npy" --output "$2/predict_y.npy" >"$2/p.log" 2>&1 || {
+        cat "$2/p.log"
+        exit 1
+    }
+    "$python" -c 'import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+if a.shape != b.shape or not np.array_equal(a, b):
+    print("systolic predict differs from tf.lite.Interpreter: shapes %s %s, %d values" % (a.shape, b.shape, np.sum(a != b) if a.shape == b.shape else -1))
+    sys.exit(1)
+print("systolic predict %s: the interpreter%ss %d outputs bit for bit" % (sys.argv[3], chr(39), a.size))' \
+        "$2/predict_y.npy" "$2/systolic_y.npy" "$(basename "$1")" || exit 1
+}
 "$systolic" train fashion_mnist_cnn --epochs 2 --verbose 0 --save-model "$dir/cnn.h5" >"$dir/train.log" 2>&1 || {
     cat "$dir/train.log"
     exit 1
@@ -50,6 +65,7 @@ rc=$?
 grep -v "^ \|^$\|[Ww]arn\|Summary\|^---\|Accepted\|Non-Converted\|arith\|fully_quantize\|^INFO" "$dir/check.log"
 [ $rc -eq 0 ] || exit 1
 cp "$dir/tensorflow.tflite" "$dir/tensorflow_cnn.tflite"
+same_as_interpreter "$dir/systolic.tflite" "$dir"
 # the ResNet-like model (BatchNormalization folded, DEPTHWISE_CONV_2D, ADD, PAD, pooling, MEAN): seeded weights
 "$python" "$root/tools/quantize_check.py" --make-resnet "$dir/resnet.h5" >"$dir/resnet.log" 2>&1 || {
     cat "$dir/resnet.log"
@@ -67,5 +83,6 @@ mkdir "$dir/resnet"
 rc=$?
 grep -v "^ \|^$\|[Ww]arn\|Summary\|^---\|Accepted\|Non-Converted\|arith\|fully_quantize\|^INFO" "$dir/check.log"
 [ $rc -eq 0 ] || exit 1
+same_as_interpreter "$dir/resnet.tflite" "$dir/resnet"
 "$test_write" "$root" "$dir/tensorflow_cnn.tflite" "$dir/systolic.tflite" "$dir/int8.tflite" "$dir/resnet.tflite" \
     "$dir/resnet/tensorflow.tflite"
