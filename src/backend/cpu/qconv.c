@@ -1,6 +1,7 @@
 /*
- * qconv.c - the cpu backend's fast int8 convolution and fully-connected
- * kernels (issue 18): the ops of qref.c (QCONV2D, QFULLY_CONNECTED) over the
+ * qconv.c - the cpu backend's fast int8 convolution, fully-connected and
+ * pooling kernels (issue 18): the ops of qref.c (QCONV2D, QFULLY_CONNECTED,
+ * QMAX_POOL2D, QAVG_POOL2D) over the
  * fast int8 product (qgemm_fast.c, AVX-512 VNNI) and the fast depthwise
  * conv (qdepthwise.c), on the exec context's threads. They compute exactly
  * what qref.c's kernels compute -- the same im2col (taps outside the image
@@ -17,6 +18,11 @@
  * runs sy_qdepthwise_i8 on the filter transposed to TFLite's
  * (1, KH, KW, C M); other grouped convs, and products of 2^16 terms or
  * more (past the fast product's int16-safe bound), run qref.c's kernels.
+ *
+ * The pools take the window's taps in qref.c's order, a whole pixel's
+ * channels at a time (contiguous in NHWC, so the compiler vectorises the
+ * max or the int32 sum), output rows spread over the threads; a maximum and
+ * an integer sum do not depend on the order, so the bits are qref.c's.
  */
 #include "cpu_internal.h"
 
@@ -83,10 +89,14 @@ static void im2col_part(void *ctx, int64_t part) {
             int64_t iy = oy * g->sh - g->ph + i * g->dh;
             for (int64_t t = 0; t < g->kw; t++, dst += g->cg) {
                 int64_t ix = ox * g->sw - g->pw + t * g->dw;
-                if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
+                bool out = iy < 0 || iy >= g->h || ix < 0 || ix >= g->w;
+                const int8_t *src = out ? NULL : j->x + ((b * g->h + iy) * g->w + ix) * g->c;
+                if (g->cg <= 16) /* a few channels (the first conv's 1 or 3): no call per tap */
+                    for (int64_t ch = 0; ch < g->cg; ch++) dst[ch] = out ? j->zp : src[ch];
+                else if (out)
                     memset(dst, j->zp, (size_t)g->cg);
                 else
-                    memcpy(dst, j->x + ((b * g->h + iy) * g->w + ix) * g->c, (size_t)g->cg);
+                    memcpy(dst, src, (size_t)g->cg);
             }
         }
     }
@@ -143,5 +153,69 @@ static void qfully_connected(const sy_kargs *k) {
     sy_qgemm_i8_unpacked(k->ex, k->out, units, k->in[0], depth, k->in[1], rows, units, depth, &p, k->ws);
 }
 
+/* ---- pools ------------------------------------------------------------------------------- */
+
+typedef struct qpool_job {
+    const sy_kargs *k;
+    bool avg;
+    int64_t n, h, w, c, oh, ow, ph, pw;
+} qpool_job;
+
+static void sum_taps(int32_t *restrict acc, const int8_t *restrict v, int64_t n) {
+    for (int64_t i = 0; i < n; i++) acc[i] += v[i];
+}
+static void max_taps(int32_t *restrict acc, const int8_t *restrict v, int64_t n) {
+    for (int64_t i = 0; i < n; i++) acc[i] = v[i] > acc[i] ? v[i] : acc[i];
+}
+
+static void qpool_part(void *ctx, int64_t part) { /* part: one output row (b, oy) */
+    const qpool_job *j = ctx;
+    const sy_attrs *a = j->k->attr;
+    const int8_t *x = j->k->in[0];
+    int64_t b = part / j->oh, oy = part % j->oh, c = j->c;
+    int32_t acc[256];
+    for (int64_t ox = 0; ox < j->ow; ox++) {
+        int64_t y0 = oy * a->q.stride[0] - j->ph, x0 = ox * a->q.stride[1] - j->pw;
+        int64_t i0 = y0 < 0 ? -y0 : 0, i1 = j->h - y0 < a->q.ksize[0] ? j->h - y0 : a->q.ksize[0];
+        int64_t t0 = x0 < 0 ? -x0 : 0, t1 = j->w - x0 < a->q.ksize[1] ? j->w - x0 : a->q.ksize[1];
+        int32_t count = (int32_t)((i1 > i0 ? i1 - i0 : 0) * (t1 > t0 ? t1 - t0 : 0));
+        int8_t *y = (int8_t *)j->k->out + ((b * j->oh + oy) * j->ow + ox) * c;
+        for (int64_t c0 = 0; c0 < c; c0 += 256) {
+            int64_t cn = c - c0 < 256 ? c - c0 : 256;
+            for (int64_t ch = 0; ch < cn; ch++) acc[ch] = j->avg ? 0 : -128;
+            for (int64_t i = i0; i < i1; i++)
+                for (int64_t t = t0; t < t1; t++) {
+                    const int8_t *restrict v = x + ((b * j->h + y0 + i) * j->w + x0 + t) * c + c0;
+                    if (j->avg)
+                        sum_taps(acc, v, cn);
+                    else
+                        max_taps(acc, v, cn);
+                }
+            if (j->avg && count) /* to the nearest, halves away from zero, as qref.c */
+                for (int64_t ch = 0; ch < cn; ch++)
+                    acc[ch] = acc[ch] > 0 ? (acc[ch] + count / 2) / count : (acc[ch] - count / 2) / count;
+            int32_t lo = a->q.act_min, hi = a->q.act_max;
+            for (int64_t ch = 0; ch < cn; ch++) {
+                int32_t v = acc[ch] < lo ? lo : acc[ch];
+                y[c0 + ch] = (int8_t)(v > hi ? hi : v);
+            }
+        }
+    }
+}
+
+static void qpool(const sy_kargs *k, bool avg) {
+    const sy_attrs *a = k->attr;
+    const sy_shape *xs = &k->in_shape[0];
+    qpool_job j = {k, avg, xs->dims[0], xs->dims[1], xs->dims[2], xs->dims[3], 0, 0, 0, 0};
+    sy_conv_out(j.h, a->q.ksize[0], a->q.stride[0], a->q.padding, &j.oh, &j.ph);
+    sy_conv_out(j.w, a->q.ksize[1], a->q.stride[1], a->q.padding, &j.ow, &j.pw);
+    sy_parallel_parts(k->ex, j.n * j.oh, qpool_part, &j);
+}
+
+static void qmax_pool2d(const sy_kargs *k) { qpool(k, false); }
+static void qavg_pool2d(const sy_kargs *k) { qpool(k, true); }
+
 const sy_kernel sy_cpu_qconv2d = {qconv2d, qconv_ws, NULL};
+const sy_kernel sy_cpu_qmax_pool2d = {qmax_pool2d, NULL, NULL};
+const sy_kernel sy_cpu_qavg_pool2d = {qavg_pool2d, NULL, NULL};
 const sy_kernel sy_cpu_qfully_connected = {qfully_connected, qfc_ws, NULL};
