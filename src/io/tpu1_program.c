@@ -235,7 +235,15 @@ static sy_status read_tensor(reader *r, const uint8_t *p, size_t at, const char 
     uint32_t bits = io_le32(p + 20);
     memcpy(&t->scale, &bits, 4);
     t->zero_point = (int32_t)io_le32(p + 24);
-    int64_t bytes = (int64_t)t->n * t->h * t->w * t->c;
+    /* each dimension is below 2^25 and host memory below 2^32: the running product, checked at each step,
+     * stays below 2^57 */
+    int64_t bytes = 1;
+    for (int k = 0; k < 4; k++) {
+        bytes *= d[k];
+        if (bytes > (int64_t)host_bytes)
+            return bad(r, at + 4 * k, "the %s's shape %dx%dx%dx%d holds more than host memory's %u bytes", which, d[0],
+                       d[1], d[2], d[3], host_bytes);
+    }
     if (bytes > (int64_t)host_bytes - (int64_t)t->offset)
         return bad(r, at + 16, "the %s's %lld bytes at host offset %u pass host memory's %u bytes", which,
                    (long long)bytes, t->offset, host_bytes);
@@ -323,9 +331,11 @@ static sy_status check_insn(reader *r, const sy_tpu1_prog *p, const sy_tpu1_insn
     case SY_TPU1_READ_HOST:
     case SY_TPU1_WRITE_HOST: {
         if (in->rows < 1) return bad(r, at + 9, "%s of no rows", name);
-        int64_t last = (int64_t)in->host + (int64_t)(in->rows - 1) * in->host_stride + in->row_bytes;
+        /* fields below 2^32: the product below 2^64 - 2^33, the sum too, in unsigned 64-bit */
+        uint64_t last = (uint64_t)in->host + (uint64_t)(in->rows - 1) * in->host_stride + in->row_bytes;
         if (last > p->host_bytes)
-            return bad(r, at + 5, "%s reaches host byte %lld, past host memory's %u", name, (long long)last, p->host_bytes);
+            return bad(r, at + 5, "%s reaches host byte %llu, past host memory's %u", name, (unsigned long long)last,
+                       p->host_bytes);
         ub_end = (int64_t)in->ub + in->rows;
         break;
     }
