@@ -3,7 +3,7 @@
   float.tflite         the same model unquantized (float32)
   cnn_eval.txt         the accuracy tf.lite.Interpreter (reference kernels) gets for
                        DIR/fashion_mnist_cnn.tflite on Fashion-MNIST's 10,000 test images,
-                       fed as systolic evaluate feeds them (pixels / 255, float32)
+                       fed as systolic evaluate feeds them (raw pixels, float32)
   bad_shape.npy, bad_dtype.npy  inputs of the wrong shape and dtype for the CNN
 
   python tests/tflite_run.py DIR FASHION_MNIST_DIR
@@ -33,7 +33,7 @@ with gzip.open(os.path.join(data, "t10k-images-idx3-ubyte.gz")) as f:
     x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28, 1)
 with gzip.open(os.path.join(data, "t10k-labels-idx1-ubyte.gz")) as f:
     y = np.frombuffer(f.read(), np.uint8, offset=8)
-x = x.astype("f4") / np.float32(255)
+x = x.astype("f4")
 p = run(os.path.join(out, "fashion_mnist_cnn.tflite"), x)[0]  # the reference kernels, BUILTIN_REF
 with open(os.path.join(out, "cnn_eval.txt"), "w") as f:
     # Keras's sparse_categorical_crossentropy on probabilities: scaled to sum 1, clipped to [1e-7, 1 - 1e-7]

@@ -6,8 +6,11 @@
  *            (float32, or int8 -- NumPy's int8 arrays, read as int32, must
  *            hold int8 values) and shape (N, input shape...); Y of the
  *            output's dtype, what TFLite's interpreter gives.
- *   evaluate --dataset fashion_mnist|mnist: the test split's images as the
- *            zoo feeds them (pixels / 255 in float32), quantized with the
+ *   evaluate --dataset fashion_mnist|mnist: the test split's images as
+ *            `systolic evaluate MODEL.h5 --dataset` feeds a Keras model and
+ *            as the tutorial CNN takes them (raw pixels 0-255 in float32),
+ *            so that a model `systolic quantize` made scores what its float
+ *            model scores; quantized with the
  *            input's scale and zero point for an int8-input model as
  *            TFLite's QUANTIZE would; accuracy (the output's argmax against
  *            the label) and, when the output is a probability vector, the
@@ -77,7 +80,7 @@ static int lite_evaluate(const char *command, sy_lite_model *m, const lite_cli_o
     if (!(st = sy_tensor_new(in.dtype, xs, &x))) {
         const uint8_t *px = sy_tensor_data(d.x_test);
         for (int64_t i = 0; i < n * per; i++) {
-            float v = (float)px[i] / 255.0f; /* the zoo's images */
+            float v = (float)px[i]; /* raw pixels, as a Keras model file gets them */
             if (in.dtype == SY_F32) {
                 ((float *)sy_tensor_data(x))[i] = v;
                 continue;
