@@ -275,8 +275,8 @@ void sy_qdepthwise_i8(const sy_exec *ex, int8_t *y, const int8_t *x, const int8_
                       const sy_qgemm_params *p);
 
 /* issue 18 (qconv.c): QCONV2D and QFULLY_CONNECTED over the fast int8 product and depthwise kernels, and
- * the int8 pools over the threads */
-extern const sy_kernel sy_cpu_qconv2d, sy_cpu_qfully_connected, sy_cpu_qmax_pool2d, sy_cpu_qavg_pool2d;
+ * the int8 pools and ADD over the threads */
+extern const sy_kernel sy_cpu_qconv2d, sy_cpu_qfully_connected, sy_cpu_qmax_pool2d, sy_cpu_qavg_pool2d, sy_cpu_qadd;
 
 /* issue 16, bfloat16 storage (bf16.c): the cast between float32 and bfloat16 buffers, and dropout
  */

@@ -1,7 +1,7 @@
 /*
  * qconv.c - the cpu backend's fast int8 convolution, fully-connected and
- * pooling kernels (issue 18): the ops of qref.c (QCONV2D, QFULLY_CONNECTED,
- * QMAX_POOL2D, QAVG_POOL2D) over the
+ * pooling kernels and its int8 ADD (issue 18): the ops of qref.c (QCONV2D,
+ * QFULLY_CONNECTED, QMAX_POOL2D, QAVG_POOL2D, QADD) over the
  * fast int8 product (qgemm_fast.c, AVX-512 VNNI) and the fast depthwise
  * conv (qdepthwise.c), on the exec context's threads. They compute exactly
  * what qref.c's kernels compute -- the same im2col (taps outside the image
@@ -23,8 +23,14 @@
  * channels at a time (contiguous in NHWC, so the compiler vectorises the
  * max or the int32 sum), output rows spread over the threads; a maximum and
  * an integer sum do not depend on the order, so the bits are qref.c's.
+ *
+ * ADD (a residual connection) is three requantizations an element; it runs
+ * them 16 lanes at a time with qrequant.h's exact requantization (the
+ * scalar sy_q_requantize for the tail and without AVX-512), in parts of
+ * ADD_PART elements over the threads.
  */
 #include "cpu_internal.h"
+#include "qrequant.h"
 
 #define CHUNK 3072 /* output rows per im2col chunk: 3072 x K bytes stay in L2 for K up to a few hundred */
 #define ROWS_PER_PART 64
@@ -215,7 +221,57 @@ static void qpool(const sy_kargs *k, bool avg) {
 static void qmax_pool2d(const sy_kargs *k) { qpool(k, false); }
 static void qavg_pool2d(const sy_kargs *k) { qpool(k, true); }
 
+/* ---- ADD (reference_integer_ops::Add) -------------------------------------------------------- */
+
+#define ADD_PART 16384
+
+static int32_t add_one(const sy_attrs *a, int32_t x1, int32_t x2) { /* qref.c's qadd, one element */
+    int32_t v1 = (x1 - a->q.x_zp) * (1 << a->q.left_shift), v2 = (x2 - a->q.x2_zp) * (1 << a->q.left_shift);
+    int32_t s1 = sy_q_requantize(v1, a->q.mult[0], a->q.shift[0]);
+    int32_t s2 = sy_q_requantize(v2, a->q.mult[1], a->q.shift[1]);
+    int32_t out = sy_q_requantize(s1 + s2, a->q.mult[2], a->q.shift[2]) + a->q.y_zp;
+    return out < a->q.act_min ? a->q.act_min : out > a->q.act_max ? a->q.act_max : out;
+}
+
+static void qadd_part(void *ctx, int64_t part) {
+    const sy_kargs *k = ctx;
+    const sy_attrs *a = k->attr;
+    const int8_t *x1 = k->in[0], *x2 = k->in[1];
+    int8_t *y = k->out;
+    int64_t n = sy_shape_count(k->out_shape), i = part * ADD_PART, end = i + ADD_PART < n ? i + ADD_PART : n;
+#ifdef SY_HAVE_QREQUANT16
+    int32_t mult[3][16], shift[3][16];
+    qg_req r[3];
+    for (int j = 0; j < 3; j++) {
+        for (int l = 0; l < 16; l++) mult[j][l] = a->q.mult[j], shift[j][l] = a->q.shift[j];
+        sy_qgemm_params p = {.mult = mult[j], .shift = shift[j]};
+        r[j] = qg_req_load(&p, 0, 0xFFFF);
+    }
+    __m512i zp1 = _mm512_set1_epi32(a->q.x_zp), zp2 = _mm512_set1_epi32(a->q.x2_zp);
+    __m512i yzp = _mm512_set1_epi32(a->q.y_zp), lo = _mm512_set1_epi32(a->q.act_min);
+    __m512i hi = _mm512_set1_epi32(a->q.act_max);
+    for (; i + 16 <= end; i += 16) {
+        __m512i v1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(x1 + i)));
+        __m512i v2 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(x2 + i)));
+        /* (x - zp) << 20 stays below 2^28: the shift is the multiplication qref.c does */
+        v1 = _mm512_slli_epi32(_mm512_sub_epi32(v1, zp1), (unsigned)a->q.left_shift);
+        v2 = _mm512_slli_epi32(_mm512_sub_epi32(v2, zp2), (unsigned)a->q.left_shift);
+        __m512i sum = _mm512_add_epi32(qg_requant16(v1, &r[0]), qg_requant16(v2, &r[1]));
+        __m512i out = _mm512_add_epi32(qg_requant16(sum, &r[2]), yzp);
+        out = _mm512_min_epi32(_mm512_max_epi32(out, lo), hi);
+        _mm_storeu_si128((__m128i *)(y + i), _mm512_cvtepi32_epi8(out));
+    }
+#endif
+    for (; i < end; i++) y[i] = (int8_t)add_one(a, x1[i], x2[i]);
+}
+
+static void qadd(const sy_kargs *k) {
+    int64_t n = sy_shape_count(k->out_shape);
+    sy_parallel_parts(k->ex, (n + ADD_PART - 1) / ADD_PART, qadd_part, (void *)k);
+}
+
 const sy_kernel sy_cpu_qconv2d = {qconv2d, qconv_ws, NULL};
+const sy_kernel sy_cpu_qadd = {qadd, NULL, NULL};
 const sy_kernel sy_cpu_qmax_pool2d = {qmax_pool2d, NULL, NULL};
 const sy_kernel sy_cpu_qavg_pool2d = {qavg_pool2d, NULL, NULL};
 const sy_kernel sy_cpu_qfully_connected = {qfully_connected, qfc_ws, NULL};
