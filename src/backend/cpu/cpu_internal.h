@@ -274,6 +274,11 @@ void sy_qdepthwise_i8_ref(int8_t *y, const int8_t *x, const int8_t *w, const sy_
 void sy_qdepthwise_i8(const sy_exec *ex, int8_t *y, const int8_t *x, const int8_t *w, const sy_qdw_geom *g,
                       const sy_qgemm_params *p);
 
+/* issue 18: a QCONV2D's geometry from its shapes and attr.q (qref.c), which both int8 conv kernels read */
+typedef struct sy_qconv_geom {
+    int64_t n, h, w, c, o, kh, kw, cg, og, oh, ow, groups, sh, sw, dh, dw, ph, pw, k;
+} sy_qconv_geom;
+sy_qconv_geom sy_qconv_geometry(const sy_kargs *k);
 /* issue 18 (qconv.c): QCONV2D and QFULLY_CONNECTED over the fast int8 product and depthwise kernels, and
  * the int8 pools and ADD over the threads */
 extern const sy_kernel sy_cpu_qconv2d, sy_cpu_qfully_connected, sy_cpu_qmax_pool2d, sy_cpu_qavg_pool2d, sy_cpu_qadd;

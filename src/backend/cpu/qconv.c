@@ -35,30 +35,11 @@
 #define CHUNK 3072 /* output rows per im2col chunk: 3072 x K bytes stay in L2 for K up to a few hundred */
 #define ROWS_PER_PART 64
 
-typedef struct qconv_geom {
-    int64_t n, h, w, c, o, kh, kw, cg, groups, sh, sw, dh, dw, oh, ow, ph, pw, k;
-} qconv_geom;
-
-static qconv_geom geometry(const sy_kargs *k) {
-    const sy_shape *x = &k->in_shape[0], *w = &k->in_shape[1];
-    const sy_attrs *a = k->attr;
-    qconv_geom g;
-    g.n = x->dims[0], g.h = x->dims[1], g.w = x->dims[2], g.c = x->dims[3];
-    g.o = w->dims[0], g.kh = w->dims[1], g.kw = w->dims[2], g.cg = w->dims[3];
-    g.groups = a->q.groups > 1 ? a->q.groups : 1;
-    g.sh = a->q.stride[0], g.sw = a->q.stride[1];
-    g.dh = a->q.dilation[0] > 1 ? a->q.dilation[0] : 1, g.dw = a->q.dilation[1] > 1 ? a->q.dilation[1] : 1;
-    sy_conv_out(g.h, sy_dilated(g.kh, g.dh), g.sh, a->q.padding, &g.oh, &g.ph);
-    sy_conv_out(g.w, sy_dilated(g.kw, g.dw), g.sw, a->q.padding, &g.ow, &g.pw);
-    g.k = g.kh * g.kw * g.cg;
-    return g;
-}
-
-static bool pointwise(const qconv_geom *g) {
+static bool pointwise(const sy_qconv_geom *g) {
     return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 && g->groups == 1;
 }
 
-static bool depthwise(const qconv_geom *g) { return g->groups == g->c && g->cg == 1 && g->groups > 1; }
+static bool depthwise(const sy_qconv_geom *g) { return g->groups == g->c && g->cg == 1 && g->groups > 1; }
 
 static sy_qgemm_params params(const sy_kargs *k, int64_t n_out) {
     const int32_t *bias = k->in[2], *m = k->in[3];
@@ -67,7 +48,7 @@ static sy_qgemm_params params(const sy_kargs *k, int64_t n_out) {
 }
 
 static size_t qconv_ws(const sy_kargs *k, int threads) {
-    qconv_geom g = geometry(k);
+    sy_qconv_geom g = sy_qconv_geometry(k);
     if (depthwise(&g)) return (size_t)(g.kh * g.kw * g.o);
     if (g.groups > 1 || g.k >= 65536) {
         const sy_kernel *ref = sy_qref_kernel(SY_OP_QCONV2D);
@@ -78,7 +59,7 @@ static size_t qconv_ws(const sy_kargs *k, int threads) {
 }
 
 typedef struct im2col_job {
-    const qconv_geom *g;
+    const sy_qconv_geom *g;
     const int8_t *x;
     int8_t *col, zp;
     int64_t row0, rows; /* output rows [row0, row0 + rows) of the whole batch */
@@ -86,7 +67,7 @@ typedef struct im2col_job {
 
 static void im2col_part(void *ctx, int64_t part) {
     const im2col_job *j = ctx;
-    const qconv_geom *g = j->g;
+    const sy_qconv_geom *g = j->g;
     int64_t r0 = part * ROWS_PER_PART, r1 = r0 + ROWS_PER_PART < j->rows ? r0 + ROWS_PER_PART : j->rows;
     for (int64_t r = r0; r < r1; r++) {
         int64_t at = j->row0 + r, ox = at % g->ow, oy = (at / g->ow) % g->oh, b = at / (g->ow * g->oh);
@@ -109,7 +90,7 @@ static void im2col_part(void *ctx, int64_t part) {
 }
 
 static void qconv2d(const sy_kargs *k) {
-    qconv_geom g = geometry(k);
+    sy_qconv_geom g = sy_qconv_geometry(k);
     const int8_t *x = k->in[0], *w = k->in[1];
     int8_t *y = k->out;
     sy_qgemm_params p = params(k, g.o);

@@ -20,6 +20,24 @@
 
 #include <math.h>
 
+/* The QCONV2D geometry both int8 conv kernels read (this file's and qconv.c's). */
+sy_qconv_geom sy_qconv_geometry(const sy_kargs *k) {
+    const sy_shape *x = &k->in_shape[0], *w = &k->in_shape[1];
+    const sy_attrs *a = k->attr;
+    sy_qconv_geom g;
+    g.n = x->dims[0], g.h = x->dims[1], g.w = x->dims[2], g.c = x->dims[3];
+    g.o = w->dims[0], g.kh = w->dims[1], g.kw = w->dims[2], g.cg = w->dims[3];
+    g.groups = a->q.groups > 1 ? a->q.groups : 1;
+    g.og = g.o / g.groups;
+    g.sh = a->q.stride[0], g.sw = a->q.stride[1];
+    g.dh = a->q.dilation[0] > 1 ? a->q.dilation[0] : 1, g.dw = a->q.dilation[1] > 1 ? a->q.dilation[1] : 1;
+    sy_conv_out(g.h, sy_dilated(g.kh, g.dh), g.sh, a->q.padding, &g.oh, &g.ph);
+    sy_conv_out(g.w, sy_dilated(g.kw, g.dw), g.sw, a->q.padding, &g.ow, &g.pw);
+    g.k = g.kh * g.kw * g.cg;
+    return g;
+}
+
+
 static inline int32_t clamp32(int32_t v, int32_t lo, int32_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* TfLiteRound (std::round): halves away from zero, in float. */
@@ -72,35 +90,15 @@ static sy_qgemm_params product_params(const sy_kargs *k, int64_t n_out, int64_t 
                              bias + first, m + first, m + n_out + first};
 }
 
-typedef struct conv_geom {
-    int64_t n, h, w, c, o, kh, kw, cg, og, oh, ow, groups, sh, sw, dh, dw, ph, pw, k;
-} conv_geom;
-
-static conv_geom conv_geometry(const sy_kargs *k) {
-    const sy_shape *x = &k->in_shape[0], *w = &k->in_shape[1];
-    const sy_attrs *a = k->attr;
-    conv_geom g;
-    g.n = x->dims[0], g.h = x->dims[1], g.w = x->dims[2], g.c = x->dims[3];
-    g.o = w->dims[0], g.kh = w->dims[1], g.kw = w->dims[2], g.cg = w->dims[3];
-    g.groups = a->q.groups > 1 ? a->q.groups : 1;
-    g.og = g.o / g.groups;
-    g.sh = a->q.stride[0], g.sw = a->q.stride[1];
-    g.dh = a->q.dilation[0] > 1 ? a->q.dilation[0] : 1, g.dw = a->q.dilation[1] > 1 ? a->q.dilation[1] : 1;
-    sy_conv_out(g.h, sy_dilated(g.kh, g.dh), g.sh, a->q.padding, &g.oh, &g.ph);
-    sy_conv_out(g.w, sy_dilated(g.kw, g.dw), g.sw, a->q.padding, &g.ow, &g.pw);
-    g.k = g.kh * g.kw * g.cg;
-    return g;
-}
-
 /* One output row's im2col for one group: (OW, KH KW Cg), taps outside the image the zero point. */
 static size_t qconv_ws(const sy_kargs *k, int threads) {
     (void)threads;
-    conv_geom g = conv_geometry(k);
+    sy_qconv_geom g = sy_qconv_geometry(k);
     return (size_t)(g.ow * g.k);
 }
 
 static void qconv2d(const sy_kargs *k) {
-    conv_geom g = conv_geometry(k);
+    sy_qconv_geom g = sy_qconv_geometry(k);
     const int8_t *x = k->in[0], *w = k->in[1];
     int8_t *y = k->out, *col = k->ws;
     int8_t zp = (int8_t)k->attr->q.x_zp;
