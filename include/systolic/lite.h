@@ -48,6 +48,8 @@ const char *sy_lite_model_ops(const sy_lite_model *m, int32_t i); /* "CONV_2D": 
  * dtype, (N, output shape...). x is of the input's dtype; for an int8 input an int32 tensor of values in
  * [-128, 127] too (NumPy's int8 files load so). Shapes and dtypes are checked, with both named. */
 sy_status sy_lite_model_predict(sy_lite_model *m, const sy_tensor *x, int64_t batch_size, sy_tensor **out);
+/* The threads predict's kernels use (0, the default: one per core). The outputs do not depend on it. */
+sy_status sy_lite_model_set_threads(sy_lite_model *m, int threads);
 
 
 /* ---- Post-training quantization --------------------------------------------

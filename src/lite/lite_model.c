@@ -50,6 +50,8 @@ struct sy_lite_model {
     sy_plan *plan;
     int64_t plan_batch;
     sy_node x, y;
+    int threads;   /* the plan's kernel threads: 0, every core (sy_lite_model_set_threads) */
+    sy_pool *pool; /* made with the first plan */
 };
 
 static const char *op_name(int32_t code) {
@@ -415,6 +417,7 @@ sy_status sy_lite_model_load(const char *path, sy_lite_model **out) {
 void sy_lite_model_free(sy_lite_model *m) {
     if (!m) return;
     sy_plan_free(m->plan);
+    sy_pool_free(m->pool);
     sy_graph_free(m->graph);
     io_tflite_free(m->file);
     sy_free(m);
@@ -470,11 +473,28 @@ static sy_status plan_for(sy_lite_model *m, int64_t b) {
     if (st) return st;
     sy_plan_free(m->plan);
     m->plan = NULL;
+    /* the kernels' threads (qconv.c's products, pools and ADD split their work over the pool): without a
+     * pool a plan runs on the calling thread alone */
+    if (!m->pool && (st = sy_pool_new(m->threads ? m->threads : sy_cpu_count(), &m->pool))) return st;
     sy_plan_options o = sy_plan_options_default();
     o.backend = "cpu";
+    o.pool = m->pool;
     o.outputs = &m->y;
     o.n_outputs = 1;
     return sy_plan_compile(m->graph, &o, &m->plan);
+}
+
+sy_status sy_lite_model_set_threads(sy_lite_model *m, int threads) {
+    if (threads < 0 || threads > 4096)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "'%s': %d threads: expected 0 (every core) to 4096", m->file->path,
+                        threads);
+    if (threads == m->threads) return SY_OK;
+    sy_plan_free(m->plan);
+    m->plan = NULL;
+    sy_pool_free(m->pool);
+    m->pool = NULL;
+    m->threads = threads;
+    return SY_OK;
 }
 
 sy_status sy_lite_model_predict(sy_lite_model *m, const sy_tensor *x, int64_t batch_size, sy_tensor **out) {

@@ -27,7 +27,8 @@
  * ADD (a residual connection) is three requantizations an element; it runs
  * them 16 lanes at a time with qrequant.h's exact requantization (the
  * scalar sy_q_requantize for the tail and without AVX-512), in parts of
- * ADD_PART elements over the threads.
+ * ADD_PART elements over the threads. (A table of all 65,536 outputs,
+ * one load an element, measured no faster on ResNet-50: its loads miss L1.)
  */
 #include "cpu_internal.h"
 #include "qrequant.h"
@@ -65,25 +66,51 @@ typedef struct im2col_job {
     int64_t row0, rows; /* output rows [row0, row0 + rows) of the whole batch */
 } im2col_job;
 
+/* n bytes, inline for the few of a small conv's taps (a call each would cost more than the copy): two
+ * overlapping fixed-size copies, the first and the last 16 (or 8) bytes */
+static inline void copy_bytes(int8_t *dst, const int8_t *src, int64_t n) {
+    if (n > 32) {
+        memcpy(dst, src, (size_t)n);
+    } else if (n >= 16) {
+        memcpy(dst, src, 16);
+        memcpy(dst + n - 16, src + n - 16, 16);
+    } else if (n >= 8) {
+        memcpy(dst, src, 8);
+        memcpy(dst + n - 8, src + n - 8, 8);
+    } else {
+        for (int64_t i = 0; i < n; i++) dst[i] = src[i];
+    }
+}
+
 static void im2col_part(void *ctx, int64_t part) {
     const im2col_job *j = ctx;
     const sy_qconv_geom *g = j->g;
     int64_t r0 = part * ROWS_PER_PART, r1 = r0 + ROWS_PER_PART < j->rows ? r0 + ROWS_PER_PART : j->rows;
+    const int64_t span = g->kw * g->cg; /* a filter row's taps: contiguous in x where dw = 1 and all inside */
     for (int64_t r = r0; r < r1; r++) {
         int64_t at = j->row0 + r, ox = at % g->ow, oy = (at / g->ow) % g->oh, b = at / (g->ow * g->oh);
         int8_t *dst = j->col + r * g->k;
+        int64_t ix0 = ox * g->sw - g->pw;
+        bool inside = g->dw == 1 && g->cg == g->c && ix0 >= 0 && ix0 + g->kw <= g->w;
         for (int64_t i = 0; i < g->kh; i++) {
             int64_t iy = oy * g->sh - g->ph + i * g->dh;
+            if (iy < 0 || iy >= g->h) {
+                memset(dst, j->zp, (size_t)span);
+                dst += span;
+                continue;
+            }
+            const int8_t *xrow = j->x + (b * g->h + iy) * g->w * g->c;
+            if (inside) {
+                copy_bytes(dst, xrow + ix0 * g->c, span);
+                dst += span;
+                continue;
+            }
             for (int64_t t = 0; t < g->kw; t++, dst += g->cg) {
-                int64_t ix = ox * g->sw - g->pw + t * g->dw;
-                bool out = iy < 0 || iy >= g->h || ix < 0 || ix >= g->w;
-                const int8_t *src = out ? NULL : j->x + ((b * g->h + iy) * g->w + ix) * g->c;
-                if (g->cg <= 16) /* a few channels (the first conv's 1 or 3): no call per tap */
-                    for (int64_t ch = 0; ch < g->cg; ch++) dst[ch] = out ? j->zp : src[ch];
-                else if (out)
+                int64_t ix = ix0 + t * g->dw;
+                if (ix < 0 || ix >= g->w)
                     memset(dst, j->zp, (size_t)g->cg);
                 else
-                    memcpy(dst, src, (size_t)g->cg);
+                    copy_bytes(dst, xrow + ix * g->c, g->cg);
             }
         }
     }

@@ -88,11 +88,18 @@ void sy_qgemm_pack(void *packed, const int8_t *w, int64_t n, int64_t k) {
         int64_t p0 = c / QG_NP * QG_NP, width = np - p0 < QG_NP ? np - p0 : QG_NP, lane = c - p0;
         uint8_t *dst = panels + p0 * kb * 4 + lane * 4;
         int32_t s = 0;
-        for (int64_t kk = 0; kk < k; kk++) {
-            s += wc[kk];
-            dst[(kk / 4) * width * 4 + kk % 4] = (uint8_t)((uint8_t)wc[kk] ^ 0x80u);
-        }
+        for (int64_t kk = 0; kk < k; kk++) s += wc[kk];
         sumw[c] = s;
+        /* 4 k's at a time: the group's 4 bytes are adjacent in w and in the panel (a byte at a time, the
+         * packing of ResNet-50's 25 MB of weights took 4% of its int8 predict) */
+        int64_t groups = k / 4, g = 0;
+        for (; g < groups; g++) {
+            uint32_t v;
+            memcpy(&v, wc + 4 * g, 4);
+            v ^= 0x80808080u;
+            memcpy(dst + g * width * 4, &v, 4);
+        }
+        for (int64_t kk = 4 * g; kk < k; kk++) dst[g * width * 4 + kk % 4] = (uint8_t)((uint8_t)wc[kk] ^ 0x80u);
     }
 }
 
@@ -102,6 +109,7 @@ typedef struct qg_job {
     const void *packed;
     const sy_qgemm_params *p;
     int64_t ldy, ldx, m, n, k, nb, rblocks, cblocks;
+    const int32_t *rowc; /* VNNI: 128 rowsum of each row, computed up front (qg_rowc_part); NULL: per block */
 } qg_job;
 
 /* colc[c] = bias[c] - x_zp sumw[c], modulo 2^32 (unsigned: no signed overflow for any bias) */
@@ -267,14 +275,29 @@ static void qg_block(void *ctx, int64_t part) {
     for (int64_t r = r0; r < r1; r += QG_MR) {
         int64_t mr = r1 - r < QG_MR ? r1 - r : QG_MR;
         const int8_t *x = j->x + r * j->ldx;
-        int32_t rowc[QG_MR];
-        qg_rowsums(x, j->ldx, mr, j->k, rowc);
-        for (int64_t i = 0; i < mr; i++) rowc[i] = (int32_t)((uint32_t)rowc[i] * 128u);
+        int32_t own[QG_MR];
+        const int32_t *rowc = j->rowc ? j->rowc + r : own;
+        if (!j->rowc) {
+            qg_rowsums(x, j->ldx, mr, j->k, own);
+            for (int64_t i = 0; i < mr; i++) own[i] = (int32_t)((uint32_t)own[i] * 128u);
+        }
         for (int64_t c = c0; c < c1; c += QG_NP) {
             int64_t nc = c1 - c < QG_NP ? c1 - c : QG_NP;
             qg_tile_store(j, x, rowc, mr, c, (int)((nc + 15) / 16), j->y + r * j->ldy);
         }
     }
+}
+
+/* Where several channel blocks share rows, their rowsums once, up front: QG_MB rows a part into j->rowc
+ * (the deep layers' blocks recomputed them for each of up to 8 channel blocks). */
+#define QG_ROWC 1
+#define QG_RCHUNK (85 * QG_MB) /* rows a product's up-front rowsums cover at a time: 16 KB of stack */
+static void qg_rowc_part(void *ctx, int64_t part) {
+    const qg_job *j = ctx;
+    int64_t r0 = part * QG_MB, rows = j->m - r0 < QG_MB ? j->m - r0 : QG_MB;
+    int32_t *out = (int32_t *)j->rowc + r0;
+    qg_rowsums(j->x + r0 * j->ldx, j->ldx, rows, j->k, out);
+    for (int64_t i = 0; i < rows; i++) out[i] = (int32_t)((uint32_t)out[i] * 128u);
 }
 
 #elif defined(__AVX2__) && !defined(SY_QGEMM_PORTABLE)
@@ -428,6 +451,14 @@ static void qg_block(void *ctx, int64_t part) {
 }
 #endif
 
+static void qg_run(const sy_exec *ex, void (*fn)(void *, int64_t), qg_job *j, int64_t parts) {
+    if (!ex || ex->threads <= 1 || parts == 1) {
+        for (int64_t part = 0; part < parts; part++) fn(j, part);
+        return;
+    }
+    sy_parallel_parts(ex, parts, fn, j);
+}
+
 void sy_qgemm_i8(const sy_exec *ex, int8_t *y, int64_t ldy, const int8_t *x, int64_t ldx, const void *packed,
                  int64_t m, int64_t n, int64_t k, const sy_qgemm_params *p) {
     if (m <= 0 || n <= 0) return;
@@ -440,12 +471,20 @@ void sy_qgemm_i8(const sy_exec *ex, int8_t *y, int64_t ldy, const int8_t *x, int
     j.nb = nb < QG_NP ? QG_NP : nb;
     j.rblocks = (m + QG_MB - 1) / QG_MB;
     j.cblocks = (n + j.nb - 1) / j.nb;
-    int64_t parts = j.rblocks * j.cblocks;
-    if (!ex || ex->threads <= 1 || parts == 1) {
-        for (int64_t part = 0; part < parts; part++) qg_block(&j, part);
+#ifdef QG_ROWC
+    if (j.cblocks > 1) {
+        int32_t rowc[QG_RCHUNK];
+        for (int64_t r0 = 0; r0 < m; r0 += QG_RCHUNK) {
+            qg_job c = j;
+            c.y = y + r0 * ldy, c.x = x + r0 * ldx, c.m = m - r0 < QG_RCHUNK ? m - r0 : QG_RCHUNK;
+            c.rblocks = (c.m + QG_MB - 1) / QG_MB, c.rowc = rowc;
+            qg_run(ex, qg_rowc_part, &c, c.rblocks);
+            qg_run(ex, qg_block, &c, c.rblocks * c.cblocks);
+        }
         return;
     }
-    sy_parallel_parts(ex, parts, qg_block, &j);
+#endif
+    qg_run(ex, qg_block, &j, j.rblocks * j.cblocks);
 }
 
 void sy_qgemm_i8_unpacked(const sy_exec *ex, int8_t *y, int64_t ldy, const int8_t *x, int64_t ldx, const int8_t *w,
