@@ -28,9 +28,12 @@ void sy_qgemm_i8_ref(int8_t *y, int64_t ldy, const int8_t *x, int64_t ldx, const
         const int8_t *xi = x + i * ldx;
         for (int64_t c = 0; c < n; c++) {
             const int8_t *wc = w + c * k;
-            int32_t acc = p->bias ? p->bias[c] : 0;
-            for (int64_t kk = 0; kk < k; kk++) acc += ((int32_t)xi[kk] - p->x_zp) * (int32_t)wc[kk];
-            int32_t v = sy_q_requantize(acc, p->mult[c], p->shift[c]) + p->y_zp;
+            /* int32 sums modulo 2^32, as the fast kernels' vector adds and TFLite's int32 (in practice) wrap,
+             * without C's undefined signed overflow: a bias near INT32_MAX, or y_zp added to a requantized
+             * value near it, wraps the same way everywhere */
+            uint32_t acc = p->bias ? (uint32_t)p->bias[c] : 0u;
+            for (int64_t kk = 0; kk < k; kk++) acc += (uint32_t)(((int32_t)xi[kk] - p->x_zp) * (int32_t)wc[kk]);
+            int32_t v = (int32_t)((uint32_t)sy_q_requantize((int32_t)acc, p->mult[c], p->shift[c]) + (uint32_t)p->y_zp);
             v = v < p->act_min ? p->act_min : v > p->act_max ? p->act_max : v;
             y[i * ldy + c] = (int8_t)v;
         }
