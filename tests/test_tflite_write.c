@@ -169,6 +169,8 @@ static void check_quantize(void) {
         const io_tflite_op *conv = &t->ops[1], *pool = &t->ops[2], *fc = &t->ops[4];
         CHECK(conv->activation == 1 && pool->activation == 0, "the ReLU after BN fuses into the conv: conv %d, pool %d",
               conv->activation, pool->activation);
+        CHECK(pool->stride_h == 2 && pool->stride_w == 2 && pool->filter_h == 2,
+              "MaxPooling2D(2)'s strides=None written as the pool size: strides %dx%d", pool->stride_h, pool->stride_w);
         const io_tflite_tensor *w = &t->tensors[conv->inputs[1]], *b = &t->tensors[conv->inputs[2]];
         const io_tflite_tensor *in = &t->tensors[conv->inputs[0]];
         CHECK(w->quant_count == 4 && w->quant_dim == 0 && w->shape[0] == 4 && w->shape[3] == 1,
@@ -201,6 +203,25 @@ static void check_quantize(void) {
         CHECK(t->tensors[t->inputs[0]].type == IO_TFLITE_FLOAT32, "float input by default");
     }
     io_tflite_free(t);
+
+    /* systolic runs the file it wrote, with the same outputs on 1 thread and on 3 (the kernels' parallel parts
+     * are fixed by the shapes); a thread count out of range is refused */
+    {
+        sy_lite_model *lm = NULL;
+        sy_tensor *y1 = NULL, *y3 = NULL;
+        CHECK_OK(sy_lite_model_load(path, &lm));
+        if (lm) CHECK_OK(sy_lite_model_set_threads(lm, 1));
+        if (lm) CHECK_OK(sy_lite_model_predict(lm, x, 16, &y1));
+        if (lm) CHECK_OK(sy_lite_model_set_threads(lm, 3));
+        if (lm) CHECK_OK(sy_lite_model_predict(lm, x, 16, &y3));
+        CHECK(y1 && y3 && sy_tensor_count(y1) == 64 * 3 && sy_tensor_count(y3) == sy_tensor_count(y1) &&
+                  !memcmp(sy_tensor_data(y1), sy_tensor_data(y3), (size_t)sy_tensor_count(y1) * sizeof(float)),
+              "predict on 1 and 3 threads gives the same outputs");
+        if (lm) CHECK_ERR(sy_lite_model_set_threads(lm, -1), SY_ERR_INVALID_ARGUMENT, "threads");
+        sy_tensor_free(y1);
+        sy_tensor_free(y3);
+        sy_lite_model_free(lm);
+    }
 
     /* an infinity in the calibration data: refused, naming the input, nothing written (a NaN is passed over by
      * the running min and max) */

@@ -465,7 +465,9 @@ const char *keras_layer_config_write(jw *w, const sy_layer *l, const char *name)
         jw_key(w, "padding");
         jw_str(w, l->padding == SY_PADDING_SAME ? "same" : "valid");
         jw_key(w, "strides"); /* Keras's strides=None is written as the pool size */
-        jw_pair(w, l->strides[0] ? l->strides[0] : l->pool_size[0], l->strides[1] ? l->strides[1] : l->pool_size[1]);
+        int32_t st[2];
+        keras_pool2d_strides(l, st);
+        jw_pair(w, st[0], st[1]);
         jw_key(w, "data_format");
         jw_str(w, "channels_last");
         break;

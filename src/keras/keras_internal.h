@@ -127,6 +127,9 @@ int64_t keras_auto_name_count(const sy_model *m, int64_t index, sy_layer_kind ki
  * would ("lstm", "lstm_1", ...); nothing for other layers. */
 void keras_wrapper_name(sy_model *m, int64_t i);
 
+/* A 2-D pooling layer's strides: its strides, or (Keras's strides=None, stored as 0) its pool size. */
+void keras_pool2d_strides(const sy_layer *l, int32_t s[2]);
+
 /* Every activation name systolic reads, for messages. */
 #define KERAS_ACTIVATION_NAMES                                                                                         \
     "linear, relu, sigmoid, tanh, softmax, elu, selu, gelu, swish (silu), softplus, softsign, hard_sigmoid, "          \

@@ -472,7 +472,9 @@ static sy_status lower_node(qbuild *b, int32_t k) {
             (st = add_op(b, l->kind == SY_LAYER_MAX_POOLING2D ? 17 : 1, 2, &x, 1, out, &op)))
             return st;
         op->padding = tfl_padding(l->padding);
-        op->stride_h = l->strides[0], op->stride_w = l->strides[1];
+        int32_t st2[2]; /* Keras's strides=None (0 here) is the pool size: TFLite's options need it spelled out */
+        keras_pool2d_strides(l, st2);
+        op->stride_h = st2[0], op->stride_w = st2[1];
         op->filter_h = l->pool_size[0], op->filter_w = l->pool_size[1];
         op->activation = act;
         b->tensor[last] = out;

@@ -5,7 +5,7 @@
  */
 #include "../keras_internal.h"
 
-static void pool_strides(const sy_layer *l, int32_t s[2]) {
+void keras_pool2d_strides(const sy_layer *l, int32_t s[2]) {
     s[0] = l->strides[0] ? l->strides[0] : l->pool_size[0];
     s[1] = l->strides[1] ? l->strides[1] : l->pool_size[1];
 }
@@ -15,7 +15,7 @@ static sy_status pool_output_shape(const sy_layer *l, const char *name, const sy
     char s[SY_SHAPE_STR_MAX];
     const char *cls = sy_layer_class_name(l->kind);
     int32_t st[2];
-    pool_strides(l, st);
+    keras_pool2d_strides(l, st);
     if (l->pool_size[0] <= 0 || l->pool_size[1] <= 0 || st[0] <= 0 || st[1] <= 0)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "layer '%s' (%s): pool_size (%d, %d) and strides (%d, %d) must be positive",
                         name, cls, l->pool_size[0], l->pool_size[1], st[0], st[1]);
@@ -41,7 +41,7 @@ static sy_node pool_build(sy_graph *g, const sy_layer *l, const sy_node *in, int
     (void)n_in;
     (void)w, (void)ctx;
     int32_t st[2];
-    pool_strides(l, st);
+    keras_pool2d_strides(l, st);
     if (l->kind == SY_LAYER_MAX_POOLING2D)
         return sy_graph_max_pool2d(g, x, l->pool_size[0], l->pool_size[1], st[0], st[1], l->padding);
     return sy_graph_avg_pool2d(g, x, l->pool_size[0], l->pool_size[1], st[0], st[1], l->padding);
