@@ -61,6 +61,10 @@ done
 expect 1 "^systolic predict: device spec 'sim:v3-8': a TFLite model runs on the cpu backend \\(local, cpu, cpu:N: N threads\\) or on the emulated TPU v1 \\(sim:v1\\)" \
     predict "$tiny" --input "$x" --output "$work/u.npy" --tpu sim:v3-8
 expect 1 "^systolic evaluate: device spec 'mpi': a TFLite model runs in one process" evaluate "$tiny" --dataset mnist --tpu mpi
+export SYSTOLIC_TPU=sim:v2-8 # the spec from the environment, as for the other commands
+expect 1 "^systolic predict: device spec 'sim:v2-8' \\(from \\\$SYSTOLIC_TPU\\): a TFLite model runs on the cpu backend" \
+    predict "$tiny" --input "$x" --output "$work/u.npy"
+unset SYSTOLIC_TPU
 expect 2 "^systolic predict: --tpu: device spec 'gpu:0'" predict "$tiny" --input "$x" --output "$work/u.npy" --tpu gpu:0
 
 # refusals

@@ -546,9 +546,9 @@ sy_status sy_lite_model_set_device(sy_lite_model *m, const char *spec) {
     snprintf(name, sizeof name, "%s", sy_cluster_spec(c));
     sy_cluster_free(c);
     if (sim && !v1)
-        return sy_error(SY_ERR_UNSUPPORTED, "device spec '%s': a TFLite model runs on the cpu backend (local, cpu, "
+        return sy_error(SY_ERR_UNSUPPORTED, "device spec '%s'%s: a TFLite model runs on the cpu backend (local, cpu, "
                         "cpu:N: N threads) or on the emulated TPU v1 (sim:v1); the emulated Cloud TPU slices run "
-                        "Keras models", name);
+                        "Keras models", name, s == env ? " (from $SYSTOLIC_TPU)" : "");
     sy_pool *pool = NULL;
     if (v1) { /* refused now, naming the op, rather than at the first batch */
         lite_tpu1_model lm;
