@@ -6,7 +6,10 @@
 # `--disassemble` prints and `systolic profile --tpu sim:v1` runs, with
 # Table 3's counters; the paper's workloads run by name; bad flags are usage
 # errors (2), bad files failures (1) naming what was wrong and where;
-# training on the TPU v1 is refused.
+# training on the TPU v1 is refused. `systolic predict MODEL.tflite --tpu
+# sim:v1` gives the cpu backend's outputs bit for bit, on any number of
+# samples, then the program's emulated time; `--tpu cpu:N` the same;
+# Cloud TPU slices and mpi are refused for a .tflite model.
 set -u
 sy=$1 src=$2 work=$3
 mkdir -p "$work" || exit 1
@@ -40,6 +43,29 @@ expect 0 "on TPU v1 \\(emulated\\), batch 4: 7 instructions, 1 weight tiles.*arr
     profile "$prog" --tpu sim:v1
 expect 0 "^\\{\"model\": \"mlp1\", \"device\": \"sim:v1\", \"batch\": 168, \"cycles\": " profile mlp1 --tpu sim:v1 --json
 expect 0 "^cnn0 on TPU v1 \\(emulated\\), batch 8: .*array active cycles +[0-9.]+%" profile cnn0 --tpu sim:v1
+
+# predict on the TPU v1 (sy_lite_model_set_device): the model's QUANTIZE and DEQUANTIZE on the host, the
+# program on the emulator, 10 samples at batch 4 (the last run padded): the cpu backend's outputs bit for bit
+x=$src/tests/data/tflite/tiny_dense_x.npy
+expect 0 "^wrote $work/y_cpu.npy: float32 \\(10, 4\\)~\$" predict "$tiny" --input "$x" --output "$work/y_cpu.npy" --tpu cpu:1
+expect 0 "^wrote $work/y_cpu2.npy: float32 \\(10, 4\\)~\$" predict "$tiny" --input "$x" --output "$work/y_cpu2.npy" --tpu cpu:2 --batch-size 3
+expect 0 "^wrote $work/y_v1.npy: float32 \\(10, 4\\)~TPU v1 \\(emulated\\): 3 runs of a batch-4 program: [0-9]+ cycles, [0-9.]+ [mu]s at 700 MHz, [0-9.e+-]+ TeraOps/s, [0-9.]+% array active, [0-9.]+% weight stall \\(Table 3's rows: systolic profile [^ ]*tiny_dense.tflite --tpu sim:v1 --batch-size 4\\)~\$" \
+    predict "$tiny" --input "$x" --output "$work/y_v1.npy" --tpu sim:v1 --batch-size 4
+expect 0 "^wrote $work/y_v1b.npy: float32 \\(10, 4\\)~\$" predict "$tiny" --input "$x" --output "$work/y_v1b.npy" --tpu sim:v1 --verbose 0
+for y in y_cpu2 y_v1 y_v1b; do
+    if ! cmp -s "$work/y_cpu.npy" "$work/$y.npy"; then
+        echo "FAIL: predict: $y.npy differs from the cpu backend's y_cpu.npy"
+        failed=1
+    fi
+done
+expect 1 "^systolic predict: device spec 'sim:v3-8': a TFLite model runs on the cpu backend \\(local, cpu, cpu:N: N threads\\) or on the emulated TPU v1 \\(sim:v1\\)" \
+    predict "$tiny" --input "$x" --output "$work/u.npy" --tpu sim:v3-8
+expect 1 "^systolic evaluate: device spec 'mpi': a TFLite model runs in one process" evaluate "$tiny" --dataset mnist --tpu mpi
+export SYSTOLIC_TPU=sim:v2-8 # the spec from the environment, as for the other commands
+expect 1 "^systolic predict: device spec 'sim:v2-8' \\(from \\\$SYSTOLIC_TPU\\): a TFLite model runs on the cpu backend" \
+    predict "$tiny" --input "$x" --output "$work/u.npy"
+unset SYSTOLIC_TPU
+expect 2 "^systolic predict: --tpu: device spec 'gpu:0'" predict "$tiny" --input "$x" --output "$work/u.npy" --tpu gpu:0
 
 # refusals
 expect 2 "^systolic compile: --target tpu-v2: the target is tpu-v1" compile --target tpu-v2 "$tiny" -o "$prog"

@@ -204,20 +204,20 @@ static void check_quantize(void) {
     }
     io_tflite_free(t);
 
-    /* systolic runs the file it wrote, with the same outputs on 1 thread and on 3 (the kernels' parallel parts
-     * are fixed by the shapes); a thread count out of range is refused */
+    /* systolic runs the file it wrote, with the same outputs on the calling thread and on a thread per core
+     * (the kernels' parallel parts are fixed by the shapes); a device spec it cannot take is refused */
     {
         sy_lite_model *lm = NULL;
         sy_tensor *y1 = NULL, *y3 = NULL;
         CHECK_OK(sy_lite_model_load(path, &lm));
-        if (lm) CHECK_OK(sy_lite_model_set_threads(lm, 1));
+        if (lm) CHECK_OK(sy_lite_model_set_device(lm, "cpu:1"));
         if (lm) CHECK_OK(sy_lite_model_predict(lm, x, 16, &y1));
-        if (lm) CHECK_OK(sy_lite_model_set_threads(lm, 3));
+        if (lm) CHECK_OK(sy_lite_model_set_device(lm, "local"));
         if (lm) CHECK_OK(sy_lite_model_predict(lm, x, 16, &y3));
         CHECK(y1 && y3 && sy_tensor_count(y1) == 64 * 3 && sy_tensor_count(y3) == sy_tensor_count(y1) &&
                   !memcmp(sy_tensor_data(y1), sy_tensor_data(y3), (size_t)sy_tensor_count(y1) * sizeof(float)),
-              "predict on 1 and 3 threads gives the same outputs");
-        if (lm) CHECK_ERR(sy_lite_model_set_threads(lm, -1), SY_ERR_INVALID_ARGUMENT, "threads");
+              "predict on one thread and on every core gives the same outputs");
+        if (lm) CHECK_ERR(sy_lite_model_set_device(lm, "cpu:-1"), SY_ERR_INVALID_ARGUMENT, "cpu:-1");
         sy_tensor_free(y1);
         sy_tensor_free(y3);
         sy_lite_model_free(lm);

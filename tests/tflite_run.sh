@@ -9,17 +9,20 @@
 # on the same 10,000 test images (tests/tflite_run.py); an unsupported
 # operator is refused by name; inputs of the wrong shape or dtype are refused.
 # Skipped (77) without a Python with TensorFlow (tests/find_python.sh).
+# MODELS: the directory the fixture tflite_models made (tests/tflite_models.sh);
+# without it the models are made here.
 #
-#   sh tests/tflite_run.sh SYSTOLIC ROOT
+#   sh tests/tflite_run.sh SYSTOLIC ROOT [MODELS]
 systolic=$1
 root=$2
 . "$root/tests/find_python.sh"
+. "$root/tests/tflite_models_dir.sh"
 find_python 'import importlib.util as u, sys; sys.exit(not (u.find_spec("numpy") and u.find_spec("tensorflow")))'
 : "${SYSTOLIC_DATASETS:?}"
 dir=$(mktemp -d "${TMPDIR:-/tmp}/systolic-tflite-run-XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "tflite_run: $*"; exit 1; }
-"$python" "$root/tools/tflite_models.py" "$dir" >"$dir/log" 2>&1 || { cat "$dir/log"; fail "tools/tflite_models.py failed"; }
+tflite_models_dir "$dir" "$3"
 "$python" "$root/tests/tflite_run.py" "$dir" "$SYSTOLIC_DATASETS/fashion-mnist" >"$dir/log" 2>&1 ||
     { cat "$dir/log"; fail "tests/tflite_run.py failed"; }
 for m in fashion_mnist_cnn resnet_small; do

@@ -9,18 +9,18 @@
 # deps) and <root>/.gl/bin/python (make bench-deps) that has TensorFlow
 # (tests/find_python.sh); skipped (77) when none does.
 #
-#   sh tests/tflite_tensorflow.sh build/tests/test_tflite .
+# MODELS: the directory the fixture tflite_models made (tests/tflite_models.sh);
+# without it the models are made here.
+#
+#   sh tests/tflite_tensorflow.sh build/tests/test_tflite . [MODELS]
 test_tflite=$1
 root=$2
 . "$root/tests/find_python.sh"
+. "$root/tests/tflite_models_dir.sh"
 # find_spec, not an import: TensorFlow's import alone takes seconds, and the tool imports it anyway
 find_python 'import importlib.util as u, sys; sys.exit(not (u.find_spec("numpy") and u.find_spec("tensorflow")))'
 dir=$(mktemp -d "${TMPDIR:-/tmp}/systolic-tflite-XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
-"$python" "$root/tools/tflite_models.py" "$dir" >"$dir/python.log" 2>&1 || {
-    cat "$dir/python.log"
-    echo "tflite_tensorflow: tools/tflite_models.py failed"
-    exit 1
-}
+tflite_models_dir "$dir" "$3"
 tail -n 1 "$dir/python.log"
 "$test_tflite" "$root" "$dir"

@@ -48,8 +48,21 @@ const char *sy_lite_model_ops(const sy_lite_model *m, int32_t i); /* "CONV_2D": 
  * dtype, (N, output shape...). x is of the input's dtype; for an int8 input an int32 tensor of values in
  * [-128, 127] too (NumPy's int8 files load so). Shapes and dtypes are checked, with both named. */
 sy_status sy_lite_model_predict(sy_lite_model *m, const sy_tensor *x, int64_t batch_size, sy_tensor **out);
-/* The threads predict's kernels use (0, the default: one per core). The outputs do not depend on it. */
-sy_status sy_lite_model_set_threads(sy_lite_model *m, int threads);
+
+/* Where sy_lite_model_predict runs, a device spec in sy_cluster_resolve's forms (systolic/distribute.h;
+ * NULL or "": $SYSTOLIC_TPU, else "local"):
+ *   local, cpu   the cpu backend, a kernel thread per core
+ *   cpu:N        the cpu backend on N threads (at most the cores)
+ *   sim:v1       the emulated TPU v1: the model lowered as sy_tpu1_compile lowers it, compiled for
+ *                predict's batch_size (the last partial batch padded, its outputs dropped) and run by
+ *                sy_tpu1_run; the operators the lowering leaves to the host (a float input's QUANTIZE,
+ *                a trailing SOFTMAX and DEQUANTIZE) on the cpu backend; sy_lite_model_tpu1_counters
+ *                gives the program's counters
+ * Until it is called the model runs on the cpu backend on the calling thread. The outputs are the same
+ * bits on every device. A spec sy_cluster_resolve refuses is SY_ERR_INVALID_ARGUMENT; the emulated Cloud TPU slices
+ * (sim:v2-8, ...) and mpi SY_ERR_UNSUPPORTED, as is on sim:v1 a model the TPU v1 lowering does not take
+ * (naming its first operator that it does not run, as sy_tpu1_compile); the device is then unchanged. */
+sy_status sy_lite_model_set_device(sy_lite_model *m, const char *spec);
 
 
 /* ---- Post-training quantization --------------------------------------------
@@ -139,6 +152,12 @@ void sy_tpu1_program_io(const sy_tpu1_program *p, sy_tpu1_io *input, sy_tpu1_io 
  * kernels; the Table 3 counters (systolic/tpu.h) in counters (may be NULL).
  * input and output both NULL times the program alone. */
 sy_status sy_tpu1_run(const sy_tpu1_program *p, const int8_t *input, int8_t *output, sy_tpu1_counters *counters);
+
+/* A .tflite model on sim:v1 (sy_lite_model_set_device): the counters summed over the program's runs since
+ * the device was set (cycles, MACs, stalls, seconds and bytes added; tops over the sum), the runs (one a
+ * batch) and the batch the program was last compiled for (0 before the first predict). Each may be NULL;
+ * false, and nothing set, on another device. */
+bool sy_lite_model_tpu1_counters(const sy_lite_model *m, sy_tpu1_counters *counters, int64_t *runs, int64_t *batch);
 
 
 #ifdef __cplusplus

@@ -96,6 +96,8 @@ typedef struct lite_cli_opts {
     const char *model, *input, *output, *dataset, *tpu;
     int n_inputs;
     int64_t batch_size;
+    int64_t steps;   /* evaluate: the first N batches only (0: all) */
+    int64_t verbose; /* 0: the results alone */
 } lite_cli_opts;
 int lite_cli_run(const char *command, const lite_cli_opts *o);
 

@@ -16,8 +16,16 @@
  *            the label) and, when the output is a probability vector, the
  *            loss Keras's sparse_categorical_crossentropy gives for it.
  *
- * One replica on the cpu backend: --tpu is not taken (the int8 kernels are
- * scalar reference loops that run the same on every backend).
+ * --tpu picks the device (sy_lite_model_set_device): local or cpu (a
+ * kernel thread per core; the default, after $SYSTOLIC_TPU), cpu:N (N
+ * threads), or sim:v1, the emulated TPU v1: the model compiled to a
+ * program for --batch-size (default 32) and run on the emulator, the host
+ * running what the lowering leaves to it; the same outputs bit for bit,
+ * then a line of the program's emulated time (its runs' counters summed;
+ * `systolic profile MODEL --tpu sim:v1` prints Table 3's rows). A model the
+ * lowering does not take is refused naming the operator (exit 1), as
+ * `systolic compile` refuses it; the Cloud TPU slices (sim:v2-8, ...) are
+ * refused too. evaluate --steps N scores the first N batches only.
  */
 #include "cli_internal.h"
 
@@ -29,6 +37,21 @@
 static int lite_fail(const char *command) {
     fprintf(stderr, "systolic %s: %s\n", command, sy_last_error());
     return 1;
+}
+
+/* On sim:v1, after the results: the program's emulated time over all its runs. */
+static void print_tpu1(const sy_lite_model *m, const lite_cli_opts *o) {
+    sy_tpu1_counters c;
+    int64_t runs, batch;
+    if (o->verbose < 1 || !sy_lite_model_tpu1_counters(m, &c, &runs, &batch)) return;
+    double t = c.cycles > 0 ? c.cycles : 1;
+    bool ms = c.seconds >= 1e-3;
+    printf("TPU v1 (emulated): %lld run%s of a batch-%lld program: %.0f cycles, %.*f %s at 700 MHz, %.3g TeraOps/s, "
+           "%.1f%% array active, %.1f%% weight stall (Table 3's rows: systolic profile %s --tpu sim:v1 --batch-size "
+           "%lld)\n",
+           (long long)runs, runs == 1 ? "" : "s", (long long)batch, c.cycles, ms ? 2 : 1, c.seconds * (ms ? 1e3 : 1e6),
+           ms ? "ms" : "us", c.tops,
+           100 * c.array_active_cycles / t, 100 * c.weight_stall_cycles / t, o->model, (long long)batch);
 }
 
 static int lite_predict(const char *command, sy_lite_model *m, const lite_cli_opts *o) {
@@ -49,6 +72,7 @@ static int lite_predict(const char *command, sy_lite_model *m, const lite_cli_op
         sy_shape s = sy_tensor_shape(y);
         char buf[SY_SHAPE_STR_MAX];
         printf("wrote %s: %s %s\n", o->output, sy_dtype_name(sy_tensor_dtype(y)), sy_shape_format(&s, buf, sizeof buf));
+        print_tpu1(m, o);
     }
     sy_tensor_free(y);
     return st ? lite_fail(command) : 0;
@@ -73,7 +97,8 @@ static int lite_evaluate(const char *command, sy_lite_model *m, const lite_cli_o
     sy_data_split d;
     sy_status st = !strcmp(o->dataset, "mnist") ? sy_mnist_load_data(&d) : sy_fashion_mnist_load_data(&d);
     if (st) return lite_fail(command);
-    int64_t n = sy_tensor_count(d.y_test);
+    int64_t n = sy_tensor_count(d.y_test), batch = o->batch_size > 0 ? o->batch_size : 32;
+    if (o->steps > 0 && o->steps < (n + batch - 1) / batch) n = o->steps * batch; /* Keras's steps: the first batches */
     sy_shape xs = in.shape;
     xs.dims[0] = n;
     sy_tensor *x = NULL, *y = NULL;
@@ -122,10 +147,10 @@ static int lite_evaluate(const char *command, sy_lite_model *m, const lite_cli_o
     sy_free(row);
     sy_tensor_free(y);
     sy_data_split_free(&d);
-    int64_t batch = o->batch_size > 0 ? o->batch_size : 32;
     printf("%lld/%lld - ", (long long)((n + batch - 1) / batch), (long long)((n + batch - 1) / batch));
     if (probs) printf("loss: %.4f - ", loss / (double)n);
     printf("accuracy: %.4f\n", (double)correct / (double)n);
+    print_tpu1(m, o);
     return 0;
 }
 
@@ -136,11 +161,15 @@ int lite_cli_run(const char *command, const lite_cli_opts *o) {
                 command, o->model);
         return 2;
     }
-    if (o->tpu && *o->tpu) /* said, not silently dropped */
-        fprintf(stderr, "systolic %s: note: a TFLite model runs on one replica of the cpu backend; --tpu %s is not used\n",
-                command, o->tpu);
     sy_lite_model *m;
     if (sy_lite_model_load(o->model, &m)) return lite_fail(command);
+    sy_status st = sy_lite_model_set_device(m, o->tpu);
+    if (st) { /* a malformed spec is a usage error; a device or lowering refused, a failure */
+        int rc = st == SY_ERR_INVALID_ARGUMENT ? flag_refused(command, o->tpu && *o->tpu ? "--tpu" : "--tpu (from $SYSTOLIC_TPU)")
+                                               : lite_fail(command);
+        sy_lite_model_free(m);
+        return rc;
+    }
     int rc = predict ? lite_predict(command, m, o) : lite_evaluate(command, m, o);
     sy_lite_model_free(m);
     return rc;

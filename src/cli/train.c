@@ -114,7 +114,8 @@ static void make_flags(flag *f, run_opts *o) {
     f[F_TPU] = (flag){"--tpu", FLAG_STRING, &o->tpu, "SPEC",
                       "devices to run replicas on: local, cpu, cpu:N, or an emulated TPU slice sim:v2-8, sim:v3-8, sim:v4-8, sim:v3-32, ... "
                       "(default $SYSTOLIC_TPU, else local: one per core); on a sim slice the progress bar shows the "
-                      "emulated chip's time per step beside the host's (systolic profile MODEL --tpu SPEC: op by op)",
+                      "emulated chip's time per step beside the host's (systolic profile MODEL --tpu SPEC: op by op); a .tflite "
+                      "model runs on local, cpu, cpu:N (N threads) or sim:v1, the emulated TPU v1",
                       .set = false};
     f[F_DATA] = (flag){"--data", FLAG_STRING, &o->data, "tfrecord:GLOB",
                        "TFRecord files of tf.train.Examples (as `systolic convert` writes them, or as --features says) "
@@ -400,7 +401,7 @@ static bool takes(const command_spec *c, int flag_index) {
 static int parse_file_model(const command_spec *c, const char *path, const run_opts *o, file_model *fm) {
     if (model_file_kind_of(path) == MODEL_FILE_TFLITE) { /* issue 18: run by the int8 path, lite.c */
         lite_cli_opts lo = {path, o->inputs.n ? o->inputs.v[0] : NULL, o->output, o->dataset, o->tpu, o->inputs.n,
-                            o->batch_size};
+                            o->batch_size, o->eval_steps, o->verbose};
         return lite_cli_run(c->name, &lo);
     }
     int rc = file_model_init(fm, c->name, path, o->dataset, o->loss, o->metrics);

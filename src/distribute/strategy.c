@@ -74,7 +74,8 @@ sy_status sy_strategy_new(const sy_cluster *cluster, sy_strategy **out) {
         *out = NULL;
         return sy_error(SY_ERR_UNSUPPORTED,
                         "device spec '%s': the TPU v1 runs int8 inference programs, not Keras models' steps; run an "
-                        "int8 .tflite model on it with `systolic profile MODEL.tflite --tpu sim:v1` (sy_tpu1_run)",
+                        "int8 .tflite model on it with `systolic predict|evaluate MODEL.tflite --tpu sim:v1` "
+                        "(sy_lite_model_set_device) or `systolic profile MODEL.tflite --tpu sim:v1`",
                         sy_cluster_spec(cluster));
     }
     int32_t hosts = sy_cluster_hosts(cluster), n = sy_cluster_device_count(cluster);

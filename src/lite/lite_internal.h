@@ -48,6 +48,8 @@ typedef struct lite_tpu1_model {
     lite_tpu1_layer *layers;
     sy_tpu1_tensor input, output; /* shapes and quantization; offsets set by the lowering */
     char host_tail[96];           /* ops left to the host after the program ("SOFTMAX, DEQUANTIZE") */
+    int32_t first_op, end_op;     /* from a .tflite file: the program runs its operators [first_op, end_op); the
+                                   * host those before (a float QUANTIZE) and after (SOFTMAX, DEQUANTIZE) */
 } lite_tpu1_model;
 
 void lite_tpu1_model_free(lite_tpu1_model *m);
@@ -55,8 +57,9 @@ void lite_tpu1_model_free(lite_tpu1_model *m);
 lite_tpu1_layer *lite_tpu1_add_layer(lite_tpu1_model *m, int32_t out_c);
 /* The layers as a TPU v1 program (checked as the loader checks it). */
 sy_status lite_tpu1_lower(const lite_tpu1_model *m, sy_tpu1_prog **out);
-/* The int8 chain of a .tflite model at batch n. */
+/* The int8 chain of a .tflite model at batch n: of the file at path, or of one already read (t: not kept). */
 sy_status lite_tpu1_from_tflite(const char *path, int32_t batch, lite_tpu1_model *m);
+sy_status lite_tpu1_from_file(const io_tflite *t, int32_t batch, lite_tpu1_model *m);
 
 
 #endif

@@ -14,6 +14,18 @@
  * first axis of every activation tensor: the file's batch (1 as the
  * converter writes it) is replaced by the batch a plan runs.
  *
+ * Devices (sy_lite_model_set_device, `--tpu`): the cpu backend on the
+ * calling thread, or on a pool of N threads (cpu:N; local: one per core);
+ * or the emulated TPU v1 (sim:v1), where the run of matrix operators the
+ * TPU v1 lowering takes (tpu1_tflite.c) becomes one program compiled for
+ * the batch size, and the operators it leaves to the host -- a float
+ * input's QUANTIZE before it, SOFTMAX and DEQUANTIZE after -- are graphs
+ * of the same int8 ops around it (the model's "parts": operators [first,
+ * end) from a tensor to a tensor), as the paper's host does them. The last
+ * partial batch is padded with zeros and its extra outputs dropped; the
+ * program's Table 3 counters are summed over its runs. The values are the
+ * same bits on every device: integer arithmetic, TFLite's.
+ *
  * Anything outside the supported set is refused by name before a graph is
  * built: an operator (with its index and the ops that are supported), a
  * tensor type, a float32 model (systolic runs int8 TFLite models; a
@@ -27,10 +39,13 @@
 #include "../core/core_internal.h"
 #include "../graph/graph_internal.h"
 #include "../io/io_internal.h"
+#include "systolic/distribute.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* TFLite's BuiltinOperator codes of the supported operators (schema.fbs). */
 enum {
@@ -42,16 +57,32 @@ static const int32_t supported[] = {OP_QUANTIZE, OP_DEQUANTIZE, OP_CONV_2D, OP_D
                                     OP_ADD, OP_MAX_POOL_2D, OP_AVERAGE_POOL_2D, OP_MEAN, OP_RESHAPE, OP_SOFTMAX, OP_PAD};
 #define N_SUPPORTED ((int)(sizeof supported / sizeof supported[0]))
 
+/* A run of the file's operators [first, end) as a graph of the int8 ops and its plan, built for one batch:
+ * all of them on the cpu backend; on the TPU v1 the host's, before the program and after it. */
+typedef struct lite_part {
+    int32_t first, end;  /* operators */
+    int32_t in, out;     /* tensors: the graph's input and its output */
+    int64_t batch;       /* what graph and plan are built for; 0: neither is */
+    sy_graph *graph;
+    sy_plan *plan;
+    sy_node x, y;
+} lite_part;
+
 struct sy_lite_model {
     io_tflite *file;
     int32_t in, out;     /* the subgraph's input and output tensors */
     int64_t file_batch;  /* the first axis of the input as the file gives it */
-    sy_graph *graph;     /* built for plan_batch */
-    sy_plan *plan;
-    int64_t plan_batch;
-    sy_node x, y;
-    int threads;   /* the plan's kernel threads: 0, every core (sy_lite_model_set_threads) */
-    sy_pool *pool; /* made with the first plan */
+    lite_part whole;     /* every operator */
+    /* sy_lite_model_set_device: the cpu backend's threads, or the TPU v1 */
+    sy_pool *pool;       /* NULL: the calling thread alone */
+    bool tpu1;
+    lite_part pre, post; /* the host's operators around the program */
+    sy_tpu1_program *prog;
+    int64_t prog_batch;
+    int8_t *prog_in, *prog_out; /* (prog_batch, ...) the program's int8 input and output */
+    int64_t prog_in_row, prog_out_row; /* their bytes per sample */
+    sy_tpu1_counters counters;  /* summed over the runs */
+    int64_t runs;
 };
 
 static const char *op_name(int32_t code) {
@@ -358,31 +389,40 @@ static sy_status build_op(builder *b, int32_t i) {
     return SY_OK;
 }
 
-static sy_status build_graph(sy_lite_model *m, int64_t batch) {
+static void part_clear(lite_part *p) {
+    sy_plan_free(p->plan);
+    sy_graph_free(p->graph);
+    p->plan = NULL, p->graph = NULL, p->batch = 0;
+}
+
+/* p's graph for a batch of `batch`: its input tensor a graph input, its operators in order. */
+static sy_status build_graph(sy_lite_model *m, lite_part *p, int64_t batch) {
+    part_clear(p);
     const io_tflite *f = m->file;
     builder b = {f, NULL, sy_malloc((size_t)f->n_tensors * sizeof(sy_node)), batch};
     if (!b.node) return sy_error(SY_ERR_OUT_OF_MEMORY, "'%s': out of memory", f->path);
     for (int32_t i = 0; i < f->n_tensors; i++) b.node[i] = SY_NONE;
     sy_status st = sy_graph_new(&b.g);
     if (!st) {
-        const io_tflite_tensor *in = tensor(f, m->in);
-        b.node[m->in] = sy_graph_input(b.g, in->name[0] ? in->name : "input",
+        const io_tflite_tensor *in = tensor(f, p->in);
+        b.node[p->in] = sy_graph_input(b.g, in->name[0] ? in->name : "input",
                                        in->type == IO_TFLITE_INT8 ? SY_I8 : SY_F32, act_shape(&b, in));
-        m->x = b.node[m->in];
+        p->x = b.node[p->in];
         st = sy_graph_status(b.g);
-        for (int32_t i = 0; i < f->n_ops && !st; i++) st = build_op(&b, i);
-        if (!st && b.node[m->out] == SY_NONE)
+        for (int32_t i = p->first; i < p->end && !st; i++) st = build_op(&b, i);
+        if (!st && b.node[p->out] == SY_NONE)
             st = sy_error(SY_ERR_CORRUPT, "'%s': no operator computes the output tensor '%s'", f->path,
-                          f->tensors[m->out].name);
+                          f->tensors[p->out].name);
         if (!st) st = sy_graph_status(b.g);
     }
-    m->y = st ? SY_NONE : b.node[m->out];
+    p->y = st ? SY_NONE : b.node[p->out];
     sy_free(b.node);
     if (st) {
         sy_graph_free(b.g);
         return st;
     }
-    m->graph = b.g;
+    p->graph = b.g;
+    p->batch = batch;
     return SY_OK;
 }
 
@@ -404,21 +444,32 @@ sy_status sy_lite_model_load(const char *path, sy_lite_model **out) {
             st = sy_error(SY_ERR_UNSUPPORTED, "'%s': the input is %s and the output %s; systolic takes float32 or int8",
                           path, io_tflite_type_name(in->type), io_tflite_type_name(o->type));
     }
-    if (!st) st = build_graph(m, 1); /* every operator checked now, not at the first batch */
+    if (!st) {
+        m->whole = (lite_part){.first = 0, .end = m->file->n_ops, .in = m->in, .out = m->out};
+        st = build_graph(m, &m->whole, 1); /* every operator checked now, not at the first batch */
+    }
     if (st) {
         sy_lite_model_free(m);
         return st;
     }
-    m->plan_batch = 1;
     *out = m;
     return SY_OK;
 }
 
+static void tpu1_clear(sy_lite_model *m) {
+    part_clear(&m->pre);
+    part_clear(&m->post);
+    sy_tpu1_program_free(m->prog);
+    sy_free(m->prog_in);
+    sy_free(m->prog_out);
+    m->prog = NULL, m->prog_in = m->prog_out = NULL, m->prog_batch = 0;
+}
+
 void sy_lite_model_free(sy_lite_model *m) {
     if (!m) return;
-    sy_plan_free(m->plan);
+    part_clear(&m->whole);
+    tpu1_clear(m);
     sy_pool_free(m->pool);
-    sy_graph_free(m->graph);
     io_tflite_free(m->file);
     sy_free(m);
 }
@@ -451,49 +502,199 @@ int32_t sy_lite_model_op_count(const sy_lite_model *m) { return m->file->n_ops; 
 sy_status lite_model_graph(sy_lite_model *m, int64_t batch, const sy_graph **g, sy_node *x, sy_node *y) {
     *g = NULL;
     if (batch < 1) return sy_error(SY_ERR_INVALID_ARGUMENT, "'%s': batch %lld", m->file->path, (long long)batch);
-    if (m->plan_batch != batch || !m->graph) {
-        sy_plan_free(m->plan);
-        m->plan = NULL;
-        sy_graph_free(m->graph);
-        m->graph = NULL;
-        sy_status st = build_graph(m, batch);
+    if (m->whole.batch != batch || !m->whole.graph) {
+        sy_status st = build_graph(m, &m->whole, batch);
         if (st) return st;
-        m->plan_batch = batch;
     }
-    *g = m->graph, *x = m->x, *y = m->y;
+    *g = m->whole.graph, *x = m->whole.x, *y = m->whole.y;
     return SY_OK;
 }
 
-/* A plan for batch b (the graph rebuilt when b changes). */
-static sy_status plan_for(sy_lite_model *m, int64_t b) {
-    if (m->plan && m->plan_batch == b) return SY_OK;
-    const sy_graph *g;
-    sy_node x, y;
-    sy_status st = lite_model_graph(m, b, &g, &x, &y);
+/* p's plan for batch b (its graph built again when b changes), on the model's threads. */
+static sy_status plan_for(sy_lite_model *m, lite_part *p, int64_t b) {
+    if (p->plan && p->batch == b) return SY_OK;
+    sy_status st = p->batch == b && p->graph ? SY_OK : build_graph(m, p, b);
     if (st) return st;
-    sy_plan_free(m->plan);
-    m->plan = NULL;
-    /* the kernels' threads (qconv.c's products, pools and ADD split their work over the pool): without a
-     * pool a plan runs on the calling thread alone */
-    if (!m->pool && (st = sy_pool_new(m->threads ? m->threads : sy_cpu_count(), &m->pool))) return st;
+    sy_plan_free(p->plan);
+    p->plan = NULL;
     sy_plan_options o = sy_plan_options_default();
     o.backend = "cpu";
-    o.pool = m->pool;
-    o.outputs = &m->y;
+    o.outputs = &p->y;
     o.n_outputs = 1;
-    return sy_plan_compile(m->graph, &o, &m->plan);
+    o.pool = m->pool;
+    return sy_plan_compile(p->graph, &o, &p->plan);
 }
 
-sy_status sy_lite_model_set_threads(sy_lite_model *m, int threads) {
-    if (threads < 0 || threads > 4096)
-        return sy_error(SY_ERR_INVALID_ARGUMENT, "'%s': %d threads: expected 0 (every core) to 4096", m->file->path,
-                        threads);
-    if (threads == m->threads) return SY_OK;
-    sy_plan_free(m->plan);
-    m->plan = NULL;
+/* ---- devices: the cpu backend's threads, the TPU v1 ---------------------------------------- */
+
+sy_status sy_lite_model_set_device(sy_lite_model *m, const char *spec) {
+    const char *env = getenv("SYSTOLIC_TPU"), *s = spec && *spec ? spec : env && *env ? env : "local";
+    if (!strncasecmp(s, "mpi", 3)) /* refused before resolving, which would start MPI */
+        return sy_error(SY_ERR_UNSUPPORTED, "device spec '%s'%s: a TFLite model runs in one process: local, cpu, "
+                        "cpu:N (N threads) or sim:v1 (the emulated TPU v1)", s, s == env ? " (from $SYSTOLIC_TPU)" : "");
+    sy_cluster *c;
+    sy_status st = sy_cluster_resolve(spec, &c);
+    if (st) { /* a spec the resolver refuses (gpu in this build too) is the caller's mistake, whatever its code */
+        char why[512];
+        snprintf(why, sizeof why, "%s", sy_last_error());
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "%s", why);
+    }
+    const sy_device *d = sy_cluster_device(c, 0);
+    int32_t n = sy_cluster_device_count(c), cores = sy_cluster_host_cores(c);
+    bool sim = d && d->kind == SY_DEVICE_SIM, v1 = sim && d->chip && d->chip->inference_only;
+    char name[64];
+    snprintf(name, sizeof name, "%s", sy_cluster_spec(c));
+    sy_cluster_free(c);
+    if (sim && !v1)
+        return sy_error(SY_ERR_UNSUPPORTED, "device spec '%s'%s: a TFLite model runs on the cpu backend (local, cpu, "
+                        "cpu:N: N threads) or on the emulated TPU v1 (sim:v1); the emulated Cloud TPU slices run "
+                        "Keras models", name, s == env ? " (from $SYSTOLIC_TPU)" : "");
+    sy_pool *pool = NULL;
+    if (v1) { /* refused now, naming the op, rather than at the first batch */
+        lite_tpu1_model lm;
+        sy_tpu1_program *p = NULL;
+        st = lite_tpu1_from_file(m->file, 1, &lm);
+        if (!st) {
+            st = lite_tpu1_lower(&lm, &p);
+            lite_tpu1_model_free(&lm);
+        }
+        sy_tpu1_program_free(p);
+        if (st) return st;
+    } else if ((n < cores ? n : cores) > 1 && (st = sy_pool_new(n < cores ? n : cores, &pool))) {
+        return st;
+    }
+    tpu1_clear(m);
+    sy_plan_free(m->whole.plan); /* compiled for the threads before */
+    m->whole.plan = NULL;
     sy_pool_free(m->pool);
-    m->pool = NULL;
-    m->threads = threads;
+    m->pool = pool;
+    m->tpu1 = v1;
+    memset(&m->counters, 0, sizeof m->counters);
+    m->runs = 0;
+    return SY_OK;
+}
+
+/* Values per sample of tensor t: its shape past the batch axis. */
+static int64_t per_sample(const io_tflite *f, int32_t t) {
+    int64_t n = 1;
+    for (int32_t d = 1; d < f->tensors[t].rank; d++) n *= f->tensors[t].shape[d];
+    return n;
+}
+
+/* The program for a batch of `batch` and the host's parts around it: the operators before the program's
+ * (a float QUANTIZE) and after (SOFTMAX, DEQUANTIZE), run by the int8 ops on the cpu backend. */
+static sy_status tpu1_program_for(sy_lite_model *m, int64_t batch) {
+    if (m->prog && m->prog_batch == batch) return SY_OK;
+    tpu1_clear(m);
+    const io_tflite *f = m->file;
+    if (batch > 65536)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "'%s' on the TPU v1: batch %lld; a program takes at most 65536",
+                        f->path, (long long)batch);
+    lite_tpu1_model lm;
+    sy_status st = lite_tpu1_from_file(f, (int32_t)batch, &lm);
+    if (st) return st;
+    int32_t first = lm.first_op, end = lm.end_op;
+    st = lite_tpu1_lower(&lm, &m->prog);
+    lite_tpu1_model_free(&lm);
+    if (st) return st;
+    int32_t prog_in = first ? f->ops[first - 1].outputs[0] : m->in, prog_out = f->ops[end - 1].outputs[0];
+    m->pre = (lite_part){.first = 0, .end = first, .in = m->in, .out = prog_in};
+    m->post = (lite_part){.first = end, .end = f->n_ops, .in = prog_out, .out = m->out};
+    sy_tpu1_io pi, po;
+    sy_tpu1_program_io(m->prog, &pi, &po);
+    m->prog_in_row = pi.shape[1] * pi.shape[2] * pi.shape[3];
+    m->prog_out_row = po.shape[1] * po.shape[2] * po.shape[3];
+    if ((end == f->n_ops && prog_out != m->out) || m->prog_in_row != per_sample(f, prog_in) ||
+        m->prog_out_row != per_sample(f, prog_out)) {
+        tpu1_clear(m);
+        return sy_error(SY_ERR_UNSUPPORTED, "'%s' on the TPU v1: the program's input and output are not the model's "
+                        "tensors '%s' and '%s'", f->path, f->tensors[prog_in].name, f->tensors[prog_out].name);
+    }
+    m->prog_in = sy_malloc((size_t)(batch * m->prog_in_row));
+    m->prog_out = sy_malloc((size_t)(batch * m->prog_out_row));
+    if (!m->prog_in || !m->prog_out) {
+        tpu1_clear(m);
+        return sy_error(SY_ERR_OUT_OF_MEMORY, "'%s' on the TPU v1: out of memory for a batch of %lld", f->path,
+                        (long long)batch);
+    }
+    m->prog_batch = batch;
+    return SY_OK;
+}
+
+static void add_counters(sy_tpu1_counters *a, const sy_tpu1_counters *c) {
+    a->cycles += c->cycles;
+    a->array_active_cycles += c->array_active_cycles, a->useful_macs += c->useful_macs, a->unused_macs += c->unused_macs;
+    a->weight_stall_cycles += c->weight_stall_cycles, a->weight_shift_cycles += c->weight_shift_cycles;
+    a->non_matrix_cycles += c->non_matrix_cycles;
+    a->raw_stall_cycles += c->raw_stall_cycles, a->input_stall_cycles += c->input_stall_cycles;
+    a->seconds += c->seconds;
+    a->tops = a->seconds > 0 ? 2 * a->useful_macs / a->seconds / 1e12 : 0;
+    a->instructions += c->instructions, a->weight_tiles += c->weight_tiles, a->matrix_rows += c->matrix_rows;
+    a->weight_bytes += c->weight_bytes, a->host_bytes += c->host_bytes;
+}
+
+bool sy_lite_model_tpu1_counters(const sy_lite_model *m, sy_tpu1_counters *counters, int64_t *runs, int64_t *batch) {
+    if (!m->tpu1) return false;
+    if (counters) *counters = m->counters;
+    if (runs) *runs = m->runs;
+    if (batch) *batch = m->prog_batch;
+    return true;
+}
+
+/* ---- predict -------------------------------------------------------------------------------- */
+
+/* Samples [start, start + rows) of x, `per` values each, into dst in the model's input dtype (int8 from the
+ * int32 tensor NumPy's int8 files load as: its values checked before). */
+static void feed(void *dst, const sy_tensor *x, int64_t start, int64_t rows, int64_t per) {
+    if (sy_tensor_dtype(x) == SY_I32) {
+        for (int64_t i = 0; i < rows * per; i++)
+            ((int8_t *)dst)[i] = (int8_t)((const int32_t *)sy_tensor_data(x))[start * per + i];
+        return;
+    }
+    size_t size = sy_dtype_size(sy_tensor_dtype(x));
+    memcpy(dst, (const uint8_t *)sy_tensor_data(x) + (size_t)(start * per) * size, (size_t)(rows * per) * size);
+}
+
+/* One batch of n samples on the cpu backend: their outputs, y_row bytes each, into y. */
+static sy_status cpu_batch(sy_lite_model *m, const sy_tensor *x, int64_t start, int64_t n, int64_t per, void *y,
+                           size_t y_row) {
+    sy_status st = plan_for(m, &m->whole, n);
+    if (st) return st;
+    feed(sy_plan_input(m->whole.plan, m->whole.x), x, start, n, per);
+    if ((st = sy_plan_run(m->whole.plan))) return st;
+    memcpy(y, sy_plan_output(m->whole.plan, m->whole.y), (size_t)n * y_row);
+    return SY_OK;
+}
+
+/* One run of the program on n <= prog_batch samples, the batch padded with zeros past them (their outputs
+ * dropped); the host's operators before and after it on the cpu backend. x_size: bytes of an input value. */
+static sy_status tpu1_batch(sy_lite_model *m, const sy_tensor *x, int64_t start, int64_t n, int64_t per,
+                            size_t x_size, void *y, size_t y_row) {
+    int64_t b = m->prog_batch;
+    sy_status st;
+    if (m->pre.first < m->pre.end) {
+        if ((st = plan_for(m, &m->pre, b))) return st;
+        uint8_t *dst = sy_plan_input(m->pre.plan, m->pre.x);
+        feed(dst, x, start, n, per);
+        memset(dst + (size_t)(n * per) * x_size, 0, (size_t)((b - n) * per) * x_size);
+        if ((st = sy_plan_run(m->pre.plan))) return st;
+        memcpy(m->prog_in, sy_plan_output(m->pre.plan, m->pre.y), (size_t)(b * m->prog_in_row));
+    } else {
+        feed(m->prog_in, x, start, n, per);
+        memset(m->prog_in + n * per, 0, (size_t)((b - n) * per));
+    }
+    sy_tpu1_counters c;
+    if ((st = sy_tpu1_run(m->prog, m->prog_in, m->prog_out, &c))) return st;
+    add_counters(&m->counters, &c);
+    m->runs++;
+    if (m->post.first == m->post.end) {
+        memcpy(y, m->prog_out, (size_t)n * y_row);
+        return SY_OK;
+    }
+    if ((st = plan_for(m, &m->post, b))) return st;
+    memcpy(sy_plan_input(m->post.plan, m->post.x), m->prog_out, (size_t)(b * m->prog_out_row));
+    if ((st = sy_plan_run(m->post.plan))) return st;
+    memcpy(y, sy_plan_output(m->post.plan, m->post.y), (size_t)n * y_row);
     return SY_OK;
 }
 
@@ -522,25 +723,18 @@ sy_status sy_lite_model_predict(sy_lite_model *m, const sy_tensor *x, int64_t ba
                                 m->file->path, (long long)i, (int)v);
         }
     if (batch_size <= 0) batch_size = 32;
+    sy_status st = m->tpu1 ? tpu1_program_for(m, batch_size) : SY_OK;
+    if (st) return st;
     sy_shape ys = o.shape;
     ys.dims[0] = n;
     sy_tensor *y;
-    sy_status st = sy_tensor_new(o.dtype, ys, &y);
-    if (st) return st;
-    int64_t out_per = sy_shape_count(&ys) / n;
-    size_t isz = sy_dtype_size(in.dtype), osz = sy_dtype_size(o.dtype);
+    if ((st = sy_tensor_new(o.dtype, ys, &y))) return st;
+    size_t y_row = (size_t)(sy_shape_count(&ys) / n) * sy_dtype_size(o.dtype);
     for (int64_t start = 0; start < n && !st; start += batch_size) {
         int64_t bn = n - start < batch_size ? n - start : batch_size;
-        if ((st = plan_for(m, bn))) break;
-        void *dst = sy_plan_input(m->plan, m->x);
-        if (xd == SY_I32)
-            for (int64_t i = 0; i < bn * per; i++)
-                ((int8_t *)dst)[i] = (int8_t)((const int32_t *)sy_tensor_data(x))[start * per + i];
-        else
-            memcpy(dst, (const uint8_t *)sy_tensor_data(x) + (size_t)(start * per) * isz, (size_t)(bn * per) * isz);
-        if ((st = sy_plan_run(m->plan))) break;
-        memcpy((uint8_t *)sy_tensor_data(y) + (size_t)(start * out_per) * osz, sy_plan_output(m->plan, m->y),
-               (size_t)(bn * out_per) * osz);
+        void *dst = (uint8_t *)sy_tensor_data(y) + (size_t)start * y_row;
+        st = m->tpu1 ? tpu1_batch(m, x, start, bn, per, sy_dtype_size(in.dtype), dst, y_row)
+                     : cpu_batch(m, x, start, bn, per, dst, y_row);
     }
     if (st) {
         sy_tensor_free(y);

@@ -24,6 +24,9 @@
  * (GetQuantizedConvolutionMultipler), fused activations' clamps as
  * CalculateActivationRangeQuantized rounds them. The input zero point is
  * folded into the bias (bias - x_zp * sum_k w[c][k]), padding reading x_zp.
+ * The model records which operators the program runs (first_op, end_op), so
+ * that predict on sim:v1 (lite_model.c) runs those before and after it on
+ * the host.
  */
 #include "lite_internal.h"
 #include "../io/io_internal.h"
@@ -211,11 +214,10 @@ static sy_status relu_op(walker *wk, int32_t i) {
     return SY_OK;
 }
 
-sy_status lite_tpu1_from_tflite(const char *path, int32_t batch, lite_tpu1_model *m) {
+sy_status lite_tpu1_from_file(const io_tflite *t, int32_t batch, lite_tpu1_model *m) {
     memset(m, 0, sizeof *m);
-    io_tflite *t;
-    sy_status st = io_tflite_read(path, &t);
-    if (st) return st;
+    const char *path = t->path;
+    sy_status st = SY_OK;
     walker wk = {.t = t, .m = m, .batch = batch};
     if (t->n_inputs != 1 || t->n_outputs != 1) {
         st = sy_error(SY_ERR_UNSUPPORTED, "TPU v1 lowering of '%s': %d inputs and %d outputs; it takes one of each", path,
@@ -295,8 +297,18 @@ sy_status lite_tpu1_from_tflite(const char *path, int32_t batch, lite_tpu1_model
     const io_tflite_tensor *y = tensor(&wk, wk.cur);
     m->output = (sy_tpu1_tensor){.n = batch, .h = wk.h, .w = wk.w, .c = wk.c, .scale = y->scale[0],
                                  .zero_point = (int32_t)y->zero_point[0]};
+    m->first_op = first, m->end_op = last;
 done:
-    io_tflite_free(t);
     if (st) lite_tpu1_model_free(m);
+    return st;
+}
+
+sy_status lite_tpu1_from_tflite(const char *path, int32_t batch, lite_tpu1_model *m) {
+    memset(m, 0, sizeof *m);
+    io_tflite *t;
+    sy_status st = io_tflite_read(path, &t);
+    if (st) return st;
+    st = lite_tpu1_from_file(t, batch, m);
+    io_tflite_free(t);
     return st;
 }
