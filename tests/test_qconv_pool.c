@@ -107,7 +107,8 @@ static void run_case(const ccase *cc, int variant) {
     memset(&pa, 0, sizeof pa);
     for (int i = 0; i < 2; i++) pa.q.ksize[i] = cc->pk[i], pa.q.stride[i] = cc->ps[i];
     pa.q.padding = cc->pool_same ? SY_PAD_SAME : SY_PAD_VALID;
-    pa.q.act_min = variant % 4 == 2 ? -3 : -128, pa.q.act_max = variant % 5 == 4 ? 90 : 127;
+    /* the pool's clamp: narrower, or (variant 3) above all the conv's clamp lets through */
+    pa.q.act_min = variant % 4 == 2 ? -3 : variant == 3 ? 110 : -128, pa.q.act_max = variant % 5 == 4 ? 90 : 127;
     sy_node y = graph_add(g, SY_OP_QMAX_POOL2D, &conv, 1, &pa, NULL);
     if (variant == NO_FUSE_SHARED + 10) { /* the conv's output read by another op too */
         sy_node both[2] = {y, graph_add(g, SY_OP_QMAX_POOL2D, &conv, 1, &pa, NULL)};
@@ -152,6 +153,8 @@ int main(void) {
         {"stride 2, c 16, o 33", 2, 15, 17, 16, 33, 3, 3, 2, 2, 1, 1, true, {2, 2}, {2, 2}, false},
         {"5x5, c 3, pool 3x3 same", 1, 19, 19, 3, 70, 5, 5, 1, 1, 1, 1, false, {3, 3}, {3, 3}, true},
         {"1x1, c 16", 2, 8, 8, 16, 16, 1, 1, 1, 1, 1, 1, false, {2, 2}, {2, 2}, false},
+        {"1x1, c 3, o 72 (weights in registers)", 2, 6, 7, 3, 72, 1, 1, 1, 1, 1, 1, true, {2, 2}, {2, 2}, true},
+        {"2x2, c 2, stride 2 (weights in registers)", 2, 9, 9, 2, 64, 2, 2, 2, 2, 1, 1, true, {2, 2}, {2, 2}, false},
         {"2x4 kernel, c 5, strides (1, 2)", 2, 9, 14, 5, 130, 2, 4, 1, 2, 1, 1, true, {2, 3}, {2, 3}, true},
         {"pool skips pixels", 1, 12, 12, 1, 17, 3, 3, 1, 1, 1, 1, true, {2, 2}, {3, 3}, false},
         {"pool 1x2 over a 1-row output", 2, 3, 10, 3, 8, 3, 3, 1, 1, 1, 1, false, {1, 2}, {1, 2}, true},

@@ -169,65 +169,139 @@ static void qcp_dot_any(const uint8_t *const *px, int P, int NV, const int8_t *w
     for (int p = 0; p < P; p++) qcp_dot_any(px + p, 1, NV, wb, kh, g4, rs, start, mx); /* P = 3 */
 }
 
-/* One pooled output row (b, py): every pooled pixel, every block of channels. */
+/* qcp_dot for kernels of R <= 3 groups of 4 bytes in all (KH x the row's groups: the Fashion-MNIST CNN's 3x3x1
+ * is 3), with the R x NV weight vectors held in registers by the caller for a whole output row, rather than
+ * loaded for every group of pixels (16 accumulators + 12 weights + a broadcast fit AVX-512's 32 registers). */
+static inline __attribute__((always_inline)) void qcp_dot_reg(const uint8_t *const *px, const int P, const int NV,
+                                                              const int R, const int64_t *roff,
+                                                              const __m512i (*w)[4], const __m512i *start,
+                                                              __m512i *mx) {
+    __m512i acc[4][4];
+    QCP_UNROLL for (int p = 0; p < P; p++) {
+        QCP_UNROLL for (int v = 0; v < NV; v++) acc[p][v] = start[v];
+    }
+    QCP_UNROLL for (int r = 0; r < R; r++) {
+        QCP_UNROLL for (int p = 0; p < P; p++) {
+            int32_t four;
+            memcpy(&four, px[p] + roff[r], 4);
+            __m512i b = _mm512_set1_epi32(four);
+            QCP_UNROLL for (int v = 0; v < NV; v++) acc[p][v] = _mm512_dpbusd_epi32(acc[p][v], b, w[r][v]);
+        }
+    }
+    QCP_UNROLL for (int p = 0; p < P; p++) {
+        QCP_UNROLL for (int v = 0; v < NV; v++) mx[v] = _mm512_max_epi32(mx[v], acc[p][v]);
+    }
+}
+
+/* What one pooled output row's blocks share. */
+typedef struct qcp_row {
+    const qcp_job *j;
+    const uint8_t *xb; /* the image's padded copy */
+    int8_t *out;       /* the row's first output byte */
+    int64_t y0, y1;    /* the conv rows its windows cover */
+    int64_t c0, cn;    /* the block's first channel and its channels */
+    int nv;            /* vectors of 16 channels: (cn + 15) / 16 */
+    const int8_t *wb;  /* the block's packed weights */
+    const qg_req *req;
+    const __m512i *start;
+} qcp_row;
+
+/* One block of channels over every pooled pixel of the row: each window's conv pixels 4 at a time (the rest one
+ * by one), the maximum requantized, offset, clamped by the conv's activation and then the pool's, stored. R > 0:
+ * the kernel's R groups of 4 bytes, NV vectors, weights in registers (qcp_dot_reg); R = 0: any kernel, c->nv
+ * vectors (qcp_dot_any). */
+static inline __attribute__((always_inline)) void qcp_block(const qcp_row *c, const int R, const int NV) {
+    const qcp_geom *q = c->j->q;
+    const sy_qconv_geom *g = &q->g;
+    const sy_attrs *a = c->j->k->attr;
+    const int nv = NV ? NV : c->nv;
+    __m512i w[3][4];
+    int64_t roff[3];
+    QCP_UNROLL for (int r = 0; r < R; r++) {
+        roff[r] = r / q->groups4 * q->rs + 4 * (r % q->groups4);
+        QCP_UNROLL for (int v = 0; v < NV; v++) w[r][v] = _mm512_loadu_si512(c->wb + r * 256 + v * 64);
+    }
+    const __m512i yzp = _mm512_set1_epi32(a->q.y_zp);
+    /* the conv's clamp, then the pool's: one clamp to where they overlap when they do */
+    int32_t l1 = a->q.act_min, h1 = a->q.act_max, l2 = a->q.pool.act_min, h2 = a->q.pool.act_max;
+    if ((l1 > l2 ? l1 : l2) <= (h1 < h2 ? h1 : h2)) l1 = l2 = l1 > l2 ? l1 : l2, h1 = h2 = h1 < h2 ? h1 : h2;
+    const __m512i lo1 = _mm512_set1_epi32(l1), hi1 = _mm512_set1_epi32(h1);
+    const __m512i lo2 = _mm512_set1_epi32(l2), hi2 = _mm512_set1_epi32(h2);
+    const bool twice = l1 != l2 || h1 != h2;
+    /* a window with no conv pixel (TFLite's padding leaves none): the reference pool's -128, clamped */
+    int32_t empty = -128 < a->q.pool.act_min ? a->q.pool.act_min : -128 > a->q.pool.act_max ? a->q.pool.act_max : -128;
+    for (int64_t px = 0; px < q->pow_; px++) {
+        int64_t cx0 = px * q->ps[1] - q->ppl, x0 = cx0 < 0 ? 0 : cx0;
+        int64_t x1 = cx0 + q->pk[1] < g->ow ? cx0 + q->pk[1] : g->ow;
+        int8_t *y = c->out + px * g->o + c->c0;
+        if (c->y1 <= c->y0 || x1 <= x0) {
+            memset(y, (int8_t)empty, (size_t)c->cn);
+            continue;
+        }
+        __m512i mx[4];
+        for (int v = 0; v < 4; v++) mx[v] = _mm512_set1_epi32(INT32_MIN);
+        const uint8_t *pix[4];
+        int np = 0;
+        for (int64_t cy = c->y0; cy < c->y1; cy++)
+            for (int64_t cx = x0; cx < x1; cx++) {
+                pix[np++] = c->xb + cy * g->sh * q->rs + cx * g->sw * g->c;
+                if (np < (R ? 2 : 4)) continue;
+                if (R) qcp_dot_reg(pix, 2, NV, R, roff, (const __m512i(*)[4])w, c->start, mx);
+                else qcp_dot_any(pix, 4, nv, c->wb, g->kh, q->groups4, q->rs, c->start, mx);
+                np = 0;
+            }
+        if (R)
+            for (int p = 0; p < np; p++) qcp_dot_reg(pix + p, 1, NV, R, roff, (const __m512i(*)[4])w, c->start, mx);
+        else if (np)
+            qcp_dot_any(pix, np, nv, c->wb, g->kh, q->groups4, q->rs, c->start, mx);
+        __m128i bytes[4];
+        for (int v = 0; v < nv; v++) {
+            __m512i o = _mm512_add_epi32(qg_requant16(mx[v], &c->req[v]), yzp);
+            o = _mm512_max_epi32(_mm512_min_epi32(o, hi1), lo1);
+            if (twice) o = _mm512_max_epi32(_mm512_min_epi32(o, hi2), lo2);
+            bytes[v] = _mm512_cvtsepi32_epi8(o);
+        }
+        if (NV == 4) { /* a whole block: one 64-byte store */
+            __m512i all = _mm512_inserti32x4(_mm512_castsi128_si512(bytes[0]), bytes[1], 1);
+            all = _mm512_inserti32x4(_mm512_inserti32x4(all, bytes[2], 2), bytes[3], 3);
+            _mm512_storeu_si512(y, all);
+            continue;
+        }
+        for (int v = 0; v < nv; v++) {
+            int64_t left = c->cn - v * 16;
+            __mmask16 lanes = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+            _mm_mask_storeu_epi8(y + v * 16, lanes, bytes[v]);
+        }
+    }
+}
+
+/* One pooled output row (b, py): every block of channels over every pooled pixel. */
 static void qcp_part(void *ctx, int64_t part) {
     const qcp_job *j = ctx;
     const qcp_geom *q = j->q;
     const sy_qconv_geom *g = &q->g;
-    const sy_attrs *a = j->k->attr;
     const sy_qgemm_params p = {.mult = (const int32_t *)j->k->in[3], .shift = (const int32_t *)j->k->in[3] + g->o};
-    int64_t b = part / q->poh, py = part % q->poh;
-    int64_t cy0 = py * q->ps[0] - q->ppt, y0 = cy0 < 0 ? 0 : cy0;
-    int64_t y1 = cy0 + q->pk[0] < g->oh ? cy0 + q->pk[0] : g->oh;
-    const uint8_t *xb = j->xp + b * q->image;
-    int8_t *out = (int8_t *)j->k->out + (b * q->poh + py) * q->pow_ * g->o;
-    __m512i yzp = _mm512_set1_epi32(a->q.y_zp);
-    __m512i lo1 = _mm512_set1_epi32(a->q.act_min), hi1 = _mm512_set1_epi32(a->q.act_max);
-    __m512i lo2 = _mm512_set1_epi32(a->q.pool.act_min), hi2 = _mm512_set1_epi32(a->q.pool.act_max);
-    /* a window with no conv pixel: the reference pool's -128, clamped */
-    int32_t empty = -128 < a->q.pool.act_min ? a->q.pool.act_min : -128 > a->q.pool.act_max ? a->q.pool.act_max : -128;
+    int64_t b = part / q->poh, py = part % q->poh, cy0 = py * q->ps[0] - q->ppt;
+    qcp_row c = {.j = j, .xb = j->xp + b * q->image, .out = (int8_t *)j->k->out + (b * q->poh + py) * q->pow_ * g->o,
+                 .y0 = cy0 < 0 ? 0 : cy0, .y1 = cy0 + q->pk[0] < g->oh ? cy0 + q->pk[0] : g->oh};
+    int64_t groups = g->kh * q->groups4;
     for (int64_t cb = 0; cb < q->blocks; cb++) {
-        int64_t c0 = cb * 64, cn = g->o - c0 < 64 ? g->o - c0 : 64;
-        int nv = (int)((cn + 15) / 16);
+        c.c0 = cb * 64, c.cn = g->o - c.c0 < 64 ? g->o - c.c0 : 64;
+        c.nv = (int)((c.cn + 15) / 16);
         qg_req r[4];
         __m512i start[4];
-        for (int v = 0; v < nv; v++) {
-            int64_t left = cn - v * 16;
+        for (int v = 0; v < c.nv; v++) {
+            int64_t left = c.cn - v * 16;
             __mmask16 lanes = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-            r[v] = qg_req_load(&p, c0 + v * 16, lanes);
-            start[v] = _mm512_loadu_si512(j->start + c0 + v * 16);
+            r[v] = qg_req_load(&p, c.c0 + v * 16, lanes);
+            start[v] = _mm512_loadu_si512(j->start + c.c0 + v * 16);
         }
-        const int8_t *wb = j->packed + cb * g->kh * q->kr * 64;
-        for (int64_t px = 0; px < q->pow_; px++) {
-            int64_t cx0 = px * q->ps[1] - q->ppl, x0 = cx0 < 0 ? 0 : cx0;
-            int64_t x1 = cx0 + q->pk[1] < g->ow ? cx0 + q->pk[1] : g->ow;
-            int8_t *y = out + px * g->o + c0;
-            if (y1 <= y0 || x1 <= x0) {
-                memset(y, (int8_t)empty, (size_t)cn);
-                continue;
-            }
-            __m512i mx[4];
-            for (int v = 0; v < 4; v++) mx[v] = _mm512_set1_epi32(INT32_MIN);
-            const uint8_t *pix[4];
-            int np = 0;
-            for (int64_t cy = y0; cy < y1; cy++)
-                for (int64_t cx = x0; cx < x1; cx++) {
-                    pix[np++] = xb + cy * g->sh * q->rs + cx * g->sw * g->c;
-                    if (np == 4) {
-                        qcp_dot_any(pix, 4, nv, wb, g->kh, q->groups4, q->rs, start, mx);
-                        np = 0;
-                    }
-                }
-            if (np) qcp_dot_any(pix, np, nv, wb, g->kh, q->groups4, q->rs, start, mx);
-            for (int v = 0; v < nv; v++) {
-                __m512i o = _mm512_add_epi32(qg_requant16(mx[v], &r[v]), yzp);
-                o = _mm512_max_epi32(_mm512_min_epi32(o, hi1), lo1);
-                o = _mm512_max_epi32(_mm512_min_epi32(o, hi2), lo2);
-                int64_t left = cn - v * 16;
-                __mmask16 lanes = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-                _mm_mask_storeu_epi8(y + v * 16, lanes, _mm512_cvtsepi32_epi8(o));
-            }
-        }
+        c.req = r, c.start = start;
+        c.wb = j->packed + cb * g->kh * q->kr * 64;
+        if (c.nv == 4 && groups == 3) qcp_block(&c, 3, 4);
+        else if (c.nv == 4 && groups == 2) qcp_block(&c, 2, 4);
+        else if (c.nv == 4 && groups == 1) qcp_block(&c, 1, 4);
+        else qcp_block(&c, 0, 0);
     }
 }
 
