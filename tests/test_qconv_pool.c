@@ -15,12 +15,14 @@
  * multiple of 4, output channels past a block of 64 and not a multiple of
  * 16, a pool of 3x3, pools whose windows skip conv pixels (stride > window)
  * or reach past the conv's output (no window is ever empty: TFLite's
- * padding never leaves one so); dilated and depthwise convs take the kernel's unfused fallback.
- * What must not fuse does not: a negative multiplier, an accumulator whose
- * left shift could wrap, an overlapping pool, a conv output another op
- * reads. Built a second time with qconvpool.c and qgemm_fast.c compiled
- * without VNNI (test_qconv_pool_avx2), it checks the fallback the same way.
- * About a second in a release build.
+ * padding never leaves one so), small kernels whose weights stay in
+ * registers (3x3x1, 1x1x3, 2x2x2), a pool clamp disjoint from the conv's;
+ * dilated and depthwise convs take the kernel's unfused fallback. What must
+ * not fuse does not: a negative multiplier, an accumulator whose left shift
+ * could wrap, an overlapping pool, a conv output another op reads. Built a
+ * second time with qconvpool.c and qgemm_fast.c compiled without VNNI
+ * (test_qconv_pool_avx2), it checks the fallback the same way. A tenth of a
+ * second in a release build.
  */
 #include "backend/backend_internal.h"
 #include "backend/cpu/cpu_internal.h"
