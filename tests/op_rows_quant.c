@@ -61,13 +61,15 @@ static sy_graph *fresh(sy_attrs *a) {
 int check_quant_ops(bool *covered, int *checks) {
     sy_attrs a;
     sy_graph *g;
-    /* QUANTIZE float32 -> int8: round(x / 0.5) - 1, halves away from zero, saturating */
+    /* QUANTIZE float32 -> int8: round(x / 0.5) - 1, halves away from zero, saturating; NaN to the low end; 20
+     * values, so that the cpu kernel's 16 lanes and its scalar tail both run */
     g = fresh(&a);
-    float xf[6] = {-1.0f, 0.0f, 0.25f, 0.75f, 1000.0f, -1000.0f};
-    sy_node x = graph_constant(g, "x", SY_F32, sy_shape_of(1, (int64_t)6), xf);
+    float xf[20] = {-1.0f, 0.0f, 0.25f, 0.75f, 1000.0f, -1000.0f, -0.25f, -0.75f, 0.2f, 30.25f,
+                    -30.25f, NAN, INFINITY, -INFINITY, 1e30f, 63.0f, -63.75f, 64.2f, -0.0f, 0.7f};
+    sy_node x = graph_constant(g, "x", SY_F32, sy_shape_of(1, (int64_t)20), xf);
     a.q.y_scale = 0.5f, a.q.y_zp = -1;
-    int8_t w_quant[6] = {-3, -1, 0, 1, 127, -128};
-    run("qint8/quantize", g, graph_add(g, SY_OP_QUANTIZE, &x, 1, &a, NULL), w_quant, 6);
+    int8_t w_quant[20] = {-3, -1, 0, 1, 127, -128, -2, -3, -1, 60, -62, -128, 127, -128, 127, 125, -128, 127, -1, 0};
+    run("qint8/quantize", g, graph_add(g, SY_OP_QUANTIZE, &x, 1, &a, NULL), w_quant, 20);
     /* QUANTIZE int8 -> int8 (requantize by 0.5): 127 -> 63.5 -> 64 (halves up), + 10 */
     g = fresh(&a);
     int8_t xr[3] = {-128, 0, 127};
@@ -186,7 +188,23 @@ int check_quant_ops(bool *covered, int *checks) {
     sy_shape ps = sy_shape_of(4, (int64_t)1, (int64_t)3, (int64_t)3, (int64_t)1);
     int8_t w_pad[9] = {-3, -3, -3, -3, 7, -3, -3, -3, -3};
     run("qint8/pad", g, graph_add(g, SY_OP_QPAD, &x, 1, &a, &ps), w_pad, 9);
-    sy_op ops[] = {SY_OP_CONSTANT, SY_OP_QUANTIZE, SY_OP_DEQUANTIZE, SY_OP_QCONV2D, SY_OP_QFULLY_CONNECTED, SY_OP_QADD,
+    /* CONV_2D 1x1 (channel 0: x, channel 1: -x; the conv clamped at -9) -> MAX_POOL 2x2 SAME over a 3x4 ramp 0..11
+     * (clamped at 10): on ref and cpu the fusion pass makes them one qconv2d_pool (compiler/fusion.c) */
+    g = fresh(&a);
+    int8_t ramp12[12], pm[2] = {1, -1};
+    for (int i = 0; i < 12; i++) ramp12[i] = (int8_t)i;
+    in[0] = i8(g, sy_shape_of(4, (int64_t)1, (int64_t)3, (int64_t)4, (int64_t)1), ramp12);
+    in[1] = i8(g, sy_shape_of(4, (int64_t)2, (int64_t)1, (int64_t)1, (int64_t)1), pm);
+    in[2] = graph_constant(g, "bias", SY_I32, sy_shape_of(1, (int64_t)2), bias);
+    in[3] = mults(g, 2, (double[]){1.0, 1.0});
+    a.q.stride[0] = a.q.stride[1] = 1, a.q.padding = SY_PAD_SAME, a.q.act_min = -9;
+    sy_node cv = graph_add(g, SY_OP_QCONV2D, in, 4, &a, NULL);
+    memset(&a, 0, sizeof a);
+    a.q.ksize[0] = a.q.ksize[1] = 2, a.q.stride[0] = a.q.stride[1] = 2, a.q.padding = SY_PAD_SAME;
+    a.q.act_min = -128, a.q.act_max = 10;
+    int8_t w_cp[8] = {5, 0, 7, -2, 9, -8, 10, -9};
+    run("qint8/conv2d_max_pool_fused", g, graph_add(g, SY_OP_QMAX_POOL2D, &cv, 1, &a, NULL), w_cp, 8);
+    sy_op ops[] = {SY_OP_QCONV2D_POOL, SY_OP_CONSTANT, SY_OP_QUANTIZE, SY_OP_DEQUANTIZE, SY_OP_QCONV2D, SY_OP_QFULLY_CONNECTED, SY_OP_QADD,
                    SY_OP_QMAX_POOL2D, SY_OP_QAVG_POOL2D, SY_OP_QMEAN, SY_OP_QSOFTMAX, SY_OP_QPAD};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) covered[ops[i]] = true;
     (void)check_report; /* test_ops reports */

@@ -13,17 +13,10 @@
  */
 #include "backend/cpu/cpu_internal.h"
 #include "check.h"
+#include "xorshift.h"
 
 #include <stdlib.h>
 
-static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static uint32_t next32(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 16);
-}
-static int32_t uniform(int32_t lo, int32_t hi) { return lo + (int32_t)(next32() % (uint32_t)(hi - lo + 1)); }
 
 typedef struct dcase {
     int64_t n, h, w, c, mult, kh, kw, sh, sw, dh, dw;
@@ -127,6 +120,7 @@ static void run_case(const dcase *d, int values, bool extreme, sy_pool *pool) {
 }
 
 int main(void) {
+    rng = 0x2545F4914F6CDD1Dull;
     sy_pool *pool = NULL;
     CHECK(sy_pool_new(3, &pool) == SY_OK, "pool");
     const dcase cases[] = {

@@ -19,6 +19,7 @@
  */
 #include "backend/cpu/cpu_internal.h"
 #include "check.h"
+#include "xorshift.h"
 
 #include <stdlib.h>
 
@@ -37,14 +38,6 @@
 #define EXTRA_MACS 4e6
 #endif
 
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint32_t next32(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 16);
-}
-static int32_t uniform(int32_t lo, int32_t hi) { return lo + (int32_t)(next32() % (uint32_t)(hi - lo + 1)); }
 
 typedef enum { V_RANDOM, V_MIN, V_MAX, V_MIXED } values;
 
@@ -180,6 +173,7 @@ static void requant_edges(void) {
 }
 
 int main(void) {
+    rng = 0x9E3779B97F4A7C15ull;
     CHECK(sy_pool_new(3, &pool3) == SY_OK, "pool");
     const qcase cases[] = {
         {1, 1, 1, "1x1x1"},

@@ -88,7 +88,7 @@ static const sy_kernel *sim_ref_lookup(sy_op op, sy_dtype dtype) {
  * the MXU's. */
 static bool ref_fuses(sy_op op, const sy_kargs *k) {
     (void)k;
-    return op == SY_OP_CONV2D_POOL || op == SY_OP_CONV2D_POOL_BACKPROP_FILTER;
+    return op == SY_OP_CONV2D_POOL || op == SY_OP_CONV2D_POOL_BACKPROP_FILTER || op == SY_OP_QCONV2D_POOL;
 }
 
 const sy_backend sy_backend_sim_ref = {

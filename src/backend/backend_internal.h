@@ -160,6 +160,9 @@ typedef union sy_attrs {
                                                             QSOFTMAX: x_scale, y_scale, beta; QMEAN: both */
         uint32_t axes;                                   /* QMEAN: bit i reduces axis i */
         int64_t pad_before[SY_MAX_RANK];                 /* QPAD */
+        /* QCONV2D_POOL (fusion.c): the max pool after the conv -- its window, strides, padding and clamp
+         * (the pool's act_min, act_max); the conv's own fields as QCONV2D's */
+        struct { int32_t ksize[2], stride[2], padding, act_min, act_max; } pool;
     } q;
 } sy_attrs;
 

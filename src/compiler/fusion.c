@@ -35,6 +35,10 @@
  *    node; the backend says which shapes its kernels take (sy_backend.fuses).
  *    $SYSTOLIC_CONV_POOL=0 turns it off.
  *
+ * 4. int8 conv -> max pool (issue 18): qconv2d -> qmax_pool2d becomes
+ *    qconv2d_pool, which requantizes only each window's largest accumulator
+ *    (the section's comment says why that is exact and when it fuses).
+ *
  * A node whose value the plan must keep (the loss, a requested output, a
  * parameter's gradient) may end a chain but is never folded into one.
  */
@@ -625,9 +629,91 @@ static sy_status fuse_conv_pools(sy_graph *g, sy_fusion_state *s, int32_t *folde
     return SY_OK;
 }
 
+/* ---- 4. issue 18: an int8 conv and the max pool after it ------------------------------------------
+ * qconv2d -> qmax_pool2d, the conv's output read by the pool alone, becomes qconv2d_pool (ops_quant.c):
+ * its kernel takes the maximum of each window's int32 accumulators and requantizes that one, writing a
+ * quarter of the bytes (a 2x2 pool) and requantizing a quarter of the values. The byte is the one the two
+ * ops give -- requantize every accumulator, then the largest byte -- because the requantization
+ *
+ *     clamp(y_zp + RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(acc << left, m), right), lo, hi)
+ *
+ * is non-decreasing in acc when m >= 0 and acc << left does not wrap: the doubled high product is
+ * floor((s m + 2^30) / 2^31) (docs/design/int8-kernels.md), the rounding shift, the offset and the clamp
+ * are monotone, and max commutes with a monotone function. So it fuses only when every channel's
+ * multiplier is >= 0 and the accumulator's bound |bias| + 255 sum |w| (|x - x_zp| <= 255), shifted left
+ * by the channel's left shift, stays below 2^31: the weights, bias and multipliers are CONSTANT nodes,
+ * read here. TFLite's converter gives positive multipliers and right shifts; anything else runs unfused.
+ * The pool's own clamp (its fused activation) is kept; MAX_POOL's input and output quantization are
+ * equal (lite_model.c refuses a pool that changes them; the pool moves bytes). Overlapping pools
+ * (stride < window) stay unfused: a fused kernel would compute the shared conv pixels twice.
+ * $SYSTOLIC_CONV_POOL=0 turns this off too. */
+
+static const void *constant_data(const sy_graph *g, sy_node n, sy_dtype dt) {
+    const sy_node_rec *r = &g->nodes[n];
+    return r->op == SY_OP_CONSTANT && r->dtype == dt ? r->attr.constant.data : NULL;
+}
+
+/* Whether requantizing qconv2d node c's accumulators is non-decreasing in each channel (above). */
+static bool qconv_monotone(const sy_graph *g, sy_node c) {
+    const int8_t *w = constant_data(g, graph_input(g, c, 1), SY_I8);
+    const int32_t *bias = constant_data(g, graph_input(g, c, 2), SY_I32);
+    const int32_t *m = constant_data(g, graph_input(g, c, 3), SY_I32);
+    if (!w || !bias || !m) return false;
+    const sy_shape *ws = &g->nodes[graph_input(g, c, 1)].shape;
+    int64_t o = ws->dims[0], k = ws->dims[1] * ws->dims[2] * ws->dims[3];
+    for (int64_t ch = 0; ch < o; ch++) {
+        int32_t shift = m[o + ch];
+        if (m[ch] < 0 || shift > 30) return false;
+        int64_t bound = bias[ch] < 0 ? -(int64_t)bias[ch] : bias[ch];
+        for (int64_t i = 0; i < k; i++) bound += 255 * (int64_t)(w[ch * k + i] < 0 ? -w[ch * k + i] : w[ch * k + i]);
+        if (bound > (INT64_C(0x7FFFFFFF) >> (shift > 0 ? shift : 0))) return false;
+    }
+    return true;
+}
+
+static sy_status fuse_qconv_pools(sy_graph *g, sy_fusion_state *s, int32_t *folded) {
+    if (!s->backend || !s->backend->fuses || !conv_pool_enabled()) return SY_OK;
+    int64_t n0 = g->n_nodes;
+    for (int64_t c = 0; c < n0; c++) {
+        const sy_node_rec *cr = &g->nodes[c];
+        if (!s->live[c] || cr->op != SY_OP_QCONV2D || cr->n_in != 4 || s->protect[c]) continue;
+        sy_node p = forward_user(g, s, (sy_node)c);
+        if (!is_op(g, p, SY_OP_QMAX_POOL2D) || graph_input(g, p, 0) != (sy_node)c ||
+            !users_within(g, s, (sy_node)c, &p, 1))
+            continue;
+        const sy_attrs *pa = &g->nodes[p].attr;
+        if (pa->q.stride[0] < pa->q.ksize[0] || pa->q.stride[1] < pa->q.ksize[1] || !qconv_monotone(g, (sy_node)c))
+            continue;
+        sy_attrs at = cr->attr;
+        for (int i = 0; i < 2; i++) at.q.pool.ksize[i] = pa->q.ksize[i], at.q.pool.stride[i] = pa->q.stride[i];
+        at.q.pool.padding = pa->q.padding;
+        at.q.pool.act_min = pa->q.act_min, at.q.pool.act_max = pa->q.act_max;
+        sy_node in[4];
+        sy_shape shapes[4];
+        for (int j = 0; j < 4; j++) in[j] = graph_input(g, (sy_node)c, j), shapes[j] = g->nodes[in[j]].shape;
+        sy_exec ex;
+        memset(&ex, 0, sizeof ex);
+        ex.inference = true;
+        sy_kargs k = {.op = SY_OP_QCONV2D_POOL, .attr = &at, .dtype = SY_I8, .out_shape = &g->nodes[p].shape,
+                      .n_in = 4, .in_shape = shapes, .ex = &ex};
+        if (!s->backend->fuses(SY_OP_QCONV2D_POOL, &k)) continue;
+        sy_node y = graph_add(g, SY_OP_QCONV2D_POOL, in, 4, &at, NULL);
+        if (y == SY_NONE) return sy_graph_status(g);
+        SY_ASSERT(sy_shape_equal(&g->nodes[y].shape, &g->nodes[p].shape));
+        sy_status st = fusion_grow(s, g->n_nodes);
+        sy_node members[2] = {(sy_node)c, p};
+        if (st || (st = set_origin(g, s, y, members, 2))) return st;
+        s->live[c] = false;
+        replace(g, s, p, y);
+        (*folded)++;
+    }
+    return SY_OK;
+}
+
 sy_status fuse(sy_graph *g, sy_fusion_state *s, int32_t *folded) {
     *folded = 0;
     sy_status st = fuse_conv_pools(g, s, folded);
+    if (!st) st = fuse_qconv_pools(g, s, folded);
     if (!st) st = fuse_epilogues(g, s, folded);
     return st ? st : fuse_chains(g, s, folded);
 }

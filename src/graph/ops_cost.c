@@ -425,6 +425,17 @@ COST(QCONV2D) {
     add_product(c, n->shape.dims[0] * n->shape.dims[1] * n->shape.dims[2], w->dims[1] * w->dims[2] * w->dims[3],
                  w->dims[0] / groups, groups);
 }
+/* the conv's product over its full output, its epilogue on the pooled outputs only, one max per window tap */
+COST(QCONV2D_POOL) {
+    const sy_shape *x = &graph_in_rec(g, n, 0)->shape, *w = &graph_in_rec(g, n, 1)->shape;
+    int64_t groups = n->attr.q.groups > 1 ? n->attr.q.groups : 1, oh, ow, pad;
+    int64_t dh = n->attr.q.dilation[0] > 1 ? n->attr.q.dilation[0] : 1;
+    int64_t dw = n->attr.q.dilation[1] > 1 ? n->attr.q.dilation[1] : 1;
+    sy_conv_out(x->dims[1], sy_dilated(w->dims[1], dh), n->attr.q.stride[0], n->attr.q.padding, &oh, &pad);
+    sy_conv_out(x->dims[2], sy_dilated(w->dims[2], dw), n->attr.q.stride[1], n->attr.q.padding, &ow, &pad);
+    streamed(g, n, c, 5 + (double)n->attr.q.pool.ksize[0] * n->attr.q.pool.ksize[1]);
+    add_product(c, x->dims[0] * oh * ow, w->dims[1] * w->dims[2] * w->dims[3], w->dims[0] / groups, groups);
+}
 COST(QFULLY_CONNECTED) {
     const sy_shape *w = &graph_in_rec(g, n, 1)->shape;
     streamed(g, n, c, 5);

@@ -135,6 +135,24 @@ sy_status infer_QCONV2D(sy_graph *g, sy_node_rec *n) {
     return window_shape(g, n, x, k, n->attr.q.dilation, w->dims[0]);
 }
 
+/* issue 18, made by fusion (compiler/fusion.c): QCONV2D then QMAX_POOL2D over its output, the pool's window in
+ * attr.q.pool */
+sy_status infer_QCONV2D_POOL(sy_graph *g, sy_node_rec *n) {
+    sy_status st = infer_QCONV2D(g, n);
+    if (st) return st;
+    const sy_attrs *a = &n->attr;
+    if ((st = check_window(g, n, a->q.pool.ksize, a->q.pool.stride, NULL))) return st;
+    int64_t ph, pw, pad;
+    sy_conv_out(n->shape.dims[1], a->q.pool.ksize[0], a->q.pool.stride[0], a->q.pool.padding, &ph, &pad);
+    sy_conv_out(n->shape.dims[2], a->q.pool.ksize[1], a->q.pool.stride[1], a->q.pool.padding, &pw, &pad);
+    if (ph <= 0 || pw <= 0)
+        return graph_fail(g, n, SY_ERR_SHAPE, "a %dx%d pool over the conv's %lldx%lld output leaves no pixel",
+                          a->q.pool.ksize[0], a->q.pool.ksize[1], (long long)n->shape.dims[1],
+                          (long long)n->shape.dims[2]);
+    n->shape.dims[1] = ph, n->shape.dims[2] = pw;
+    return SY_OK;
+}
+
 sy_status infer_QFULLY_CONNECTED(sy_graph *g, sy_node_rec *n) {
     const sy_shape *x = &graph_in_rec(g, n, 0)->shape, *w = &graph_in_rec(g, n, 1)->shape;
     char sx[SY_SHAPE_STR_MAX], sw[SY_SHAPE_STR_MAX];

@@ -118,6 +118,7 @@ static const sy_op_def defs[SY_OP_COUNT] = {
     ROW(QMEAN, NULL, 0, 0),
     ROW(QSOFTMAX, NULL, 0, 0),
     ROW(QPAD, NULL, 0, 0),
+    ROW(QCONV2D_POOL, NULL, 0, 0), /* made by fusion (compiler/fusion.c) */
 };
 
 const sy_op_def *sy_op_def_of(sy_op op) {

@@ -1378,6 +1378,7 @@ static uint32_t conv2d_pool_bf16_io(const sy_kargs *k) {
  * and not Winograd, which a training plan takes for 3x3 convs over 16 channels or more:
  * docs/design/winograd.md). Everything else stays unfused. */
 bool sy_cpu_fuses(sy_op op, const sy_kargs *k) {
+    if (op == SY_OP_QCONV2D_POOL) return true; /* issue 18: any shape (qconvpool.c; fusion.c checks the numbers) */
     if (op != SY_OP_CONV2D_POOL && op != SY_OP_CONV2D_POOL_BACKPROP_FILTER) return false;
     if (k->dtype == SY_F64) return true; /* the ref kernels, as for every float64 op */
     if (k->dtype != SY_F32 || !plain(k->attr)) return false;

@@ -279,9 +279,23 @@ typedef struct sy_qconv_geom {
     int64_t n, h, w, c, o, kh, kw, cg, og, oh, ow, groups, sh, sw, dh, dw, ph, pw, k;
 } sy_qconv_geom;
 sy_qconv_geom sy_qconv_geometry(const sy_kargs *k);
+/* issue 18: QCONV2D_POOL (fusion.c's qconv2d -> qmax_pool2d) as its two ops (qref.c): the conv's kargs, writing
+ * its full output to conv_out (sy_qconv_pool_conv_bytes of them; the conv's workspace left to the caller), and the
+ * pool's, reading it. s must stay where it is while they are used (they point into it). */
+typedef struct sy_qconv_pool_parts {
+    sy_kargs conv, pool;
+    sy_attrs pool_attr;
+    sy_shape conv_shape;
+    void *pool_in[1];
+} sy_qconv_pool_parts;
+void sy_qconv_pool_split(const sy_kargs *k, void *conv_out, sy_qconv_pool_parts *s);
+size_t sy_qconv_pool_conv_bytes(const sy_kargs *k);
+/* issue 18 (qconvpool.c): QCONV2D_POOL in one pass (AVX-512 VNNI), else the cpu conv then the cpu pool */
+extern const sy_kernel sy_cpu_qconv2d_pool;
 /* issue 18 (qconv.c): QCONV2D and QFULLY_CONNECTED over the fast int8 product and depthwise kernels, and
- * the int8 pools and ADD over the threads */
-extern const sy_kernel sy_cpu_qconv2d, sy_cpu_qfully_connected, sy_cpu_qmax_pool2d, sy_cpu_qavg_pool2d, sy_cpu_qadd;
+ * the int8 pools, ADD and QUANTIZE over the threads */
+extern const sy_kernel sy_cpu_qconv2d, sy_cpu_qfully_connected, sy_cpu_qmax_pool2d, sy_cpu_qavg_pool2d, sy_cpu_qadd,
+    sy_cpu_quantize;
 
 /* issue 16, bfloat16 storage (bf16.c): the cast between float32 and bfloat16 buffers, and dropout
  */

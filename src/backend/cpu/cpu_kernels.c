@@ -63,12 +63,14 @@ static const sy_kernel *const fast[SY_OP_COUNT] = {
 
 const sy_kernel *sy_cpu_kernel(sy_op op, sy_dtype dtype) {
     if ((unsigned)op >= SY_OP_COUNT) return NULL;
-    /* issue 18: the int8 products, pools and ADD over the fast kernels (qconv.c); the other int8 ops run qref.c's */
+    /* issue 18: the int8 products, pools and ADD over the fast kernels (qconv.c, qconvpool.c); the other int8 ops run qref.c's */
     if (op == SY_OP_QCONV2D) return &sy_cpu_qconv2d;
     if (op == SY_OP_QFULLY_CONNECTED) return &sy_cpu_qfully_connected;
     if (op == SY_OP_QMAX_POOL2D) return &sy_cpu_qmax_pool2d;
     if (op == SY_OP_QAVG_POOL2D) return &sy_cpu_qavg_pool2d;
     if (op == SY_OP_QADD) return &sy_cpu_qadd;
+    if (op == SY_OP_QCONV2D_POOL) return &sy_cpu_qconv2d_pool;
+    if (op == SY_OP_QUANTIZE) return &sy_cpu_quantize;
     /* issue 16, bfloat16 storage: the kernels that also read and write 2-byte bfloat16 activations (their
      * bf16_io says which, per step); the layout ops without one here take the ref backend's, which move
      * elements of any size (backend.c's lookup). An op with neither runs its float32 kernel, the plan

@@ -27,11 +27,14 @@
  * ADD (a residual connection) is three requantizations an element; it runs
  * them 16 lanes at a time with qrequant.h's exact requantization (the
  * scalar sy_q_requantize for the tail and without AVX-512), in parts of
- * ADD_PART elements over the threads. (A table of all 65,536 outputs,
- * one load an element, measured no faster on ResNet-50: its loads miss L1.)
+ * ADD_PART elements over the threads; QUANTIZE from float32 likewise. (A
+ * table of ADD's 65,536 outputs, one load an element, measured no faster on
+ * ResNet-50: its loads miss L1.)
  */
 #include "cpu_internal.h"
 #include "qrequant.h"
+
+#include <math.h>
 
 #define CHUNK 3072 /* output rows per im2col chunk: 3072 x K bytes stay in L2 for K up to a few hundred */
 #define ROWS_PER_PART 64
@@ -278,7 +281,59 @@ static void qadd(const sy_kargs *k) {
     sy_parallel_parts(k->ex, (n + ADD_PART - 1) / ADD_PART, qadd_part, (void *)k);
 }
 
+/* ---- QUANTIZE float32 -> int8 (reference_ops::AffineQuantize, qref.c's) ------------------------------------
+ * The first op of every int8 model with float inputs: qref.c's loop, single-threaded, with a division and a
+ * roundf call per value, took as long as the Fashion-MNIST CNN's fused conv. Here 16 lanes at a time over the
+ * threads, in the same steps: the IEEE division (vdivps rounds as divss does), TfLiteRound's halves away from
+ * zero as truncation plus one step away from zero where the dropped part is at least a half (exact: the
+ * fraction is an exact difference, and below 2^23 t +- 1 is exact; above it every float is an integer), the
+ * float clamp to +-2^24 with NaN going to the low end (as qref.c's float_to_q), then the zero point and the
+ * int8 clamp in int32. An int8 input (requantize) runs qref.c's loop. */
+
+static void quantize_part(void *ctx, int64_t part) {
+    const sy_kargs *k = ctx;
+    const sy_attrs *a = k->attr;
+    const float *x = k->in[0];
+    int8_t *y = k->out;
+    int64_t n = sy_shape_count(k->out_shape), i = part * ADD_PART, end = i + ADD_PART < n ? i + ADD_PART : n;
+#ifdef SY_HAVE_QREQUANT16
+    const __m512 scale = _mm512_set1_ps(a->q.y_scale), half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+    const __m512 lo = _mm512_set1_ps(-(float)(1 << 24)), hi = _mm512_set1_ps((float)(1 << 24));
+    const __m512i zp = _mm512_set1_epi32(a->q.y_zp), i8lo = _mm512_set1_epi32(-128), i8hi = _mm512_set1_epi32(127);
+    const __m512 zero = _mm512_setzero_ps();
+    for (; i + 16 <= end; i += 16) {
+        __m512 d = _mm512_div_ps(_mm512_loadu_ps(x + i), scale);
+        __m512 t = _mm512_roundscale_ps(d, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        __m512 f = _mm512_abs_ps(_mm512_sub_ps(d, t));
+        __mmask16 up = _mm512_cmp_ps_mask(f, half, _CMP_GE_OQ), pos = _mm512_cmp_ps_mask(d, zero, _CMP_GT_OQ);
+        __m512 q = _mm512_mask_add_ps(t, up & pos, t, one);
+        q = _mm512_mask_sub_ps(q, up & (__mmask16)~pos, q, one);
+        q = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(q, lo, _CMP_GE_OQ), lo, q); /* NaN and below: lo */
+        q = _mm512_min_ps(q, hi);
+        __m512i v = _mm512_add_epi32(_mm512_cvttps_epi32(q), zp);
+        v = _mm512_min_epi32(_mm512_max_epi32(v, i8lo), i8hi);
+        _mm_storeu_si128((__m128i *)(y + i), _mm512_cvtepi32_epi8(v));
+    }
+#endif
+    for (; i < end; i++) { /* qref.c's steps, one value */
+        float q = roundf(x[i] / a->q.y_scale);
+        int32_t v = !(q >= -(float)(1 << 24)) ? -(1 << 24) : q > (float)(1 << 24) ? 1 << 24 : (int32_t)q;
+        v += a->q.y_zp;
+        y[i] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+    }
+}
+
+static void quantize(const sy_kargs *k) {
+    if (k->in_dtype[0] != SY_F32) {
+        sy_qref_kernel(SY_OP_QUANTIZE)->run(k);
+        return;
+    }
+    int64_t n = sy_shape_count(k->out_shape);
+    sy_parallel_parts(k->ex, (n + ADD_PART - 1) / ADD_PART, quantize_part, (void *)k);
+}
+
 const sy_kernel sy_cpu_qconv2d = {qconv2d, qconv_ws, NULL};
+const sy_kernel sy_cpu_quantize = {quantize, NULL, NULL};
 const sy_kernel sy_cpu_qadd = {qadd, NULL, NULL};
 const sy_kernel sy_cpu_qmax_pool2d = {qmax_pool2d, NULL, NULL};
 const sy_kernel sy_cpu_qavg_pool2d = {qavg_pool2d, NULL, NULL};

@@ -190,6 +190,49 @@ static void qpool(const sy_kargs *k, bool avg) {
 static void qmax_pool2d(const sy_kargs *k) { qpool(k, false); }
 static void qavg_pool2d(const sy_kargs *k) { qpool(k, true); }
 
+/* ---- QCONV2D_POOL (made by fusion.c): the conv, then the max pool over its output -- its definition, which
+ * the fast kernel (qconvpool.c) matches bit for bit ---- */
+
+void sy_qconv_pool_split(const sy_kargs *k, void *conv_out, sy_qconv_pool_parts *s) {
+    sy_qconv_geom g = sy_qconv_geometry(k);
+    s->conv = *k;
+    s->conv.op = SY_OP_QCONV2D;
+    s->conv_shape = sy_shape_of(4, g.n, g.oh, g.ow, g.o);
+    s->conv.out_shape = &s->conv_shape;
+    s->conv.out = conv_out;
+    s->conv.ws = NULL;
+    memset(&s->pool_attr, 0, sizeof s->pool_attr);
+    const sy_attrs *a = k->attr;
+    for (int i = 0; i < 2; i++) s->pool_attr.q.ksize[i] = a->q.pool.ksize[i], s->pool_attr.q.stride[i] = a->q.pool.stride[i];
+    s->pool_attr.q.padding = a->q.pool.padding;
+    s->pool_attr.q.act_min = a->q.pool.act_min, s->pool_attr.q.act_max = a->q.pool.act_max;
+    s->pool_in[0] = conv_out;
+    s->pool = *k;
+    s->pool.op = SY_OP_QMAX_POOL2D;
+    s->pool.attr = &s->pool_attr;
+    s->pool.n_in = 1;
+    s->pool.in = s->pool_in;
+    s->pool.in_shape = &s->conv_shape;
+    s->pool.ws = NULL;
+}
+
+size_t sy_qconv_pool_conv_bytes(const sy_kargs *k) {
+    sy_qconv_geom g = sy_qconv_geometry(k);
+    return (size_t)((g.n * g.oh * g.ow * g.o + 63) / 64 * 64);
+}
+
+static size_t qconv_pool_ws(const sy_kargs *k, int threads) {
+    return sy_qconv_pool_conv_bytes(k) + qconv_ws(k, threads);
+}
+
+static void qconv_pool(const sy_kargs *k) {
+    sy_qconv_pool_parts s;
+    sy_qconv_pool_split(k, k->ws, &s);
+    s.conv.ws = (int8_t *)k->ws + sy_qconv_pool_conv_bytes(k);
+    qconv2d(&s.conv);
+    qpool(&s.pool, false);
+}
+
 /* ---- QMEAN (reduce.cc's EvalMean for int8 as TF 2.15 runs it: one integer requantize of the sum, the
  * multiplier divided by the count; the float formulation of later versions differs by one in places) ---- */
 
@@ -334,6 +377,7 @@ static const sy_kernel qref_table[SY_OP_COUNT] = {
     [SY_OP_QMEAN] = {qmean, qmean_ws, NULL},
     [SY_OP_QSOFTMAX] = {qsoftmax, qsoftmax_ws, NULL},
     [SY_OP_QPAD] = {qpad, NULL, NULL},
+    [SY_OP_QCONV2D_POOL] = {qconv_pool, qconv_pool_ws, NULL},
 };
 
 const sy_kernel *sy_qref_kernel(sy_op op) {
