@@ -435,6 +435,63 @@ static void test_npy_valid(void) {
     sy_tensor_free(t);
 }
 
+/* A file of 1 MB or more whose elements need no conversion is read straight into the tensor (npy.c's direct
+ * read): the same values, the same refusals of a truncated or padded file as the whole-file path, and a
+ * file that needs converting (int64) still converted. */
+static void npy_big(const char *name, int major, const char *descr, int64_t count, int elem, long extra,
+                    char *path, size_t path_size) {
+    bytes head;
+    char dict[128];
+    snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%lld,), }", descr,
+             (long long)count);
+    npy_make(&head, major, dict, NULL);
+    tmp_path(path, path_size, name);
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL, "creating %s", path);
+    if (!f) return;
+    fwrite(head.p, 1, head.n, f);
+    for (int64_t i = 0; i < count + (extra > 0 ? extra : 0) / elem + 1; i++) {
+        if ((i + 1) * elem > count * elem + extra) break;
+        if (elem == 4) {
+            float v = (float)i * 0.5f - 7.0f;
+            fwrite(&v, 4, 1, f);
+        } else {
+            int64_t v = i - 3;
+            fwrite(&v, 8, 1, f);
+        }
+    }
+    if (extra > 0 && extra % elem) fwrite("zzzzzzz", 1, (size_t)(extra % elem), f);
+    fclose(f);
+}
+
+static void test_npy_large(void) {
+    char path[600];
+    sy_tensor *t = NULL;
+    const int64_t n = 300000; /* 1.2 MB of float32 */
+    for (int major = 1; major <= 2; major++) {
+        npy_big("big.npy", major, "<f4", n, 4, 0, path, sizeof path);
+        CHECK_OK(sy_npy_read(path, &t));
+        if (t) {
+            const float *d = sy_tensor_data(t);
+            CHECK(sy_tensor_dtype(t) == SY_F32 && sy_tensor_count(t) == n && d[0] == -7.0f && d[n - 1] == (float)(n - 1) * 0.5f - 7.0f &&
+                      d[12345] == 12345 * 0.5f - 7.0f,
+                  "version %d: %lld float32 values read straight into the tensor", major, (long long)n);
+        }
+        sy_tensor_free(t);
+        t = NULL;
+    }
+    npy_big("short.npy", 1, "<f4", n, 4, -1, path, sizeof path); /* its last element missing */
+    CHECK_ERR(sy_npy_read(path, &t), SY_ERR_CORRUPT, path, "truncated NPY data", "needs 1200000 bytes");
+    npy_big("long.npy", 1, "<f4", n, 4, 2, path, sizeof path); /* two bytes too many */
+    CHECK_ERR(sy_npy_read(path, &t), SY_ERR_CORRUPT, path, "2 trailing bytes");
+    npy_big("wide.npy", 1, "<i8", 200000, 8, 0, path, sizeof path); /* converted to int32: the whole-file path */
+    CHECK_OK(sy_npy_read(path, &t));
+    if (t) CHECK(sy_tensor_dtype(t) == SY_I32 && sy_tensor_get(t, 0) == -3 && sy_tensor_get(t, 199999) == 199996,
+                 "int64 converted");
+    sy_tensor_free(t);
+    remove(path);
+}
+
 static void test_npy_refused(void) {
     sy_tensor *t = NULL;
     bytes data, file, b;
@@ -1091,6 +1148,7 @@ int main(void) {
     test_npy_valid();
     test_npy_refused();
     test_npy_corrupt();
+    test_npy_large();
     test_npz();
     test_npz_write();
     test_fetch();

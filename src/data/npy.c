@@ -29,8 +29,10 @@
 #include "data_internal.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct npy_header {
     char descr[32];
@@ -272,8 +274,11 @@ static sy_status npy_convert(const char *what, const npy_type *t, const char *de
     return SY_OK;
 }
 
-sy_status npy_parse(const uint8_t *buf, size_t n, const char *what, sy_tensor **out) {
-    *out = NULL;
+/* The header of a file of n bytes whose first `avail` bytes are buf, checked against n: its type, shape and
+ * where the data starts. *short_header: the header runs past avail (nothing else set; only when avail < n). */
+static sy_status npy_layout(const uint8_t *buf, size_t avail, size_t n, const char *what, npy_header *hp,
+                            npy_type *tp, size_t *data_atp, bool *short_header) {
+    *short_header = false;
     static const uint8_t magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
     if (n < 6 || memcmp(buf, magic, 6) != 0)
         return sy_error(SY_ERR_CORRUPT,
@@ -294,6 +299,10 @@ sy_status npy_parse(const uint8_t *buf, size_t n, const char *what, sy_tensor **
             "%s: truncated NPY header: the file ends at byte %zu, inside the header length", what,
             n);
     size_t hlen = major == 1 ? io_le16(buf + 8) : io_le32(buf + 8);
+    if (hlen <= n - start && hlen > avail - start) {
+        *short_header = true;
+        return SY_OK;
+    }
     if (hlen > n - start)
         return sy_error(
             SY_ERR_CORRUPT,
@@ -335,7 +344,20 @@ sy_status npy_parse(const uint8_t *buf, size_t n, const char *what, sy_tensor **
             "%s: %llu trailing bytes after the NPY data: shape %s of '%s' ends at byte %llu", what,
             (unsigned long long)(have - bytes), sy_shape_format(&h.shape, sbuf, sizeof sbuf),
             h.descr, (unsigned long long)(data_at + bytes));
-    if ((st = sy_tensor_new(t.dtype, h.shape, out))) return st;
+    *hp = h, *tp = t, *data_atp = data_at;
+    return SY_OK;
+}
+
+sy_status npy_parse(const uint8_t *buf, size_t n, const char *what, sy_tensor **out) {
+    *out = NULL;
+    npy_header h;
+    npy_type t;
+    size_t data_at;
+    bool short_header;
+    sy_status st = npy_layout(buf, n, n, what, &h, &t, &data_at, &short_header);
+    if (st) return st;
+    /* npy_convert writes every element (or fails, and the tensor goes) */
+    if ((st = sy_tensor_new_uninit(t.dtype, h.shape, out))) return st;
     if ((st = npy_convert(what, &t, h.descr, buf + data_at, *out))) {
         sy_tensor_free(*out);
         *out = NULL;
@@ -343,6 +365,71 @@ sy_status npy_parse(const uint8_t *buf, size_t n, const char *what, sy_tensor **
     return st;
 }
 
+/* A file of this size or more whose elements are the tensor's bits as they are (no conversion, no byte
+ * swap) is read straight into the tensor: one pass, where reading the whole file and then copying it took
+ * three (the buffer, the zeroed tensor, the copy) and two sets of page faults -- a fifth of `systolic
+ * predict`'s time on the 10,000 Fashion-MNIST test images. */
+#define NPY_DIRECT_MIN (1 << 20)
+#define NPY_HEAD 4096 /* bytes read for the header; numpy's are 128 or a few hundred */
+
+/* The direct read, or *done false to leave it to npy_parse (small files, conversions, headers past
+ * NPY_HEAD, any error opening or reading the start: npy_parse reports those as it always has). */
+static sy_status npy_read_direct(const char *path, sy_tensor **out, bool *done) {
+    *done = false;
+    int fd;
+    int64_t size;
+    if (io_open_read(path, NULL, &fd, &size)) {
+        sy_clear_error();
+        return SY_OK;
+    }
+    uint8_t head[NPY_HEAD];
+    ssize_t got = size >= NPY_DIRECT_MIN ? pread(fd, head, sizeof head, 0) : -1;
+    npy_header h;
+    npy_type t;
+    size_t data_at;
+    bool short_header = true;
+    uint16_t probe = 1;
+    bool host_big = *(uint8_t *)&probe == 0;
+    if (got == (ssize_t)sizeof head &&
+        npy_layout(head, sizeof head, (size_t)size, path, &h, &t, &data_at, &short_header) != SY_OK) {
+        close(fd); /* a damaged header: npy_parse says so, from the whole file */
+        sy_clear_error();
+        return SY_OK;
+    }
+    if (short_header || !t.same || (t.size > 1 && t.big != host_big)) {
+        close(fd);
+        return SY_OK;
+    }
+    *done = true;
+    sy_status st = sy_tensor_new_uninit(t.dtype, h.shape, out);
+    if (st) {
+        close(fd);
+        return st;
+    }
+    uint8_t *dst = sy_tensor_data(*out);
+    size_t bytes = (size_t)size - data_at, at = 0; /* npy_layout checked: exactly the elements' bytes */
+    int err = 0;
+    while (at < bytes) {
+        ssize_t r = pread(fd, dst + at, bytes - at, (off_t)(data_at + at));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            err = r < 0 ? errno : 0;
+            break;
+        }
+        at += (size_t)r;
+    }
+    close(fd);
+    if (at != bytes) {
+        sy_tensor_free(*out);
+        *out = NULL;
+        return sy_error(SY_ERR_IO, "cannot read '%s': %s", path, err ? strerror(err) : "the file shrank while it was read");
+    }
+    return SY_OK;
+}
+
 sy_status sy_npy_read(const char *path, sy_tensor **out) {
-    return data_parse_file(path, npy_parse, out);
+    *out = NULL;
+    bool done;
+    sy_status st = npy_read_direct(path, out, &done);
+    return done ? st : data_parse_file(path, npy_parse, out);
 }
