@@ -8,9 +8,14 @@
 # tools/dynamic_range_check.py checks the two files hold the same operators
 # with the same options and the same int8 weights and scales, and that
 # tf.lite.Interpreter gives the same outputs on both. Then `systolic predict`
-# runs both files and gives the interpreter's outputs on each within 1e-5
-# (float32 outputs of a sigmoid; docs/design/tflite.md says why not bit for
-# bit). An LSTM too small for the converter to quantize is refused by name.
+# runs both files and gives the interpreter's outputs on each within 5e-3 at
+# most and 5e-4 on average (measured: 9e-4 and 1e-4; most rows within 1e-6):
+# sigmoid outputs of an int8 LSTM whose float gates TFLite evaluates with
+# Eigen's rational sigmoid and tanh and systolic with expf and tanhf, a few
+# ulps apart, which now and then moves one element of the next step's int8
+# hidden state by one step (docs/design/tflite.md, "Dynamic-range
+# quantization"); the float model is 1.7e-3 from either. An LSTM too small
+# for the converter to quantize is refused by name.
 #
 # Python is the first of $SYSTOLIC_PYTHON, <root>/.venv/bin/python and
 # <root>/.gl/bin/python with TensorFlow (tests/find_python.sh); skipped (77)
@@ -55,10 +60,10 @@ for v in float int; do
         }
         "$python" -c 'import sys, numpy as np
 a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
-d = float(np.max(np.abs(a - b))) if a.shape == b.shape else float("inf")
-print("systolic predict %s.tflite: %d outputs within %.2g of tf.lite.Interpreter%ss (%d equal)" % (
-    sys.argv[3], a.size, d, chr(39), int(np.sum(a == b)) if a.shape == b.shape else 0))
-sys.exit(d > 1e-5)' "$dir/$v/predict_$f.npy" "$dir/$v/${f}_y.npy" "$f" || fail "systolic predict $f.tflite differs from the interpreter"
+d = np.abs(a - b) if a.shape == b.shape else np.array([np.inf])
+print("systolic predict %s.tflite: %d outputs within %.2g of tf.lite.Interpreter%ss (mean %.2g; %d within 1e-6)" % (
+    sys.argv[3], a.size, d.max(), chr(39), d.mean(), int(np.sum(d <= 1e-6))))
+sys.exit(not (d.max() <= 5e-3 and d.mean() <= 5e-4))' "$dir/$v/predict_$f.npy" "$dir/$v/${f}_y.npy" "$f" || fail "systolic predict $f.tflite differs from the interpreter"
     done
 done
 # refused: an LSTM whose gate matrices the converter leaves float32

@@ -194,8 +194,52 @@ static void check_refusals(void) {
     sy_model_free(m);
 }
 
+/* --dynamic-range on a float model of Dense layers: hybrid FULLY_CONNECTEDs (the first's 2,048 weights int8, per
+ * tensor) and a float one, run against the float predict */
+static void check_dense_only(void) {
+    sy_model *m = NULL;
+    CHECK_OK(sy_model_new("mlp", &m));
+    if (!m) return;
+    sy_layer h = sy_layer_dense(64), o = sy_layer_dense(3);
+    h.input_shape = sy_shape_of(1, (int64_t)32);
+    h.activation = SY_ACTIVATION_RELU;
+    CHECK_OK(sy_model_add(m, &h));
+    CHECK_OK(sy_model_add(m, &o));
+    sy_model_set_seed(m, 18);
+    CHECK_OK(sy_model_build(m, sy_shape_of(1, (int64_t)32)));
+    sy_lite_quantize_options q = sy_lite_quantize_options_default();
+    CHECK(!sy_lite_quantize_dynamic(m, &q), "a float Dense model is quantized full-integer by default");
+    q.dynamic_range = true;
+    sy_tensor *x = NULL, *yf = NULL, *y = NULL;
+    CHECK_OK(sy_tensor_new(SY_F32, sy_shape_of(2, (int64_t)7, (int64_t)32), &x));
+    for (int64_t i = 0; x && i < 7 * 32; i++) ((float *)sy_tensor_data(x))[i] = sinf((float)i * 0.37f) * 2.0f;
+    char path[] = "/tmp/systolic-hybrid-mlp-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd >= 0) close(fd);
+    sy_lite_quantize_report r;
+    sy_lite_model *lm = NULL;
+    if (x) CHECK_OK(sy_model_predict(m, x, NULL, &yf));
+    CHECK_OK(sy_lite_quantize(m, NULL, &q, path, &r));
+    CHECK(r.dynamic_range && r.n_ops == 2 && !strcmp(r.ops, "FULLY_CONNECTED"), "%d ops: %s", r.n_ops, r.ops);
+    CHECK_OK(sy_lite_model_load(path, &lm));
+    if (lm && x && yf && !sy_lite_model_predict(lm, x, 4, &y)) {
+        double worst = 0;
+        for (int i = 0; i < 21; i++)
+            worst = fmax(worst, fabs(((float *)sy_tensor_data(y))[i] - ((float *)sy_tensor_data(yf))[i]));
+        CHECK(worst < 0.05 && worst > 0, "hybrid vs float Dense outputs: max |diff| %.3g", worst);
+    }
+    sy_lite_model_free(lm);
+    unlink(path);
+    sy_tensor_free(x);
+    sy_tensor_free(yf);
+    sy_tensor_free(y);
+    sy_model_free(m);
+}
+
 int main(void) {
     check_quantize_and_run();
+    check_dense_only();
     check_refusals();
     return check_report("test_tflite_hybrid");
 }

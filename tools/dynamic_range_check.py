@@ -158,7 +158,7 @@ def main():
                                                                        ts.isVariable, TYPES[tt.type], list(tt.shape),
                                                                        tt.isVariable))
                 ds, dt = ms.buffers[ts.buffer].data, mt.buffers[tt.buffer].data
-                if j == 0 or ts.type != tt.type or ds is None or dt is None or ts.isVariable:
+                if ts.type != tt.type or ds is None or dt is None or ts.isVariable:
                     continue
                 weights += 1
                 if tt.type == S.TensorType.INT8:

@@ -134,9 +134,9 @@ static sy_status weight_tensor(qbuild *b, const char *name, float *w, int64_t ro
         float amax = 0;
         for (int64_t i = 0; i < per; i++) amax = fmaxf(amax, fabsf(w[g * per + i]));
         scale[g] = amax > 0 ? (double)amax / 127.0 : 1.0;
-        float s = (float)scale[g];
         for (int64_t i = 0; i < per; i++) {
-            double v = round((double)w[g * per + i] / (double)s); /* halves away from zero, as MLIR's quantizer */
+            /* by the scale in double (the file keeps it as float32), halves away from zero, as MLIR's quantizer */
+            double v = round((double)w[g * per + i] / scale[g]);
             q[g * per + i] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
         }
     }
