@@ -199,11 +199,16 @@ sy_status lite_float_check(const io_tflite *f, int32_t i) {
                     return refuse(f, i, "the model's input it casts is read by other operators too%s", NULL);
         return SY_OK;
     }
-    case OP_DEQUANTIZE:
+    case OP_DEQUANTIZE: {
         if (x->type != IO_TFLITE_INT8 || x->quant_count < 1 || (x->quant_count > 1 && x->quant_dim != 0) ||
             !is_float(y))
             return refuse(f, i, "its constant '%s' is not int8 quantized per tensor or along dimension 0", x->name);
+        int64_t ny = 1;
+        for (int32_t d = 0; d < y->rank; d++) ny *= y->shape[d];
+        if (ny != (int64_t)x->data_size || y->rank > SY_MAX_RANK)
+            return refuse(f, i, "its output '%s' does not hold its constant's values", y->name);
         return SY_OK;
+    }
     default: /* LOGISTIC, TANH, RESHAPE on float32 */
         if (!is_float(y)) return refuse(f, i, "its output is not float32%s", NULL);
         return SY_OK;

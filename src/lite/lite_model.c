@@ -14,6 +14,12 @@
  * first axis of every activation tensor: the file's batch (1 as the
  * converter writes it) is replaced by the batch a plan runs.
  *
+ * A dynamic-range file (int8 weights, float32 activations: an Embedding
+ * and LSTM model's) has float operators besides: lite_hybrid.c checks and
+ * builds those (lite_float_op says which), this file the int8 ones; a
+ * float32 input that only a CAST to int32 reads (word ids) becomes an
+ * int32 graph input, converted as the plan is fed.
+ *
  * Anything outside the supported set is refused by name before a graph is
  * built: an operator (with its index and the ops that are supported), a
  * tensor type, a float32 model (systolic runs int8 TFLite models; a

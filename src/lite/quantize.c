@@ -21,6 +21,10 @@
  *     [-127, 127]; activations per tensor from their calibrated range; biases
  *     int32 at input scale x weight scale; then tflite_write.cc's encoder.
  *
+ * A model with an Embedding or an LSTM (or any, with dynamic_range set) is
+ * quantized dynamic-range instead, without calibration:
+ * quantize_dynamic.c, sharing this file's builder (lite_qb_*).
+ *
  * What shares its parameters with what follows TFLite's kernels: pools,
  * PAD and RESHAPE keep their input's scale and zero point, SOFTMAX outputs
  * 1/256 and -128, a ReLU fused into a pool leaves the pool's input

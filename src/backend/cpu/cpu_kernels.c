@@ -69,6 +69,7 @@ const sy_kernel *sy_cpu_kernel(sy_op op, sy_dtype dtype) {
     if (op == SY_OP_QMAX_POOL2D) return &sy_cpu_qmax_pool2d;
     if (op == SY_OP_QAVG_POOL2D) return &sy_cpu_qavg_pool2d;
     if (op == SY_OP_QADD) return &sy_cpu_qadd;
+    if (op == SY_OP_HLSTM) return &sy_cpu_hlstm; /* issue 18: qhybrid.c's LSTM, a sequence per thread */
     /* issue 16, bfloat16 storage: the kernels that also read and write 2-byte bfloat16 activations (their
      * bf16_io says which, per step); the layout ops without one here take the ref backend's, which move
      * elements of any size (backend.c's lookup). An op with neither runs its float32 kernel, the plan

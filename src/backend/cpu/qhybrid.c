@@ -29,7 +29,8 @@
  * rare elements (the outputs' difference is measured in tflite.md).
  *
  * Scalar loops on one thread, the same on every backend (qref.c's table
- * lists them).
+ * lists them); the cpu backend runs HLSTM's sequences on its threads, a
+ * row each, with the same results (sy_cpu_hlstm).
  */
 #include "cpu_internal.h"
 
@@ -150,82 +151,101 @@ static void hfully_connected(const sy_kargs *k) {
 }
 
 /* ---- HLSTM: (x (B, T, I) f32, wx (4U, I) i8, wh (4U, U) i8, bias (4U) f32, scales (8) f32) -> (B, T, U) ----
- * the gates' rows i, f, c, o; scales: wx's four gates', then wh's */
+ * the gates' rows i, f, c, o; scales: wx's four gates', then wh's. Each sequence (row b) runs alone: the
+ * workspace holds the weights' row sums (shared, read-only) and one scratch area per row, so that the cpu
+ * backend's kernel can run rows on several threads with the results of one. */
 
-typedef struct hlstm_ws {
-    float *gates, *h, *c, sx, sh;
-    int8_t *qx, *qh;
-    int32_t *sum_x, *sum_h, zx, zh;
-} hlstm_ws;
+typedef struct hlstm_job {
+    const sy_kargs *k;
+    int64_t T, I, U;
+    const int32_t *sum_x, *sum_h;
+    char *scratch; /* per row: gates (4U), h (U), c (U) floats, then qx (I), qh (U) bytes */
+    size_t row_bytes;
+} hlstm_job;
 
-static size_t hlstm_bytes(int64_t in, int64_t u) {
-    return (size_t)(6 * u) * sizeof(float) + (size_t)(8 * u) * sizeof(int32_t) + (size_t)(in + u) + 16;
+static size_t hlstm_row_bytes(int64_t in, int64_t u) {
+    return ((size_t)(6 * u) * sizeof(float) + (size_t)(in + u) + 15) / 16 * 16;
 }
 
 static size_t hlstm_ws_size(const sy_kargs *k, int threads) {
     (void)threads;
-    return hlstm_bytes(k->in_shape[0].dims[2], k->in_shape[2].dims[1]);
+    int64_t u = k->in_shape[2].dims[1];
+    return (size_t)(8 * u) * sizeof(int32_t) + 16 +
+           (size_t)k->in_shape[0].dims[0] * hlstm_row_bytes(k->in_shape[0].dims[2], u);
 }
 
-static void hlstm(const sy_kargs *k) {
-    const sy_shape *xs = &k->in_shape[0];
-    int64_t B = xs->dims[0], T = xs->dims[1], I = xs->dims[2], U = k->in_shape[2].dims[1];
+static void hlstm_row(void *ctx, int64_t b) {
+    const hlstm_job *j = ctx;
+    const sy_kargs *k = j->k;
+    int64_t T = j->T, I = j->I, U = j->U;
     const float *x = k->in[0], *bias = k->in[3], *scales = k->in[4];
     const int8_t *wx = k->in[1], *wh = k->in[2];
     const bool asym = k->attr->hy.asymmetric;
     const float clip = k->attr->hy.cell_clip;
-    float *y = k->out;
-    hlstm_ws s;
-    s.gates = k->ws;
-    s.h = s.gates + 4 * U;
-    s.c = s.h + U;
-    s.sum_x = (int32_t *)(s.c + U);
-    s.sum_h = s.sum_x + 4 * U;
-    s.qx = (int8_t *)(s.sum_h + 4 * U);
-    s.qh = s.qx + I;
-    /* the zero points' corrections need the rows' sums; symmetric inputs have zero points of 0 */
-    if (asym) {
-        row_sums(s.sum_x, wx, 4 * U, I);
-        row_sums(s.sum_h, wh, 4 * U, U);
-    } else {
-        memset(s.sum_x, 0, (size_t)(8 * U) * sizeof(int32_t));
-    }
-    for (int64_t b = 0; b < B; b++) {
-        memset(s.h, 0, (size_t)U * sizeof(float));
-        memset(s.c, 0, (size_t)U * sizeof(float));
-        for (int64_t t = 0; t < T; t++) {
-            const float *xt = x + (b * T + t) * I;
-            quantize_row(xt, I, asym, s.qx, &s.sx, &s.zx);
-            quantize_row(s.h, U, asym, s.qh, &s.sh, &s.zh);
-            /* each gate: its bias, then + the input's product, then + the state's (CalculateLstmGateHybrid) */
-            for (int g = 0; g < 4; g++) {
-                float *gate = s.gates + g * U;
-                memcpy(gate, bias + g * U, (size_t)U * sizeof(float));
-                accumulate(gate, wx + g * U * I, U, I, s.qx, s.sum_x + g * U, s.zx, s.sx, scales + g, 0);
-                accumulate(gate, wh + g * U * U, U, U, s.qh, s.sum_h + g * U, s.zh, s.sh, scales + 4 + g, 0);
-            }
-            float *ig = s.gates, *fg = s.gates + U, *cg = s.gates + 2 * U, *og = s.gates + 3 * U;
-            for (int64_t u = 0; u < U; u++) {
-                ig[u] = sigmoidf(ig[u]);
-                fg[u] = sigmoidf(fg[u]);
-                cg[u] = tanhf(cg[u]);
-            }
-            /* UpdateLstmCellFloat: c = f c, then c += g i, then the clip */
-            for (int64_t u = 0; u < U; u++) {
-                float c = fg[u] * s.c[u];
-                c += cg[u] * ig[u];
-                if (clip > 0) c = c < -clip ? -clip : c > clip ? clip : c;
-                s.c[u] = c;
-            }
-            float *yt = y + (b * T + t) * U;
-            for (int64_t u = 0; u < U; u++) {
-                float o = sigmoidf(og[u]);
-                s.h[u] = o * tanhf(s.c[u]);
-                yt[u] = s.h[u];
-            }
+    float *gates = (float *)(j->scratch + (size_t)b * j->row_bytes), *h = gates + 4 * U, *cs = h + U;
+    int8_t *qx = (int8_t *)(cs + U), *qh = qx + I;
+    float sx, sh;
+    int32_t zx, zh;
+    memset(h, 0, (size_t)U * sizeof(float));
+    memset(cs, 0, (size_t)U * sizeof(float));
+    for (int64_t t = 0; t < T; t++) {
+        quantize_row(x + (b * T + t) * I, I, asym, qx, &sx, &zx);
+        quantize_row(h, U, asym, qh, &sh, &zh);
+        /* each gate: its bias, then + the input's product, then + the state's (CalculateLstmGateHybrid) */
+        for (int g = 0; g < 4; g++) {
+            float *gate = gates + g * U;
+            memcpy(gate, bias + g * U, (size_t)U * sizeof(float));
+            accumulate(gate, wx + g * U * I, U, I, qx, j->sum_x + g * U, zx, sx, scales + g, 0);
+            accumulate(gate, wh + g * U * U, U, U, qh, j->sum_h + g * U, zh, sh, scales + 4 + g, 0);
+        }
+        float *ig = gates, *fg = gates + U, *cg = gates + 2 * U, *og = gates + 3 * U;
+        for (int64_t u = 0; u < U; u++) {
+            ig[u] = sigmoidf(ig[u]);
+            fg[u] = sigmoidf(fg[u]);
+            cg[u] = tanhf(cg[u]);
+        }
+        /* UpdateLstmCellFloat: c = f c, then c += g i, then the clip */
+        for (int64_t u = 0; u < U; u++) {
+            float c = fg[u] * cs[u];
+            c += cg[u] * ig[u];
+            if (clip > 0) c = c < -clip ? -clip : c > clip ? clip : c;
+            cs[u] = c;
+        }
+        float *yt = (float *)k->out + (b * T + t) * U;
+        for (int64_t u = 0; u < U; u++) {
+            h[u] = sigmoidf(og[u]) * tanhf(cs[u]);
+            yt[u] = h[u];
         }
     }
 }
 
+static hlstm_job hlstm_setup(const sy_kargs *k) {
+    const sy_shape *xs = &k->in_shape[0];
+    hlstm_job j = {k, xs->dims[1], xs->dims[2], k->in_shape[2].dims[1], NULL, NULL, NULL, 0};
+    int32_t *sum_x = k->ws, *sum_h = sum_x + 4 * j.U;
+    /* the zero points' corrections need the rows' sums; symmetric inputs have zero points of 0 */
+    if (k->attr->hy.asymmetric) {
+        row_sums(sum_x, k->in[1], 4 * j.U, j.I);
+        row_sums(sum_h, k->in[2], 4 * j.U, j.U);
+    } else {
+        memset(sum_x, 0, (size_t)(8 * j.U) * sizeof(int32_t));
+    }
+    j.sum_x = sum_x, j.sum_h = sum_h;
+    j.scratch = (char *)k->ws + ((size_t)(8 * j.U) * sizeof(int32_t) + 15) / 16 * 16;
+    j.row_bytes = hlstm_row_bytes(j.I, j.U);
+    return j;
+}
+
+static void hlstm(const sy_kargs *k) { /* the reference: the rows in order, on this thread */
+    hlstm_job j = hlstm_setup(k);
+    for (int64_t b = 0; b < k->in_shape[0].dims[0]; b++) hlstm_row(&j, b);
+}
+
+static void hlstm_threads(const sy_kargs *k) { /* the cpu backend's: a row per part, over ex's threads */
+    hlstm_job j = hlstm_setup(k);
+    sy_parallel_parts(k->ex, k->in_shape[0].dims[0], hlstm_row, &j);
+}
+
 const sy_kernel sy_qhybrid_fully_connected = {hfully_connected, hfc_ws, NULL};
 const sy_kernel sy_qhybrid_lstm = {hlstm, hlstm_ws_size, NULL};
+const sy_kernel sy_cpu_hlstm = {hlstm_threads, hlstm_ws_size, NULL};
