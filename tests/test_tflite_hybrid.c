@@ -100,13 +100,13 @@ static void check_file(const char *path, sy_model *m) {
             for (int u = 0; u < 32; u++) amax = fmaxf(amax, fabsf(kernel[i * 128 + 32 + u]));
         CHECK_CLOSE(w->scale[0], amax / 127, 1e-6, 0, "the forget gate's weight scale");
         if (w->data && w->quant_count == 1) {
-            int worst = 0;
+            bool rounded = true;
             for (int u = 0; u < 32; u++)
                 for (int i = 0; i < 32; i++) {
                     double q = (double)kernel[i * 128 + 32 + u] / (double)w->scale[0];
-                    worst = fmax(worst, fabs(q - ((const int8_t *)w->data)[u * 32 + i]) > 0.5 + 1e-6 ? 1 : 0);
+                    rounded &= fabs(q - ((const int8_t *)w->data)[u * 32 + i]) <= 0.5 + 1e-6;
                 }
-            CHECK(!worst, "the forget gate's int8 weights are round(w / scale)");
+            CHECK(rounded, "the forget gate's int8 weights are round(w / scale)");
         }
         CHECK(t->tensors[lstm->inputs[18]].is_variable && t->tensors[lstm->inputs[19]].is_variable,
               "the LSTM's states are variable tensors");

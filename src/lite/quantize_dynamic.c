@@ -6,23 +6,31 @@
  * quantization", lists what the converter does and this file follows.
  *
  * Nothing is calibrated: activations stay float32, and each weight tensor
- * of 1,024 elements or more is stored int8, symmetric (zero point 0),
- * scale max|w| / 127 -- one per tensor for the LSTM's gate matrices, one
- * per output row for a Dense's (the converter's per-channel default) --
- * for the hybrid kernels to use as they are. Smaller ones stay float32, as
- * the converter's min_elements_for_weights leaves them.
+ * of 1,024 elements or more is stored int8, symmetric (zero point 0), one
+ * scale per tensor, max|w| / 127, each value round(w / scale) with the
+ * scale in double, halves away from zero -- the converter's values, every
+ * one. Smaller tensors stay float32, as the converter's
+ * min_elements_for_weights leaves them.
  *
- *   Embedding    GATHER of the (rows, features) table by the int32 input
+ *   input        float32 word ids and a CAST to int32 when the Keras model
+ *                takes float32 (a Sequential's default: the Embedding
+ *                casts); int32 ids when it says Input(dtype="int32")
+ *   Embedding    GATHER of the table by the ids; an int8 table gives int8
+ *                rows, which a DEQUANTIZE makes float32
  *   LSTM         UNIDIRECTIONAL_SEQUENCE_LSTM: the kernel and the recurrent
  *                kernel split into their gates' (units, inputs) matrices,
- *                the bias into four float vectors, the two states as zero
- *                variable tensors; the last step taken by STRIDED_SLICE
- *                unless return_sequences; asymmetric_quantize_inputs
+ *                the bias into four float vectors, the two states as
+ *                (1, units) variable tensors; cell_clip 10 and
+ *                asymmetric_quantize_inputs, as the converter sets them;
+ *                the last step taken by STRIDED_SLICE unless
+ *                return_sequences
  *   Dense        FULLY_CONNECTED (weights (units, inputs)), hybrid with
- *                int8 weights; relu, relu6 and tanh fused; sigmoid a
- *                LOGISTIC after it
+ *                int8 weights (version 9, asymmetric inputs); relu and
+ *                relu6 fused, sigmoid a LOGISTIC after it; a bias of
+ *                zeros dropped
  *   Dropout      nothing (inference)
  *
+ * docs/design/tflite.md lists what the converter was measured to write.
  * quantize.c calls in here (sy_lite_quantize) and shares the file builder
  * (lite_internal.h's qbuild and lite_qb_*).
  */
