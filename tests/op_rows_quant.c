@@ -11,6 +11,7 @@
 
 #include "check.h"
 
+#include <math.h>
 #include <string.h>
 
 static sy_node i8(sy_graph *g, sy_shape s, const int8_t *v) { return graph_constant(g, "x", SY_I8, s, v); }
@@ -56,6 +57,73 @@ static sy_graph *fresh(sy_attrs *a) {
     memset(a, 0, sizeof *a);
     a->q.act_min = -128, a->q.act_max = 127;
     return g;
+}
+
+/* ---- issue 18, dynamic-range quantization: the hybrid ops, float rows quantized on the fly ----
+ * The expected floats follow TFLite's steps one rounding at a time (fully_connected.cc EvalHybrid,
+ * lstm_eval.cc LstmStepHybrid); the int8 rows are worked out here by hand. */
+
+static sy_node f32(sy_graph *g, sy_shape s, const float *v) { return graph_constant(g, "f", SY_F32, s, v); }
+
+static void hybrid_rows(void) {
+    sy_attrs a;
+    sy_graph *g;
+    /* FULLY_CONNECTED, symmetric rows: x = (1, -0.5) -> scale 1/127, q = (127, -64) (-63.5 rounded away from
+     * zero); w (2, 2) = ((2, 3), (-1, 4)) at 0.5; dots 62 and -383 */
+    const float xf[2] = {1.0f, -0.5f}, sc = 0.5f, bias[2] = {0.25f, -1.0f};
+    const int8_t wf[4] = {2, 3, -1, 4};
+    float s = (1.0f / 127.0f) * sc;
+    float w_sym[2] = {0.25f + 62.0f * s, -1.0f + -383.0f * s};
+    for (int asym = 0; asym < 2; asym++) {
+        g = fresh(&a);
+        a.hy.asymmetric = (uint8_t)asym;
+        sy_node in[4] = {f32(g, sy_shape_of(2, (int64_t)1, (int64_t)2), xf),
+                         i8(g, sy_shape_of(2, (int64_t)2, (int64_t)2), wf), f32(g, sy_shape_of(1, (int64_t)1), &sc),
+                         f32(g, sy_shape_of(1, (int64_t)2), bias)};
+        /* asymmetric: range [-0.5, 1] -> scale 1.5 / 255, zero point -43, q = (127, -128); the weight rows'
+         * sums 5 and 3 take the zero point out: dots 254 - 384 + 215 = 85 and -639 + 129 = -510, i.e. the
+         * exact products 0.25 and -1.5 */
+        float sa = (float)(1.5 / 255.0);
+        float w_asym[2] = {0.25f + 85.0f * (sa * sc), -1.0f + -510.0f * (sa * sc)};
+        run(asym ? "hybrid/fully_connected_asymmetric" : "hybrid/fully_connected_symmetric", g,
+            graph_add(g, SY_OP_HFULLY_CONNECTED, in, 4, &a, NULL), asym ? w_asym : w_sym, sizeof w_sym);
+    }
+    /* per-channel scales (0.5, 2) and a fused RELU, no bias: 62 s and max(0, -383 s') */
+    g = fresh(&a);
+    a.hy.act = 1;
+    const float pc[2] = {0.5f, 2.0f};
+    sy_node in[4] = {f32(g, sy_shape_of(2, (int64_t)1, (int64_t)2), xf), i8(g, sy_shape_of(2, (int64_t)2, (int64_t)2), wf),
+                     f32(g, sy_shape_of(1, (int64_t)2), pc)};
+    float w_pc[2] = {0.0f + 62.0f * (0.5f * (1.0f / 127.0f)), 0.0f};
+    run("hybrid/fully_connected_per_channel_relu", g, graph_add(g, SY_OP_HFULLY_CONNECTED, in, 3, &a, NULL), w_pc,
+        sizeof w_pc);
+    /* LSTM, one unit, one feature, two steps, symmetric: x = (0.5, -1). Step 1: q(x) = 127 at 0.5/127, h = 0;
+     * each gate g = bias_g + 127 wx_g (0.5/127 sx_g). Step 2: q(x) = -127 at 1/127, q(h) = 127 at h/127 */
+    g = fresh(&a);
+    const float xs[2] = {0.5f, -1.0f}, lb[4] = {0.1f, 1.0f, -0.2f, 0.3f};
+    const int8_t wx[4] = {127, -64, 100, 1}, wh[4] = {-127, 50, 127, -3};
+    const float ls[8] = {0.01f, 0.02f, 0.03f, 0.04f, 0.05f, 0.06f, 0.07f, 0.08f};
+    sy_node li[5] = {f32(g, sy_shape_of(3, (int64_t)1, (int64_t)2, (int64_t)1), xs),
+                     i8(g, sy_shape_of(2, (int64_t)4, (int64_t)1), wx), i8(g, sy_shape_of(2, (int64_t)4, (int64_t)1), wh),
+                     f32(g, sy_shape_of(1, (int64_t)4), lb), f32(g, sy_shape_of(1, (int64_t)8), ls)};
+    float w_lstm[2], h = 0, c = 0;
+    for (int t = 0; t < 2; t++) {
+        float range = fabsf(xs[t]), sx = range / 127.0f, sh = fabsf(h) / 127.0f;
+        int32_t qx = (int32_t)roundf(xs[t] * (127.0f / range));
+        int32_t qh = h != 0 ? (int32_t)roundf(h * (127.0f / fabsf(h))) : 0;
+        float gate[4];
+        for (int k = 0; k < 4; k++) {
+            gate[k] = lb[k];
+            gate[k] += (float)(wx[k] * qx) * (sx * ls[k]);
+            gate[k] += (float)(wh[k] * qh) * ((h != 0 ? sh : 1.0f) * ls[4 + k]);
+        }
+        float ig = 1.0f / (1.0f + expf(-gate[0])), fg = 1.0f / (1.0f + expf(-gate[1])), cg = tanhf(gate[2]);
+        c = fg * c;
+        c += cg * ig;
+        h = (1.0f / (1.0f + expf(-gate[3]))) * tanhf(c);
+        w_lstm[t] = h;
+    }
+    run("hybrid/lstm_two_steps", g, graph_add(g, SY_OP_HLSTM, li, 5, &a, NULL), w_lstm, sizeof w_lstm);
 }
 
 int check_quant_ops(bool *covered, int *checks) {
@@ -204,8 +272,10 @@ int check_quant_ops(bool *covered, int *checks) {
     a.q.act_min = -128, a.q.act_max = 10;
     int8_t w_cp[8] = {5, 0, 7, -2, 9, -8, 10, -9};
     run("qint8/conv2d_max_pool_fused", g, graph_add(g, SY_OP_QMAX_POOL2D, &cv, 1, &a, NULL), w_cp, 8);
+    hybrid_rows();
     sy_op ops[] = {SY_OP_QCONV2D_POOL, SY_OP_CONSTANT, SY_OP_QUANTIZE, SY_OP_DEQUANTIZE, SY_OP_QCONV2D, SY_OP_QFULLY_CONNECTED, SY_OP_QADD,
-                   SY_OP_QMAX_POOL2D, SY_OP_QAVG_POOL2D, SY_OP_QMEAN, SY_OP_QSOFTMAX, SY_OP_QPAD};
+                   SY_OP_QMAX_POOL2D, SY_OP_QAVG_POOL2D, SY_OP_QMEAN, SY_OP_QSOFTMAX, SY_OP_QPAD,
+                   SY_OP_HFULLY_CONNECTED, SY_OP_HLSTM};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) covered[ops[i]] = true;
     (void)check_report; /* test_ops reports */
     *checks = check_count;

@@ -28,7 +28,7 @@
 
 static bool same_tensor(const io_tflite_tensor *a, const io_tflite_tensor *b) {
     if (strcmp(a->name, b->name) || a->type != b->type || a->rank != b->rank || a->quant_count != b->quant_count ||
-        a->data_size != b->data_size || !a->data != !b->data)
+        a->data_size != b->data_size || !a->data != !b->data || a->is_variable != b->is_variable)
         return false;
     for (int32_t d = 0; d < a->rank; d++)
         if (a->shape[d] != b->shape[d]) return false;
@@ -48,7 +48,11 @@ static bool same_op(const io_tflite_op *a, const io_tflite_op *b) {
            a->stride_h == b->stride_h && a->dilation_w == b->dilation_w && a->dilation_h == b->dilation_h &&
            a->filter_w == b->filter_w && a->filter_h == b->filter_h && a->depth_multiplier == b->depth_multiplier &&
            a->activation == b->activation && a->keep_dims == b->keep_dims && a->weights_format == b->weights_format &&
-           a->beta == b->beta && !a->custom_code == !b->custom_code &&
+           a->beta == b->beta && a->asymmetric_quantize_inputs == b->asymmetric_quantize_inputs &&
+           a->time_major == b->time_major && a->cell_clip == b->cell_clip && a->proj_clip == b->proj_clip &&
+           a->axis == b->axis && a->batch_dims == b->batch_dims && a->begin_mask == b->begin_mask &&
+           a->end_mask == b->end_mask && a->ellipsis_mask == b->ellipsis_mask && a->new_axis_mask == b->new_axis_mask &&
+           a->shrink_axis_mask == b->shrink_axis_mask && a->offset == b->offset && !a->custom_code == !b->custom_code &&
            (!a->custom_code || !strcmp(a->custom_code, b->custom_code));
 }
 

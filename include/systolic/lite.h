@@ -24,8 +24,9 @@ extern "C" {
 
 /* An int8 TFLite model (full-integer quantization, as TFLiteConverter writes it) made into a graph of
  * systolic's int8 ops, which compute TFLite's reference kernels' integers exactly (src/lite/lite_model.c,
- * docs/design/tflite.md). Operators outside the supported set, float32 models and other tensor types are
- * refused by name when loading. */
+ * docs/design/tflite.md); or a dynamic-range one (int8 weights, float32 activations: Embedding, LSTM, Dense)
+ * made into systolic's hybrid ops, which follow TFLite's hybrid kernels. Operators outside the supported set,
+ * float32 models and other tensor types are refused by name when loading. */
 typedef struct sy_lite_model sy_lite_model;
 
 sy_status sy_lite_model_load(const char *path, sy_lite_model **out);
@@ -43,6 +44,9 @@ typedef struct sy_lite_io {
 void sy_lite_model_io(const sy_lite_model *m, bool output, sy_lite_io *io);
 int32_t sy_lite_model_op_count(const sy_lite_model *m);
 const char *sy_lite_model_ops(const sy_lite_model *m, int32_t i); /* "CONV_2D": operator i's name */
+/* Rows of the embedding table (GATHER's params) the model's int32 input indexes, as --dataset imdb needs
+ * for its vocabulary; 0 when the input indexes none. */
+int64_t sy_lite_model_vocabulary(const sy_lite_model *m);
 
 /* The outputs for x (N, input shape...), batch_size rows at a time (<= 0: 32): a tensor of the output's
  * dtype, (N, output shape...). x is of the input's dtype; for an int8 input an int32 tensor of values in
@@ -78,6 +82,11 @@ typedef struct sy_lite_quantize_options {
     int64_t batch_size;        /* samples per calibration batch (32) */
     bool int8_input;           /* inference_input_type int8: the file takes int8 (no QUANTIZE op); false: float32 */
     bool int8_output;          /* inference_output_type int8 (no DEQUANTIZE op); false: float32 */
+    /* Dynamic-range quantization (what TFLiteConverter does with optimizations=[DEFAULT] and no representative
+     * dataset): int8 weights, float32 activations, no calibration. Taken whatever this says for a model with an
+     * Embedding or an LSTM, which full-integer quantization does not take here; true forces it for others
+     * (Dense layers). */
+    bool dynamic_range;
 } sy_lite_quantize_options;
 
 sy_lite_quantize_options sy_lite_quantize_options_default(void);
@@ -89,19 +98,24 @@ typedef struct sy_lite_quantize_report {
     int64_t samples;          /* calibration samples run */
     int64_t float_bytes;      /* the float model's weights: its parameters as float32 */
     int64_t file_bytes;       /* the .tflite file */
+    bool dynamic_range;       /* the file is dynamic-range (int8 weights, float activations; samples 0) */
 } sy_lite_quantize_report;
 
-/* Quantize the float model m (built, one float input and one output) into
+/* Quantize the float model m (built, one input and one output) into
  * the .tflite file at path (written atomically: on any failure path keeps
- * what it held). calibration holds samples (N, the input's shape...),
- * float32: the first calibration_steps * batch_size of them (all, when
- * fewer) are run through m to find each tensor's range. A layer outside
- * the supported set is refused (SY_ERR_UNSUPPORTED) naming it and why.
- * report may be NULL. */
+ * what it held). Full-integer: calibration holds samples (N, the input's
+ * shape...), float32: the first calibration_steps * batch_size of them
+ * (all, when fewer) are run through m to find each tensor's range.
+ * Dynamic-range (sy_lite_quantize_dynamic): calibration is not used and may
+ * be NULL. A layer outside the supported set is refused
+ * (SY_ERR_UNSUPPORTED) naming it and why. o and report may be NULL. */
 sy_status sy_lite_quantize(sy_model *m, const sy_tensor *calibration, const sy_lite_quantize_options *o,
                            const char *path, sy_lite_quantize_report *report);
-/* Whether sy_lite_quantize takes m's layers (SY_OK), or the refusal it would give: a check that needs no data. */
-sy_status sy_lite_quantize_check(const sy_model *m);
+/* Whether sy_lite_quantize takes m's layers (SY_OK), or the refusal it would give: a check that needs no data.
+ * o may be NULL (the defaults). */
+sy_status sy_lite_quantize_check(const sy_model *m, const sy_lite_quantize_options *o);
+/* Whether sy_lite_quantize(m, ..., o, ...) does dynamic-range quantization (no calibration data needed). */
+bool sy_lite_quantize_dynamic(const sy_model *m, const sy_lite_quantize_options *o);
 
 
 /* ---- TPU v1 ----------------------------------------------------------------

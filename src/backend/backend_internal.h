@@ -164,6 +164,11 @@ typedef union sy_attrs {
          * (the pool's act_min, act_max); the conv's own fields as QCONV2D's */
         struct { int32_t ksize[2], stride[2], padding, act_min, act_max; } pool;
     } q;
+    /* issue 18, dynamic-range quantization (HFULLY_CONNECTED, HLSTM; cpu/qhybrid.c): asymmetric: each float
+     * row quantized with a zero point (TFLite's asymmetric_quantize_inputs), else symmetric; act:
+     * HFULLY_CONNECTED's fused activation in TFLite's codes (0 none, 1 relu, 2 relu_n1_to_1, 3 relu6, 4 tanh,
+     * 6 sigmoid); cell_clip: HLSTM's, 0 for none */
+    struct { uint8_t asymmetric, act; float cell_clip; } hy;
 } sy_attrs;
 
 /* Runtime context of one plan instance (one replica). */

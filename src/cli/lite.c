@@ -6,7 +6,7 @@
  *            (float32, or int8 -- NumPy's int8 arrays, read as int32, must
  *            hold int8 values) and shape (N, input shape...); Y of the
  *            output's dtype, what TFLite's interpreter gives.
- *   evaluate --dataset fashion_mnist|mnist: the test split's images as
+ *   evaluate --dataset fashion_mnist|mnist|imdb: the test split's images as
  *            `systolic evaluate MODEL.h5 --dataset` feeds a Keras model and
  *            as the tutorial CNN takes them (raw pixels 0-255 in float32),
  *            so that a model `systolic quantize` made scores what its float
@@ -15,6 +15,10 @@
  *            TFLite's QUANTIZE would; accuracy (the output's argmax against
  *            the label) and, when the output is a probability vector, the
  *            loss Keras's sparse_categorical_crossentropy gives for it.
+ *            imdb (a dynamic-range model over word ids): the test reviews
+ *            as int32 word ids below the model's embedding rows, padded or
+ *            cut to its input length; one sigmoid output scored as Keras's
+ *            binary accuracy (> 0.5) and binary crossentropy.
  *
  * --tpu picks the device (sy_lite_model_set_device): local or cpu (a
  * kernel thread per core; the default, after $SYSTOLIC_TPU), cpu:N (N
@@ -78,52 +82,85 @@ static int lite_predict(const char *command, sy_lite_model *m, const lite_cli_op
     return st ? lite_fail(command) : 0;
 }
 
-static int lite_evaluate(const char *command, sy_lite_model *m, const lite_cli_opts *o) {
-    if (!o->dataset || (strcmp(o->dataset, "fashion_mnist") && strcmp(o->dataset, "mnist"))) {
-        fprintf(stderr, "systolic %s: a TFLite model is evaluated with --dataset fashion_mnist or mnist\n", command);
-        return 2;
-    }
-    sy_lite_io in, out;
+/* The test split --dataset names, as the model's input takes it: images (raw pixels 0-255 as float32, or
+ * quantized with the input's scale and zero point as TFLite's QUANTIZE would for an int8 input), or IMDB's
+ * reviews as int32 word ids (words below the embedding table's rows, each review padded or cut to the
+ * input's length, as the Keras tutorial prepares them). *x (N, input shape...) and *labels (N) uint8. */
+static int lite_test_split(const char *command, sy_lite_model *m, const lite_cli_opts *o, sy_tensor **x,
+                           sy_tensor **labels) {
+    sy_lite_io in;
     sy_lite_model_io(m, false, &in);
-    sy_lite_model_io(m, true, &out);
     int64_t per = 1;
     for (int i = 1; i < in.shape.rank; i++) per *= in.shape.dims[i];
-    if (per != 784) {
-        char s[SY_SHAPE_STR_MAX];
+    char s[SY_SHAPE_STR_MAX];
+    bool imdb = !strcmp(o->dataset, "imdb");
+    if (imdb && (in.dtype == SY_I8 || in.shape.rank != 2 || sy_lite_model_vocabulary(m) < 1)) {
+        fprintf(stderr, "systolic %s: --dataset imdb gives word ids, but '%s' takes %s inputs of shape %s that index "
+                "no embedding table\n", command, o->model, sy_dtype_name(in.dtype), sy_shape_format(&in.shape, s, sizeof s));
+        return 1;
+    }
+    if (!imdb && per != 784) {
         fprintf(stderr, "systolic %s: --dataset %s gives 28x28 images (784 values) but '%s' takes inputs of shape %s\n",
                 command, o->dataset, o->model, sy_shape_format(&in.shape, s, sizeof s));
         return 1;
     }
     sy_data_split d;
-    sy_status st = !strcmp(o->dataset, "mnist") ? sy_mnist_load_data(&d) : sy_fashion_mnist_load_data(&d);
+    sy_status st = imdb ? builtin_imdb_data((int32_t)sy_lite_model_vocabulary(m), per, &d)
+                   : !strcmp(o->dataset, "mnist") ? sy_mnist_load_data(&d) : sy_fashion_mnist_load_data(&d);
     if (st) return lite_fail(command);
     int64_t n = sy_tensor_count(d.y_test), batch = o->batch_size > 0 ? o->batch_size : 32;
     if (o->steps > 0 && o->steps < (n + batch - 1) / batch) n = o->steps * batch; /* Keras's steps: the first batches */
     sy_shape xs = in.shape;
     xs.dims[0] = n;
-    sy_tensor *x = NULL, *y = NULL;
-    if (!(st = sy_tensor_new(in.dtype, xs, &x))) {
+    if (imdb && in.dtype == SY_I32 && n == sy_tensor_count(d.y_test)) { /* already int32 (N, length) */
+        *x = d.x_test;
+        d.x_test = NULL;
+    } else if (imdb && in.dtype == SY_I32) { /* --steps: the first n reviews */
+        if (!(st = sy_tensor_new_uninit(SY_I32, xs, x)))
+            memcpy(sy_tensor_data(*x), sy_tensor_data(d.x_test), (size_t)(n * per) * sizeof(int32_t));
+    } else if (imdb) { /* a float input the model casts to word ids, as Keras's default float32 input is fed */
+        if (!(st = sy_tensor_new(SY_F32, xs, x)))
+            for (int64_t i = 0; i < n * per; i++)
+                ((float *)sy_tensor_data(*x))[i] = (float)((const int32_t *)sy_tensor_data(d.x_test))[i];
+    } else if (!(st = sy_tensor_new(in.dtype, xs, x))) {
         const uint8_t *px = sy_tensor_data(d.x_test);
         for (int64_t i = 0; i < n * per; i++) {
             float v = (float)px[i]; /* raw pixels, as a Keras model file gets them */
             if (in.dtype == SY_F32) {
-                ((float *)sy_tensor_data(x))[i] = v;
+                ((float *)sy_tensor_data(*x))[i] = v;
                 continue;
             }
             float q = roundf(v / in.scale) + (float)in.zero_point; /* TFLite's QUANTIZE */
-            ((int8_t *)sy_tensor_data(x))[i] = (int8_t)(q < -128 ? -128 : q > 127 ? 127 : q);
+            ((int8_t *)sy_tensor_data(*x))[i] = (int8_t)(q < -128 ? -128 : q > 127 ? 127 : q);
         }
-        st = sy_lite_model_predict(m, x, o->batch_size, &y);
     }
+    *labels = d.y_test;
+    d.y_test = NULL;
+    sy_data_split_free(&d);
+    return st ? lite_fail(command) : 0;
+}
+
+static int lite_evaluate(const char *command, sy_lite_model *m, const lite_cli_opts *o) {
+    if (!o->dataset || (strcmp(o->dataset, "fashion_mnist") && strcmp(o->dataset, "mnist") && strcmp(o->dataset, "imdb"))) {
+        fprintf(stderr, "systolic %s: a TFLite model is evaluated with --dataset fashion_mnist, mnist or imdb\n", command);
+        return 2;
+    }
+    sy_lite_io out;
+    sy_lite_model_io(m, true, &out);
+    sy_tensor *x = NULL, *y = NULL, *label_t = NULL;
+    int rc = lite_test_split(command, m, o, &x, &label_t);
+    if (rc) return rc;
+    sy_status st = sy_lite_model_predict(m, x, o->batch_size, &y);
     sy_tensor_free(x);
     if (st) {
-        sy_data_split_free(&d);
+        sy_tensor_free(label_t);
         return lite_fail(command);
     }
+    int64_t n = sy_tensor_shape(y).dims[0]; /* the first n labels: --steps may have taken fewer rows */
     int64_t classes = sy_tensor_count(y) / n, correct = 0;
     double loss = 0;
     bool probs = true; /* the output a probability vector: every row non-negative, summing to about 1 */
-    const uint8_t *labels = sy_tensor_data(d.y_test);
+    const uint8_t *labels = sy_tensor_data(label_t);
     double *row = sy_malloc((size_t)classes * sizeof *row);
     for (int64_t i = 0; i < n && row; i++) {
         double sum = 0;
@@ -137,6 +174,13 @@ static int lite_evaluate(const char *command, sy_lite_model *m, const lite_cli_o
             if (v > row[best]) best = c;
             probs &= v >= 0;
         }
+        if (classes == 1) { /* one sigmoid unit: Keras's binary accuracy (> 0.5) and binary crossentropy */
+            double p = row[0] < SY_KERAS_EPSILON ? SY_KERAS_EPSILON : row[0] > 1 - SY_KERAS_EPSILON ? 1 - SY_KERAS_EPSILON : row[0];
+            correct += (row[0] > 0.5) == (labels[i] != 0);
+            probs &= row[0] <= 1;
+            loss -= labels[i] ? log(p + SY_KERAS_EPSILON) : log(1 - p + SY_KERAS_EPSILON);
+            continue;
+        }
         correct += best == labels[i];
         probs &= fabs(sum - 1) < 0.1;
         /* Keras's sparse_categorical_crossentropy on probabilities: scaled to sum 1, clipped to [eps, 1 - eps] */
@@ -146,7 +190,8 @@ static int lite_evaluate(const char *command, sy_lite_model *m, const lite_cli_o
     }
     sy_free(row);
     sy_tensor_free(y);
-    sy_data_split_free(&d);
+    sy_tensor_free(label_t);
+    int64_t batch = o->batch_size > 0 ? o->batch_size : 32;
     printf("%lld/%lld - ", (long long)((n + batch - 1) / batch), (long long)((n + batch - 1) / batch));
     if (probs) printf("loss: %.4f - ", loss / (double)n);
     printf("accuracy: %.4f\n", (double)correct / (double)n);

@@ -70,6 +70,7 @@ typedef struct run_opts {
     /* issue 18: quantize's -o/--output, --calibration-steps, --inference-input-type, --inference-output-type */
     const char *tflite_out, *input_type, *output_type;
     int64_t calibration_steps;
+    bool dynamic_range; /* issue 18: quantize --dynamic-range */
 } run_opts;
 
 enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_EVALSTEPS, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE,
@@ -88,7 +89,7 @@ enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_E
        F_LR_SCHEDULE, F_REDUCE_LR, F_REDUCE_LR_FACTOR, F_REDUCE_LR_MIN_LR, F_REDUCE_LR_MONITOR, /* issue 17, lr schedules */
        F_FEATURES, /* issue 17, TFRecord layouts */
        F_PLAN, /* issue 21: summary --plan */
-       F_TFLITE_OUT, F_CAL_STEPS, F_INPUT_TYPE, F_OUTPUT_TYPE, /* issue 18: quantize */
+       F_TFLITE_OUT, F_CAL_STEPS, F_INPUT_TYPE, F_OUTPUT_TYPE, F_DYNAMIC_RANGE, /* issue 18: quantize */
        F_N };
 
 static void make_flags(flag *f, run_opts *o) {
@@ -226,6 +227,11 @@ static void make_flags(flag *f, run_opts *o) {
                              .set = false};
     f[F_OUTPUT_TYPE] = (flag){"--inference-output-type", FLAG_STRING, &o->output_type, "TYPE",
                               "float32 (default: a DEQUANTIZE op last) or int8 (inference_output_type)", .set = false};
+    f[F_DYNAMIC_RANGE] = (flag){"--dynamic-range", FLAG_BOOL, &o->dynamic_range, "",
+                                "dynamic-range quantization, TFLiteConverter's optimizations=[DEFAULT] without a "
+                                "representative dataset: int8 weights, float32 activations, no calibration data; "
+                                "taken without this flag for a model with an Embedding or an LSTM",
+                                .set = false};
     /* issue 16, mixed_bfloat16 */
     f[F_DTYPE_POLICY] = (flag){"--dtype-policy", FLAG_STRING, &o->dtype_policy, "NAME",
                                "Keras's dtype policy for every layer: float32 or mixed_bfloat16 (variables float32, "
@@ -355,8 +361,8 @@ static const int eval_flags[] = {F_BATCH, F_EVALSTEPS, F_SEED, F_VERBOSE, F_TPU,
 static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, F_TPU, F_SPE, F_DATASET, F_LOAD_WEIGHTS,
                                     F_INPUT, F_OUTPUT, F_DTYPE_POLICY,
                                     F_DATA, F_DATA_COMPRESSION, F_SKIP_CORRUPT, F_FEATURES, -1}; /* issue 17: --data */
-static const int quantize_flags[] = {F_TFLITE_OUT, F_CAL_STEPS, F_INPUT_TYPE, F_OUTPUT_TYPE, F_BATCH, F_SEED,
-                                     F_DATASET, F_LOAD_WEIGHTS, -1}; /* issue 18 */
+static const int quantize_flags[] = {F_TFLITE_OUT, F_CAL_STEPS, F_INPUT_TYPE, F_OUTPUT_TYPE, F_DYNAMIC_RANGE,
+                                     F_BATCH, F_SEED, F_DATASET, F_LOAD_WEIGHTS, -1}; /* issue 18 */
 static const int summary_flags[] = {F_SEED, F_LOAD_WEIGHTS, F_PLAN, F_BATCH,
                                     F_TPU,  F_DTYPE_POLICY, -1};
 
@@ -1109,18 +1115,34 @@ int cmd_predict(int argc, char **argv) {
 /* issue 18: the model quantized to an int8 .tflite file, calibrated on its training split. */
 static int quantize_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
                          const sy_data_split *d) {
-    /* the layers first: a model the quantizer refuses is refused before its data loads */
-    if (sy_lite_quantize_check(m)) return fail(c->name, b->name);
-    sy_data_split own;
-    if (!d->x_train) {
-        if (b->build ? b->load(&own) : file_model_data((const file_model *)b, &own)) return fail(c->name, NULL);
-        d = &own;
-    }
     sy_lite_quantize_options q = sy_lite_quantize_options_default();
     q.calibration_steps = o->calibration_steps;
     q.batch_size = o->batch_size;
     q.int8_input = o->input_type && !strcmp(o->input_type, "int8");
     q.int8_output = o->output_type && !strcmp(o->output_type, "int8");
+    q.dynamic_range = o->dynamic_range;
+    /* the layers first: a model the quantizer refuses is refused before its data loads */
+    if (sy_lite_quantize_check(m, &q)) return fail(c->name, b->name);
+    sy_lite_quantize_report r;
+    if (sy_lite_quantize_dynamic(m, &q)) { /* no calibration: the weights alone */
+        if (q.int8_input || q.int8_output) {
+            fprintf(stderr, "systolic %s: --inference-input-type and --inference-output-type int8 are for full-integer "
+                    "quantization; a dynamic-range file takes and gives what the model does\n", c->name);
+            return 2;
+        }
+        if (sy_lite_quantize(m, NULL, &q, o->tflite_out, &r)) return fail(c->name, b->name);
+        printf("%s: quantized to %s (TFLite dynamic-range: int8 weights, float32 activations)\n", b->name,
+               o->tflite_out);
+        printf("operators: %d (%s)\n", r.n_ops, r.ops);
+        printf("size: %lld bytes of float32 weights -> %lld bytes of file (%.2fx smaller)\n", (long long)r.float_bytes,
+               (long long)r.file_bytes, r.file_bytes ? (double)r.float_bytes / (double)r.file_bytes : 0.0);
+        return 0;
+    }
+    sy_data_split own;
+    if (!d->x_train) {
+        if (b->build ? b->load(&own) : file_model_data((const file_model *)b, &own)) return fail(c->name, NULL);
+        d = &own;
+    }
     /* the samples calibration takes, as float32 (Keras casts raw pixels the same way) */
     sy_shape xs = sy_tensor_shape(d->x_train);
     int64_t per = xs.dims[0] > 0 ? sy_tensor_count(d->x_train) / xs.dims[0] : 0;
@@ -1128,7 +1150,6 @@ static int quantize_body(const command_spec *c, const builtin_model *b, const ru
     sy_tensor *x = NULL;
     sy_status st = sy_tensor_new(SY_F32, xs, &x);
     for (int64_t i = 0; !st && i < xs.dims[0] * per; i++) ((float *)sy_tensor_data(x))[i] = (float)sy_tensor_get(d->x_train, i);
-    sy_lite_quantize_report r;
     if (!st) st = sy_lite_quantize(m, x, &q, o->tflite_out, &r);
     sy_tensor_free(x);
     if (d == &own) sy_data_split_free(&own);
@@ -1148,7 +1169,11 @@ int cmd_quantize(int argc, char **argv) {
                                    "the file or --load-weights) to an int8 TensorFlow Lite file, as TFLiteConverter does "
                                    "with optimizations=[DEFAULT] and a representative dataset: per-channel int8 weights, "
                                    "int8 activations calibrated on --calibration-steps batches of its training data, "
-                                   "int32 biases. Usage: systolic quantize MODEL -o OUT.tflite [flags].",
+                                   "int32 biases (full-integer, the default for float inputs). A model with an Embedding "
+                                   "or an LSTM (such as imdb_lstm), or any with --dynamic-range, is quantized as the "
+                                   "converter does without a representative dataset: dynamic-range, int8 weights and "
+                                   "float32 activations, its recurrent and dense layers TFLite's hybrid kernels. "
+                                   "Usage: systolic quantize MODEL -o OUT.tflite [flags].",
                                    quantize_flags};
     /* -o is --output's short form here */
     char **args = malloc(((size_t)argc + 1) * sizeof *args);

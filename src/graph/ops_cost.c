@@ -441,3 +441,20 @@ COST(QFULLY_CONNECTED) {
     streamed(g, n, c, 5);
     add_product(c, sy_shape_count(&n->shape) / w->dims[0], w->dims[1], w->dims[0], 1);
 }
+/* issue 18, dynamic-range quantization: the hybrid products, as their int8 twins, plus each float row's
+ * quantization (min, max, scale: about 3 operations per input element) */
+COST(HFULLY_CONNECTED) {
+    const sy_shape *w = &graph_in_rec(g, n, 1)->shape;
+    int64_t rows = sy_shape_count(&n->shape) / w->dims[0];
+    streamed(g, n, c, 4);
+    c->vector_flops += 3.0 * (double)rows * (double)w->dims[1];
+    c->flops += 3.0 * (double)rows * (double)w->dims[1];
+    add_product(c, rows, w->dims[1], w->dims[0], 1);
+}
+/* a step: x(t) and h(t-1) quantized, (B, I + U) x (I + U, 4U) in int8, then the float cell as LSTM_SCAN's */
+COST(HLSTM) {
+    const sy_shape *x = &graph_in_rec(g, n, 0)->shape;
+    int64_t b = x->dims[0], t = x->dims[1], d = x->dims[2], u = n->shape.dims[2];
+    add_product(c, b, d + u, 4 * u, t);
+    scan_vector(g, n, c, 13 + 3.0 * (double)(d + u) / (double)u + 8, b * t, u);
+}

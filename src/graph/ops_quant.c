@@ -233,3 +233,50 @@ sy_status infer_QPAD(sy_graph *g, sy_node_rec *n) {
     n->dtype = SY_I8;
     return SY_OK;
 }
+
+/* ---- issue 18, dynamic-range quantization: the hybrid ops (int8 weights, float32 activations) ---- */
+
+sy_status infer_HFULLY_CONNECTED(sy_graph *g, sy_node_rec *n) {
+    if (n->n_in != 3 && n->n_in != 4)
+        return graph_fail(g, n, SY_ERR_INVALID_ARGUMENT, "takes (x, weights, scales [, bias]), not %d inputs", n->n_in);
+    sy_status st;
+    if ((st = want(g, n, 0, SY_F32)) || (st = want(g, n, 1, SY_I8)) || (st = want(g, n, 2, SY_F32)) ||
+        (n->n_in == 4 && (st = want(g, n, 3, SY_F32))))
+        return st;
+    const sy_shape *x = &graph_in_rec(g, n, 0)->shape, *w = &graph_in_rec(g, n, 1)->shape;
+    char sx[SY_SHAPE_STR_MAX], sw[SY_SHAPE_STR_MAX];
+    if (x->rank < 1 || w->rank != 2 || x->dims[x->rank - 1] != w->dims[1])
+        return graph_fail(g, n, SY_ERR_SHAPE, "cannot multiply %s by the weights %s (units, inputs)",
+                          sy_shape_format(x, sx, sizeof sx), sy_shape_format(w, sw, sizeof sw));
+    int64_t ns = sy_shape_count(&graph_in_rec(g, n, 2)->shape);
+    if (ns != 1 && ns != w->dims[0])
+        return graph_fail(g, n, SY_ERR_SHAPE, "%lld weight scales for %lld units: one, or one per unit", (long long)ns,
+                          (long long)w->dims[0]);
+    if (n->n_in == 4 && sy_shape_count(&graph_in_rec(g, n, 3)->shape) != w->dims[0])
+        return graph_fail(g, n, SY_ERR_SHAPE, "the bias must hold %lld values, one per unit", (long long)w->dims[0]);
+    n->shape = *x;
+    n->shape.dims[x->rank - 1] = w->dims[0];
+    n->dtype = SY_F32;
+    return SY_OK;
+}
+
+sy_status infer_HLSTM(sy_graph *g, sy_node_rec *n) {
+    sy_status st;
+    if ((st = want(g, n, 0, SY_F32)) || (st = want(g, n, 1, SY_I8)) || (st = want(g, n, 2, SY_I8)) ||
+        (st = want(g, n, 3, SY_F32)) || (st = want(g, n, 4, SY_F32)))
+        return st;
+    const sy_shape *x = &graph_in_rec(g, n, 0)->shape, *wx = &graph_in_rec(g, n, 1)->shape,
+                   *wh = &graph_in_rec(g, n, 2)->shape;
+    char sx[SY_SHAPE_STR_MAX], s1[SY_SHAPE_STR_MAX], s2[SY_SHAPE_STR_MAX];
+    int64_t u = wh->rank == 2 ? wh->dims[1] : 0;
+    if (x->rank != 3 || wx->rank != 2 || wh->rank != 2 || u < 1 || wh->dims[0] != 4 * u || wx->dims[0] != 4 * u ||
+        wx->dims[1] != x->dims[2])
+        return graph_fail(g, n, SY_ERR_SHAPE, "input %s, input weights %s and recurrent weights %s must be (B, T, I), "
+                          "(4 U, I) and (4 U, U)", sy_shape_format(x, sx, sizeof sx), sy_shape_format(wx, s1, sizeof s1),
+                          sy_shape_format(wh, s2, sizeof s2));
+    if (sy_shape_count(&graph_in_rec(g, n, 3)->shape) != 4 * u || sy_shape_count(&graph_in_rec(g, n, 4)->shape) != 8)
+        return graph_fail(g, n, SY_ERR_SHAPE, "the bias must hold 4 x %lld values and the scales 8", (long long)u);
+    n->shape = sy_shape_of(3, x->dims[0], x->dims[1], u);
+    n->dtype = SY_F32;
+    return SY_OK;
+}

@@ -119,6 +119,9 @@ static const sy_op_def defs[SY_OP_COUNT] = {
     ROW(QSOFTMAX, NULL, 0, 0),
     ROW(QPAD, NULL, 0, 0),
     ROW(QCONV2D_POOL, NULL, 0, 0), /* made by fusion (compiler/fusion.c) */
+    /* issue 18, dynamic-range quantization: the hybrid ops */
+    ROW(HFULLY_CONNECTED, NULL, 0, 0),
+    ROW(HLSTM, NULL, 0, 0),
 };
 
 const sy_op_def *sy_op_def_of(sy_op op) {

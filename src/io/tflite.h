@@ -46,6 +46,7 @@ typedef struct io_tflite_tensor {
     float *scale;                      /* (quant_count) */
     int64_t *zero_point;               /* (quant_count) */
     int32_t quant_dim;
+    int32_t is_variable;               /* a state the interpreter keeps between runs (an LSTM's h and c) */
 } io_tflite_tensor;
 
 /* The options systolic reads, whatever the op; absent ones keep TFLite's defaults. */
@@ -62,6 +63,13 @@ typedef struct io_tflite_op {
     int32_t keep_dims;   /* MEAN (ReducerOptions); FULLY_CONNECTED's keep_num_dims */
     int32_t weights_format; /* FULLY_CONNECTED: 0 DEFAULT */
     float beta;          /* SOFTMAX */
+    /* issue 18, dynamic-range quantization */
+    int32_t asymmetric_quantize_inputs; /* FULLY_CONNECTED, UNIDIRECTIONAL_SEQUENCE_LSTM: hybrid rows quantized
+                                           with a zero point */
+    int32_t time_major;                 /* UNIDIRECTIONAL_SEQUENCE_LSTM: (T, B, I) rather than (B, T, I) */
+    float cell_clip, proj_clip;         /* UNIDIRECTIONAL_SEQUENCE_LSTM: 0 for none */
+    int32_t axis, batch_dims;           /* GATHER */
+    int32_t begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask, offset; /* STRIDED_SLICE */
 } io_tflite_op;
 
 typedef struct io_tflite {

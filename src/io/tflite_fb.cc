@@ -176,6 +176,7 @@ int read_tensor(io_tflite *m, const tflite::Model *model, const tflite::Tensor *
     char where[160];
     snprintf(where, sizeof where, "tensor %d '%.100s'", i, t->name);
     t->type = static_cast<int32_t>(ft->type());
+    t->is_variable = ft->is_variable();
     const auto *shape = ft->shape();
     t->rank = shape ? static_cast<int32_t>(shape->size()) : 0;
     if (t->rank > IO_TFLITE_MAX_RANK)
@@ -254,6 +255,23 @@ void read_options(io_tflite_op *o, const tflite::Operator *fo) {
         o->activation = f->fused_activation_function();
         o->weights_format = f->weights_format();
         o->keep_dims = f->keep_num_dims();
+        o->asymmetric_quantize_inputs = f->asymmetric_quantize_inputs();
+    } else if (const auto *l = fo->builtin_options_as_UnidirectionalSequenceLSTMOptions()) {
+        o->activation = l->fused_activation_function();
+        o->cell_clip = l->cell_clip();
+        o->proj_clip = l->proj_clip();
+        o->time_major = l->time_major();
+        o->asymmetric_quantize_inputs = l->asymmetric_quantize_inputs();
+    } else if (const auto *g = fo->builtin_options_as_GatherOptions()) {
+        o->axis = g->axis();
+        o->batch_dims = g->batch_dims();
+    } else if (const auto *ss = fo->builtin_options_as_StridedSliceOptions()) {
+        o->begin_mask = ss->begin_mask();
+        o->end_mask = ss->end_mask();
+        o->ellipsis_mask = ss->ellipsis_mask();
+        o->new_axis_mask = ss->new_axis_mask();
+        o->shrink_axis_mask = ss->shrink_axis_mask();
+        o->offset = ss->offset();
     } else if (const auto *a = fo->builtin_options_as_AddOptions()) {
         o->activation = a->fused_activation_function();
     } else if (const auto *r = fo->builtin_options_as_ReducerOptions()) {

@@ -67,7 +67,20 @@ Offset<void> options(FlatBufferBuilder &b, const io_tflite_op *o, tflite::Builti
         *type = tflite::BuiltinOptions_FullyConnectedOptions;
         return tflite::CreateFullyConnectedOptions(
                    b, act(o->activation), static_cast<tflite::FullyConnectedOptionsWeightsFormat>(o->weights_format),
-                   o->keep_dims != 0)
+                   o->keep_dims != 0, o->asymmetric_quantize_inputs != 0)
+            .Union();
+    case tflite::BuiltinOperator_UNIDIRECTIONAL_SEQUENCE_LSTM:
+        *type = tflite::BuiltinOptions_UnidirectionalSequenceLSTMOptions;
+        return tflite::CreateUnidirectionalSequenceLSTMOptions(b, act(o->activation), o->cell_clip, o->proj_clip,
+                                                                o->time_major != 0, o->asymmetric_quantize_inputs != 0)
+            .Union();
+    case tflite::BuiltinOperator_GATHER:
+        *type = tflite::BuiltinOptions_GatherOptions;
+        return tflite::CreateGatherOptions(b, o->axis, o->batch_dims).Union();
+    case tflite::BuiltinOperator_STRIDED_SLICE:
+        *type = tflite::BuiltinOptions_StridedSliceOptions;
+        return tflite::CreateStridedSliceOptions(b, o->begin_mask, o->end_mask, o->ellipsis_mask, o->new_axis_mask,
+                                                 o->shrink_axis_mask, o->offset != 0)
             .Union();
     case tflite::BuiltinOperator_ADD:
         *type = tflite::BuiltinOptions_AddOptions;
@@ -168,8 +181,8 @@ extern "C" int io_tflite_encode(const io_tflite *m, const io_tflite_write_option
         }
         auto name = b.CreateString(t->name ? t->name : "");
         uint32_t buf = static_cast<uint32_t>(i + 1);
-        tensors.push_back(tflite::CreateTensor(b, shape, static_cast<tflite::TensorType>(t->type), buf, name, q, false,
-                                               0, signature));
+        tensors.push_back(tflite::CreateTensor(b, shape, static_cast<tflite::TensorType>(t->type), buf, name, q,
+                                               t->is_variable != 0, 0, signature));
     }
 
     /* operator codes: one per distinct (builtin, custom code, version), in order of first use */

@@ -26,6 +26,12 @@
  * program's Table 3 counters are summed over its runs. The values are the
  * same bits on every device: integer arithmetic, TFLite's.
  *
+ * A dynamic-range file (int8 weights, float32 activations: an Embedding
+ * and LSTM model's) has float operators besides: lite_hybrid.c checks and
+ * builds those (lite_float_op says which), this file the int8 ones; a
+ * float32 input that only a CAST to int32 reads (word ids) becomes an
+ * int32 graph input, converted as the plan is fed.
+ *
  * Anything outside the supported set is refused by name before a graph is
  * built: an operator (with its index and the ops that are supported), a
  * tensor type, a float32 model (systolic runs int8 TFLite models; a
@@ -72,6 +78,7 @@ struct sy_lite_model {
     io_tflite *file;
     int32_t in, out;     /* the subgraph's input and output tensors */
     int64_t file_batch;  /* the first axis of the input as the file gives it */
+    bool cast_input;     /* a float32 input only a CAST to int32 reads (word ids): the graph takes int32 */
     lite_part whole;     /* every operator */
     /* sy_lite_model_set_device: the cpu backend's threads, or the TPU v1 */
     sy_pool *pool;       /* NULL: the calling thread alone */
@@ -90,12 +97,13 @@ static const char *op_name(int32_t code) {
     return s ? s : "(unknown)";
 }
 
-static sy_status refuse_op(const io_tflite *f, int32_t i, const char *why) {
+sy_status lite_refuse_op(const io_tflite *f, int32_t i, const char *why) {
     const io_tflite_op *op = &f->ops[i];
-    char list[512];
+    char list[768];
     size_t k = 0;
     for (int j = 0; j < N_SUPPORTED; j++)
         k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", j ? " " : "", op_name(supported[j]));
+    snprintf(list + k, sizeof list - k, "; with float32 activations (dynamic-range files) %s", lite_float_op_names());
     if (op->custom_code)
         return sy_error(SY_ERR_UNSUPPORTED, "'%s': operator %d is the custom op '%s', which systolic's TFLite path "
                         "does not run; it runs the builtins %s", f->path, (int)i, op->custom_code, list);
@@ -107,6 +115,10 @@ static sy_status refuse_op(const io_tflite *f, int32_t i, const char *why) {
 /* ---- the checks before a graph is built --------------------------------------------------- */
 
 static const io_tflite_tensor *tensor(const io_tflite *f, int32_t i) { return i >= 0 ? &f->tensors[i] : NULL; }
+
+sy_dtype lite_dtype(int32_t type) {
+    return type == IO_TFLITE_INT8 ? SY_I8 : type == IO_TFLITE_INT32 ? SY_I32 : SY_F32;
+}
 
 static bool per_tensor_int8(const io_tflite_tensor *t) { return t->type == IO_TFLITE_INT8 && t->quant_count == 1; }
 
@@ -122,10 +134,15 @@ static sy_status check_model(const io_tflite *f) {
                         f->path);
     for (int32_t i = 0; i < f->n_ops; i++) {
         const io_tflite_op *op = &f->ops[i];
+        if (op->n_outputs != 1 || op->n_inputs < 1 || op->inputs[0] < 0) return lite_refuse_op(f, i, "it has no single output");
+        if (lite_float_op(f, i)) { /* a dynamic-range file's operators: lite_hybrid.c */
+            sy_status st = lite_float_check(f, i);
+            if (st) return st;
+            continue;
+        }
         bool ok = false;
         for (int j = 0; j < N_SUPPORTED && !ok; j++) ok = !op->custom_code && op->builtin == supported[j];
-        if (!ok) return refuse_op(f, i, NULL);
-        if (op->n_outputs != 1 || op->n_inputs < 1 || op->inputs[0] < 0) return refuse_op(f, i, "it has no single output");
+        if (!ok) return lite_refuse_op(f, i, NULL);
         const io_tflite_tensor *x = tensor(f, op->inputs[0]), *y = tensor(f, op->outputs[0]);
         bool x_ok = op->builtin == OP_QUANTIZE ? x->type == IO_TFLITE_FLOAT32 || per_tensor_int8(x) : per_tensor_int8(x);
         bool y_ok = op->builtin == OP_DEQUANTIZE ? y->type == IO_TFLITE_FLOAT32 : per_tensor_int8(y);
@@ -134,11 +151,11 @@ static sy_status check_model(const io_tflite *f) {
             const io_tflite_tensor *t = x_ok ? y : x;
             snprintf(why, sizeof why, "its %s '%s' is %s%s, where systolic takes int8 with one scale", x_ok ? "output" : "input",
                      t->name, io_tflite_type_name(t->type), t->quant_count > 1 ? " quantized per channel" : "");
-            return refuse_op(f, i, why);
+            return lite_refuse_op(f, i, why);
         }
         if (op->activation < 0 || op->activation > 3)
-            return refuse_op(f, i, "its fused activation is not NONE, RELU, RELU_N1_TO_1 or RELU6");
-        if (x->data && op->builtin != OP_PAD) return refuse_op(f, i, "its input is a constant");
+            return lite_refuse_op(f, i, "its fused activation is not NONE, RELU, RELU_N1_TO_1 or RELU6");
+        if (x->data && op->builtin != OP_PAD) return lite_refuse_op(f, i, "its input is a constant");
         for (int j = 0; j < 2; j++) { /* an empty activation has no meaning here; refused before a kernel divides by it */
             const io_tflite_tensor *t = j ? y : x;
             bool empty = t->rank < 1;
@@ -147,7 +164,7 @@ static sy_status check_model(const io_tflite *f) {
                 char why[160];
                 snprintf(why, sizeof why, "its %s '%s' is %s", j ? "output" : "input", t->name,
                          t->rank < 1 ? "a scalar" : "empty (a dimension is 0)");
-                return refuse_op(f, i, why);
+                return lite_refuse_op(f, i, why);
             }
         }
     }
@@ -188,14 +205,7 @@ static void conv_multipliers(const io_tflite_tensor *x, const io_tflite_tensor *
 
 /* ---- building the graph ------------------------------------------------------------------- */
 
-typedef struct builder {
-    const io_tflite *f;
-    sy_graph *g;
-    sy_node *node; /* per tensor */
-    int64_t batch;
-} builder;
-
-static sy_shape act_shape(const builder *b, const io_tflite_tensor *t) {
+sy_shape lite_act_shape(const builder *b, const io_tflite_tensor *t) {
     int64_t d[SY_MAX_RANK];
     int rank = t->rank < SY_MAX_RANK ? t->rank : SY_MAX_RANK;
     for (int i = 0; i < rank; i++) d[i] = t->shape[i];
@@ -256,9 +266,16 @@ static sy_status product_leaves(builder *b, const io_tflite_op *op, int64_t n, b
 static sy_status build_op(builder *b, int32_t i) {
     const io_tflite *f = b->f;
     const io_tflite_op *op = &f->ops[i];
+    if (lite_float_op(f, i)) {
+        sy_node out = SY_NONE;
+        sy_status st = lite_float_build(b, i, &out);
+        if (st) return st;
+        b->node[op->outputs[0]] = out;
+        return SY_OK;
+    }
     const io_tflite_tensor *x = tensor(f, op->inputs[0]), *y = tensor(f, op->outputs[0]);
     sy_node in[4] = {b->node[op->inputs[0]], SY_NONE, SY_NONE, SY_NONE};
-    if (in[0] == SY_NONE) return refuse_op(f, i, "its input is computed by no earlier operator");
+    if (in[0] == SY_NONE) return lite_refuse_op(f, i, "its input is computed by no earlier operator");
     sy_attrs a;
     memset(&a, 0, sizeof a);
     a.q.x_zp = (int32_t)(x->quant_count ? x->zero_point[0] : 0);
@@ -266,7 +283,7 @@ static sy_status build_op(builder *b, int32_t i) {
     a.q.y_zp = (int32_t)(y->quant_count ? y->zero_point[0] : 0);
     a.q.y_scale = y->quant_count ? y->scale[0] : 0;
     if (y->quant_count) act_range(op->activation, y, &a.q.act_min, &a.q.act_max);
-    sy_shape ys = act_shape(b, y);
+    sy_shape ys = lite_act_shape(b, y);
     sy_node out = SY_NONE;
     sy_status st = SY_OK;
     int shift;
@@ -283,11 +300,11 @@ static sy_status build_op(builder *b, int32_t i) {
     case OP_DEPTHWISE_CONV_2D: {
         bool dw = op->builtin == OP_DEPTHWISE_CONV_2D;
         int64_t n = y->rank == 4 ? y->shape[3] : 0;
-        if (x->rank != 4 || n <= 0) return refuse_op(f, i, "its input or output is not (N, H, W, C)");
+        if (x->rank != 4 || n <= 0) return lite_refuse_op(f, i, "its input or output is not (N, H, W, C)");
         if (dw && (op->dilation_h > 1 || op->dilation_w > 1))
-            return refuse_op(f, i, "a dilated depthwise convolution is not supported");
+            return lite_refuse_op(f, i, "a dilated depthwise convolution is not supported");
         if (dw && n != (int64_t)x->shape[3] * (op->depth_multiplier > 0 ? op->depth_multiplier : 1))
-            return refuse_op(f, i, "its output channels are not input channels x depth_multiplier");
+            return lite_refuse_op(f, i, "its output channels are not input channels x depth_multiplier");
         if ((st = product_leaves(b, op, n, dw, in))) return st;
         a.q.stride[0] = op->stride_h, a.q.stride[1] = op->stride_w;
         a.q.dilation[0] = op->dilation_h, a.q.dilation[1] = op->dilation_w;
@@ -298,11 +315,11 @@ static sy_status build_op(builder *b, int32_t i) {
     }
     case OP_FULLY_CONNECTED: {
         const io_tflite_tensor *w = op->n_inputs > 1 ? tensor(f, op->inputs[1]) : NULL;
-        if (!w || w->rank != 2 || op->weights_format != 0) return refuse_op(f, i, "its weights are not (units, inputs)");
+        if (!w || w->rank != 2 || op->weights_format != 0) return lite_refuse_op(f, i, "its weights are not (units, inputs)");
         int64_t n = w->shape[0], depth = w->shape[1];
-        sy_shape xs = act_shape(b, x);
+        sy_shape xs = lite_act_shape(b, x);
         int64_t cnt = sy_shape_count(&xs);
-        if (depth <= 0 || cnt % depth) return refuse_op(f, i, "its input does not hold whole rows of the weights' depth");
+        if (depth <= 0 || cnt % depth) return lite_refuse_op(f, i, "its input does not hold whole rows of the weights' depth");
         in[0] = sy_graph_reshape(b->g, in[0], sy_shape_of(2, cnt / depth, depth)); /* TFLite flattens the input */
         if ((st = product_leaves(b, op, n, false, in))) return st;
         out = graph_add(b->g, SY_OP_QFULLY_CONNECTED, in, 4, &a, NULL);
@@ -312,7 +329,7 @@ static sy_status build_op(builder *b, int32_t i) {
     case OP_ADD: {
         const io_tflite_tensor *x2 = op->n_inputs > 1 ? tensor(f, op->inputs[1]) : NULL;
         if (!x2 || !per_tensor_int8(x2) || b->node[op->inputs[1]] == SY_NONE)
-            return refuse_op(f, i, "its second input is not an int8 activation");
+            return lite_refuse_op(f, i, "its second input is not an int8 activation");
         in[1] = b->node[op->inputs[1]];
         /* add.cc's Prepare for int8: both inputs scaled to twice the larger input scale, at 2^20 */
         a.q.x2_zp = (int32_t)x2->zero_point[0];
@@ -329,29 +346,29 @@ static sy_status build_op(builder *b, int32_t i) {
     }
     case OP_MAX_POOL_2D:
     case OP_AVERAGE_POOL_2D:
-        if (x->rank != 4) return refuse_op(f, i, "its input is not (N, H, W, C)");
+        if (x->rank != 4) return lite_refuse_op(f, i, "its input is not (N, H, W, C)");
         a.q.ksize[0] = op->filter_h, a.q.ksize[1] = op->filter_w;
         a.q.stride[0] = op->stride_h, a.q.stride[1] = op->stride_w;
         a.q.padding = op->padding == 0 ? SY_PAD_SAME : SY_PAD_VALID;
         if (x->scale[0] != y->scale[0] || x->zero_point[0] != y->zero_point[0])
-            return refuse_op(f, i, "its input and output are quantized differently");
+            return lite_refuse_op(f, i, "its input and output are quantized differently");
         out = graph_add(b->g, op->builtin == OP_MAX_POOL_2D ? SY_OP_QMAX_POOL2D : SY_OP_QAVG_POOL2D, in, 1, &a, NULL);
         break;
     case OP_MEAN: {
         const io_tflite_tensor *ax = op->n_inputs > 1 ? tensor(f, op->inputs[1]) : NULL;
-        if (!ax || !ax->data || ax->type != IO_TFLITE_INT32) return refuse_op(f, i, "its axes are not a constant int32 tensor");
+        if (!ax || !ax->data || ax->type != IO_TFLITE_INT32) return lite_refuse_op(f, i, "its axes are not a constant int32 tensor");
         for (size_t j = 0; j < ax->data_size / 4; j++) {
             int32_t v;
             memcpy(&v, ax->data + 4 * j, 4);
             if (v < 0) v += x->rank;
-            if (v < 0 || v >= x->rank) return refuse_op(f, i, "an axis is out of range");
+            if (v < 0 || v >= x->rank) return lite_refuse_op(f, i, "an axis is out of range");
             a.q.axes |= 1u << v;
         }
         /* reduce.cc's Prepare: input scale / output scale */
         sy_q_multiplier((double)x->scale[0] / (double)y->scale[0], &a.q.mult[0], &shift);
         a.q.shift[0] = shift;
         if (op->keep_dims && x->rank == 4 && a.q.axes == 6)
-            return refuse_op(f, i, "keep_dims over H and W (TFLite's own int8 Mean path) is not supported yet");
+            return lite_refuse_op(f, i, "keep_dims over H and W (TFLite's own int8 Mean path) is not supported yet");
         out = graph_add(b->g, SY_OP_QMEAN, in, 1, &a, &ys);
         break;
     }
@@ -363,18 +380,18 @@ static sy_status build_op(builder *b, int32_t i) {
     case OP_PAD: {
         const io_tflite_tensor *p = op->n_inputs > 1 ? tensor(f, op->inputs[1]) : NULL;
         if (!p || !p->data || p->type != IO_TFLITE_INT32 || (int32_t)p->data_size != 8 * x->rank || x->rank > SY_MAX_RANK)
-            return refuse_op(f, i, "its paddings are not a constant int32 (rank, 2) tensor");
-        if (op->n_inputs > 2 && op->inputs[2] >= 0) return refuse_op(f, i, "a constant pad value is not supported");
+            return lite_refuse_op(f, i, "its paddings are not a constant int32 (rank, 2) tensor");
+        if (op->n_inputs > 2 && op->inputs[2] >= 0) return lite_refuse_op(f, i, "a constant pad value is not supported");
         for (int32_t d = 0; d < x->rank; d++) {
             int32_t v[2];
             memcpy(v, p->data + 8 * d, 8);
-            if (d == 0 && (v[0] || v[1])) return refuse_op(f, i, "it pads the batch axis");
+            if (d == 0 && (v[0] || v[1])) return lite_refuse_op(f, i, "it pads the batch axis");
             a.q.pad_before[d] = v[0];
         }
         out = graph_add(b->g, SY_OP_QPAD, in, 1, &a, &ys);
         break;
     }
-    default: return refuse_op(f, i, NULL);
+    default: return lite_refuse_op(f, i, NULL);
     }
     if (out == SY_NONE)
         return sy_error(sy_graph_status(b->g), "'%s': operator %d (%s): %s", f->path, (int)i, op_name(op->builtin),
@@ -406,7 +423,8 @@ static sy_status build_graph(sy_lite_model *m, lite_part *p, int64_t batch) {
     if (!st) {
         const io_tflite_tensor *in = tensor(f, p->in);
         b.node[p->in] = sy_graph_input(b.g, in->name[0] ? in->name : "input",
-                                       in->type == IO_TFLITE_INT8 ? SY_I8 : SY_F32, act_shape(&b, in));
+                                       m->cast_input && p->in == m->in ? SY_I32 : lite_dtype(in->type),
+                                       lite_act_shape(&b, in));
         p->x = b.node[p->in];
         st = sy_graph_status(b.g);
         for (int32_t i = p->first; i < p->end && !st; i++) st = build_op(&b, i);
@@ -438,11 +456,14 @@ sy_status sy_lite_model_load(const char *path, sy_lite_model **out) {
         m->in = m->file->inputs[0];
         m->out = m->file->outputs[0];
         m->file_batch = m->file->tensors[m->in].shape[0];
+        for (int32_t i = 0; i < m->file->n_ops; i++)
+            m->cast_input |= m->file->ops[i].builtin == 53 /* CAST */ && m->file->ops[i].inputs[0] == m->in;
         const io_tflite_tensor *in = tensor(m->file, m->in), *o = tensor(m->file, m->out);
-        if ((in->type != IO_TFLITE_FLOAT32 && in->type != IO_TFLITE_INT8) ||
+        if ((in->type != IO_TFLITE_FLOAT32 && in->type != IO_TFLITE_INT8 && in->type != IO_TFLITE_INT32) ||
             (o->type != IO_TFLITE_FLOAT32 && o->type != IO_TFLITE_INT8))
-            st = sy_error(SY_ERR_UNSUPPORTED, "'%s': the input is %s and the output %s; systolic takes float32 or int8",
-                          path, io_tflite_type_name(in->type), io_tflite_type_name(o->type));
+            st = sy_error(SY_ERR_UNSUPPORTED, "'%s': the input is %s and the output %s; systolic takes float32, int8 "
+                          "(or int32 word ids) in and float32 or int8 out", path, io_tflite_type_name(in->type),
+                          io_tflite_type_name(o->type));
     }
     if (!st) {
         m->whole = (lite_part){.first = 0, .end = m->file->n_ops, .in = m->in, .out = m->out};
@@ -488,7 +509,7 @@ void sy_lite_model_io(const sy_lite_model *m, bool output, sy_lite_io *io) {
     const io_tflite_tensor *x = tensor(m->file, t);
     memset(io, 0, sizeof *io);
     io->name = x->name;
-    io->dtype = x->type == IO_TFLITE_INT8 ? SY_I8 : SY_F32;
+    io->dtype = lite_dtype(x->type);
     lite_shape(m, t, &io->shape);
     io->scale = x->quant_count ? x->scale[0] : 0;
     io->zero_point = x->quant_count ? (int32_t)x->zero_point[0] : 0;
@@ -498,6 +519,20 @@ const char *sy_lite_model_ops(const sy_lite_model *m, int32_t i) {
     return i >= 0 && i < m->file->n_ops ? op_name(m->file->ops[i].builtin) : NULL;
 }
 int32_t sy_lite_model_op_count(const sy_lite_model *m) { return m->file->n_ops; }
+
+int64_t sy_lite_model_vocabulary(const sy_lite_model *m) {
+    const io_tflite *f = m->file;
+    for (int32_t i = 0; i < f->n_ops; i++) {
+        const io_tflite_op *op = &f->ops[i];
+        if (op->builtin != 36 /* GATHER */ || op->n_inputs != 2 || op->inputs[0] < 0 || f->tensors[op->inputs[0]].rank < 1)
+            continue;
+        bool ids = op->inputs[1] == m->in; /* the input, or its CAST to int32 */
+        for (int32_t j = 0; j < f->n_ops && !ids; j++)
+            ids = f->ops[j].builtin == 53 && f->ops[j].inputs[0] == m->in && f->ops[j].outputs[0] == op->inputs[1];
+        if (ids) return f->tensors[op->inputs[0]].shape[0];
+    }
+    return 0;
+}
 
 sy_status lite_model_graph(sy_lite_model *m, int64_t batch, const sy_graph **g, sy_node *x, sy_node *y) {
     *g = NULL;
@@ -645,10 +680,15 @@ bool sy_lite_model_tpu1_counters(const sy_lite_model *m, sy_tpu1_counters *count
 
 /* Samples [start, start + rows) of x, `per` values each, into dst in the model's input dtype (int8 from the
  * int32 tensor NumPy's int8 files load as: its values checked before). */
-static void feed(void *dst, const sy_tensor *x, int64_t start, int64_t rows, int64_t per) {
-    if (sy_tensor_dtype(x) == SY_I32) {
+static void feed(void *dst, sy_dtype to, const sy_tensor *x, int64_t start, int64_t rows, int64_t per) {
+    if (sy_tensor_dtype(x) == SY_I32 && to == SY_I8) { /* NumPy's int8 arrays load as int32 (checked: all int8) */
         for (int64_t i = 0; i < rows * per; i++)
             ((int8_t *)dst)[i] = (int8_t)((const int32_t *)sy_tensor_data(x))[start * per + i];
+        return;
+    }
+    if (sy_tensor_dtype(x) == SY_F32 && to == SY_I32) { /* word ids as floats, CAST (truncated) as TFLite does */
+        for (int64_t i = 0; i < rows * per; i++)
+            ((int32_t *)dst)[i] = (int32_t)((const float *)sy_tensor_data(x))[start * per + i];
         return;
     }
     size_t size = sy_dtype_size(sy_tensor_dtype(x));
@@ -660,7 +700,8 @@ static sy_status cpu_batch(sy_lite_model *m, const sy_tensor *x, int64_t start, 
                            size_t y_row) {
     sy_status st = plan_for(m, &m->whole, n);
     if (st) return st;
-    feed(sy_plan_input(m->whole.plan, m->whole.x), x, start, n, per);
+    feed(sy_plan_input(m->whole.plan, m->whole.x), m->cast_input ? SY_I32 : lite_dtype(tensor(m->file, m->in)->type), x,
+         start, n, per);
     if ((st = sy_plan_run(m->whole.plan))) return st;
     memcpy(y, sy_plan_output(m->whole.plan, m->whole.y), (size_t)n * y_row);
     return SY_OK;
@@ -675,12 +716,12 @@ static sy_status tpu1_batch(sy_lite_model *m, const sy_tensor *x, int64_t start,
     if (m->pre.first < m->pre.end) {
         if ((st = plan_for(m, &m->pre, b))) return st;
         uint8_t *dst = sy_plan_input(m->pre.plan, m->pre.x);
-        feed(dst, x, start, n, per);
+        feed(dst, lite_dtype(tensor(m->file, m->in)->type), x, start, n, per);
         memset(dst + (size_t)(n * per) * x_size, 0, (size_t)((b - n) * per) * x_size);
         if ((st = sy_plan_run(m->pre.plan))) return st;
         memcpy(m->prog_in, sy_plan_output(m->pre.plan, m->pre.y), (size_t)(b * m->prog_in_row));
     } else {
-        feed(m->prog_in, x, start, n, per);
+        feed(m->prog_in, SY_I8, x, start, n, per);
         memset(m->prog_in + n * per, 0, (size_t)((b - n) * per));
     }
     sy_tpu1_counters c;
@@ -711,16 +752,26 @@ sy_status sy_lite_model_predict(sy_lite_model *m, const sy_tensor *x, int64_t ba
         return sy_error(SY_ERR_SHAPE, "'%s' takes inputs of shape %s (its input '%s'), not %s", m->file->path,
                         sy_shape_format(&in.shape, a, sizeof a), in.name, sy_shape_format(&xs, b, sizeof b));
     sy_dtype xd = sy_tensor_dtype(x);
-    if (xd != in.dtype && !(in.dtype == SY_I8 && xd == SY_I32))
+    /* a float input CAST to word ids (lite_hybrid.c): the plan takes int32, so int32 ids are taken as they are */
+    bool cast = m->cast_input && xd == SY_F32;
+    if (xd != in.dtype && !(in.dtype == SY_I8 && xd == SY_I32) && !(m->cast_input && xd == SY_I32))
         return sy_error(SY_ERR_DTYPE, "'%s' takes %s inputs (its input '%s'), not %s", m->file->path,
                         sy_dtype_name(in.dtype), in.name, sy_dtype_name(xd));
     int64_t n = xs.dims[0], per = sy_shape_count(&xs) / n;
-    if (xd == SY_I32) /* NumPy's int8 arrays load as int32: every value must be an int8 */
+    bool narrow = xd == SY_I32 && in.dtype == SY_I8; /* NumPy's int8 arrays load as int32 */
+    if (narrow) /* every value must be an int8 */
         for (int64_t i = 0; i < n * per; i++) {
             int32_t v = ((const int32_t *)sy_tensor_data(x))[i];
             if (v < -128 || v > 127)
                 return sy_error(SY_ERR_INVALID_ARGUMENT, "'%s' takes int8 inputs, but input value %lld is %d",
                                 m->file->path, (long long)i, (int)v);
+        }
+    if (cast) /* TFLite's CAST truncates; a value no int32 holds is refused before it is converted */
+        for (int64_t i = 0; i < n * per; i++) {
+            float v = ((const float *)sy_tensor_data(x))[i];
+            if (!(v > -2147483648.0f && v < 2147483648.0f))
+                return sy_error(SY_ERR_INVALID_ARGUMENT, "'%s' casts its input to int32 word ids, but input value %lld "
+                                "is %g", m->file->path, (long long)i, (double)v);
         }
     if (batch_size <= 0) batch_size = 32;
     sy_status st = m->tpu1 ? tpu1_program_for(m, batch_size) : SY_OK;

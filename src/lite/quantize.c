@@ -21,6 +21,10 @@
  *     [-127, 127]; activations per tensor from their calibrated range; biases
  *     int32 at input scale x weight scale; then tflite_write.cc's encoder.
  *
+ * A model with an Embedding or an LSTM (or any, with dynamic_range set) is
+ * quantized dynamic-range instead, without calibration:
+ * quantize_dynamic.c, sharing this file's builder (lite_qb_*).
+ *
  * What shares its parameters with what follows TFLite's kernels: pools,
  * PAD and RESHAPE keep their input's scale and zero point, SOFTMAX outputs
  * 1/256 and -128, a ReLU fused into a pool leaves the pool's input
@@ -38,7 +42,7 @@
 
 sy_lite_quantize_options sy_lite_quantize_options_default(void) {
     return (sy_lite_quantize_options){.calibration_steps = 100, .batch_size = 32, .int8_input = false,
-                                      .int8_output = false};
+                                      .int8_output = false, .dynamic_range = false};
 }
 
 /* MLIR's quant::fakeQuantAttrsToType (FakeQuantSupport.cpp) for int8, narrow_range false. */
@@ -61,18 +65,6 @@ void lite_quant_params(double lo, double hi, double *scale, int64_t *zero_point)
 
 /* ---- the file being built ---------------------------------------------------------- */
 
-typedef struct qbuild {
-    sy_model *m;
-    io_tflite *t;
-    int32_t cap_tensors, cap_ops;
-    void **blobs; /* constant data the tensors point at */
-    int32_t n_blobs, cap_blobs;
-    float *lo, *hi;    /* per model node: calibrated range */
-    int32_t *tensor;   /* per model node: its int8 tensor; -1: not yet */
-    int32_t *uses;     /* per model node: layer calls that take it, plus one if a model output */
-    bool *done;        /* per model node: lowered (or folded into another) */
-} qbuild;
-
 static void *grow(void *p, int32_t *cap, int32_t need, size_t elem) {
     if (need <= *cap) return p;
     int32_t c = *cap ? *cap * 2 : 16;
@@ -84,18 +76,18 @@ static void *grow(void *p, int32_t *cap, int32_t need, size_t elem) {
     return q;
 }
 
-static sy_status oom(void) { return sy_error(SY_ERR_OUT_OF_MEMORY, "quantize: out of memory"); }
+sy_status lite_qb_oom(void) { return sy_error(SY_ERR_OUT_OF_MEMORY, "quantize: out of memory"); }
 
 /* A new tensor: name, type and shape (batch axis first for activations); data NULL. */
-static sy_status add_tensor(qbuild *b, const char *name, int32_t type, int32_t rank, const int64_t *dims,
+sy_status lite_qb_tensor(qbuild *b, const char *name, int32_t type, int32_t rank, const int64_t *dims,
                             int32_t *index) {
     io_tflite *t = b->t;
     io_tflite_tensor *ts = grow(t->tensors, &b->cap_tensors, t->n_tensors + 1, sizeof *ts);
-    if (!ts) return oom();
+    if (!ts) return lite_qb_oom();
     t->tensors = ts;
     io_tflite_tensor *x = &ts[t->n_tensors];
     memset(x, 0, sizeof *x);
-    if (!(x->name = sy_strdup(name))) return oom();
+    if (!(x->name = sy_strdup(name))) return lite_qb_oom();
     x->type = type;
     x->rank = rank;
     for (int32_t d = 0; d < rank; d++) x->shape[d] = (int32_t)dims[d];
@@ -104,20 +96,20 @@ static sy_status add_tensor(qbuild *b, const char *name, int32_t type, int32_t r
 }
 
 /* An activation tensor of node shape s with the batch axis (1, as the converter writes it; -1 in its signature). */
-static sy_status add_activation(qbuild *b, const char *name, int32_t type, const sy_shape *s, int32_t *index) {
+sy_status lite_qb_activation(qbuild *b, const char *name, int32_t type, const sy_shape *s, int32_t *index) {
     int64_t dims[IO_TFLITE_MAX_RANK];
     if (s->rank + 1 > IO_TFLITE_MAX_RANK) return sy_error(SY_ERR_UNSUPPORTED, "quantize: '%s' has rank %d", name, s->rank);
     dims[0] = 1;
     for (int32_t d = 0; d < s->rank; d++) dims[d + 1] = s->dims[d];
-    return add_tensor(b, name, type, s->rank + 1, dims, index);
+    return lite_qb_tensor(b, name, type, s->rank + 1, dims, index);
 }
 
-static sy_status set_quant(qbuild *b, int32_t index, int32_t count, const double *scale, const int64_t *zp,
+sy_status lite_qb_quant(qbuild *b, int32_t index, int32_t count, const double *scale, const int64_t *zp,
                            int32_t dim) {
     io_tflite_tensor *x = &b->t->tensors[index];
     x->scale = sy_malloc((size_t)count * sizeof *x->scale);
     x->zero_point = sy_malloc((size_t)count * sizeof *x->zero_point);
-    if (!x->scale || !x->zero_point) return oom();
+    if (!x->scale || !x->zero_point) return lite_qb_oom();
     for (int32_t i = 0; i < count; i++) {
         x->scale[i] = (float)scale[i];
         x->zero_point[i] = zp ? zp[i] : 0;
@@ -127,11 +119,11 @@ static sy_status set_quant(qbuild *b, int32_t index, int32_t count, const double
     return SY_OK;
 }
 
-static sy_status set_data(qbuild *b, int32_t index, void *data, size_t size) {
+sy_status lite_qb_data(qbuild *b, int32_t index, void *data, size_t size) {
     void **bl = grow(b->blobs, &b->cap_blobs, b->n_blobs + 1, sizeof *bl);
     if (!bl) {
         sy_free(data);
-        return oom();
+        return lite_qb_oom();
     }
     b->blobs = bl;
     b->blobs[b->n_blobs++] = data;
@@ -142,12 +134,12 @@ static sy_status set_data(qbuild *b, int32_t index, void *data, size_t size) {
 
 /* An int8 activation tensor for model node k with its calibrated range's parameters (or those of `like`). */
 static sy_status activation_for(qbuild *b, int32_t k, const char *name, int32_t like, int32_t *index) {
-    sy_status st = add_activation(b, name, IO_TFLITE_INT8, &b->m->nodes[k].shape, index);
+    sy_status st = lite_qb_activation(b, name, IO_TFLITE_INT8, &b->m->nodes[k].shape, index);
     if (st) return st;
     if (like >= 0) {
         const io_tflite_tensor *l = &b->t->tensors[like];
         double s = l->scale[0];
-        return set_quant(b, *index, 1, &s, &l->zero_point[0], 0);
+        return lite_qb_quant(b, *index, 1, &s, &l->zero_point[0], 0);
     }
     if (!isfinite(b->lo[k]) || !isfinite(b->hi[k])) /* a NaN or infinity in the data or the weights */
         return sy_error(SY_ERR_INVALID_ARGUMENT, "quantize: %s%s%s takes values outside the finite floats on the "
@@ -158,14 +150,14 @@ static sy_status activation_for(qbuild *b, int32_t k, const char *name, int32_t 
     double s;
     int64_t zp;
     lite_quant_params(b->lo[k], b->hi[k], &s, &zp);
-    return set_quant(b, *index, 1, &s, &zp, 0);
+    return lite_qb_quant(b, *index, 1, &s, &zp, 0);
 }
 
-static sy_status add_op(qbuild *b, int32_t builtin, int32_t version, const int32_t *in, int32_t n_in, int32_t out,
+sy_status lite_qb_op(qbuild *b, int32_t builtin, int32_t version, const int32_t *in, int32_t n_in, int32_t out,
                         io_tflite_op **op) {
     io_tflite *t = b->t;
     io_tflite_op *ops = grow(t->ops, &b->cap_ops, t->n_ops + 1, sizeof *ops);
-    if (!ops) return oom();
+    if (!ops) return lite_qb_oom();
     t->ops = ops;
     io_tflite_op *o = &ops[t->n_ops];
     memset(o, 0, sizeof *o);
@@ -176,7 +168,7 @@ static sy_status add_op(qbuild *b, int32_t builtin, int32_t version, const int32
     if (!o->inputs || !o->outputs) {
         sy_free(o->inputs);
         sy_free(o->outputs);
-        return oom();
+        return lite_qb_oom();
     }
     memcpy(o->inputs, in, (size_t)n_in * sizeof *in);
     o->n_inputs = n_in;
@@ -190,21 +182,21 @@ static sy_status add_op(qbuild *b, int32_t builtin, int32_t version, const int32
 }
 
 /* An int32 constant (the shape of a RESHAPE, a MEAN's axes, a PAD's paddings). */
-static sy_status const_i32(qbuild *b, const char *name, const int32_t *v, int32_t rank, const int64_t *dims,
+sy_status lite_qb_const_i32(qbuild *b, const char *name, const int32_t *v, int32_t rank, const int64_t *dims,
                            int32_t *index) {
-    sy_status st = add_tensor(b, name, IO_TFLITE_INT32, rank, dims, index);
+    sy_status st = lite_qb_tensor(b, name, IO_TFLITE_INT32, rank, dims, index);
     if (st) return st;
     int64_t n = 1;
     for (int32_t d = 0; d < rank; d++) n *= dims[d];
     int32_t *data = sy_malloc((size_t)n * sizeof *data);
-    if (!data) return oom();
+    if (!data) return lite_qb_oom();
     memcpy(data, v, (size_t)n * sizeof *data);
-    return set_data(b, *index, data, (size_t)n * sizeof *data);
+    return lite_qb_data(b, *index, data, (size_t)n * sizeof *data);
 }
 
 /* ---- layers ------------------------------------------------------------------------ */
 
-static const char *layer_name(const qbuild *b, int32_t k) { return b->m->layers[b->m->nodes[k].layer].name; }
+const char *lite_qb_layer_name(const qbuild *b, int32_t k) { return b->m->layers[b->m->nodes[k].layer].name; }
 static const sy_layer *cfg_of(const qbuild *b, int32_t k) { return &b->m->layers[b->m->nodes[k].layer].cfg; }
 static const char *class_of(const qbuild *b, int32_t k) {
     const layer_impl *impl = layer_impl_of(cfg_of(b, k)->kind);
@@ -243,7 +235,7 @@ static int relu_kind(const qbuild *b, int32_t k) {
     return 0;
 }
 
-static float *var_data(qbuild *b, int32_t k, const char *leaf, sy_shape *shape) {
+float *lite_qb_weights(qbuild *b, int32_t k, const char *leaf, sy_shape *shape) {
     const model_layer *L = &b->m->layers[b->m->nodes[k].layer];
     for (int32_t j = 0; j < L->n_weights; j++) {
         const char *full = sy_vars_name(b->m->vars, L->weight_var[j]);
@@ -272,12 +264,12 @@ static sy_status lower_affine(qbuild *b, int32_t k, affine *a) {
     memset(a, 0, sizeof *a);
     sy_shape ks;
     const char *kname = l->kind == SY_LAYER_DEPTHWISE_CONV2D ? "depthwise_kernel" : "kernel";
-    float *kernel = var_data(b, k, kname, &ks);
-    if (!kernel) return sy_error(SY_ERR_INTERNAL, "quantize: layer '%s' has no %s", layer_name(b, k), kname);
-    float *bias = l->use_bias ? var_data(b, k, "bias", NULL) : NULL;
+    float *kernel = lite_qb_weights(b, k, kname, &ks);
+    if (!kernel) return sy_error(SY_ERR_INTERNAL, "quantize: layer '%s' has no %s", lite_qb_layer_name(b, k), kname);
+    float *bias = l->use_bias ? lite_qb_weights(b, k, "bias", NULL) : NULL;
     int64_t n = sy_shape_count(&ks);
     a->w = sy_malloc((size_t)n * sizeof *a->w);
-    if (!a->w) return oom();
+    if (!a->w) return lite_qb_oom();
     if (l->kind == SY_LAYER_DENSE) { /* (I, O) -> (O, I) */
         int64_t I = ks.dims[0], O = ks.dims[1];
         for (int64_t i = 0; i < I; i++)
@@ -296,14 +288,14 @@ static sy_status lower_affine(qbuild *b, int32_t k, affine *a) {
         a->channels = (int32_t)a->wdims[3], a->quant_dim = 3;
     }
     a->bias = sy_calloc((size_t)a->channels, sizeof *a->bias);
-    if (!a->bias) return oom();
+    if (!a->bias) return lite_qb_oom();
     if (bias) memcpy(a->bias, bias, (size_t)a->channels * sizeof *bias);
     a->act = fused_code(l->activation);
     if (a->act < 0)
         return sy_error(SY_ERR_UNSUPPORTED,
                         "quantize: layer '%s' (%s) has activation %s inside, which TFLite cannot fuse into %s; only "
                         "linear, relu and relu6 fuse (softmax: give it its own Activation layer)",
-                        layer_name(b, k), class_of(b, k), sy_activation_name(l->activation), class_of(b, k));
+                        lite_qb_layer_name(b, k), class_of(b, k), sy_activation_name(l->activation), class_of(b, k));
     a->last = k;
     int32_t next = sole_consumer(b, k);
     /* BatchNormalization after a linear conv or dense: folded into its weights, as the converter does */
@@ -312,13 +304,13 @@ static sy_status lower_affine(qbuild *b, int32_t k, affine *a) {
         int32_t rank = b->m->nodes[k].shape.rank + 1;
         if (bn->n_axes != 1 || bn->axes[0] != rank - 1)
             return sy_error(SY_ERR_UNSUPPORTED, "quantize: BatchNormalization '%s' normalizes axis %d, not the channels "
-                            "(axis %d) of '%s': it cannot be folded", layer_name(b, next), bn->axes[0], rank - 1,
-                            layer_name(b, k));
-        float *gamma = var_data(b, next, "gamma", NULL), *beta = var_data(b, next, "beta", NULL);
-        float *mean = var_data(b, next, "moving_mean", NULL), *var = var_data(b, next, "moving_variance", NULL);
+                            "(axis %d) of '%s': it cannot be folded", lite_qb_layer_name(b, next), bn->axes[0], rank - 1,
+                            lite_qb_layer_name(b, k));
+        float *gamma = lite_qb_weights(b, next, "gamma", NULL), *beta = lite_qb_weights(b, next, "beta", NULL);
+        float *mean = lite_qb_weights(b, next, "moving_mean", NULL), *var = lite_qb_weights(b, next, "moving_variance", NULL);
         if (!mean || !var)
             return sy_error(SY_ERR_INTERNAL, "quantize: BatchNormalization '%s' has no moving statistics",
-                            layer_name(b, next));
+                            lite_qb_layer_name(b, next));
         int32_t C = a->channels;
         int64_t per = n / C;
         for (int32_t c = 0; c < C; c++) {
@@ -355,7 +347,7 @@ static sy_status emit_affine(qbuild *b, int32_t k, affine *a, int32_t in, int32_
     int32_t *qb = sy_malloc((size_t)C * sizeof *qb);
     sy_status st = SY_OK;
     if (!ws || !bs || !q || !qb) {
-        st = oom();
+        st = lite_qb_oom();
         goto out;
     }
     float amax_all = 0;
@@ -379,11 +371,11 @@ static sy_status emit_affine(qbuild *b, int32_t k, affine *a, int32_t in, int32_
         qb[c] = (int32_t)(v > INT32_MAX ? INT32_MAX : v < -INT32_MAX ? -INT32_MAX : v);
     }
     char name[LAYER_NAME_MAX + 32];
-    snprintf(name, sizeof name, "%s/%s", layer_name(b, k), dense ? "MatMul" : "kernel");
-    if ((st = add_tensor(b, name, IO_TFLITE_INT8, a->wrank, a->wdims, w_t)) ||
-        (st = set_quant(b, *w_t, nq, ws, NULL, a->quant_dim)))
+    snprintf(name, sizeof name, "%s/%s", lite_qb_layer_name(b, k), dense ? "MatMul" : "kernel");
+    if ((st = lite_qb_tensor(b, name, IO_TFLITE_INT8, a->wrank, a->wdims, w_t)) ||
+        (st = lite_qb_quant(b, *w_t, nq, ws, NULL, a->quant_dim)))
         goto out;
-    st = set_data(b, *w_t, q, (size_t)n);
+    st = lite_qb_data(b, *w_t, q, (size_t)n);
     q = NULL;
     if (st) goto out;
     *b_t = -1;
@@ -391,11 +383,11 @@ static sy_status emit_affine(qbuild *b, int32_t k, affine *a, int32_t in, int32_
     for (int32_t c = 0; c < C; c++) nonzero |= qb[c] != 0;
     if (!dense || nonzero) { /* the converter drops a Dense's bias of zeros; a conv keeps its own */
         int64_t bd = C;
-        snprintf(name, sizeof name, "%s/bias", layer_name(b, k));
-        if ((st = add_tensor(b, name, IO_TFLITE_INT32, 1, &bd, b_t)) ||
-            (st = set_quant(b, *b_t, dense ? 1 : C, bs, NULL, 0)))
+        snprintf(name, sizeof name, "%s/bias", lite_qb_layer_name(b, k));
+        if ((st = lite_qb_tensor(b, name, IO_TFLITE_INT32, 1, &bd, b_t)) ||
+            (st = lite_qb_quant(b, *b_t, dense ? 1 : C, bs, NULL, 0)))
             goto out;
-        st = set_data(b, *b_t, qb, (size_t)C * sizeof *qb);
+        st = lite_qb_data(b, *b_t, qb, (size_t)C * sizeof *qb);
         qb = NULL;
     }
 out:
@@ -408,8 +400,8 @@ out:
 
 static int32_t tfl_padding(sy_padding p) { return p == SY_PADDING_SAME ? 0 : 1; }
 
-static sy_status unsupported(const qbuild *b, int32_t k, const char *why) {
-    return sy_error(SY_ERR_UNSUPPORTED, "quantize: layer '%s' (%s) %s", layer_name(b, k), class_of(b, k), why);
+sy_status lite_qb_unsupported(const qbuild *b, int32_t k, const char *why) {
+    return sy_error(SY_ERR_UNSUPPORTED, "quantize: layer '%s' (%s) %s", lite_qb_layer_name(b, k), class_of(b, k), why);
 }
 
 /* Node k's operator(s); sets b->tensor[...] for the node whose value its output stands for. */
@@ -418,7 +410,7 @@ static sy_status lower_node(qbuild *b, int32_t k) {
     int32_t x = b->tensor[input_of(b, k, 0)];
     int32_t out = -1;
     char name[LAYER_NAME_MAX + 32];
-    snprintf(name, sizeof name, "%s", layer_name(b, k));
+    snprintf(name, sizeof name, "%s", lite_qb_layer_name(b, k));
     sy_status st = SY_OK;
     io_tflite_op *op = NULL;
     switch (l->kind) {
@@ -428,21 +420,21 @@ static sy_status lower_node(qbuild *b, int32_t k) {
     case SY_LAYER_CONV2D:
     case SY_LAYER_DEPTHWISE_CONV2D:
     case SY_LAYER_DENSE: {
-        if (l->kind == SY_LAYER_CONV2D && l->groups > 1) return unsupported(b, k, "has groups > 1, which TFLite's CONV_2D does not take");
+        if (l->kind == SY_LAYER_CONV2D && l->groups > 1) return lite_qb_unsupported(b, k, "has groups > 1, which TFLite's CONV_2D does not take");
         if (l->kind == SY_LAYER_DENSE && b->m->nodes[input_of(b, k, 0)].shape.rank != 1)
-            return unsupported(b, k, "takes an input of rank > 2; FULLY_CONNECTED takes (batch, features): Flatten first");
+            return lite_qb_unsupported(b, k, "takes an input of rank > 2; FULLY_CONNECTED takes (batch, features): Flatten first");
         affine a;
         int32_t w, bias;
         st = lower_affine(b, k, &a);
         if (!st) st = emit_affine(b, k, &a, x, &w, &bias);
         if (!st) {
-            snprintf(name, sizeof name, "%s", layer_name(b, a.last));
+            snprintf(name, sizeof name, "%s", lite_qb_layer_name(b, a.last));
             st = activation_for(b, a.last, name, -1, &out);
         }
         if (!st) {
             int32_t in[3] = {x, w, bias};
             int32_t code = l->kind == SY_LAYER_DENSE ? 9 : l->kind == SY_LAYER_CONV2D ? 3 : 4;
-            st = add_op(b, code, l->kind == SY_LAYER_DENSE ? 4 : 3, in, 3, out, &op);
+            st = lite_qb_op(b, code, l->kind == SY_LAYER_DENSE ? 4 : 3, in, 3, out, &op);
         }
         if (!st) {
             op->activation = a.act;
@@ -466,10 +458,10 @@ static sy_status lower_node(qbuild *b, int32_t k) {
         if (act) {
             b->done[next] = true;
             last = next;
-            snprintf(name, sizeof name, "%s", layer_name(b, next));
+            snprintf(name, sizeof name, "%s", lite_qb_layer_name(b, next));
         }
         if ((st = activation_for(b, last, name, x, &out)) ||
-            (st = add_op(b, l->kind == SY_LAYER_MAX_POOLING2D ? 17 : 1, 2, &x, 1, out, &op)))
+            (st = lite_qb_op(b, l->kind == SY_LAYER_MAX_POOLING2D ? 17 : 1, 2, &x, 1, out, &op)))
             return st;
         op->padding = tfl_padding(l->padding);
         int32_t st2[2]; /* Keras's strides=None (0 here) is the pool size: TFLite's options need it spelled out */
@@ -481,15 +473,15 @@ static sy_status lower_node(qbuild *b, int32_t k) {
         return SY_OK;
     }
     case SY_LAYER_ADD: {
-        if (b->m->nodes[k].n_in != 2) return unsupported(b, k, "adds more than two inputs; TFLite's ADD takes two");
+        if (b->m->nodes[k].n_in != 2) return lite_qb_unsupported(b, k, "adds more than two inputs; TFLite's ADD takes two");
         int32_t last = k, next = sole_consumer(b, k), act = next >= 0 ? relu_kind(b, next) : 0;
         if (act) {
             b->done[next] = true;
             last = next;
-            snprintf(name, sizeof name, "%s", layer_name(b, next));
+            snprintf(name, sizeof name, "%s", lite_qb_layer_name(b, next));
         }
         int32_t in[2] = {x, b->tensor[input_of(b, k, 1)]};
-        if ((st = activation_for(b, last, name, -1, &out)) || (st = add_op(b, 0, 2, in, 2, out, &op))) return st;
+        if ((st = activation_for(b, last, name, -1, &out)) || (st = lite_qb_op(b, 0, 2, in, 2, out, &op))) return st;
         op->activation = act;
         b->tensor[last] = out;
         return SY_OK;
@@ -505,18 +497,18 @@ static sy_status lower_node(qbuild *b, int32_t k) {
             return SY_OK;
         }
         if (softmax) { /* TFLite's int8 SOFTMAX: output 1/256, -128 */
-            if ((st = add_activation(b, name, IO_TFLITE_INT8, &b->m->nodes[k].shape, &out))) return st;
+            if ((st = lite_qb_activation(b, name, IO_TFLITE_INT8, &b->m->nodes[k].shape, &out))) return st;
             double s = 1.0 / 256;
             int64_t zp = -128;
-            if ((st = set_quant(b, out, 1, &s, &zp, 0)) || (st = add_op(b, 25, 2, &x, 1, out, &op))) return st;
+            if ((st = lite_qb_quant(b, out, 1, &s, &zp, 0)) || (st = lite_qb_op(b, 25, 2, &x, 1, out, &op))) return st;
             b->tensor[k] = out;
             return SY_OK;
         }
         int r = relu_kind(b, k);
         if (!r)
-            return unsupported(b, k, "is an activation TFLite's int8 builtins are not given here: relu, relu6 and "
+            return lite_qb_unsupported(b, k, "is an activation TFLite's int8 builtins are not given here: relu, relu6 and "
                                      "softmax are");
-        if ((st = activation_for(b, k, name, -1, &out)) || (st = add_op(b, r == 1 ? 19 : 21, 2, &x, 1, out, NULL)))
+        if ((st = activation_for(b, k, name, -1, &out)) || (st = lite_qb_op(b, r == 1 ? 19 : 21, 2, &x, 1, out, NULL)))
             return st;
         b->tensor[k] = out;
         return SY_OK;
@@ -528,22 +520,22 @@ static sy_status lower_node(qbuild *b, int32_t k) {
         int64_t d = s->rank + 1;
         for (int32_t i = 0; i < s->rank && i + 1 < IO_TFLITE_MAX_RANK; i++) v[i + 1] = (int32_t)s->dims[i];
         int32_t shape_t = -1;
-        snprintf(name, sizeof name, "%s/shape", layer_name(b, k));
-        if ((st = const_i32(b, name, v, 1, &d, &shape_t))) return st;
-        snprintf(name, sizeof name, "%s", layer_name(b, k));
+        snprintf(name, sizeof name, "%s/shape", lite_qb_layer_name(b, k));
+        if ((st = lite_qb_const_i32(b, name, v, 1, &d, &shape_t))) return st;
+        snprintf(name, sizeof name, "%s", lite_qb_layer_name(b, k));
         int32_t in[2] = {x, shape_t};
-        if ((st = activation_for(b, k, name, x, &out)) || (st = add_op(b, 22, 1, in, 2, out, NULL))) return st;
+        if ((st = activation_for(b, k, name, x, &out)) || (st = lite_qb_op(b, 22, 1, in, 2, out, NULL))) return st;
         b->tensor[k] = out;
         return SY_OK;
     }
     case SY_LAYER_GLOBAL_AVERAGE_POOLING2D: {
         int32_t axes[2] = {1, 2}, axes_t = -1;
         int64_t d = 2;
-        snprintf(name, sizeof name, "%s/reduction_indices", layer_name(b, k));
-        if ((st = const_i32(b, name, axes, 1, &d, &axes_t))) return st;
-        snprintf(name, sizeof name, "%s", layer_name(b, k));
+        snprintf(name, sizeof name, "%s/reduction_indices", lite_qb_layer_name(b, k));
+        if ((st = lite_qb_const_i32(b, name, axes, 1, &d, &axes_t))) return st;
+        snprintf(name, sizeof name, "%s", lite_qb_layer_name(b, k));
         int32_t in[2] = {x, axes_t};
-        if ((st = activation_for(b, k, name, -1, &out)) || (st = add_op(b, 40, 2, in, 2, out, &op))) return st;
+        if ((st = activation_for(b, k, name, -1, &out)) || (st = lite_qb_op(b, 40, 2, in, 2, out, &op))) return st;
         op->keep_dims = l->keepdims;
         b->tensor[k] = out;
         return SY_OK;
@@ -551,19 +543,19 @@ static sy_status lower_node(qbuild *b, int32_t k) {
     case SY_LAYER_ZERO_PADDING2D: {
         int32_t p[8] = {0, 0, l->margins[0][0], l->margins[0][1], l->margins[1][0], l->margins[1][1], 0, 0}, pad_t = -1;
         int64_t d[2] = {4, 2};
-        snprintf(name, sizeof name, "%s/paddings", layer_name(b, k));
-        if ((st = const_i32(b, name, p, 2, d, &pad_t))) return st;
-        snprintf(name, sizeof name, "%s", layer_name(b, k));
+        snprintf(name, sizeof name, "%s/paddings", lite_qb_layer_name(b, k));
+        if ((st = lite_qb_const_i32(b, name, p, 2, d, &pad_t))) return st;
+        snprintf(name, sizeof name, "%s", lite_qb_layer_name(b, k));
         int32_t in[2] = {x, pad_t};
-        if ((st = activation_for(b, k, name, x, &out)) || (st = add_op(b, 34, 2, in, 2, out, NULL))) return st;
+        if ((st = activation_for(b, k, name, x, &out)) || (st = lite_qb_op(b, 34, 2, in, 2, out, NULL))) return st;
         b->tensor[k] = out;
         return SY_OK;
     }
     case SY_LAYER_BATCH_NORMALIZATION:
-        return unsupported(b, k, "does not follow a linear Conv2D, DepthwiseConv2D or Dense that only it takes, so "
+        return lite_qb_unsupported(b, k, "does not follow a linear Conv2D, DepthwiseConv2D or Dense that only it takes, so "
                                  "it cannot be folded into one (TFLite has no int8 batch normalization)");
     default:
-        return unsupported(b, k, "has no int8 TFLite builtin here; supported: Conv2D, DepthwiseConv2D, Dense, "
+        return lite_qb_unsupported(b, k, "has no int8 TFLite builtin here; supported: Conv2D, DepthwiseConv2D, Dense, "
                                  "BatchNormalization (folded), ReLU/relu/relu6, MaxPooling2D, AveragePooling2D, "
                                  "GlobalAveragePooling2D, ZeroPadding2D, Add, Flatten, Reshape, Dropout, Softmax");
     }
@@ -587,7 +579,7 @@ static sy_status calibrate(qbuild *b, const sy_tensor *x, const sy_lite_quantize
     sy_plan *plan = NULL;
     sy_pool *pool = NULL;
     sy_node *values = sy_calloc((size_t)m->n_nodes + 1, sizeof *values);
-    sy_status st = values ? sy_graph_new(&g) : oom();
+    sy_status st = values ? sy_graph_new(&g) : lite_qb_oom();
     if (st) goto out;
     sy_node xin = sy_graph_input(g, "x", SY_F32, keras_batch_shape(batch, &in));
     if (!keras_build_nodes(m, g, &xin, values) || sy_graph_status(g)) {
@@ -629,15 +621,16 @@ out:
 
 /* ---- the whole -------------------------------------------------------------------- */
 
-sy_status sy_lite_quantize_check(const sy_model *m) {
+sy_status sy_lite_quantize_check(const sy_model *m, const sy_lite_quantize_options *o) {
     if (!m->built) return sy_error(SY_ERR_STATE, "quantize: model '%s' has no input shape yet", m->name);
+    if (sy_lite_quantize_dynamic(m, o)) return lite_dynamic_check(m);
     if (m->n_inputs != 1 || m->n_outputs != 1)
         return sy_error(SY_ERR_UNSUPPORTED, "quantize: model '%s' has %d inputs and %d outputs; one of each is quantized",
                         m->name, m->n_inputs, m->n_outputs);
     if (model_input_dtype(m, 0) != SY_F32)
-        return sy_error(SY_ERR_UNSUPPORTED, "quantize: model '%s' takes %s input (an Embedding first): full-integer "
-                        "quantization takes float inputs (dynamic-range quantization, TFLite's for recurrent models, is not in this "
-                        "version yet)", m->name, sy_dtype_name(model_input_dtype(m, 0)));
+        return sy_error(SY_ERR_UNSUPPORTED, "quantize: model '%s' takes %s input: full-integer quantization takes "
+                        "float inputs (dynamic-range quantization, --dynamic-range, takes word ids into an Embedding)",
+                        m->name, sy_dtype_name(model_input_dtype(m, 0)));
     for (int64_t i = 0; i < m->n_layers; i++)
         if (m->layers[i].sub)
             return sy_error(SY_ERR_UNSUPPORTED, "quantize: layer '%s' is a nested model; quantize a flat one",
@@ -654,7 +647,7 @@ sy_status sy_lite_quantize_check(const sy_model *m) {
         for (size_t j = 0; j < sizeof ok / sizeof ok[0]; j++) known |= ok[j] == k;
         if (!known) {
             qbuild probe = {.m = (sy_model *)m};
-            return unsupported(&probe, (int32_t)i, "has no int8 TFLite builtin here; supported: Conv2D, "
+            return lite_qb_unsupported(&probe, (int32_t)i, "has no int8 TFLite builtin here; supported: Conv2D, "
                                                    "DepthwiseConv2D, Dense, BatchNormalization (folded), "
                                                    "ReLU/relu/relu6, MaxPooling2D, AveragePooling2D, "
                                                    "GlobalAveragePooling2D, ZeroPadding2D, Add, Flatten, Reshape, "
@@ -707,9 +700,9 @@ static sy_status build(qbuild *b, const sy_lite_quantize_options *o) {
     if (!o->int8_input) {
         io_tflite_tensor *t = &b->t->tensors[q_t];
         sy_free(t->name);
-        if (!(t->name = sy_strdup("tfl.quantize"))) return oom();
-        if ((st = add_activation(b, name, IO_TFLITE_FLOAT32, &m->nodes[node0].shape, &in_t)) ||
-            (st = add_op(b, 114, 1, &in_t, 1, q_t, NULL)))
+        if (!(t->name = sy_strdup("tfl.quantize"))) return lite_qb_oom();
+        if ((st = lite_qb_activation(b, name, IO_TFLITE_FLOAT32, &m->nodes[node0].shape, &in_t)) ||
+            (st = lite_qb_op(b, 114, 1, &in_t, 1, q_t, NULL)))
             return st;
     }
     b->tensor[node0] = q_t;
@@ -722,12 +715,12 @@ static sy_status build(qbuild *b, const sy_lite_quantize_options *o) {
     if (y < 0) return sy_error(SY_ERR_INTERNAL, "quantize: the model's output was not lowered");
     if (!o->int8_output) {
         snprintf(name, sizeof name, "StatefulPartitionedCall:0");
-        if ((st = add_activation(b, name, IO_TFLITE_FLOAT32, &m->nodes[m->outputs[0]].shape, &out_t)) ||
-            (st = add_op(b, 6, 2, &y, 1, out_t, NULL)))
+        if ((st = lite_qb_activation(b, name, IO_TFLITE_FLOAT32, &m->nodes[m->outputs[0]].shape, &out_t)) ||
+            (st = lite_qb_op(b, 6, 2, &y, 1, out_t, NULL)))
             return st;
     }
     io_tflite *t = b->t;
-    if (!(t->inputs = sy_malloc(sizeof *t->inputs)) || !(t->outputs = sy_malloc(sizeof *t->outputs))) return oom();
+    if (!(t->inputs = sy_malloc(sizeof *t->inputs)) || !(t->outputs = sy_malloc(sizeof *t->outputs))) return lite_qb_oom();
     t->inputs[0] = in_t;
     t->outputs[0] = out_t;
     t->n_inputs = t->n_outputs = 1;
@@ -753,11 +746,13 @@ sy_status sy_lite_quantize(sy_model *m, const sy_tensor *calibration, const sy_l
                            const char *path, sy_lite_quantize_report *report) {
     sy_lite_quantize_options def = sy_lite_quantize_options_default();
     if (!o) o = &def;
-    if (!m || !calibration || !path) return sy_error(SY_ERR_INVALID_ARGUMENT, "quantize: model, calibration data and path are required");
+    bool dynamic = m && sy_lite_quantize_dynamic(m, o);
+    if (!m || (!calibration && !dynamic) || !path)
+        return sy_error(SY_ERR_INVALID_ARGUMENT, "quantize: model, calibration data and path are required");
     if (o->calibration_steps < 1 || o->batch_size < 1)
         return sy_error(SY_ERR_INVALID_ARGUMENT, "quantize: calibration_steps (%lld) and batch_size (%lld) must be >= 1",
                         (long long)o->calibration_steps, (long long)o->batch_size);
-    sy_status st = sy_lite_quantize_check(m); /* before the calibration runs: a refusal costs nothing */
+    sy_status st = sy_lite_quantize_check(m, o); /* before the calibration runs: a refusal costs nothing */
     if (st) return st;
     qbuild b = {.m = m};
     b.t = sy_calloc(1, sizeof *b.t);
@@ -768,14 +763,15 @@ sy_status sy_lite_quantize(sy_model *m, const sy_tensor *calibration, const sy_l
     b.uses = sy_calloc(nn, sizeof *b.uses);
     b.done = sy_calloc(nn, sizeof *b.done);
     int64_t samples = 0;
-    if (!b.t || !b.lo || !b.hi || !b.tensor || !b.uses || !b.done) st = oom();
-    if (!st) st = calibrate(&b, calibration, o, &samples);
-    if (!st) st = build(&b, o);
+    if (!b.t || !b.lo || !b.hi || !b.tensor || !b.uses || !b.done) st = lite_qb_oom();
+    if (!st && !dynamic) st = calibrate(&b, calibration, o, &samples);
+    if (!st) st = dynamic ? lite_dynamic_build(&b) : build(&b, o);
     if (!st) {
         const char *in_names[1] = {m->inputs[0].name[0] ? m->inputs[0].name : "input_1"};
         const char *out_names[1] = {model_output_name(m, 0)};
-        io_tflite_write_options wo = {.description = "systolic quantize (TFLite full-integer post-training quantization)",
-                                      .input_names = in_names, .output_names = out_names, .dynamic_batch = 1,
+        io_tflite_write_options wo = {.description = dynamic ? "systolic quantize (TFLite dynamic-range quantization)"
+                                                             : "systolic quantize (TFLite full-integer post-training quantization)",
+                                      .input_names = in_names, .output_names = out_names, .dynamic_batch = !dynamic,
                                       .min_runtime_version = 1};
         st = io_tflite_write(path, b.t, &wo);
     }
@@ -783,6 +779,7 @@ sy_status sy_lite_quantize(sy_model *m, const sy_tensor *calibration, const sy_l
         memset(report, 0, sizeof *report);
         report_ops(b.t, report);
         report->samples = samples;
+        report->dynamic_range = dynamic;
         int64_t params = 0;
         for (int64_t i = 0; i < m->n_layers; i++) params += m->layers[i].params;
         report->float_bytes = params * 4;

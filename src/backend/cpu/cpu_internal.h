@@ -296,6 +296,8 @@ extern const sy_kernel sy_cpu_qconv2d_pool;
  * the int8 pools, ADD and QUANTIZE over the threads */
 extern const sy_kernel sy_cpu_qconv2d, sy_cpu_qfully_connected, sy_cpu_qmax_pool2d, sy_cpu_qavg_pool2d, sy_cpu_qadd,
     sy_cpu_quantize;
+/* issue 18, dynamic-range quantization (qhybrid.c): TFLite's hybrid FULLY_CONNECTED and LSTM, scalar loops */
+extern const sy_kernel sy_qhybrid_fully_connected, sy_qhybrid_lstm, sy_cpu_hlstm;
 
 /* issue 16, bfloat16 storage (bf16.c): the cast between float32 and bfloat16 buffers, and dropout
  */

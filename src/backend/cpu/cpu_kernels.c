@@ -71,6 +71,7 @@ const sy_kernel *sy_cpu_kernel(sy_op op, sy_dtype dtype) {
     if (op == SY_OP_QADD) return &sy_cpu_qadd;
     if (op == SY_OP_QCONV2D_POOL) return &sy_cpu_qconv2d_pool;
     if (op == SY_OP_QUANTIZE) return &sy_cpu_quantize;
+    if (op == SY_OP_HLSTM) return &sy_cpu_hlstm; /* issue 18: qhybrid.c's LSTM, a sequence per thread */
     /* issue 16, bfloat16 storage: the kernels that also read and write 2-byte bfloat16 activations (their
      * bf16_io says which, per step); the layout ops without one here take the ref backend's, which move
      * elements of any size (backend.c's lookup). An op with neither runs its float32 kernel, the plan

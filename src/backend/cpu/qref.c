@@ -381,5 +381,8 @@ static const sy_kernel qref_table[SY_OP_COUNT] = {
 };
 
 const sy_kernel *sy_qref_kernel(sy_op op) {
+    /* the hybrid ops (dynamic-range quantization, qhybrid.c) are scalar references too */
+    if (op == SY_OP_HFULLY_CONNECTED) return &sy_qhybrid_fully_connected;
+    if (op == SY_OP_HLSTM) return &sy_qhybrid_lstm;
     return (unsigned)op < SY_OP_COUNT && qref_table[op].run ? &qref_table[op] : NULL;
 }
