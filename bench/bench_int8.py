@@ -19,7 +19,7 @@ for the CNN, the test accuracy of both paths.
 
     SYSTOLIC_DATASETS=../shared/datasets .venv/bin/python bench/bench_int8.py build/systolic
 """
-import argparse, gzip, os, subprocess, sys, tempfile, time
+import argparse, gzip, os, shutil, subprocess, sys, tempfile, time
 
 import numpy as np
 
@@ -77,10 +77,21 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--only", choices=["cnn", "resnet50"])
+    ap.add_argument("--keep", action="store_true", help="keep the models and inputs it made (their directory is printed)")
     a = ap.parse_args()
     sy = os.path.abspath(a.systolic)
     data = os.environ.get("SYSTOLIC_DATASETS")
     d = tempfile.mkdtemp(prefix="bench-int8-")
+    try:
+        return run(a, sy, data, d)
+    finally:
+        if a.keep:
+            print("kept: %s" % d)
+        else:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def run(a, sy, data, d):
     print("| model | images | systolic float32 | systolic int8 | TFLite (XNNPACK, %d threads) int8 | int8 vs float32 | int8 vs TFLite | file |" % a.threads)
     print("|---|---|---|---|---|---|---|---|")
     if a.only in (None, "cnn"):
