@@ -33,6 +33,31 @@ enum {
     IO_TFLITE_INT8 = 9,
 };
 
+/* TFLite's BuiltinOperator codes (schema.fbs) that systolic reads or writes: one list for the reader's
+ * users (lite_model.c, lite_hybrid.c, tpu1_tflite.c) and the writers (quantize.c, quantize_dynamic.c). */
+enum {
+    IO_TFLITE_OP_ADD = 0,
+    IO_TFLITE_OP_AVERAGE_POOL_2D = 1,
+    IO_TFLITE_OP_CONV_2D = 3,
+    IO_TFLITE_OP_DEPTHWISE_CONV_2D = 4,
+    IO_TFLITE_OP_DEQUANTIZE = 6,
+    IO_TFLITE_OP_FULLY_CONNECTED = 9,
+    IO_TFLITE_OP_LOGISTIC = 14,
+    IO_TFLITE_OP_MAX_POOL_2D = 17,
+    IO_TFLITE_OP_RELU = 19,
+    IO_TFLITE_OP_RELU6 = 21,
+    IO_TFLITE_OP_RESHAPE = 22,
+    IO_TFLITE_OP_SOFTMAX = 25,
+    IO_TFLITE_OP_TANH = 28,
+    IO_TFLITE_OP_PAD = 34,
+    IO_TFLITE_OP_GATHER = 36,
+    IO_TFLITE_OP_MEAN = 40,
+    IO_TFLITE_OP_UNIDIRECTIONAL_SEQUENCE_LSTM = 44,
+    IO_TFLITE_OP_STRIDED_SLICE = 45,
+    IO_TFLITE_OP_CAST = 53,
+    IO_TFLITE_OP_QUANTIZE = 114,
+};
+
 #define IO_TFLITE_MAX_RANK 8
 
 typedef struct io_tflite_tensor {

@@ -39,11 +39,6 @@
 #include <math.h>
 #include <string.h>
 
-enum {
-    OP_DEQUANTIZE = 6, OP_FULLY_CONNECTED = 9, OP_LOGISTIC = 14, OP_RESHAPE = 22, OP_TANH = 28, OP_GATHER = 36,
-    OP_STRIDED_SLICE = 45, OP_UNIDIRECTIONAL_SEQUENCE_LSTM = 44, OP_CAST = 53,
-};
-
 /* TFLite's ActivationFunctionType codes the float and hybrid kernels take. */
 enum { ACT_NONE = 0, ACT_RELU = 1, ACT_RELU_N1_TO_1 = 2, ACT_RELU6 = 3, ACT_TANH = 4 };
 
@@ -60,15 +55,15 @@ bool lite_float_op(const io_tflite *f, int32_t i) {
     if (op->custom_code || op->n_inputs < 1 || op->inputs[0] < 0) return false;
     const io_tflite_tensor *x = &f->tensors[op->inputs[0]];
     switch (op->builtin) {
-    case OP_UNIDIRECTIONAL_SEQUENCE_LSTM:
-    case OP_GATHER:
-    case OP_STRIDED_SLICE:
-    case OP_CAST: return true;
-    case OP_FULLY_CONNECTED:
-    case OP_LOGISTIC:
-    case OP_TANH:
-    case OP_RESHAPE: return x->type == IO_TFLITE_FLOAT32;
-    case OP_DEQUANTIZE: return x->data != NULL; /* a constant: weight-only quantization */
+    case IO_TFLITE_OP_UNIDIRECTIONAL_SEQUENCE_LSTM:
+    case IO_TFLITE_OP_GATHER:
+    case IO_TFLITE_OP_STRIDED_SLICE:
+    case IO_TFLITE_OP_CAST: return true;
+    case IO_TFLITE_OP_FULLY_CONNECTED:
+    case IO_TFLITE_OP_LOGISTIC:
+    case IO_TFLITE_OP_TANH:
+    case IO_TFLITE_OP_RESHAPE: return x->type == IO_TFLITE_FLOAT32;
+    case IO_TFLITE_OP_DEQUANTIZE: return x->data != NULL; /* a constant: weight-only quantization */
     default: return false;
     }
 }
@@ -147,8 +142,8 @@ sy_status lite_float_check(const io_tflite *f, int32_t i) {
     for (int32_t d = 0; d < y->rank; d++)
         if (y->shape[d] == 0) return refuse(f, i, "its output '%s' is empty (a dimension is 0)", y->name);
     switch (op->builtin) {
-    case OP_UNIDIRECTIONAL_SEQUENCE_LSTM: return check_lstm(f, i);
-    case OP_FULLY_CONNECTED: {
+    case IO_TFLITE_OP_UNIDIRECTIONAL_SEQUENCE_LSTM: return check_lstm(f, i);
+    case IO_TFLITE_OP_FULLY_CONNECTED: {
         const io_tflite_tensor *w = tensor_at(f, op, 1), *bias = tensor_at(f, op, 2);
         if (!w || !w->data || w->rank != 2 || op->weights_format != 0 || w->shape[1] < 1)
             return refuse(f, i, "its weights are not a constant (units, inputs)%s", NULL);
@@ -160,7 +155,7 @@ sy_status lite_float_check(const io_tflite *f, int32_t i) {
             return refuse(f, i, "its fused activation is not NONE, RELU, RELU_N1_TO_1, RELU6 or TANH%s", NULL);
         return SY_OK;
     }
-    case OP_GATHER: {
+    case IO_TFLITE_OP_GATHER: {
         const io_tflite_tensor *ix = tensor_at(f, op, 1);
         if (!x || x->rank != 2 || (x->type != IO_TFLITE_FLOAT32 && x->type != IO_TFLITE_INT8))
             return refuse(f, i, "its table is not a (rows, features) float32 or int8 tensor%s", NULL);
@@ -169,7 +164,7 @@ sy_status lite_float_check(const io_tflite *f, int32_t i) {
         if (y->type != x->type) return refuse(f, i, "its output's type is not its table's%s", NULL);
         return SY_OK;
     }
-    case OP_STRIDED_SLICE: {
+    case IO_TFLITE_OP_STRIDED_SLICE: {
         for (int j = 1; j <= 3; j++) {
             const io_tflite_tensor *t = tensor_at(f, op, j);
             if (!t || !t->data || t->type != IO_TFLITE_INT32 || (int32_t)t->data_size != 4 * x->rank)
@@ -190,7 +185,7 @@ sy_status lite_float_check(const io_tflite *f, int32_t i) {
         if (x->type != y->type) return refuse(f, i, "its output's type is not its input's%s", NULL);
         return SY_OK;
     }
-    case OP_CAST: { /* the model's float input to word ids, done as the plan is fed (lite_model.c) */
+    case IO_TFLITE_OP_CAST: { /* the model's float input to word ids, done as the plan is fed (lite_model.c) */
         if (op->inputs[0] != f->inputs[0] || x->type != IO_TFLITE_FLOAT32 || y->type != IO_TFLITE_INT32)
             return refuse(f, i, "only a CAST of the model's float32 input to int32 is supported%s", NULL);
         for (int32_t j = 0; j < f->n_ops; j++)
@@ -199,7 +194,7 @@ sy_status lite_float_check(const io_tflite *f, int32_t i) {
                     return refuse(f, i, "the model's input it casts is read by other operators too%s", NULL);
         return SY_OK;
     }
-    case OP_DEQUANTIZE: {
+    case IO_TFLITE_OP_DEQUANTIZE: {
         if (x->type != IO_TFLITE_INT8 || x->quant_count < 1 || (x->quant_count > 1 && x->quant_dim != 0) ||
             !is_float(y))
             return refuse(f, i, "its constant '%s' is not int8 quantized per tensor or along dimension 0", x->name);
@@ -348,9 +343,9 @@ sy_status lite_float_build(builder *b, int32_t i, sy_node *out) {
     const io_tflite_op *op = &f->ops[i];
     const io_tflite_tensor *x = tensor_at(f, op, 0), *y = &f->tensors[op->outputs[0]];
     *out = SY_NONE;
-    if (op->builtin == OP_DEQUANTIZE) return build_dequantized(b, x, y, out);
+    if (op->builtin == IO_TFLITE_OP_DEQUANTIZE) return build_dequantized(b, x, y, out);
     sy_node in = b->node[op->inputs[0]];
-    if (op->builtin == OP_GATHER) { /* the table is a constant, or a DEQUANTIZE's output */
+    if (op->builtin == IO_TFLITE_OP_GATHER) { /* the table is a constant, or a DEQUANTIZE's output */
         if (in == SY_NONE && x->data) in = konst(b, x, lite_dtype(x->type), sy_shape_of(2, (int64_t)x->shape[0], (int64_t)x->shape[1]), x->data);
         sy_node ix = b->node[op->inputs[1]];
         if (in == SY_NONE || ix == SY_NONE) return lite_refuse_op(f, i, "its table or indices are computed by no earlier operator");
@@ -360,13 +355,13 @@ sy_status lite_float_build(builder *b, int32_t i, sy_node *out) {
     } else {
         sy_status st = SY_OK;
         switch (op->builtin) {
-        case OP_UNIDIRECTIONAL_SEQUENCE_LSTM: st = build_lstm(b, op, out); break;
-        case OP_FULLY_CONNECTED: st = build_fc(b, op, y, out); break;
-        case OP_STRIDED_SLICE: st = build_slice(b, op, y, out); break;
-        case OP_LOGISTIC: *out = sy_graph_sigmoid(b->g, in); break;
-        case OP_TANH: *out = sy_graph_tanh(b->g, in); break;
-        case OP_RESHAPE: *out = sy_graph_reshape(b->g, in, lite_act_shape(b, y)); break;
-        case OP_CAST: *out = in; break; /* the graph's input is int32 already */
+        case IO_TFLITE_OP_UNIDIRECTIONAL_SEQUENCE_LSTM: st = build_lstm(b, op, out); break;
+        case IO_TFLITE_OP_FULLY_CONNECTED: st = build_fc(b, op, y, out); break;
+        case IO_TFLITE_OP_STRIDED_SLICE: st = build_slice(b, op, y, out); break;
+        case IO_TFLITE_OP_LOGISTIC: *out = sy_graph_sigmoid(b->g, in); break;
+        case IO_TFLITE_OP_TANH: *out = sy_graph_tanh(b->g, in); break;
+        case IO_TFLITE_OP_RESHAPE: *out = sy_graph_reshape(b->g, in, lite_act_shape(b, y)); break;
+        case IO_TFLITE_OP_CAST: *out = in; break; /* the graph's input is int32 already */
         default: return lite_refuse_op(f, i, NULL);
         }
         if (st) return st;

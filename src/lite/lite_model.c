@@ -53,14 +53,11 @@
 #include <string.h>
 #include <strings.h>
 
-/* TFLite's BuiltinOperator codes of the supported operators (schema.fbs). */
-enum {
-    OP_ADD = 0, OP_AVERAGE_POOL_2D = 1, OP_CONV_2D = 3, OP_DEPTHWISE_CONV_2D = 4, OP_DEQUANTIZE = 6,
-    OP_FULLY_CONNECTED = 9, OP_MAX_POOL_2D = 17, OP_RESHAPE = 22, OP_SOFTMAX = 25, OP_PAD = 34, OP_MEAN = 40,
-    OP_QUANTIZE = 114,
-};
-static const int32_t supported[] = {OP_QUANTIZE, OP_DEQUANTIZE, OP_CONV_2D, OP_DEPTHWISE_CONV_2D, OP_FULLY_CONNECTED,
-                                    OP_ADD, OP_MAX_POOL_2D, OP_AVERAGE_POOL_2D, OP_MEAN, OP_RESHAPE, OP_SOFTMAX, OP_PAD};
+/* the int8 operators systolic runs (io/tflite.h's BuiltinOperator codes) */
+static const int32_t supported[] = {IO_TFLITE_OP_QUANTIZE,        IO_TFLITE_OP_DEQUANTIZE,  IO_TFLITE_OP_CONV_2D,
+                                    IO_TFLITE_OP_DEPTHWISE_CONV_2D, IO_TFLITE_OP_FULLY_CONNECTED, IO_TFLITE_OP_ADD,
+                                    IO_TFLITE_OP_MAX_POOL_2D,     IO_TFLITE_OP_AVERAGE_POOL_2D, IO_TFLITE_OP_MEAN,
+                                    IO_TFLITE_OP_RESHAPE,         IO_TFLITE_OP_SOFTMAX,     IO_TFLITE_OP_PAD};
 #define N_SUPPORTED ((int)(sizeof supported / sizeof supported[0]))
 
 /* A run of the file's operators [first, end) as a graph of the int8 ops and its plan, built for one batch:
@@ -144,8 +141,8 @@ static sy_status check_model(const io_tflite *f) {
         for (int j = 0; j < N_SUPPORTED && !ok; j++) ok = !op->custom_code && op->builtin == supported[j];
         if (!ok) return lite_refuse_op(f, i, NULL);
         const io_tflite_tensor *x = tensor(f, op->inputs[0]), *y = tensor(f, op->outputs[0]);
-        bool x_ok = op->builtin == OP_QUANTIZE ? x->type == IO_TFLITE_FLOAT32 || per_tensor_int8(x) : per_tensor_int8(x);
-        bool y_ok = op->builtin == OP_DEQUANTIZE ? y->type == IO_TFLITE_FLOAT32 : per_tensor_int8(y);
+        bool x_ok = op->builtin == IO_TFLITE_OP_QUANTIZE ? x->type == IO_TFLITE_FLOAT32 || per_tensor_int8(x) : per_tensor_int8(x);
+        bool y_ok = op->builtin == IO_TFLITE_OP_DEQUANTIZE ? y->type == IO_TFLITE_FLOAT32 : per_tensor_int8(y);
         if (!x_ok || !y_ok) {
             char why[256];
             const io_tflite_tensor *t = x_ok ? y : x;
@@ -155,7 +152,7 @@ static sy_status check_model(const io_tflite *f) {
         }
         if (op->activation < 0 || op->activation > 3)
             return lite_refuse_op(f, i, "its fused activation is not NONE, RELU, RELU_N1_TO_1 or RELU6");
-        if (x->data && op->builtin != OP_PAD) return lite_refuse_op(f, i, "its input is a constant");
+        if (x->data && op->builtin != IO_TFLITE_OP_PAD) return lite_refuse_op(f, i, "its input is a constant");
         for (int j = 0; j < 2; j++) { /* an empty activation has no meaning here; refused before a kernel divides by it */
             const io_tflite_tensor *t = j ? y : x;
             bool empty = t->rank < 1;
@@ -288,17 +285,17 @@ static sy_status build_op(builder *b, int32_t i) {
     sy_status st = SY_OK;
     int shift;
     switch (op->builtin) {
-    case OP_QUANTIZE:
+    case IO_TFLITE_OP_QUANTIZE:
         if (x->type == IO_TFLITE_INT8) { /* a requantize: input scale / output scale */
             sy_q_multiplier((double)x->scale[0] / (double)y->scale[0], &a.q.mult[0], &shift);
             a.q.shift[0] = shift;
         }
         out = graph_add(b->g, SY_OP_QUANTIZE, in, 1, &a, NULL);
         break;
-    case OP_DEQUANTIZE: out = graph_add(b->g, SY_OP_DEQUANTIZE, in, 1, &a, NULL); break;
-    case OP_CONV_2D:
-    case OP_DEPTHWISE_CONV_2D: {
-        bool dw = op->builtin == OP_DEPTHWISE_CONV_2D;
+    case IO_TFLITE_OP_DEQUANTIZE: out = graph_add(b->g, SY_OP_DEQUANTIZE, in, 1, &a, NULL); break;
+    case IO_TFLITE_OP_CONV_2D:
+    case IO_TFLITE_OP_DEPTHWISE_CONV_2D: {
+        bool dw = op->builtin == IO_TFLITE_OP_DEPTHWISE_CONV_2D;
         int64_t n = y->rank == 4 ? y->shape[3] : 0;
         if (x->rank != 4 || n <= 0) return lite_refuse_op(f, i, "its input or output is not (N, H, W, C)");
         if (dw && (op->dilation_h > 1 || op->dilation_w > 1))
@@ -313,7 +310,7 @@ static sy_status build_op(builder *b, int32_t i) {
         out = graph_add(b->g, SY_OP_QCONV2D, in, 4, &a, NULL);
         break;
     }
-    case OP_FULLY_CONNECTED: {
+    case IO_TFLITE_OP_FULLY_CONNECTED: {
         const io_tflite_tensor *w = op->n_inputs > 1 ? tensor(f, op->inputs[1]) : NULL;
         if (!w || w->rank != 2 || op->weights_format != 0) return lite_refuse_op(f, i, "its weights are not (units, inputs)");
         int64_t n = w->shape[0], depth = w->shape[1];
@@ -326,7 +323,7 @@ static sy_status build_op(builder *b, int32_t i) {
         if (out != SY_NONE && sy_shape_count(&ys) == cnt / depth * n) out = sy_graph_reshape(b->g, out, ys);
         break;
     }
-    case OP_ADD: {
+    case IO_TFLITE_OP_ADD: {
         const io_tflite_tensor *x2 = op->n_inputs > 1 ? tensor(f, op->inputs[1]) : NULL;
         if (!x2 || !per_tensor_int8(x2) || b->node[op->inputs[1]] == SY_NONE)
             return lite_refuse_op(f, i, "its second input is not an int8 activation");
@@ -344,17 +341,17 @@ static sy_status build_op(builder *b, int32_t i) {
         out = graph_add(b->g, SY_OP_QADD, in, 2, &a, NULL);
         break;
     }
-    case OP_MAX_POOL_2D:
-    case OP_AVERAGE_POOL_2D:
+    case IO_TFLITE_OP_MAX_POOL_2D:
+    case IO_TFLITE_OP_AVERAGE_POOL_2D:
         if (x->rank != 4) return lite_refuse_op(f, i, "its input is not (N, H, W, C)");
         a.q.ksize[0] = op->filter_h, a.q.ksize[1] = op->filter_w;
         a.q.stride[0] = op->stride_h, a.q.stride[1] = op->stride_w;
         a.q.padding = op->padding == 0 ? SY_PAD_SAME : SY_PAD_VALID;
         if (x->scale[0] != y->scale[0] || x->zero_point[0] != y->zero_point[0])
             return lite_refuse_op(f, i, "its input and output are quantized differently");
-        out = graph_add(b->g, op->builtin == OP_MAX_POOL_2D ? SY_OP_QMAX_POOL2D : SY_OP_QAVG_POOL2D, in, 1, &a, NULL);
+        out = graph_add(b->g, op->builtin == IO_TFLITE_OP_MAX_POOL_2D ? SY_OP_QMAX_POOL2D : SY_OP_QAVG_POOL2D, in, 1, &a, NULL);
         break;
-    case OP_MEAN: {
+    case IO_TFLITE_OP_MEAN: {
         const io_tflite_tensor *ax = op->n_inputs > 1 ? tensor(f, op->inputs[1]) : NULL;
         if (!ax || !ax->data || ax->type != IO_TFLITE_INT32) return lite_refuse_op(f, i, "its axes are not a constant int32 tensor");
         for (size_t j = 0; j < ax->data_size / 4; j++) {
@@ -372,12 +369,12 @@ static sy_status build_op(builder *b, int32_t i) {
         out = graph_add(b->g, SY_OP_QMEAN, in, 1, &a, &ys);
         break;
     }
-    case OP_RESHAPE: out = sy_graph_reshape(b->g, in[0], ys); break;
-    case OP_SOFTMAX:
+    case IO_TFLITE_OP_RESHAPE: out = sy_graph_reshape(b->g, in[0], ys); break;
+    case IO_TFLITE_OP_SOFTMAX:
         a.q.beta = op->beta;
         out = graph_add(b->g, SY_OP_QSOFTMAX, in, 1, &a, NULL);
         break;
-    case OP_PAD: {
+    case IO_TFLITE_OP_PAD: {
         const io_tflite_tensor *p = op->n_inputs > 1 ? tensor(f, op->inputs[1]) : NULL;
         if (!p || !p->data || p->type != IO_TFLITE_INT32 || (int32_t)p->data_size != 8 * x->rank || x->rank > SY_MAX_RANK)
             return lite_refuse_op(f, i, "its paddings are not a constant int32 (rank, 2) tensor");
@@ -457,7 +454,7 @@ sy_status sy_lite_model_load(const char *path, sy_lite_model **out) {
         m->out = m->file->outputs[0];
         m->file_batch = m->file->tensors[m->in].shape[0];
         for (int32_t i = 0; i < m->file->n_ops; i++)
-            m->cast_input |= m->file->ops[i].builtin == 53 /* CAST */ && m->file->ops[i].inputs[0] == m->in;
+            m->cast_input |= m->file->ops[i].builtin == IO_TFLITE_OP_CAST && m->file->ops[i].inputs[0] == m->in;
         const io_tflite_tensor *in = tensor(m->file, m->in), *o = tensor(m->file, m->out);
         if ((in->type != IO_TFLITE_FLOAT32 && in->type != IO_TFLITE_INT8 && in->type != IO_TFLITE_INT32) ||
             (o->type != IO_TFLITE_FLOAT32 && o->type != IO_TFLITE_INT8))
@@ -524,11 +521,11 @@ int64_t sy_lite_model_vocabulary(const sy_lite_model *m) {
     const io_tflite *f = m->file;
     for (int32_t i = 0; i < f->n_ops; i++) {
         const io_tflite_op *op = &f->ops[i];
-        if (op->builtin != 36 /* GATHER */ || op->n_inputs != 2 || op->inputs[0] < 0 || f->tensors[op->inputs[0]].rank < 1)
+        if (op->builtin != IO_TFLITE_OP_GATHER || op->n_inputs != 2 || op->inputs[0] < 0 || f->tensors[op->inputs[0]].rank < 1)
             continue;
         bool ids = op->inputs[1] == m->in; /* the input, or its CAST to int32 */
         for (int32_t j = 0; j < f->n_ops && !ids; j++)
-            ids = f->ops[j].builtin == 53 && f->ops[j].inputs[0] == m->in && f->ops[j].outputs[0] == op->inputs[1];
+            ids = f->ops[j].builtin == IO_TFLITE_OP_CAST && f->ops[j].inputs[0] == m->in && f->ops[j].outputs[0] == op->inputs[1];
         if (ids) return f->tensors[op->inputs[0]].shape[0];
     }
     return 0;

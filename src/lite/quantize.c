@@ -433,7 +433,9 @@ static sy_status lower_node(qbuild *b, int32_t k) {
         }
         if (!st) {
             int32_t in[3] = {x, w, bias};
-            int32_t code = l->kind == SY_LAYER_DENSE ? 9 : l->kind == SY_LAYER_CONV2D ? 3 : 4;
+            int32_t code = l->kind == SY_LAYER_DENSE    ? IO_TFLITE_OP_FULLY_CONNECTED
+                           : l->kind == SY_LAYER_CONV2D ? IO_TFLITE_OP_CONV_2D
+                                                        : IO_TFLITE_OP_DEPTHWISE_CONV_2D;
             st = lite_qb_op(b, code, l->kind == SY_LAYER_DENSE ? 4 : 3, in, 3, out, &op);
         }
         if (!st) {
@@ -461,7 +463,7 @@ static sy_status lower_node(qbuild *b, int32_t k) {
             snprintf(name, sizeof name, "%s", lite_qb_layer_name(b, next));
         }
         if ((st = activation_for(b, last, name, x, &out)) ||
-            (st = lite_qb_op(b, l->kind == SY_LAYER_MAX_POOLING2D ? 17 : 1, 2, &x, 1, out, &op)))
+            (st = lite_qb_op(b, l->kind == SY_LAYER_MAX_POOLING2D ? IO_TFLITE_OP_MAX_POOL_2D : IO_TFLITE_OP_AVERAGE_POOL_2D, 2, &x, 1, out, &op)))
             return st;
         op->padding = tfl_padding(l->padding);
         int32_t st2[2]; /* Keras's strides=None (0 here) is the pool size: TFLite's options need it spelled out */
@@ -481,7 +483,7 @@ static sy_status lower_node(qbuild *b, int32_t k) {
             snprintf(name, sizeof name, "%s", lite_qb_layer_name(b, next));
         }
         int32_t in[2] = {x, b->tensor[input_of(b, k, 1)]};
-        if ((st = activation_for(b, last, name, -1, &out)) || (st = lite_qb_op(b, 0, 2, in, 2, out, &op))) return st;
+        if ((st = activation_for(b, last, name, -1, &out)) || (st = lite_qb_op(b, IO_TFLITE_OP_ADD, 2, in, 2, out, &op))) return st;
         op->activation = act;
         b->tensor[last] = out;
         return SY_OK;
@@ -500,7 +502,7 @@ static sy_status lower_node(qbuild *b, int32_t k) {
             if ((st = lite_qb_activation(b, name, IO_TFLITE_INT8, &b->m->nodes[k].shape, &out))) return st;
             double s = 1.0 / 256;
             int64_t zp = -128;
-            if ((st = lite_qb_quant(b, out, 1, &s, &zp, 0)) || (st = lite_qb_op(b, 25, 2, &x, 1, out, &op))) return st;
+            if ((st = lite_qb_quant(b, out, 1, &s, &zp, 0)) || (st = lite_qb_op(b, IO_TFLITE_OP_SOFTMAX, 2, &x, 1, out, &op))) return st;
             b->tensor[k] = out;
             return SY_OK;
         }
@@ -508,7 +510,7 @@ static sy_status lower_node(qbuild *b, int32_t k) {
         if (!r)
             return lite_qb_unsupported(b, k, "is an activation TFLite's int8 builtins are not given here: relu, relu6 and "
                                      "softmax are");
-        if ((st = activation_for(b, k, name, -1, &out)) || (st = lite_qb_op(b, r == 1 ? 19 : 21, 2, &x, 1, out, NULL)))
+        if ((st = activation_for(b, k, name, -1, &out)) || (st = lite_qb_op(b, r == 1 ? IO_TFLITE_OP_RELU : IO_TFLITE_OP_RELU6, 2, &x, 1, out, NULL)))
             return st;
         b->tensor[k] = out;
         return SY_OK;
@@ -524,7 +526,7 @@ static sy_status lower_node(qbuild *b, int32_t k) {
         if ((st = lite_qb_const_i32(b, name, v, 1, &d, &shape_t))) return st;
         snprintf(name, sizeof name, "%s", lite_qb_layer_name(b, k));
         int32_t in[2] = {x, shape_t};
-        if ((st = activation_for(b, k, name, x, &out)) || (st = lite_qb_op(b, 22, 1, in, 2, out, NULL))) return st;
+        if ((st = activation_for(b, k, name, x, &out)) || (st = lite_qb_op(b, IO_TFLITE_OP_RESHAPE, 1, in, 2, out, NULL))) return st;
         b->tensor[k] = out;
         return SY_OK;
     }
@@ -535,7 +537,7 @@ static sy_status lower_node(qbuild *b, int32_t k) {
         if ((st = lite_qb_const_i32(b, name, axes, 1, &d, &axes_t))) return st;
         snprintf(name, sizeof name, "%s", lite_qb_layer_name(b, k));
         int32_t in[2] = {x, axes_t};
-        if ((st = activation_for(b, k, name, -1, &out)) || (st = lite_qb_op(b, 40, 2, in, 2, out, &op))) return st;
+        if ((st = activation_for(b, k, name, -1, &out)) || (st = lite_qb_op(b, IO_TFLITE_OP_MEAN, 2, in, 2, out, &op))) return st;
         op->keep_dims = l->keepdims;
         b->tensor[k] = out;
         return SY_OK;
@@ -547,7 +549,7 @@ static sy_status lower_node(qbuild *b, int32_t k) {
         if ((st = lite_qb_const_i32(b, name, p, 2, d, &pad_t))) return st;
         snprintf(name, sizeof name, "%s", lite_qb_layer_name(b, k));
         int32_t in[2] = {x, pad_t};
-        if ((st = activation_for(b, k, name, x, &out)) || (st = lite_qb_op(b, 34, 2, in, 2, out, NULL))) return st;
+        if ((st = activation_for(b, k, name, x, &out)) || (st = lite_qb_op(b, IO_TFLITE_OP_PAD, 2, in, 2, out, NULL))) return st;
         b->tensor[k] = out;
         return SY_OK;
     }
@@ -702,7 +704,7 @@ static sy_status build(qbuild *b, const sy_lite_quantize_options *o) {
         sy_free(t->name);
         if (!(t->name = sy_strdup("tfl.quantize"))) return lite_qb_oom();
         if ((st = lite_qb_activation(b, name, IO_TFLITE_FLOAT32, &m->nodes[node0].shape, &in_t)) ||
-            (st = lite_qb_op(b, 114, 1, &in_t, 1, q_t, NULL)))
+            (st = lite_qb_op(b, IO_TFLITE_OP_QUANTIZE, 1, &in_t, 1, q_t, NULL)))
             return st;
     }
     b->tensor[node0] = q_t;
@@ -716,7 +718,7 @@ static sy_status build(qbuild *b, const sy_lite_quantize_options *o) {
     if (!o->int8_output) {
         snprintf(name, sizeof name, "StatefulPartitionedCall:0");
         if ((st = lite_qb_activation(b, name, IO_TFLITE_FLOAT32, &m->nodes[m->outputs[0]].shape, &out_t)) ||
-            (st = lite_qb_op(b, 6, 2, &y, 1, out_t, NULL)))
+            (st = lite_qb_op(b, IO_TFLITE_OP_DEQUANTIZE, 2, &y, 1, out_t, NULL)))
             return st;
     }
     io_tflite *t = b->t;

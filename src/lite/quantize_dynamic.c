@@ -44,11 +44,6 @@
 /* TFLiteConverter's min_elements_for_weights: a weight tensor below it stays float32. */
 #define MIN_ELEMENTS 1024
 
-enum {
-    OP_DEQUANTIZE = 6, OP_FULLY_CONNECTED = 9, OP_LOGISTIC = 14, OP_GATHER = 36, OP_UNIDIRECTIONAL_SEQUENCE_LSTM = 44,
-    OP_STRIDED_SLICE = 45, OP_CAST = 53,
-};
-
 static const sy_layer *layer_cfg(const sy_model *m, int64_t k) { return &m->layers[m->nodes[k].layer].cfg; }
 
 bool sy_lite_quantize_dynamic(const sy_model *m, const sy_lite_quantize_options *o) {
@@ -208,13 +203,13 @@ static sy_status lower_embedding(qbuild *b, int32_t k, int32_t x) {
     }
     int32_t in[2] = {w, x};
     io_tflite_op *op = NULL;
-    if ((st = lite_qb_op(b, OP_GATHER, int8 ? 2 : 1, in, 2, rows, &op))) return st;
+    if ((st = lite_qb_op(b, IO_TFLITE_OP_GATHER, int8 ? 2 : 1, in, 2, rows, &op))) return st;
     b->tensor[k] = rows;
     if (!int8) return SY_OK;
     int32_t f;
     snprintf(name, sizeof name, "%s/embedding_lookup2", ln);
     if ((st = lite_qb_activation(b, name, IO_TFLITE_FLOAT32, &b->m->nodes[k].shape, &f)) ||
-        (st = lite_qb_op(b, OP_DEQUANTIZE, 2, &rows, 1, f, NULL)))
+        (st = lite_qb_op(b, IO_TFLITE_OP_DEQUANTIZE, 2, &rows, 1, f, NULL)))
         return st;
     b->tensor[k] = f;
     return SY_OK;
@@ -266,7 +261,7 @@ static sy_status lower_lstm(qbuild *b, int32_t k, int32_t x) {
     if ((st = lite_qb_activation(b, name, IO_TFLITE_FLOAT32, l->return_sequences ? &b->m->nodes[k].shape : &seq, &y)))
         return st;
     io_tflite_op *op;
-    if ((st = lite_qb_op(b, OP_UNIDIRECTIONAL_SEQUENCE_LSTM, 3, in, 24, y, &op))) return st;
+    if ((st = lite_qb_op(b, IO_TFLITE_OP_UNIDIRECTIONAL_SEQUENCE_LSTM, 3, in, 24, y, &op))) return st;
     op->activation = 4;       /* TANH */
     op->cell_clip = 10.0f;    /* the converter's fused Keras LSTM clips the cell state at 10 */
     op->asymmetric_quantize_inputs = 1;
@@ -286,7 +281,7 @@ static sy_status lower_lstm(qbuild *b, int32_t k, int32_t x) {
     snprintf(name, sizeof name, "%s/strided_slice", ln);
     if ((st = lite_qb_activation(b, name, IO_TFLITE_FLOAT32, &b->m->nodes[k].shape, &last))) return st;
     int32_t sin[4] = {y, ts[0], ts[1], ts[2]};
-    if ((st = lite_qb_op(b, OP_STRIDED_SLICE, 1, sin, 4, last, &op))) return st;
+    if ((st = lite_qb_op(b, IO_TFLITE_OP_STRIDED_SLICE, 1, sin, 4, last, &op))) return st;
     op->begin_mask = 5, op->end_mask = 5, op->shrink_axis_mask = 2;
     b->tensor[k] = last;
     return SY_OK;
@@ -313,7 +308,7 @@ static sy_status lower_dense(qbuild *b, int32_t k, int32_t x) {
     snprintf(name, sizeof name, sigmoid ? "%s/BiasAdd" : "%s", ln);
     if (!st) st = lite_qb_activation(b, name, IO_TFLITE_FLOAT32, &b->m->nodes[k].shape, &y);
     io_tflite_op *op = NULL;
-    if (!st) st = lite_qb_op(b, OP_FULLY_CONNECTED, b->t->tensors[in[1]].type == IO_TFLITE_INT8 ? 9 : 1, in, 3, y, &op);
+    if (!st) st = lite_qb_op(b, IO_TFLITE_OP_FULLY_CONNECTED, b->t->tensors[in[1]].type == IO_TFLITE_INT8 ? 9 : 1, in, 3, y, &op);
     if (st) return st;
     op->activation = l->activation == SY_ACTIVATION_RELU ? 1 : l->activation == SY_ACTIVATION_RELU6 ? 3 : 0;
     op->asymmetric_quantize_inputs = b->t->tensors[in[1]].type == IO_TFLITE_INT8;
@@ -322,7 +317,7 @@ static sy_status lower_dense(qbuild *b, int32_t k, int32_t x) {
     int32_t s;
     snprintf(name, sizeof name, "%s", ln);
     if ((st = lite_qb_activation(b, name, IO_TFLITE_FLOAT32, &b->m->nodes[k].shape, &s)) ||
-        (st = lite_qb_op(b, OP_LOGISTIC, 1, &y, 1, s, NULL)))
+        (st = lite_qb_op(b, IO_TFLITE_OP_LOGISTIC, 1, &y, 1, s, NULL)))
         return st;
     b->tensor[k] = s;
     return SY_OK;
@@ -346,7 +341,7 @@ sy_status lite_dynamic_build(qbuild *b) {
         while (e < m->n_nodes && (m->nodes[e].layer < 0 || m->edges[m->nodes[e].in_off] != node0)) e++;
         snprintf(name, sizeof name, "%s/Cast", e < m->n_nodes ? lite_qb_layer_name(b, (int32_t)e) : "input");
         if ((st = lite_qb_activation(b, name, IO_TFLITE_INT32, &m->nodes[node0].shape, &ids)) ||
-            (st = lite_qb_op(b, OP_CAST, 1, &x, 1, ids, NULL)))
+            (st = lite_qb_op(b, IO_TFLITE_OP_CAST, 1, &x, 1, ids, NULL)))
             return st;
     }
     b->tensor[node0] = ids;
@@ -370,9 +365,9 @@ sy_status lite_dynamic_build(qbuild *b) {
     /* one operator code per builtin and version: with a hybrid FULLY_CONNECTED (version 9) in the file, the
      * converter gives the float ones version 9 too */
     bool hybrid_fc = false;
-    for (int32_t i = 0; i < t->n_ops; i++) hybrid_fc |= t->ops[i].builtin == OP_FULLY_CONNECTED && t->ops[i].version == 9;
+    for (int32_t i = 0; i < t->n_ops; i++) hybrid_fc |= t->ops[i].builtin == IO_TFLITE_OP_FULLY_CONNECTED && t->ops[i].version == 9;
     for (int32_t i = 0; hybrid_fc && i < t->n_ops; i++)
-        if (t->ops[i].builtin == OP_FULLY_CONNECTED) t->ops[i].version = 9;
+        if (t->ops[i].builtin == IO_TFLITE_OP_FULLY_CONNECTED) t->ops[i].version = 9;
     sy_free(t->tensors[y].name);
     if (!(t->tensors[y].name = sy_strdup("StatefulPartitionedCall:0"))) return lite_qb_oom();
     if (!(t->inputs = sy_malloc(sizeof *t->inputs)) || !(t->outputs = sy_malloc(sizeof *t->outputs))) return lite_qb_oom();

@@ -34,19 +34,6 @@
 #include <math.h>
 #include <string.h>
 
-enum {
-    OP_AVERAGE_POOL_2D = 1,
-    OP_CONV_2D = 3,
-    OP_DEQUANTIZE = 6,
-    OP_FULLY_CONNECTED = 9,
-    OP_MAX_POOL_2D = 17,
-    OP_RELU = 19,
-    OP_RELU6 = 21,
-    OP_RESHAPE = 22,
-    OP_SOFTMAX = 25,
-    OP_QUANTIZE = 114,
-};
-
 typedef struct walker {
     const io_tflite *t;
     lite_tpu1_model *m;
@@ -108,7 +95,7 @@ static void padding(int32_t same, int32_t in, int32_t k, int32_t s, int32_t *out
 /* A CONV_2D or FULLY_CONNECTED op as a layer. */
 static sy_status matrix_layer(walker *wk, int32_t i) {
     const io_tflite_op *op = &wk->t->ops[i];
-    bool conv = op->builtin == OP_CONV_2D;
+    bool conv = op->builtin == IO_TFLITE_OP_CONV_2D;
     const io_tflite_tensor *x = tensor(wk, op->inputs[0]), *f = op->n_inputs > 1 ? tensor(wk, op->inputs[1]) : NULL;
     const io_tflite_tensor *b = op->n_inputs > 2 ? tensor(wk, op->inputs[2]) : NULL, *y = tensor(wk, op->outputs[0]);
     if (!int8_tensor(x) || !int8_tensor(f) || !int8_tensor(y) || !f->data)
@@ -174,7 +161,7 @@ static sy_status pool_op(walker *wk, int32_t i) {
     if (!int8_tensor(x) || !int8_tensor(y) || x->scale[0] != y->scale[0] || x->zero_point[0] != y->zero_point[0])
         return refuse(wk, i, "an int8 pool keeps its input's quantization", NULL);
     sy_tpu1_act *a = &l->act;
-    a->pool = op->builtin == OP_MAX_POOL_2D ? SY_TPU1_POOL_MAX : SY_TPU1_POOL_AVG;
+    a->pool = op->builtin == IO_TFLITE_OP_MAX_POOL_2D ? SY_TPU1_POOL_MAX : SY_TPU1_POOL_AVG;
     a->oh = l->oh, a->ow = l->ow, a->pkh = op->filter_h, a->pkw = op->filter_w, a->psh = op->stride_h, a->psw = op->stride_w;
     int32_t pt, pl;
     if (a->pkh < 1 || a->pkw < 1 || a->psh < 1 || a->psw < 1 || a->pkh > a->oh || a->pkw > a->ow)
@@ -206,7 +193,7 @@ static sy_status relu_op(walker *wk, int32_t i) {
     int32_t zp = (int32_t)y->zero_point[0], lo = zp + (int32_t)roundf(0.0f / s);
     a->post_min = lo > -128 ? lo : -128;
     a->post_max = 127;
-    if (op->builtin == OP_RELU6) {
+    if (op->builtin == IO_TFLITE_OP_RELU6) {
         int32_t hi = zp + (int32_t)roundf(6.0f / s);
         a->post_max = hi < 127 ? hi : 127;
     }
@@ -226,11 +213,11 @@ sy_status lite_tpu1_from_file(const io_tflite *t, int32_t batch, lite_tpu1_model
     }
     wk.cur = t->inputs[0];
     int32_t first = 0, last = t->n_ops;
-    if (t->n_ops > 0 && t->ops[0].builtin == OP_QUANTIZE && t->ops[0].n_inputs >= 1 && t->ops[0].n_outputs == 1 &&
+    if (t->n_ops > 0 && t->ops[0].builtin == IO_TFLITE_OP_QUANTIZE && t->ops[0].n_inputs >= 1 && t->ops[0].n_outputs == 1 &&
         t->ops[0].inputs[0] == wk.cur && tensor(&wk, wk.cur) && tensor(&wk, wk.cur)->type == IO_TFLITE_FLOAT32)
         first = 1, wk.cur = t->ops[0].outputs[0]; /* float -> int8 on the host; an int8 requantization is refused below */
     /* the host's tail: SOFTMAX and DEQUANTIZE at the end */
-    while (last > first && (t->ops[last - 1].builtin == OP_SOFTMAX || t->ops[last - 1].builtin == OP_DEQUANTIZE)) last--;
+    while (last > first && (t->ops[last - 1].builtin == IO_TFLITE_OP_SOFTMAX || t->ops[last - 1].builtin == IO_TFLITE_OP_DEQUANTIZE)) last--;
     for (int32_t i = last; i < t->n_ops; i++)
         snprintf(m->host_tail + strlen(m->host_tail), sizeof m->host_tail - strlen(m->host_tail), "%s%s",
                  i > last ? ", " : "", op_name(t->ops[i].builtin));
@@ -261,16 +248,16 @@ sy_status lite_tpu1_from_file(const io_tflite *t, int32_t batch, lite_tpu1_model
         const io_tflite_op *op = &t->ops[i];
         if (op->n_inputs < 1 || op->n_outputs != 1 || op->inputs[0] != wk.cur)
             st = refuse(&wk, i, "the TPU v1 lowering takes a chain of ops, each reading the one before", NULL);
-        else if (wk.flat && op->builtin != OP_FULLY_CONNECTED)
+        else if (wk.flat && op->builtin != IO_TFLITE_OP_FULLY_CONNECTED)
             st = refuse(&wk, i, "after a flattening RESHAPE the TPU v1 lowering takes only FULLY_CONNECTED", NULL);
         else switch (op->builtin) {
-            case OP_CONV_2D:
-            case OP_FULLY_CONNECTED: st = matrix_layer(&wk, i); break;
-            case OP_MAX_POOL_2D:
-            case OP_AVERAGE_POOL_2D: st = pool_op(&wk, i); break;
-            case OP_RELU:
-            case OP_RELU6: st = relu_op(&wk, i); break;
-            case OP_RESHAPE: {
+            case IO_TFLITE_OP_CONV_2D:
+            case IO_TFLITE_OP_FULLY_CONNECTED: st = matrix_layer(&wk, i); break;
+            case IO_TFLITE_OP_MAX_POOL_2D:
+            case IO_TFLITE_OP_AVERAGE_POOL_2D: st = pool_op(&wk, i); break;
+            case IO_TFLITE_OP_RELU:
+            case IO_TFLITE_OP_RELU6: st = relu_op(&wk, i); break;
+            case IO_TFLITE_OP_RESHAPE: {
                 const io_tflite_tensor *y = tensor(&wk, op->outputs[0]), *xi = tensor(&wk, op->inputs[0]);
                 int64_t count = 1;
                 for (int32_t d = 1; y && d < y->rank; d++) count *= y->shape[d];
