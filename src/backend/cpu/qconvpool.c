@@ -230,6 +230,10 @@ static inline __attribute__((always_inline)) void qcp_block(const qcp_row *c, co
     const bool twice = l1 != l2 || h1 != h2;
     /* a window with no conv pixel (TFLite's padding leaves none): the reference pool's -128, clamped */
     int32_t empty = -128 < a->q.pool.act_min ? a->q.pool.act_min : -128 > a->q.pool.act_max ? a->q.pool.act_max : -128;
+    /* a whole 2x2 window (the tutorial's MaxPooling2D(2) over the conv's interior): its two rows of two
+     * pixels straight to qcp_dot_reg, no list of pixels, so the maxima stay in registers */
+    const bool two = R && q->pk[0] == 2 && q->pk[1] == 2 && c->y1 - c->y0 == 2;
+    const int64_t step = g->sw * g->c, down = g->sh * q->rs;
     for (int64_t px = 0; px < q->pow_; px++) {
         int64_t cx0 = px * q->ps[1] - q->ppl, x0 = cx0 < 0 ? 0 : cx0;
         int64_t x1 = cx0 + q->pk[1] < g->ow ? cx0 + q->pk[1] : g->ow;
@@ -240,20 +244,27 @@ static inline __attribute__((always_inline)) void qcp_block(const qcp_row *c, co
         }
         __m512i mx[4];
         for (int v = 0; v < 4; v++) mx[v] = _mm512_set1_epi32(INT32_MIN);
-        const uint8_t *pix[4];
-        int np = 0;
-        for (int64_t cy = c->y0; cy < c->y1; cy++)
-            for (int64_t cx = x0; cx < x1; cx++) {
-                pix[np++] = c->xb + cy * g->sh * q->rs + cx * g->sw * g->c;
-                if (np < (R ? 2 : 4)) continue;
-                if (R) qcp_dot_reg(pix, 2, NV, R, roff, (const __m512i(*)[4])w, c->start, mx);
-                else qcp_dot_any(pix, 4, nv, c->wb, g->kh, q->groups4, q->rs, c->start, mx);
-                np = 0;
-            }
-        if (R)
-            for (int p = 0; p < np; p++) qcp_dot_reg(pix + p, 1, NV, R, roff, (const __m512i(*)[4])w, c->start, mx);
-        else if (np)
-            qcp_dot_any(pix, np, nv, c->wb, g->kh, q->groups4, q->rs, c->start, mx);
+        if (two && x1 - x0 == 2) {
+            const uint8_t *r0 = c->xb + c->y0 * down + x0 * step;
+            const uint8_t *top[2] = {r0, r0 + step}, *bottom[2] = {r0 + down, r0 + down + step};
+            qcp_dot_reg(top, 2, NV, R, roff, (const __m512i(*)[4])w, c->start, mx);
+            qcp_dot_reg(bottom, 2, NV, R, roff, (const __m512i(*)[4])w, c->start, mx);
+        } else {
+            const uint8_t *pix[4];
+            int np = 0;
+            for (int64_t cy = c->y0; cy < c->y1; cy++)
+                for (int64_t cx = x0; cx < x1; cx++) {
+                    pix[np++] = c->xb + cy * down + cx * step;
+                    if (np < (R ? 2 : 4)) continue;
+                    if (R) qcp_dot_reg(pix, 2, NV, R, roff, (const __m512i(*)[4])w, c->start, mx);
+                    else qcp_dot_any(pix, 4, nv, c->wb, g->kh, q->groups4, q->rs, c->start, mx);
+                    np = 0;
+                }
+            if (R)
+                for (int p = 0; p < np; p++) qcp_dot_reg(pix + p, 1, NV, R, roff, (const __m512i(*)[4])w, c->start, mx);
+            else if (np)
+                qcp_dot_any(pix, np, nv, c->wb, g->kh, q->groups4, q->rs, c->start, mx);
+        }
         __m128i bytes[4];
         for (int v = 0; v < nv; v++) {
             __m512i o = _mm512_add_epi32(qg_requant16(mx[v], &c->req[v]), yzp);
