@@ -29,7 +29,6 @@
 #include "data_internal.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -406,25 +405,14 @@ static sy_status npy_read_direct(const char *path, sy_tensor **out, bool *done) 
         close(fd);
         return st;
     }
-    uint8_t *dst = sy_tensor_data(*out);
-    size_t bytes = (size_t)size - data_at, at = 0; /* npy_layout checked: exactly the elements' bytes */
-    int err = 0;
-    while (at < bytes) {
-        ssize_t r = pread(fd, dst + at, bytes - at, (off_t)(data_at + at));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            err = r < 0 ? errno : 0;
-            break;
-        }
-        at += (size_t)r;
-    }
+    /* npy_layout checked: the rest of the file is exactly the elements' bytes */
+    st = io_read_at(fd, path, sy_tensor_data(*out), (size_t)size - data_at, (int64_t)data_at);
     close(fd);
-    if (at != bytes) {
+    if (st) {
         sy_tensor_free(*out);
         *out = NULL;
-        return sy_error(SY_ERR_IO, "cannot read '%s': %s", path, err ? strerror(err) : "the file shrank while it was read");
     }
-    return SY_OK;
+    return st;
 }
 
 sy_status sy_npy_read(const char *path, sy_tensor **out) {

@@ -92,8 +92,8 @@ sy_status io_read_file_max(const char *path, size_t max, const char *format, uin
                              size_t *n) {
     *buf = NULL;
     *n = 0;
-    int fd;
-    int64_t size64;
+    int fd = -1;
+    int64_t size64 = 0;
     sy_status st = io_open_read(path, NULL, &fd, &size64);
     if (st) return st;
     size_t size = (size_t)size64;
@@ -111,10 +111,22 @@ sy_status io_read_file_max(const char *path, size_t max, const char *format, uin
     /* Exactly the size fstat gave: a file growing while it is read (or
      * one that reports a size it does not have) cannot make this read
      * more than it planned. */
+    st = io_read_at(fd, path, p, size, 0);
+    close(fd);
+    if (st) {
+        sy_free(p);
+        return st;
+    }
+    *buf = p;
+    *n = size;
+    return SY_OK;
+}
+
+sy_status io_read_at(int fd, const char *path, void *buf, size_t n, int64_t at) {
     size_t got = 0;
     int err = 0;
-    while (got < size) {
-        ssize_t r = read(fd, p + got, size - got);
+    while (got < n) {
+        ssize_t r = pread(fd, (uint8_t *)buf + got, n - got, (off_t)(at + (int64_t)got));
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
             err = r < 0 ? errno : 0;
@@ -122,14 +134,8 @@ sy_status io_read_file_max(const char *path, size_t max, const char *format, uin
         }
         got += (size_t)r;
     }
-    close(fd);
-    if (got != size) {
-        sy_free(p);
-        return sy_error(SY_ERR_IO, "cannot read '%s': %s", path,
-                        err ? strerror(err) : "the file shrank while it was read");
-    }
-    *buf = p;
-    *n = size;
+    if (got != n)
+        return sy_error(SY_ERR_IO, "cannot read '%s': %s", path, err ? strerror(err) : "the file shrank while it was read");
     return SY_OK;
 }
 

@@ -72,6 +72,9 @@ sy_status io_fopen_read(const char *path, const char *what, FILE **f, int64_t *s
 sy_status io_read_file_max(const char *path, size_t max, const char *format, uint8_t **buf,
                              size_t *n);
 sy_status io_read_file(const char *path, uint8_t **buf, size_t *n);
+/* Exactly n bytes of the open file fd (named path in the error) from byte at into buf: SY_ERR_IO naming the
+ * file when it fails or ends first. */
+sy_status io_read_at(int fd, const char *path, void *buf, size_t n, int64_t at);
 
 /* "a directory", "a FIFO", "a character device", ... for messages about a
  * path that is not a regular file. */

@@ -79,6 +79,8 @@ const char *lite_qb_layer_name(const qbuild *b, int32_t k);
 float *lite_qb_weights(qbuild *b, int32_t k, const char *leaf, sy_shape *shape);
 /* SY_ERR_UNSUPPORTED naming node k's layer, its class and why. */
 sy_status lite_qb_unsupported(const qbuild *b, int32_t k, const char *why);
+/* The model's one subgraph input and output, and the file's schema version: the last step of a build. */
+sy_status lite_qb_finish(qbuild *b, int32_t in, int32_t out);
 
 /* quantize_dynamic.c (sy_lite_quantize_dynamic says when): the dynamic-range check before anything runs; the
  * whole file built into b (b->tensor etc. allocated, b->t empty). */

@@ -721,10 +721,14 @@ static sy_status build(qbuild *b, const sy_lite_quantize_options *o) {
             (st = lite_qb_op(b, IO_TFLITE_OP_DEQUANTIZE, 2, &y, 1, out_t, NULL)))
             return st;
     }
+    return lite_qb_finish(b, in_t, out_t);
+}
+
+sy_status lite_qb_finish(qbuild *b, int32_t in, int32_t out) {
     io_tflite *t = b->t;
     if (!(t->inputs = sy_malloc(sizeof *t->inputs)) || !(t->outputs = sy_malloc(sizeof *t->outputs))) return lite_qb_oom();
-    t->inputs[0] = in_t;
-    t->outputs[0] = out_t;
+    t->inputs[0] = in;
+    t->outputs[0] = out;
     t->n_inputs = t->n_outputs = 1;
     t->n_subgraphs = 1;
     t->version = 3;

@@ -370,11 +370,5 @@ sy_status lite_dynamic_build(qbuild *b) {
         if (t->ops[i].builtin == IO_TFLITE_OP_FULLY_CONNECTED) t->ops[i].version = 9;
     sy_free(t->tensors[y].name);
     if (!(t->tensors[y].name = sy_strdup("StatefulPartitionedCall:0"))) return lite_qb_oom();
-    if (!(t->inputs = sy_malloc(sizeof *t->inputs)) || !(t->outputs = sy_malloc(sizeof *t->outputs))) return lite_qb_oom();
-    t->inputs[0] = x;
-    t->outputs[0] = y;
-    t->n_inputs = t->n_outputs = 1;
-    t->n_subgraphs = 1;
-    t->version = 3;
-    return SY_OK;
+    return lite_qb_finish(b, x, y);
 }
