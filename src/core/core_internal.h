@@ -34,6 +34,15 @@ uint64_t sy_alloc_count(void);
  * pointers). */
 sy_status sy_tensor_new_uninit(sy_dtype dtype, sy_shape shape, sy_tensor **out);
 
+/* A tensor whose elements are the bytes of the open file fd (file_bytes long) from offset `at` on, as they
+ * are: the file mapped privately (copy on write: writing the tensor leaves the file as it is), not read. Pages
+ * already in the page cache are mapped, not copied, and nothing is zeroed, so a large .npy costs next to
+ * nothing to open (sy_npy_read). *out NULL (and SY_OK) where it cannot map: `at` not a multiple of SY_ALIGN,
+ * the elements past the file's end, mmap refused; the caller reads the file then. The file may be closed
+ * afterwards. As with any mapping, a file truncated by another process while the tensor is alive makes
+ * reading the lost part fault (SIGBUS). */
+sy_status sy_tensor_map(int fd, size_t file_bytes, size_t at, sy_dtype dtype, sy_shape shape, sy_tensor **out);
+
 /* Grow a dynamic array so that index `need - 1` fits. */
 #define SY_GROW(arr, count_cap, need)                                                              \
     ((need) <= (count_cap) ? SY_OK : sy_grow_impl((void **)&(arr), &(count_cap), (need), sizeof *(arr)))

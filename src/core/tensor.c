@@ -2,18 +2,22 @@
  * tensor.c - owned dense arrays: a header and the elements in one
  * allocation, the elements aligned to SY_ALIGN. A string tensor's elements
  * are sy_string views; each string's bytes (and a NUL) are an allocation of
- * their own, which the tensor frees.
+ * their own, which the tensor frees. A mapped tensor (sy_tensor_map) holds
+ * its elements in a private mapping of a file instead, which it unmaps.
  */
 #include "core_internal.h"
 
 #include <math.h>
 #include <string.h>
+#include <sys/mman.h>
 
 struct sy_tensor {
     sy_dtype dtype;
     sy_shape shape;
     int64_t count;
     void *data;
+    void *map; /* sy_tensor_map: the mapping (of map_bytes) data lies in; NULL: data follows the header */
+    size_t map_bytes;
 };
 
 static sy_status tensor_alloc(sy_dtype dtype, sy_shape shape, bool zero, sy_tensor **out) {
@@ -41,7 +45,29 @@ static sy_status tensor_alloc(sy_dtype dtype, sy_shape shape, bool zero, sy_tens
     t->shape = shape;
     t->count = count;
     t->data = (char *)t + head;
+    t->map = NULL;
+    t->map_bytes = 0;
     if (zero || dtype == SY_STRING) memset(t->data, 0, bytes);
+    *out = t;
+    return SY_OK;
+}
+
+sy_status sy_tensor_map(int fd, size_t file_bytes, size_t at, sy_dtype dtype, sy_shape shape, sy_tensor **out) {
+    *out = NULL;
+    int64_t size = 0;
+    if ((unsigned)dtype >= SY_DTYPE_COUNT || dtype == SY_STRING || dtype == SY_BF16 || at % SY_ALIGN ||
+        at > file_bytes || sy_shape_bytes(&shape, sy_dtype_size(dtype), &size) || (uint64_t)size > file_bytes - at) {
+        sy_clear_error();
+        return SY_OK;
+    }
+    sy_tensor *t = sy_malloc(sizeof *t);
+    if (!t) return sy_error(SY_ERR_OUT_OF_MEMORY, "tensor: out of memory");
+    void *map = mmap(NULL, file_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) { /* a file system without mmap, an address space too small: the caller reads it */
+        sy_free(t);
+        return SY_OK;
+    }
+    *t = (sy_tensor){dtype, shape, sy_shape_count(&shape), (char *)map + at, map, file_bytes};
     *out = t;
     return SY_OK;
 }
@@ -55,6 +81,7 @@ sy_status sy_tensor_new_uninit(sy_dtype dtype, sy_shape shape, sy_tensor **out) 
 void sy_tensor_free(sy_tensor *t) {
     if (t && t->dtype == SY_STRING)
         for (int64_t i = 0; i < t->count; i++) sy_free((void *)((sy_string *)t->data)[i].data);
+    if (t && t->map) munmap(t->map, t->map_bytes);
     sy_free(t);
 }
 sy_dtype sy_tensor_dtype(const sy_tensor *t) { return t->dtype; }
