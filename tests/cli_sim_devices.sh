@@ -10,20 +10,7 @@ sy=$1 src=$2 work=$3
 mkdir -p "$work" || exit 1
 failed=0
 
-# expect STATUS REGEX ARGS...: exits with STATUS, and stdout + stderr match
-# REGEX, where "~" stands for a line's end (the output's lines joined by it)
-expect() {
-    want=$1 re=$2
-    shift 2
-    out=$("$sy" "$@" 2>&1)
-    rc=$?
-    if [ "$rc" != "$want" ] || ! printf '%s~' "$out" | tr '\n' '~' | grep -Eq -- "$re"; then
-        echo "FAIL: systolic $*"
-        echo "  exit status $rc (want $want); output: $out"
-        echo "  wanted: $re"
-        failed=1
-    fi
-}
+. "$src/tests/cli_expect.sh" # expect STATUS REGEX ARGS...
 
 expect 0 "^sim:v3-8: 8 replicas in sync~  replica kind chip core name~        0 SIM     0    0 /job:worker/replica:0/task:0/device:TPU:0~.*        7 SIM     3    1 /job:worker/replica:0/task:0/device:TPU:7~chip: TPU v3 \\(emulated\\), 4 chips, 8 TensorCores, 1 host~  TensorCores     2 per chip, a replica each~  MXUs            2 per core, each a 128x128 systolic array \\(bfloat16 x bfloat16 -> float32\\)~  clock           940 MHz~  peak            123 TFLOPS bf16 per chip \\(61.5 per core\\), 492 the slice~  HBM             32 GiB per chip \\(16 GiB a replica\\), 900 GB/s~  interconnect    4 links per chip, 82 GB/s each way" devices --tpu sim:v3-8
 expect 0 "^sim:v2-8: 8 replicas in sync.*MXUs            1 per core, each a 128x128.*clock           700 MHz.*HBM             16 GiB per chip \\(8 GiB a replica\\), 700 GB/s" \

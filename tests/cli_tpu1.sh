@@ -15,20 +15,7 @@ sy=$1 src=$2 work=$3
 mkdir -p "$work" || exit 1
 failed=0
 
-# expect STATUS REGEX ARGS...: exits with STATUS, and stdout + stderr match
-# REGEX, where "~" stands for a line's end (the output's lines joined by it)
-expect() {
-    want=$1 re=$2
-    shift 2
-    out=$("$sy" "$@" 2>&1)
-    rc=$?
-    if [ "$rc" != "$want" ] || ! printf '%s~' "$out" | tr '\n' '~' | grep -Eq -- "$re"; then
-        echo "FAIL: systolic $*"
-        echo "  exit status $rc (want $want); output: $out"
-        echo "  wanted: $re"
-        failed=1
-    fi
-}
+. "$src/tests/cli_expect.sh" # expect STATUS REGEX ARGS...
 
 tiny=$src/tests/data/tflite/tiny_dense.tflite
 prog=$work/tiny.bin
