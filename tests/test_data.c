@@ -329,7 +329,7 @@ static void test_idx_corrupt(void) {
 
 /* An .npy file of format `major` with the header dict `dict`, padded as
  * numpy pads it, then `data`. */
-static size_t npy_pad = 64; /* what the header pads to: numpy's writer, 64 (16 before numpy 1.x's later versions) */
+static size_t npy_pad = 64; /* what the header pads to: 64 as numpy writes it (older numpy: 16) */
 
 static void npy_make(bytes *b, int major, const char *dict, const bytes *data) {
     b->n = 0;
