@@ -161,7 +161,11 @@ int read_quant(io_tflite_tensor *t, const tflite::QuantizationParameters *q, con
     if (!t->scale || !t->zero_point) return fail(err, n, "out of memory");
     for (uint32_t i = 0; i < count; i++) {
         t->scale[i] = scale->Get(i);
-        t->zero_point[i] = zp->Get(i);
+        /* the Verifier checks a vector's length word for 4-byte alignment only: a damaged file can put the int64
+         * zero points at 4 mod 8, where Get's load is undefined (UBSan, fuzz_tflite); bytes, then the value */
+        int64_t z;
+        memcpy(&z, zp->Data() + static_cast<size_t>(i) * sizeof z, sizeof z);
+        t->zero_point[i] = flatbuffers::EndianScalar(z);
     }
     t->quant_count = static_cast<int32_t>(count);
     t->quant_dim = q->quantized_dimension();
