@@ -423,28 +423,54 @@ void sy_bf16_sigmoid(float *y, const float *x, int64_t n);
 /* The depth of the MXU's systolic array: its products sum in chunks of this many terms. */
 #define SY_MXU_DEPTH 128
 
-/* issue 16, MXU recurrent products: one MXU sum, term by term, for the scalar reference loops (sim/mxu_ref.c,
- * cpu/rnn.c's reference products): each term the product of two operands rounded to bfloat16 (exact in
- * float32), added in order into a chunk sum started from 0; every SY_MXU_DEPTH terms, and where a product's
- * operand changes segment (sy_mxu_flush: the recurrent scans' x then h(t-1)), the chunk is added to the
- * float32 accumulator. */
+/* issue 16, MXU numerics: below float32's smallest normal, a zero of x's sign -- the MXU flushes its
+ * bfloat16 operands and its sums so (docs/design/mxu-numerics.md) */
+static inline float sy_mxu_ftz(float x) { return fabsf(x) < 0x1p-126f ? copysignf(0.0f, x) : x; }
+
+/* issue 16, MXU numerics: one MXU sum, term by term, for the scalar reference loops (sim/mxu_ref.c, cpu/rnn.c's
+ * reference products). Each term is the product of two operands rounded to bfloat16 (subnormals as zeros).
+ * A chunk's terms go in pairs from its start: the odd term, then the even one, each added to the chunk's
+ * float32 sum with one rounding (fmaf: the product is exact but for underflow) and the sum flushed
+ * (sy_mxu_ftz); an unpaired last term pairs with 0 x 0. Every SY_MXU_DEPTH terms, and where a product's
+ * operand changes segment (sy_mxu_flush: the recurrent scans' x then h(t-1)), the chunk ends: the first
+ * chunk's sum becomes the accumulator, each later one is added to it in float32 (not flushed). That is
+ * mxu_pairs.c's micro-kernel's arithmetic, VDPBF16PS's. */
 typedef struct sy_mxu_acc {
-    float acc, chunk;
-    int64_t n; /* terms in the chunk */
+    float acc, chunk, even_a, even_b; /* even_*: a pair's even term, waiting for its odd one */
+    int64_t n;                        /* terms in the chunk */
+    bool started;                     /* a chunk has ended: acc holds the sum */
 } sy_mxu_acc;
 
+static inline void sy_mxu_pair(sy_mxu_acc *s, float odd_a, float odd_b) {
+    s->chunk = sy_mxu_ftz(fmaf(odd_a, odd_b, s->chunk));
+    s->chunk = sy_mxu_ftz(fmaf(s->even_a, s->even_b, s->chunk));
+}
+
 static inline void sy_mxu_flush(sy_mxu_acc *s) {
-    if (s->n) s->acc += s->chunk;
+    if (!s->n) return;
+    if (s->n & 1) sy_mxu_pair(s, 0.0f, 0.0f);
+    s->acc = s->started ? s->acc + s->chunk : s->chunk;
+    s->started = true;
     s->chunk = 0;
     s->n = 0;
 }
 
 static inline void sy_mxu_term(sy_mxu_acc *s, float a, float b) {
-    s->chunk += sy_bf16_round(a) * sy_bf16_round(b);
+    float ra = sy_mxu_ftz(sy_bf16_round(a)), rb = sy_mxu_ftz(sy_bf16_round(b));
+    if (s->n & 1) {
+        sy_mxu_pair(s, ra, rb);
+    } else {
+        s->even_a = ra;
+        s->even_b = rb;
+    }
     if (++s->n == SY_MXU_DEPTH) sy_mxu_flush(s);
 }
 
-static inline float sy_mxu_total(const sy_mxu_acc *s) { return s->n ? s->acc + s->chunk : s->acc; }
+static inline float sy_mxu_total(const sy_mxu_acc *s) {
+    sy_mxu_acc t = *s;
+    sy_mxu_flush(&t);
+    return t.started ? t.acc : 0.0f;
+}
 
 /* ---- issue 18: TensorFlow Lite's integer arithmetic (qmath.c) ------------ */
 

@@ -41,9 +41,26 @@ void sy_sgemm_packed(const sy_exec *ex, int64_t m, int64_t n, int64_t k, const f
 #define SY_SMALLGEMM_MR 6
 void sy_sgemm_packed_serial(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bpacked,
                             bool accumulate, float *c, int64_t ldc);
-/* issue 16, MXU numerics: sy_pack_b with every element rounded to bfloat16 as it is packed (the sim
- * backend's MXU products, src/backend/sim/mxu.c). */
-void sy_pack_b_bf16(float *packed, const float *b, int64_t ldb, bool tb, int64_t k, int64_t n);
+/* issue 16, MXU numerics (mxu_pairs.c, docs/design/mxu-numerics.md): operands rounded to bfloat16, two
+ * to a word -- A as rows of sy_mxu_pairs(k) words, B in panels of 16 columns (sy_mxu_b_words) -- and one
+ * chunk of an MXU sum: C (m, n) = or += A (m, 2 kp) x B (2 kp, n), the chunk's sum started from 0 in pair
+ * order; pstride: words from a panel of B to the next. */
+int64_t sy_mxu_pairs(int64_t k);
+int64_t sy_mxu_b_words(int64_t k, int64_t n);
+/* B (k, n), stride ldb (stored (n, k) when tb), rounded into panels */
+void sy_mxu_pack_b(uint32_t *bp, const float *b, int64_t ldb, bool tb, int64_t k, int64_t n);
+/* B given by rows as sy_pack_b_rows takes it (NULL: zeros), rounded into panels */
+void sy_mxu_pack_b_rows(uint32_t *bp, const float *const *rows, bool transposed, int64_t k, int64_t n);
+/* columns [c0, c1) of a packed B of k rows doubled (exact for normal values) */
+void sy_mxu_b_double_columns(uint32_t *bp, int64_t k, int64_t c0, int64_t c1);
+/* A (m, k), stride lda (stored (k, m) when ta), into rows of ldp words; rounded: A's values are bfloat16
+ * already (a rounded copy), so packing only narrows them */
+void sy_mxu_pack_a(uint32_t *ap, int64_t ldp, const float *a, int64_t lda, bool ta, int64_t m, int64_t k, bool rounded);
+void sy_mxu_chunk(int64_t m, int64_t n, int64_t kp, const uint32_t *a, int64_t lda, const uint32_t *bp, int64_t pstride,
+                  bool accumulate, float *c, int64_t ldc);
+/* the same over ex's threads, in blocks of SY_SMALLGEMM_MR rows */
+void sy_mxu_chunk_par(const sy_exec *ex, int64_t m, int64_t n, int64_t kp, const uint32_t *a, int64_t lda,
+                      const uint32_t *bp, int64_t pstride, bool accumulate, float *c, int64_t ldc);
 /* Pack B (K, N) given by rows: row kk of B is rows[kk] (N floats; NULL:
  * zeros); or, when transposed, column j of B is rows[j] (K floats). For B
  * stacked from several matrices, as the LSTM's [kernel; recurrent; bias]. */
@@ -52,15 +69,6 @@ void sy_pack_b_rows(float *packed, const float *const *rows, bool transposed, in
 void sy_packed_b_scale_columns(float *packed, int64_t k, int64_t n, int64_t c0, int64_t c1, float scale);
 
 /* issue 16, MXU recurrent products */
-/* sy_pack_b_rows with every element rounded to bfloat16 as it is packed. */
-void sy_pack_b_rows_bf16(float *packed, const float *const *rows, bool transposed, int64_t k, int64_t n);
-/* sy_sgemm_packed(_serial) over part of a packed B's rows: rows [k0, k0 + k) of a packed B of K rows are
- * bpacked + k0 * 16 with pstride = K * 16 (panels of 16 columns, K * 16 floats apart), so that a product is
- * summed one MXU chunk of k at a time. */
-void sy_sgemm_packed_rows_serial(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bpacked,
-                                 int64_t pstride, bool accumulate, float *c, int64_t ldc);
-void sy_sgemm_packed_rows(const sy_exec *ex, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                          const float *bpacked, int64_t pstride, bool accumulate, float *c, int64_t ldc);
 /* The recurrent scans' products (rnn.c): float32 (the cpu backend), or with the MXU's numerics
  * (docs/design/mxu-numerics.md), by chunked bfloat16 products on the micro-kernel (the sim backend) or by
  * scalar reference loops (sim-ref). The gates, cells, masks and layouts are the same code in all three. */

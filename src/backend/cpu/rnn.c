@@ -152,24 +152,32 @@ static void add_dh(float *restrict acc, const sy_kargs *k, int64_t b, int64_t t,
 /* ---- issue 16, MXU recurrent products --------------------------------------------
  * With the MXU's numerics (docs/design/mxu-numerics.md) a product's operands
  * are rounded to bfloat16 and each output sums its K products in chunks of
- * SY_MXU_DEPTH, each chunk from 0, added in order to a float32 accumulator;
- * K may come in two segments (a step's x then h(t-1)), and a chunk never
- * spans both. The fast path (sim) rounds A into a buffer, B as it is
- * packed, and runs the micro-kernel once per chunk over that chunk's rows of
- * the packed B; the reference (sim-ref) is a scalar loop over B by rows
+ * SY_MXU_DEPTH (each chunk's terms in pairs, from 0), the chunks added in
+ * order to a float32 accumulator; K may come in two segments (a step's x
+ * then h(t-1)), and a chunk never spans both. The fast path (sim) packs A
+ * and B in bfloat16 pairs (mxu_pairs.c), each segment on its own (B: one
+ * packed B a segment, one after the other), and runs the micro-kernel once
+ * per chunk; the reference (sim-ref) is a scalar loop over B by rows
  * (sy_pack_b_rows's pointers). Bias terms are added afterwards in float32,
  * by the callers. */
 typedef struct rnn_b {
     sy_rnn_numerics num;
-    const float *bp;          /* B (K, N) packed, rounded (SY_RNN_MXU) */
+    const uint32_t *bp;       /* B (K, N) packed in pairs, segment by segment (SY_RNN_MXU: rnn_pack_b) */
     const float *const *rows; /* B by rows or, transposed, by columns (SY_RNN_MXU_REF) */
     bool transposed;
     int64_t k, n, seg; /* seg: where B's second segment starts (K: one segment) */
 } rnn_b;
 
+/* B's rows by segment into bp (SY_RNN_MXU): rows[0 .. seg) then rows[seg .. k) (transposed, rows are
+ * B's columns: one segment); at most sy_pack_b_floats(k, n) words */
+static void rnn_pack_b(uint32_t *bp, const float *const *rows, bool transposed, int64_t k, int64_t n, int64_t seg) {
+    sy_mxu_pack_b_rows(bp, rows, transposed, seg, n);
+    if (seg < k) sy_mxu_pack_b_rows(bp + sy_mxu_b_words(seg, n), rows + seg, false, k - seg, n);
+}
+
 /* C (m, N) = A (m, K) x B with the MXU's numerics; A's stride lda, C's ldc;
- * abuf m x K floats of scratch (the fast path's rounded A); ex NULL: on the
- * calling thread. */
+ * abuf m x K floats of scratch (the fast path's A in pairs); ex NULL: on
+ * the calling thread. */
 static void rnn_product(const rnn_b *p, const sy_exec *ex, int64_t m, const float *a, int64_t lda, float *c, int64_t ldc,
                         float *abuf) {
     if (p->num == SY_RNN_MXU_REF) {
@@ -184,15 +192,22 @@ static void rnn_product(const rnn_b *p, const sy_exec *ex, int64_t m, const floa
             }
         return;
     }
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t kk = 0; kk < p->k; kk++) abuf[i * p->k + kk] = sy_bf16_round(a[i * lda + kk]);
-    for (int64_t k0 = 0; k0 < p->k;) {
-        int64_t k1 = sy_min64(k0 + SY_MXU_DEPTH, k0 < p->seg ? p->seg : p->k);
-        if (ex)
-            sy_sgemm_packed_rows(ex, m, p->n, k1 - k0, abuf + k0, p->k, p->bp + k0 * 16, p->k * 16, k0 > 0, c, ldc);
-        else
-            sy_sgemm_packed_rows_serial(m, p->n, k1 - k0, abuf + k0, p->k, p->bp + k0 * 16, p->k * 16, k0 > 0, c, ldc);
-        k0 = k1;
+    uint32_t *ap = (uint32_t *)abuf;
+    int64_t len[2] = {p->seg, p->k - p->seg}, ldp = sy_mxu_pairs(len[0]) + sy_mxu_pairs(len[1]);
+    const uint32_t *bseg = p->bp;
+    for (int s = 0, a0 = 0; s < 2; s++) {
+        sy_mxu_pack_a(ap + a0, ldp, a + (s ? p->seg : 0), lda, false, m, len[s], false);
+        for (int64_t k0 = 0; k0 < len[s]; k0 += SY_MXU_DEPTH) {
+            int64_t kp = sy_mxu_pairs(sy_min64(SY_MXU_DEPTH, len[s] - k0)), pstride = sy_mxu_pairs(len[s]) * 16;
+            const uint32_t *apc = ap + a0 + k0 / 2, *bpc = bseg + k0 / 2 * 16;
+            bool acc = s > 0 || k0 > 0;
+            if (ex)
+                sy_mxu_chunk_par(ex, m, p->n, kp, apc, ldp, bpc, pstride, acc, c, ldc);
+            else
+                sy_mxu_chunk(m, p->n, kp, apc, ldp, bpc, pstride, acc, c, ldc);
+        }
+        a0 += (int)sy_mxu_pairs(len[s]);
+        bseg += sy_mxu_b_words(len[s], p->n);
     }
 }
 
@@ -583,16 +598,20 @@ static void lstm_scan_fwd(const sy_kargs *k, sy_rnn_numerics num) {
     if (!mxu)
         sy_pack_b_rows(bp, rows, false, kk, 4 * u);
     else if (num == SY_RNN_MXU)
-        sy_pack_b_rows_bf16(bp, rows, false, d + u, 4 * u);
-    if (doubled && num != SY_RNN_MXU_REF) /* lstm_cell_default's doubled g */
-        sy_packed_b_scale_columns(bp, mxu ? d + u : kk, 4 * u, 2 * u, 3 * u, 2.0f);
+        rnn_pack_b((uint32_t *)bp, rows, false, d + u, 4 * u, d);
+    if (doubled && num == SY_RNN_F32) /* lstm_cell_default's doubled g */
+        sy_packed_b_scale_columns(bp, kk, 4 * u, 2 * u, 3 * u, 2.0f);
+    if (doubled && num == SY_RNN_MXU) {
+        sy_mxu_b_double_columns((uint32_t *)bp, d, 2 * u, 3 * u);
+        sy_mxu_b_double_columns((uint32_t *)bp + sy_mxu_b_words(d, 4 * u), u, 2 * u, 3 * u);
+    }
     if (mxu && scan_bias(k)) {
         bias = extra;
         for (int64_t q = 0; q < 4 * u; q++)
             bias[q] = scan_bias(k)[q] * (doubled && q >= 2 * u && q < 3 * u ? 2.0f : 1.0f);
     }
     lstm_job j = {k, l, sd.b, sd.t, d, u, sd.act, sd.rec_act, false, k->attr->rnn.inference, bp, scan_mask(k), scratch,
-                  k->attr->rnn.general ? k->attr->rnn.fn : NULL, {num, bp, rows, false, d + u, 4 * u, d},
+                  k->attr->rnn.general ? k->attr->rnn.fn : NULL, {num, (uint32_t *)bp, rows, false, d + u, 4 * u, d},
                   extra + floats_aligned_rnn(4 * u), floats_aligned_rnn(MR * (d + u)), bias,
                   doubled && num == SY_RNN_MXU_REF, scan_steps(k, 3 + k->attr->rnn.has_bias)};
     sy_parallel_parts(k->ex, blocks, lstm_fwd_rows, &j);
@@ -687,10 +706,10 @@ static void lstm_scan_bwd(const sy_kargs *k, sy_rnn_numerics num) {
     if (num == SY_RNN_F32)
         sy_pack_b_rows(bp, rows, true, 4 * u, n);
     else if (num == SY_RNN_MXU)
-        sy_pack_b_rows_bf16(bp, rows, true, 4 * u, n);
+        rnn_pack_b((uint32_t *)bp, rows, true, 4 * u, n, 4 * u);
     lstm_job j = {k, l, sd.b, sd.t, d, u, sd.act, sd.rec_act, need_dx, false, bp,
                   k->attr->rnn.has_mask ? k->in[4] : NULL, scratch, k->attr->rnn.general ? k->attr->rnn.fn : NULL,
-                  {num, bp, rows, true, 4 * u, n, 4 * u}, extra + floats_aligned_rnn(4 * u),
+                  {num, (uint32_t *)bp, rows, true, 4 * u, n, 4 * u}, extra + floats_aligned_rnn(4 * u),
                   floats_aligned_rnn(MR * 4 * u), NULL, false, scan_steps(k, 4)};
     sy_parallel_parts(k->ex, blocks, lstm_bwd_rows, &j);
 }
@@ -749,8 +768,8 @@ static int64_t gru_mxu_floats(const sy_kargs *k, sy_rnn_numerics num, int thread
 static rnn_b gru_rec_b(sy_rnn_numerics num, const float *rk, int64_t u, bool backward, float *bp, const float **rows) {
     for (int64_t p = 0; p < (backward ? u : 3 * u) && num == SY_RNN_MXU_REF; p++)
         rows[p] = rk + p * 3 * u; /* row p of recurrent: B's row p, or (backward) B^T's column p */
-    if (num == SY_RNN_MXU) sy_pack_b_bf16(bp, rk, 3 * u, backward, backward ? 3 * u : u, backward ? u : 3 * u);
-    return (rnn_b){num, bp, rows, backward, backward ? 3 * u : u, backward ? u : 3 * u, backward ? 3 * u : u};
+    if (num == SY_RNN_MXU) sy_mxu_pack_b((uint32_t *)bp, rk, 3 * u, backward, backward ? 3 * u : u, backward ? u : 3 * u);
+    return (rnn_b){num, (uint32_t *)bp, rows, backward, backward ? 3 * u : u, backward ? u : 3 * u, backward ? 3 * u : u};
 }
 
 /* workspace: inner (B, 3U), masked h(t-1) (B, U) */

@@ -13,10 +13,7 @@
  * among threads in blocks of 6, so each element of C is computed by one
  * thread in the same order whatever the thread count.
  *
- * The sim backend's products (issue 16) pack B rounded to bfloat16 and run
- * the kernel once per 128-term chunk of K: sy_sgemm_packed_rows(_serial)
- * take a panel stride, so that a product can run over rows [k0, k0 + k) of
- * a packed B.
+ * (The MXU's products, bfloat16 pairs, have their own kernel: mxu_pairs.c.)
  */
 #include "cpu_internal.h"
 
@@ -48,7 +45,7 @@ int64_t sy_pack_b_floats(int64_t k, int64_t n) { return k * ((n + NR - 1) / NR) 
  * transposed when tb) or, when rows is given, from rows as sy_pack_b_rows
  * says. Columns past N are zeros. */
 static void pack(float *restrict packed, const float *b, int64_t ldb, const float *const *rows, bool tb, int64_t k,
-                 int64_t n, bool bf16) {
+                 int64_t n) {
     int64_t panels = (n + NR - 1) / NR;
     if (!rows && !tb) { /* rows of B are runs of 16 floats: a loop GCC vectorises (the sim backend packs dy so),
                            row by row, so that B is read as one stream (panel by panel ran at a third of the speed) */
@@ -59,10 +56,7 @@ static void pack(float *restrict packed, const float *b, int64_t ldb, const floa
                 int64_t c0 = p * NR, nc = n - c0 < NR ? n - c0 : NR;
                 float *restrict dst = packed + (p * k + kk) * NR;
                 const float *restrict src = b + kk * ldb + c0;
-                if (bf16)
-                    for (int64_t j = 0; j < nc; j++) dst[j] = sy_bf16_round(src[j]);
-                else
-                    for (int64_t j = 0; j < nc; j++) dst[j] = src[j];
+                for (int64_t j = 0; j < nc; j++) dst[j] = src[j];
                 for (int64_t j = nc; j < NR; j++) dst[j] = 0.0f;
             }
         }
@@ -74,25 +68,17 @@ static void pack(float *restrict packed, const float *b, int64_t ldb, const floa
             for (int64_t j = 0; j < NR; j++) {
                 int64_t col = p * NR + j, r = tb ? col : kk, c = tb ? kk : col;
                 const float *row = col >= n ? NULL : rows ? rows[r] : b + r * ldb;
-                dst[j] = row ? (bf16 ? sy_bf16_round(row[c]) : row[c]) : 0.0f;
+                dst[j] = row ? row[c] : 0.0f;
             }
         }
 }
 
 void sy_pack_b(float *packed, const float *b, int64_t ldb, bool tb, int64_t k, int64_t n) {
-    pack(packed, b, ldb, NULL, tb, k, n, false);
-}
-
-void sy_pack_b_bf16(float *packed, const float *b, int64_t ldb, bool tb, int64_t k, int64_t n) {
-    pack(packed, b, ldb, NULL, tb, k, n, true);
+    pack(packed, b, ldb, NULL, tb, k, n);
 }
 
 void sy_pack_b_rows(float *packed, const float *const *rows, bool transposed, int64_t k, int64_t n) {
-    pack(packed, NULL, 0, rows, transposed, k, n, false);
-}
-
-void sy_pack_b_rows_bf16(float *packed, const float *const *rows, bool transposed, int64_t k, int64_t n) {
-    pack(packed, NULL, 0, rows, transposed, k, n, true);
+    pack(packed, NULL, 0, rows, transposed, k, n);
 }
 
 void sy_packed_b_scale_columns(float *packed, int64_t k, int64_t n, int64_t c0, int64_t c1, float scale) {
@@ -223,24 +209,12 @@ static void row_block(void *ctx, int64_t block) {
 
 void sy_sgemm_packed_serial(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bpacked,
                             bool accumulate, float *c, int64_t ldc) {
-    sy_sgemm_packed_rows_serial(m, n, k, a, lda, bpacked, k * NR, accumulate, c, ldc);
+    small_job j = {c, a, bpacked, m, n, k, lda, ldc, k * NR, accumulate};
+    for (int64_t i0 = 0; i0 < m; i0 += MR) row_tiles(&j, i0, m - i0 < MR ? m - i0 : MR);
 }
 
 void sy_sgemm_packed(const sy_exec *ex, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                      const float *bpacked, bool accumulate, float *c, int64_t ldc) {
-    sy_sgemm_packed_rows(ex, m, n, k, a, lda, bpacked, k * NR, accumulate, c, ldc);
-}
-
-/* issue 16, MXU recurrent products: rows [k0, k0 + k) of a packed B of K rows are bpacked + k0 * 16 with
- * panels K * 16 floats apart, so a product runs over part of K, one MXU chunk at a time. */
-void sy_sgemm_packed_rows_serial(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bpacked,
-                                 int64_t pstride, bool accumulate, float *c, int64_t ldc) {
-    small_job j = {c, a, bpacked, m, n, k, lda, ldc, pstride, accumulate};
-    for (int64_t i0 = 0; i0 < m; i0 += MR) row_tiles(&j, i0, m - i0 < MR ? m - i0 : MR);
-}
-
-void sy_sgemm_packed_rows(const sy_exec *ex, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                          const float *bpacked, int64_t pstride, bool accumulate, float *c, int64_t ldc) {
-    small_job j = {c, a, bpacked, m, n, k, lda, ldc, pstride, accumulate};
+    small_job j = {c, a, bpacked, m, n, k, lda, ldc, k * NR, accumulate};
     sy_parallel_parts(ex, (m + MR - 1) / MR, row_block, &j);
 }

@@ -6,23 +6,21 @@
  * One GEMM serves them all: C (M, N) = A (M, K) x B (K, N), its K taken in
  * chunks of SY_MXU_DEPTH (128), the MXU's depth. For each chunk the operands
  * are packed with every element rounded to bfloat16 as it is copied -- the
- * rounding costs no pass of its own -- and smallgemm.c's micro-kernel (a
- * 6 x 16 tile of float32 accumulators, k in order, vectors across output
- * columns) sums the chunk from 0 and adds it to C (the first chunk stores
- * it). Each product of two bfloat16 values is exact in float32, so a fused
- * multiply-add gives the same bits as a multiply and an add, and the tile's
- * order per element -- chunk sums in k order, added in chunk order -- is
- * the reference's. Bias and activation follow in float32 (sy_epilogue_f32).
+ * rounding costs no pass of its own -- two to a 32-bit word, and
+ * cpu/mxu_pairs.c's micro-kernel (a 6 x 16 tile of float32 sums; with
+ * AVX-512 BF16, 16 products an instruction) sums the chunk from 0 in the
+ * reference's pair order and adds it to C (the first chunk stores it). Bias
+ * and activation follow in float32 (sy_epilogue_f32).
  *
- *   B   packed whole, chunk after chunk (sy_pack_b_bf16), into the
- *       workspace before the product, over the threads; or, when it is as
- *       large as the activations (a backprop-filter's dy), streamed: read
- *       and rounded in registers by mxu_stream.c's tile, or built per chunk
- *       (b_rows: im2col with rounding);
+ *   B   packed whole, chunk after chunk (sy_mxu_pack_b), into the workspace
+ *       before the product, over the threads; or, when it is as large as
+ *       the activations (a backprop-filter's dy, VGG's 4096 x 4096 Dense
+ *       kernel), packed chunk by chunk by each part for its columns, or
+ *       built per chunk (b_rows: im2col with rounding) and packed;
  *   A   packed per (sub-block of MB rows, chunk) by the op's pack_a: a
  *       rounded copy of matrix rows (or columns, transposed), im2col with
  *       rounding (conv.c's, shared), or window taps gathered straight from
- *       x (pack_a_taps);
+ *       x (pack_a_taps); then narrowed into pairs;
  *   C   split into parts by rows and columns, fixed by the shape; each
  *       element is computed by one part, in the same order whatever the
  *       thread count.
@@ -43,14 +41,15 @@
  */
 #include "sim_internal.h"
 
-#define MB 96           /* rows per sub-block: A's chunk (48 KB) and C's rows stay in L2 */
-#define MIN_TILES 4     /* tiles of SY_SMALLGEMM_MR rows per part, at least */
+#define MB 96                     /* rows per sub-block: A's chunk (48 KB) and C's rows stay in L2 */
+#define KP (SY_MXU_DEPTH / 2)     /* pairs in a whole chunk */
+#define MIN_TILES 4               /* tiles of SY_SMALLGEMM_MR rows per part, at least */
 #define MAX_PARTS 16
-#define WHOLE_B (4 << 20) /* floats of B packed whole, at most */
+#define WHOLE_B (4 << 20)         /* words of B packed whole, at most */
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t floats_aligned(int64_t n) { return sy_align_up(n, SY_ALIGN / (int64_t)sizeof(float)); }
-static int64_t npad(int64_t n) { return sy_pack_b_floats(1, n); }
+static int64_t npad(int64_t n) { return sy_mxu_b_words(2, n); } /* words of a pair of B's rows */
 
 /* A's rows [i0, i0 + rows), columns [k0, k0 + kn), rounded, into dst (rows, kn). */
 typedef void (*pack_a_fn)(const void *ctx, int64_t i0, int64_t rows, int64_t k0, int64_t kn, float *dst);
@@ -59,27 +58,30 @@ typedef struct gemm {
     int64_t M, N, K;
     pack_a_fn pack_a;
     const void *actx;
-    const float *bp; /* pack_b's, or NULL: each part packs its chunks of b as it goes */
-    const float *b;  /* B (K, N) (stride ldb; stored (N, K) when tb) */
+    uint32_t *bp;   /* B packed whole, chunk after chunk; or NULL: each part packs its chunks of b as it goes */
+    const float *b; /* B (K, N) (stride ldb; stored (N, K) when tb) */
     int64_t ldb;
     bool tb;
     float *c;
     int64_t ldc;
     const float *bias;
     int act;
-    /* Streamed B built on the way (conv: im2col): B's rows [k0, k0 + kn), columns [j0, j1), rounded, into dst
+    /* B built on the way (conv: im2col): B's rows [k0, k0 + kn), columns [j0, j1), rounded, into dst
      * (kn, j1 - j0); NULL: B is the matrix b */
     void (*b_rows)(const void *ctx, int64_t k0, int64_t kn, int64_t j0, int64_t j1, float *dst);
     const void *bctx;
+    int64_t pm, pn; /* parts by rows and by columns (gemm_run sets them) */
 } gemm;
 
-/* Per-thread scratch: A's chunk, and B's chunk when it is packed on the way. */
-static int64_t scratch_floats(int64_t N) { return MB * SY_MXU_DEPTH + SY_MXU_DEPTH * npad(N); }
-static int64_t packed_b_floats(int64_t K, int64_t N) { return floats_aligned(K * npad(N)); }
+/* Per-part scratch: A's chunk rounded, then in pairs; B's chunk in pairs when it is packed on the way, and
+ * as b_rows builds it. */
+static int64_t scratch_floats(int64_t N) { return MB * SY_MXU_DEPTH + MB * KP + KP * npad(N) + SY_MXU_DEPTH * npad(N); }
+/* B packed whole: a chunk's panels in KP * npad(N) words, chunk after chunk */
+static int64_t packed_b_floats(int64_t K, int64_t N) { return floats_aligned(ceil_div(K, SY_MXU_DEPTH) * KP * npad(N)); }
 
-/* B's rows [k0, k0 + kn), columns [j0, j0 + n), rounded, in sy_pack_b's layout */
-static void pack_b_block(float *bp, const float *b, int64_t ldb, bool tb, int64_t k0, int64_t kn, int64_t j0, int64_t n) {
-    sy_pack_b_bf16(bp, tb ? b + j0 * ldb + k0 : b + k0 * ldb + j0, ldb, tb, kn, n);
+/* B's rows [k0, k0 + kn), columns [j0, j0 + n), rounded, in pairs (sy_mxu_pack_b) */
+static void pack_b_block(uint32_t *bp, const float *b, int64_t ldb, bool tb, int64_t k0, int64_t kn, int64_t j0, int64_t n) {
+    sy_mxu_pack_b(bp, tb ? b + j0 * ldb + k0 : b + k0 * ldb + j0, ldb, tb, kn, n);
 }
 
 /* ---- B: packed whole, chunk after chunk, rounded ------------------------------ */
@@ -87,19 +89,22 @@ static void pack_b_block(float *bp, const float *b, int64_t ldb, bool tb, int64_
 static void pack_b_chunk(void *ctx, int64_t chunk) {
     const gemm *g = ctx;
     int64_t k0 = chunk * SY_MXU_DEPTH;
-    pack_b_block((float *)g->bp + k0 * npad(g->N), g->b, g->ldb, g->tb, k0, sy_min64(SY_MXU_DEPTH, g->K - k0), 0, g->N);
+    pack_b_block(g->bp + chunk * KP * npad(g->N), g->b, g->ldb, g->tb, k0, sy_min64(SY_MXU_DEPTH, g->K - k0), 0, g->N);
 }
 
 static void pack_b(const sy_exec *ex, const gemm *g) { sy_parallel_parts(ex, ceil_div(g->K, SY_MXU_DEPTH), pack_b_chunk, (void *)g); }
 
 /* ---- the product --------------------------------------------------------------- */
 
-/* One chunk of C's rows [r0, r0 + rows), columns [j0, j1) (j0 on a panel boundary), into cr (row r0, column 0). */
-static void gemm_chunk(const gemm *g, int64_t r0, int64_t rows, int64_t j0, int64_t j1, int64_t k0, const float *bpc,
-                       float *cr, float *a) {
-    int64_t kn = sy_min64(SY_MXU_DEPTH, g->K - k0);
-    g->pack_a(g->actx, r0, rows, k0, kn, a);
-    sy_sgemm_packed_serial(rows, j1 - j0, kn, a, kn, bpc, k0 > 0, cr + j0, g->ldc);
+/* One chunk (terms [k0, k0 + kn)) of C's rows [r0, r0 + rows), n columns, into c (row r0, the first column),
+ * with B's chunk bpc (panels pstride words apart): A packed (af rounded, then ap in pairs), then the
+ * micro-kernel, which stores the chunk's sum (the first chunk) or adds it to C. */
+static void gemm_chunk(const gemm *g, int64_t r0, int64_t rows, int64_t n, int64_t k0, const uint32_t *bpc,
+                       int64_t pstride, float *c, float *af, uint32_t *ap) {
+    int64_t kn = sy_min64(SY_MXU_DEPTH, g->K - k0), kp = sy_mxu_pairs(kn);
+    g->pack_a(g->actx, r0, rows, k0, kn, af);
+    sy_mxu_pack_a(ap, kp, af, kn, false, rows, kn, true);
+    sy_mxu_chunk(rows, n, kp, ap, kp, bpc, pstride, k0 > 0, c, g->ldc);
 }
 
 /* Rows [i0, i1), columns [j0, j1) of C into c (row i0 of C, column 0). With B packed whole: sub-block by
@@ -107,73 +112,93 @@ static void gemm_chunk(const gemm *g, int64_t r0, int64_t rows, int64_t j0, int6
  * chunk, B's chunk packed once for all the rows (the parts of such products have few rows). Either way
  * each element of C sums its chunks in order. */
 static void gemm_rows(const gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1, float *c, float *scratch) {
-    float *a = scratch, *bbuf = a + MB * SY_MXU_DEPTH;
-    int64_t pj = j0 / 16 * 16; /* panels are 16 columns (sy_pack_b) */
+    float *af = scratch;
+    uint32_t *ap = (uint32_t *)(af + MB * SY_MXU_DEPTH), *bbuf = ap + MB * KP;
+    float *brows = (float *)(bbuf + KP * npad(g->N));
     if (g->K == 0)
         for (int64_t r = i0; r < i1; r++) memset(c + (r - i0) * g->ldc + j0, 0, (size_t)(j1 - j0) * sizeof(float));
     if (g->bp) {
         for (int64_t r0 = i0; r0 < i1; r0 += MB)
             for (int64_t k0 = 0; k0 < g->K; k0 += SY_MXU_DEPTH) {
-                int64_t kn = sy_min64(SY_MXU_DEPTH, g->K - k0);
-                gemm_chunk(g, r0, sy_min64(MB, i1 - r0), j0, j1, k0, g->bp + k0 * npad(g->N) + pj * kn,
-                           c + (r0 - i0) * g->ldc, a);
+                int64_t kp = sy_mxu_pairs(sy_min64(SY_MXU_DEPTH, g->K - k0));
+                const uint32_t *bpc = g->bp + k0 / SY_MXU_DEPTH * KP * npad(g->N) + j0 / 16 * 16 * kp;
+                gemm_chunk(g, r0, sy_min64(MB, i1 - r0), j1 - j0, k0, bpc, kp * 16, c + (r0 - i0) * g->ldc + j0, af, ap);
             }
-    } else if (!g->tb) { /* B's rows read and rounded in the product (mxu_stream.c) */
-        for (int64_t k0 = 0; k0 < g->K; k0 += SY_MXU_DEPTH) {
-            int64_t kn = sy_min64(SY_MXU_DEPTH, g->K - k0), ldb = g->b_rows ? j1 - j0 : g->ldb;
-            const float *b = g->b_rows ? bbuf : g->b + k0 * g->ldb + j0;
-            if (g->b_rows) g->b_rows(g->bctx, k0, kn, j0, j1, bbuf);
-            for (int64_t r0 = i0; r0 < i1; r0 += MB) {
-                int64_t rows = sy_min64(MB, i1 - r0);
-                g->pack_a(g->actx, r0, rows, k0, kn, a);
-                sy_mxu_stream_chunk(c + (r0 - i0) * g->ldc + j0, g->ldc, a, b, ldb, rows, j1 - j0, kn, k0 > 0);
-            }
-        }
     } else {
         for (int64_t k0 = 0; k0 < g->K; k0 += SY_MXU_DEPTH) {
-            pack_b_block(bbuf, g->b, g->ldb, g->tb, k0, sy_min64(SY_MXU_DEPTH, g->K - k0), j0, j1 - j0);
+            int64_t kn = sy_min64(SY_MXU_DEPTH, g->K - k0);
+            if (g->b_rows) {
+                g->b_rows(g->bctx, k0, kn, j0, j1, brows);
+                sy_mxu_pack_b(bbuf, brows, j1 - j0, false, kn, j1 - j0);
+            } else {
+                pack_b_block(bbuf, g->b, g->ldb, g->tb, k0, kn, j0, j1 - j0);
+            }
             for (int64_t r0 = i0; r0 < i1; r0 += MB)
-                gemm_chunk(g, r0, sy_min64(MB, i1 - r0), 0, j1 - j0, k0, bbuf, c + (r0 - i0) * g->ldc + j0, a);
+                gemm_chunk(g, r0, sy_min64(MB, i1 - r0), j1 - j0, k0, bbuf, sy_mxu_pairs(kn) * 16,
+                           c + (r0 - i0) * g->ldc + j0, af, ap);
         }
     }
     sy_epilogue_f32(c + j0, i1 - i0, j1 - j0, g->ldc, g->bias ? g->bias + j0 : NULL, 0, g->act);
 }
 
 /* Parts: rows of C in runs of whole tiles, and when that leaves parts to spare, columns in runs of whole
- * panels -- two when B is streamed, which each column part reads on its own (a backprop-filter's dy: 64
- * columns in 4 parts took longer on one thread than in one part) -- unless B is built on the way (b_rows),
- * which each column part would do again, A too (VGG's transposed backprop-filter: 80 -> 43 ms with rows
- * only); fixed by the shape. */
-static void gemm_split(int64_t M, int64_t N, bool whole, bool by_cols, int64_t *pm, int64_t *pn) {
+ * panels. When B is built on the way (b_rows) every row part would build all of it again: then columns
+ * only, a part a thread, each building only its columns of B (and packing A again, which is smaller).
+ * The split never changes a result: each element of C is summed by one part, whole. */
+static void gemm_split(int64_t M, int64_t N, bool built, int threads, int64_t *pm, int64_t *pn) {
+    if (built) {
+        *pm = 1;
+        *pn = sy_max64(1, sy_min64(sy_min64(ceil_div(N, 16), threads), MAX_PARTS));
+        return;
+    }
     *pm = sy_max64(1, sy_min64(MAX_PARTS, ceil_div(M, SY_SMALLGEMM_MR) / MIN_TILES));
-    *pn = by_cols ? sy_max64(1, sy_min64(ceil_div(N, whole ? 16 : 32), MAX_PARTS / *pm)) : 1;
+    *pn = sy_max64(1, sy_min64(ceil_div(N, 16), MAX_PARTS / *pm));
 }
 
 static void gemm_part(void *ctx, int64_t part, float *scratch) {
     const gemm *g = ctx;
-    int64_t pm, pn, t0, t1, q0, q1;
-    gemm_split(g->M, g->N, g->bp != NULL, !g->b_rows, &pm, &pn);
+    int64_t pm = g->pm, pn = g->pn, t0, t1, q0, q1;
     sy_split_range(ceil_div(g->M, SY_SMALLGEMM_MR), (int)(part / pn), (int)pm, &t0, &t1);
-    int64_t unit = g->bp ? 16 : 32; /* a panel; a streamed tile's two vectors (AVX-512) */
-    sy_split_range(ceil_div(g->N, unit), (int)(part % pn), (int)pn, &q0, &q1);
+    sy_split_range(ceil_div(g->N, 16), (int)(part % pn), (int)pn, &q0, &q1);
     int64_t i0 = t0 * SY_SMALLGEMM_MR, i1 = sy_min64(g->M, t1 * SY_SMALLGEMM_MR);
-    gemm_rows(g, i0, i1, q0 * unit, sy_min64(g->N, q1 * unit), g->c + i0 * g->ldc, scratch);
+    gemm_rows(g, i0, i1, q0 * 16, sy_min64(g->N, q1 * 16), g->c + i0 * g->ldc, scratch);
 }
 
 /* Workspace: B packed whole (when `whole`), then the parts' scratch. */
 static int64_t gemm_ws_floats(int64_t M, int64_t N, int64_t K, bool whole, int threads) {
-    int64_t pm, pn;
-    gemm_split(M, N, whole, true, &pm, &pn); /* the most parts: a bound on the buffers */
-    return (whole ? packed_b_floats(K, N) : 0) + sy_blocks_buffers(threads, pm * pn) * scratch_floats(N);
+    int64_t pm, pn, bm, bn; /* either split: a bound on the buffers */
+    gemm_split(M, N, false, threads, &pm, &pn);
+    gemm_split(M, N, true, threads, &bm, &bn);
+    return (whole ? packed_b_floats(K, N) : 0) + sy_blocks_buffers(threads, sy_max64(pm * pn, bm * bn)) * scratch_floats(N);
 }
 
 /* C = A B on ex's threads; g->bp, when set, is the workspace and gets B packed whole first. */
 static void gemm_run(const sy_exec *ex, gemm *g, float *ws) {
     if (g->M <= 0 || g->N <= 0) return;
     if (g->bp) pack_b(ex, g);
-    int64_t pm, pn;
-    gemm_split(g->M, g->N, g->bp != NULL, !g->b_rows, &pm, &pn);
-    sy_run_blocks(ex, pm * pn, gemm_part, g, ws + (g->bp ? packed_b_floats(g->K, g->N) : 0), scratch_floats(g->N));
+    gemm_split(g->M, g->N, g->b_rows != NULL, ex->threads, &g->pm, &g->pn);
+    sy_run_blocks(ex, g->pm * g->pn, gemm_part, g, ws + (g->bp ? packed_b_floats(g->K, g->N) : 0), scratch_floats(g->N));
+}
+
+/* dst (cols, rows) = src (rows, cols)^T, in 16 x 16 blocks over ex's threads (VGG16's last backprop-filter,
+ * 512 x 4608, took 5 ms element by element) */
+typedef struct transpose_job {
+    float *dst;
+    const float *src;
+    int64_t rows, cols;
+} transpose_job;
+
+static void transpose_part(void *ctx, int64_t part) {
+    const transpose_job *t = ctx;
+    int64_t j0 = part * 16, j1 = sy_min64(t->cols, j0 + 16);
+    for (int64_t i0 = 0; i0 < t->rows; i0 += 16)
+        for (int64_t j = j0; j < j1; j++)
+            for (int64_t i = i0; i < sy_min64(t->rows, i0 + 16); i++) t->dst[j * t->rows + i] = t->src[i * t->cols + j];
+}
+
+static void transpose(const sy_exec *ex, float *dst, const float *src, int64_t rows, int64_t cols) {
+    transpose_job t = {dst, src, rows, cols};
+    sy_parallel_parts(ex, ceil_div(cols, 16), transpose_part, &t);
 }
 
 /* ---- A operands ------------------------------------------------------------------ */
@@ -300,15 +325,14 @@ static void matmul_fwd_f32_mxu(const sy_kargs *k) {
         matrix a = {k->in[1], ldb, !tb};
         float *ct = ws;
         ws += floats_aligned(M * N);
-        gemm g = {N, M, K, pack_a_matrix, &a, whole_b(K, M) ? ws : NULL, k->in[0], lda, false, ct, M, NULL, SY_ACT_NONE, NULL, NULL};
+        gemm g = {N, M, K, pack_a_matrix, &a, whole_b(K, M) ? (uint32_t *)ws : NULL, k->in[0], lda, false, ct, M, NULL, SY_ACT_NONE, NULL, NULL, 0, 0};
         gemm_run(k->ex, &g, ws);
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) c[i * N + j] = ct[j * M + i];
+        transpose(k->ex, c, ct, N, M);
         sy_epilogue_f32(c, M, N, N, bias, 0, k->attr->matmul.act);
         return;
     }
     matrix a = {k->in[0], lda, ta};
-    gemm g = {M, N, K, pack_a_matrix, &a, whole_b(K, N) ? ws : NULL, k->in[1], ldb, tb, c, N, bias, k->attr->matmul.act, NULL, NULL};
+    gemm g = {M, N, K, pack_a_matrix, &a, whole_b(K, N) ? (uint32_t *)ws : NULL, k->in[1], ldb, tb, c, N, bias, k->attr->matmul.act, NULL, NULL, 0, 0};
     gemm_run(k->ex, &g, ws);
 }
 
@@ -320,7 +344,7 @@ int64_t sy_mxu_gemm_ws_floats(int64_t M, int64_t N, int64_t K, int threads) {
 void sy_mxu_gemm(const sy_exec *ex, bool ta, int64_t M, int64_t N, int64_t K, const float *a, int64_t lda,
                  const float *b, int64_t ldb, float *c, int64_t ldc, const float *bias, float *ws) {
     matrix am = {a, lda, ta};
-    gemm g = {M, N, K, pack_a_matrix, &am, whole_b(K, N) ? ws : NULL, b, ldb, false, c, ldc, bias, SY_ACT_NONE, NULL, NULL};
+    gemm g = {M, N, K, pack_a_matrix, &am, whole_b(K, N) ? (uint32_t *)ws : NULL, b, ldb, false, c, ldc, bias, SY_ACT_NONE, NULL, NULL, 0, 0};
     gemm_run(ex, &g, ws);
 }
 
@@ -345,7 +369,7 @@ static void conv2d_fwd_f32_mxu(const sy_kargs *k) {
     sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
     conv_src s = {&g, k->in[0]};
     gemm m = {g.P, g.o, g.K, pack_a_im2col, &s, k->ws, k->in[1], g.o, false, k->out, g.o, k->n_in > 2 ? k->in[2] : NULL,
-              k->attr->conv.act, NULL, NULL};
+              k->attr->conv.act, NULL, NULL, 0, 0};
     gemm_run(k->ex, &m, k->ws);
 }
 
@@ -389,7 +413,7 @@ static void conv2d_bwd_data_f32_mxu(const sy_kargs *k) {
     }
     sy_conv_geom g = sy_conv_geom_make(k->out_shape, &k->in_shape[1], k->attr);
     matrix a = {k->in[0], g.o, false};
-    bwd_data_job j = {&g, {g.P, g.K, g.o, pack_a_matrix, &a, k->ws, k->in[1], g.o, true, NULL, g.K, NULL, SY_ACT_NONE, NULL, NULL},
+    bwd_data_job j = {&g, {g.P, g.K, g.o, pack_a_matrix, &a, k->ws, k->in[1], g.o, true, NULL, g.K, NULL, SY_ACT_NONE, NULL, NULL, 0, 0},
                       k->out, bwd_data_groups(&g)};
     pack_b(k->ex, &j.m);
     sy_run_blocks(k->ex, j.groups, bwd_data_group, &j, (float *)k->ws + packed_b_floats(g.o, g.K), bwd_data_scratch(&g));
@@ -427,16 +451,15 @@ static void conv2d_bwd_filter_f32_mxu(const sy_kargs *k) {
     sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], k->out_shape, k->attr);
     conv_src s = {&g, k->in[0]};
     if (!bwd_filter_transposed(&g)) {
-        gemm m = {g.K, g.o, g.P, pack_a_taps, &s, NULL, k->in[1], g.o, false, k->out, g.o, NULL, SY_ACT_NONE, NULL, NULL};
+        gemm m = {g.K, g.o, g.P, pack_a_taps, &s, NULL, k->in[1], g.o, false, k->out, g.o, NULL, SY_ACT_NONE, NULL, NULL, 0, 0};
         gemm_run(k->ex, &m, k->ws);
         return;
     }
     float *dwt = k->ws, *dw = k->out;
     matrix dyt = {k->in[1], g.o, true};
-    gemm m = {g.o, g.K, g.P, pack_a_matrix, &dyt, NULL, NULL, 0, false, dwt, g.K, NULL, SY_ACT_NONE, b_rows_im2col, &s};
+    gemm m = {g.o, g.K, g.P, pack_a_matrix, &dyt, NULL, NULL, 0, false, dwt, g.K, NULL, SY_ACT_NONE, b_rows_im2col, &s, 0, 0};
     gemm_run(k->ex, &m, dwt + floats_aligned(g.o * g.K));
-    for (int64_t t = 0; t < g.K; t++)
-        for (int64_t o = 0; o < g.o; o++) dw[t * g.o + o] = dwt[o * g.K + t];
+    transpose(k->ex, dw, dwt, g.o, g.K);
 }
 
 const sy_kernel sy_sim_matmul = {matmul_fwd_f32_mxu, matmul_ws, NULL};

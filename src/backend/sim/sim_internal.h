@@ -5,8 +5,9 @@
  *
  * The numerics both implement are in docs/design/mxu-numerics.md: operands
  * rounded to bfloat16 (sy_bf16_round, backend_internal.h), exact products,
- * float32 sums over k in order in chunks of SY_MXU_DEPTH terms, each chunk
- * started from 0 and added in order to the float32 accumulator; bias and
+ * float32 sums over k in chunks of SY_MXU_DEPTH terms, each chunk's terms in
+ * pairs (the odd one first) from 0 with subnormals flushed (sy_mxu_acc), the
+ * chunks added in order to the float32 accumulator; bias and
  * activation afterwards in float32 (sy_epilogue_f32, the vector unit's
  * work). The reference kernels define the results; the fast ones equal them
  * bit for bit (tests/test_ops.c checks it).
@@ -15,12 +16,6 @@
 #define SY_SIM_INTERNAL_H
 
 #include "../cpu/cpu_internal.h"
-
-/* One chunk (kn <= SY_MXU_DEPTH terms) of the MXU product with B read unpacked (mxu_stream.c):
- * C (rows, n) (+)= A (rows, kn) x bf16(B (kn, n)); A (row stride kn) already rounded; C row stride ldc, B's
- * ldb. Each element sums its kn products from 0 in order, then is stored or (accumulate) added to C. */
-void sy_mxu_stream_chunk(float *c, int64_t ldc, const float *a, const float *b, int64_t ldb, int64_t rows, int64_t n,
-                         int64_t kn, bool accumulate);
 
 /* The fast kernels (mxu.c). */
 extern const sy_kernel sy_sim_matmul, sy_sim_conv2d, sy_sim_conv2d_backprop_input, sy_sim_conv2d_backprop_filter;

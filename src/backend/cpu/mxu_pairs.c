@@ -1,0 +1,233 @@
+/*
+ * mxu_pairs.c - the MXU's products on the CPU, bit for bit as
+ * docs/design/mxu-numerics.md defines them: operands rounded to bfloat16
+ * and held two to a 32-bit word, and a micro-kernel that sums one chunk of
+ * them -- the sim backend's convs and matmuls (sim/mxu.c) and the recurrent
+ * scans' products (rnn.c) all run on it.
+ *
+ * The order of a chunk's sum is the one AVX-512 BF16's VDPBF16PS computes
+ * (Intel's pseudocode, and AMD Zen 4's hardware, checked against it on 96
+ * million lanes, half of them near the smallest normal): terms go in pairs
+ * (k = 2q, 2q + 1) and each pair adds its odd term, then its even one, to
+ * the chunk's float32 sum, every sum flushed to zero when below float32's
+ * smallest normal and every operand that is subnormal as bfloat16 taken as
+ * zero. A chunk of odd length ends in a pair whose odd term is 0 x 0. With
+ * that instruction (built with -march=native on such a CPU) a 6 x 16 tile
+ * of float32 sums takes 16 products an instruction, twice a float32 FMA's
+ * 8; elsewhere a portable loop computes the same bits: fmaf, then the
+ * flush (sy_mxu_ftz).
+ *
+ * Layouts (words are uint32: a pair, the even term's bfloat16 in the low
+ * half, the odd term's in the high half, as VDPBF16PS reads them):
+ *   A  rows of sy_mxu_pairs(k) words: row r's pair q is (A[r][2q], A[r][2q+1]),
+ *      so that a row is simply its k bfloat16 values in order (and a 0 when
+ *      k is odd);
+ *   B  panels of 16 columns, pair after pair: word (p * pairs + q) * 16 + j
+ *      is (B[2q][16p + j], B[2q + 1][16p + j]); zeros past k and n.
+ * A chunk's B is a B of its own (its pairs counted from the chunk's start):
+ * the sim backend packs B chunk after chunk.
+ */
+#include "cpu_internal.h"
+
+#include <float.h>
+
+#if defined(__AVX512BF16__) && defined(__AVX512VL__)
+#include <immintrin.h>
+#define SY_MXU_DPBF16 1
+#endif
+
+#define MR SY_SMALLGEMM_MR
+#define NR 16
+
+static inline uint32_t bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+/* x rounded to bfloat16 (sy_bf16_bits): its 16 bits */
+static inline uint32_t half(float x) { return sy_bf16_bits(x); }
+
+int64_t sy_mxu_pairs(int64_t k) { return (k + 1) / 2; }
+int64_t sy_mxu_b_words(int64_t k, int64_t n) { return sy_mxu_pairs(k) * ((n + NR - 1) / NR) * NR; }
+
+void sy_mxu_pack_b(uint32_t *restrict bp, const float *b, int64_t ldb, bool tb, int64_t k, int64_t n) {
+    int64_t pairs = sy_mxu_pairs(k), panels = (n + NR - 1) / NR;
+    if (!tb) { /* rows 2q and 2q + 1, 16 columns at a time: a loop GCC vectorises */
+        for (int64_t q = 0; q < pairs; q++) {
+            const float *r0 = b + 2 * q * ldb, *r1 = 2 * q + 1 < k ? r0 + ldb : NULL;
+            for (int64_t p = 0; p < panels; p++) {
+                int64_t c0 = p * NR, nc = n - c0 < NR ? n - c0 : NR;
+                uint32_t *restrict dst = bp + (p * pairs + q) * NR;
+                if (r1 && nc == NR)
+                    for (int64_t j = 0; j < NR; j++) dst[j] = half(r0[c0 + j]) | half(r1[c0 + j]) << 16;
+                else
+                    for (int64_t j = 0; j < NR; j++)
+                        dst[j] = j >= nc ? 0 : half(r0[c0 + j]) | (r1 ? half(r1[c0 + j]) << 16 : 0);
+            }
+        }
+        return;
+    }
+    /* B^T stored (n, k): a column's pair is two adjacent floats. A panel's 16 columns are narrowed, QB pairs
+     * at a time, into rows of their own (contiguous: a loop GCC vectorises), whose 32-bit words -- the pairs
+     * -- are then written across (VGG16's Dense w^T, 4096 x 4096, took 3x as long gathered pair by pair) */
+    enum { QB = 256 };
+    uint32_t rowbuf[NR][QB];
+    for (int64_t p = 0; p < panels; p++)
+        for (int64_t q0 = 0; q0 < pairs; q0 += QB) {
+            int64_t qn = sy_min64(QB, pairs - q0), kn = sy_min64(2 * qn, k - 2 * q0);
+            for (int64_t j = 0; j < NR; j++) {
+                int64_t col = p * NR + j;
+                uint16_t *restrict d = (uint16_t *)rowbuf[j];
+                const float *restrict src = b + col * ldb + 2 * q0;
+                if (col >= n)
+                    memset(d, 0, (size_t)qn * sizeof(uint32_t));
+                else {
+                    for (int64_t kk = 0; kk < kn; kk++) d[kk] = (uint16_t)half(src[kk]);
+                    if (kn & 1) d[kn] = 0;
+                }
+            }
+            uint32_t *restrict dst = bp + (p * pairs + q0) * NR;
+            for (int64_t q = 0; q < qn; q++)
+                for (int64_t j = 0; j < NR; j++) dst[q * NR + j] = rowbuf[j][q];
+        }
+}
+
+void sy_mxu_pack_b_rows(uint32_t *restrict bp, const float *const *rows, bool transposed, int64_t k, int64_t n) {
+    int64_t pairs = sy_mxu_pairs(k), panels = (n + NR - 1) / NR;
+    for (int64_t p = 0; p < panels; p++)
+        for (int64_t q = 0; q < pairs; q++)
+            for (int64_t j = 0; j < NR; j++) {
+                int64_t col = p * NR + j;
+                uint32_t w = 0;
+                for (int64_t e = 0; e < 2 && col < n; e++) {
+                    int64_t kk = 2 * q + e;
+                    const float *row = kk >= k ? NULL : transposed ? rows[col] : rows[kk];
+                    if (row) w |= half(transposed ? row[kk] : row[col]) << (16 * e);
+                }
+                bp[(p * pairs + q) * NR + j] = w;
+            }
+}
+
+/* A bfloat16 doubled, exactly where the result is a normal bfloat16 (the LSTM's g columns: sy_mxu_scale2) */
+static uint32_t twice(uint32_t h) {
+    float x = sy_bf16_to_f32((uint16_t)h) * 2.0f;
+    return sy_bf16_bits(x);
+}
+
+void sy_mxu_b_double_columns(uint32_t *bp, int64_t k, int64_t c0, int64_t c1) {
+    int64_t pairs = sy_mxu_pairs(k);
+    for (int64_t col = c0; col < c1; col++)
+        for (int64_t q = 0; q < pairs; q++) {
+            uint32_t *w = bp + ((col / NR) * pairs + q) * NR + col % NR;
+            *w = twice(*w & 0xffffu) | twice(*w >> 16) << 16;
+        }
+}
+
+void sy_mxu_pack_a(uint32_t *ap, int64_t ldp, const float *a, int64_t lda, bool ta, int64_t m, int64_t k, bool rounded) {
+    for (int64_t r = 0; r < m; r++) {
+        uint16_t *restrict d = (uint16_t *)(ap + r * ldp);
+        if (ta)
+            for (int64_t kk = 0; kk < k; kk++) d[kk] = (uint16_t)half(a[kk * lda + r]);
+        else if (rounded) /* already bfloat16 values: their top halves (a narrowing GCC vectorises) */
+            for (int64_t kk = 0; kk < k; kk++) d[kk] = (uint16_t)(bits(a[r * lda + kk]) >> 16);
+        else
+            for (int64_t kk = 0; kk < k; kk++) d[kk] = (uint16_t)half(a[r * lda + kk]);
+        if (k & 1) d[k] = 0;
+    }
+}
+
+/* ---- the chunk's tile -------------------------------------------------------------- */
+
+#if SY_MXU_DPBF16
+#define ROW(r)                                                                                                         \
+    av = (__m256bh)_mm256_set1_epi32((int)a##r[q]);                                                                    \
+    c##r##0 = _mm256_dpbf16_ps(c##r##0, av, b0);                                                                       \
+    c##r##1 = _mm256_dpbf16_ps(c##r##1, av, b1)
+
+/* rows <= MR rows (a short block computes its last row again in the others, and stores only its own) by 16
+ * columns, kp pairs; the sums into acc[r][0 .. 16) */
+static inline __attribute__((always_inline)) void tile(float acc[MR][NR], const uint32_t *a, int64_t lda,
+                                                       const uint32_t *bp, int64_t kp, int64_t rows) {
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
+           c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    const uint32_t *a0 = a, *a1 = a + sy_min64(1, rows - 1) * lda, *a2 = a + sy_min64(2, rows - 1) * lda,
+                   *a3 = a + sy_min64(3, rows - 1) * lda, *a4 = a + sy_min64(4, rows - 1) * lda,
+                   *a5 = a + sy_min64(5, rows - 1) * lda;
+    for (int64_t q = 0; q < kp; q++) {
+        __m256bh b0 = (__m256bh)_mm256_loadu_si256((const __m256i *)(bp + q * NR)),
+                 b1 = (__m256bh)_mm256_loadu_si256((const __m256i *)(bp + q * NR + 8)), av;
+        ROW(0);
+        ROW(1);
+        ROW(2);
+        ROW(3);
+        ROW(4);
+        ROW(5);
+    }
+    _mm256_storeu_ps(acc[0], c00), _mm256_storeu_ps(acc[0] + 8, c01);
+    _mm256_storeu_ps(acc[1], c10), _mm256_storeu_ps(acc[1] + 8, c11);
+    _mm256_storeu_ps(acc[2], c20), _mm256_storeu_ps(acc[2] + 8, c21);
+    _mm256_storeu_ps(acc[3], c30), _mm256_storeu_ps(acc[3] + 8, c31);
+    _mm256_storeu_ps(acc[4], c40), _mm256_storeu_ps(acc[4] + 8, c41);
+    _mm256_storeu_ps(acc[5], c50), _mm256_storeu_ps(acc[5] + 8, c51);
+}
+#undef ROW
+#else
+static inline float lo(uint32_t w) { return sy_mxu_ftz(sy_bf16_to_f32((uint16_t)(w & 0xffffu))); }
+static inline float hi(uint32_t w) { return sy_mxu_ftz(sy_bf16_to_f32((uint16_t)(w >> 16))); }
+
+static void tile(float acc[MR][NR], const uint32_t *a, int64_t lda, const uint32_t *bp, int64_t kp, int64_t rows) {
+    for (int64_t r = 0; r < rows; r++) {
+        float *s = acc[r];
+        for (int j = 0; j < NR; j++) s[j] = 0.0f;
+        for (int64_t q = 0; q < kp; q++) {
+            uint32_t aw = a[r * lda + q];
+            float ao = hi(aw), ae = lo(aw);
+            for (int j = 0; j < NR; j++) {
+                uint32_t bw = bp[q * NR + j];
+                s[j] = sy_mxu_ftz(fmaf(ao, hi(bw), s[j]));
+                s[j] = sy_mxu_ftz(fmaf(ae, lo(bw), s[j]));
+            }
+        }
+    }
+}
+#endif
+
+void sy_mxu_chunk(int64_t m, int64_t n, int64_t kp, const uint32_t *a, int64_t lda, const uint32_t *bp, int64_t pstride,
+                  bool accumulate, float *c, int64_t ldc) {
+    float acc[MR][NR];
+    for (int64_t i0 = 0; i0 < m; i0 += MR) {
+        int64_t rows = sy_min64(MR, m - i0);
+        for (int64_t p = 0, c0 = 0; c0 < n; p++, c0 += NR) {
+            int64_t cols = sy_min64(NR, n - c0);
+            tile(acc, a + i0 * lda, lda, bp + p * pstride, kp, rows);
+            for (int64_t r = 0; r < rows; r++) {
+                float *cr = c + (i0 + r) * ldc + c0;
+                if (accumulate)
+                    for (int64_t j = 0; j < cols; j++) cr[j] += acc[r][j];
+                else
+                    for (int64_t j = 0; j < cols; j++) cr[j] = acc[r][j];
+            }
+        }
+    }
+}
+
+typedef struct chunk_job {
+    int64_t m, n, kp, lda, pstride, ldc;
+    const uint32_t *a, *bp;
+    bool accumulate;
+    float *c;
+} chunk_job;
+
+static void chunk_block(void *ctx, int64_t block) {
+    const chunk_job *j = ctx;
+    int64_t i0 = block * MR;
+    sy_mxu_chunk(sy_min64(MR, j->m - i0), j->n, j->kp, j->a + i0 * j->lda, j->lda, j->bp, j->pstride, j->accumulate,
+                 j->c + i0 * j->ldc, j->ldc);
+}
+
+void sy_mxu_chunk_par(const sy_exec *ex, int64_t m, int64_t n, int64_t kp, const uint32_t *a, int64_t lda,
+                      const uint32_t *bp, int64_t pstride, bool accumulate, float *c, int64_t ldc) {
+    chunk_job j = {m, n, kp, lda, pstride, ldc, a, bp, accumulate, c};
+    sy_parallel_parts(ex, (m + MR - 1) / MR, chunk_block, &j);
+}
