@@ -146,9 +146,11 @@ void sy_mxu_pack_a(uint32_t *ap, int64_t ldp, const float *a, int64_t lda, bool 
     c##r##1 = _mm256_dpbf16_ps(c##r##1, av, b1)
 
 /* rows <= MR rows (a short block computes its last row again in the others, and stores only its own) by 16
- * columns, kp pairs; the sums into acc[r][0 .. 16) */
-static inline __attribute__((always_inline)) void tile(float acc[MR][NR], const uint32_t *a, int64_t lda,
-                                                       const uint32_t *bp, int64_t kp, int64_t rows) {
+ * columns, kp pairs: a whole tile stored or added to C from the registers, else the sums into acc[r][0 .. 16)
+ * (returns false) */
+static inline __attribute__((always_inline)) bool tile(float acc[MR][NR], const uint32_t *a, int64_t lda,
+                                                       const uint32_t *bp, int64_t kp, int64_t rows, int64_t cols,
+                                                       float *c, int64_t ldc, bool accumulate) {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
            c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     const uint32_t *a0 = a, *a1 = a + sy_min64(1, rows - 1) * lda, *a2 = a + sy_min64(2, rows - 1) * lda,
@@ -164,19 +166,26 @@ static inline __attribute__((always_inline)) void tile(float acc[MR][NR], const 
         ROW(4);
         ROW(5);
     }
-    _mm256_storeu_ps(acc[0], c00), _mm256_storeu_ps(acc[0] + 8, c01);
-    _mm256_storeu_ps(acc[1], c10), _mm256_storeu_ps(acc[1] + 8, c11);
-    _mm256_storeu_ps(acc[2], c20), _mm256_storeu_ps(acc[2] + 8, c21);
-    _mm256_storeu_ps(acc[3], c30), _mm256_storeu_ps(acc[3] + 8, c31);
-    _mm256_storeu_ps(acc[4], c40), _mm256_storeu_ps(acc[4] + 8, c41);
-    _mm256_storeu_ps(acc[5], c50), _mm256_storeu_ps(acc[5] + 8, c51);
+    __m256 v[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    if (rows == MR && cols == NR) {
+        for (int r = 0; r < MR; r++)
+            for (int h = 0; h < 2; h++) {
+                float *cr = c + r * ldc + 8 * h;
+                _mm256_storeu_ps(cr, accumulate ? _mm256_add_ps(_mm256_loadu_ps(cr), v[r][h]) : v[r][h]);
+            }
+        return true;
+    }
+    for (int r = 0; r < MR; r++) _mm256_storeu_ps(acc[r], v[r][0]), _mm256_storeu_ps(acc[r] + 8, v[r][1]);
+    return false;
 }
 #undef ROW
 #else
 static inline float lo(uint32_t w) { return sy_mxu_ftz(sy_bf16_to_f32((uint16_t)(w & 0xffffu))); }
 static inline float hi(uint32_t w) { return sy_mxu_ftz(sy_bf16_to_f32((uint16_t)(w >> 16))); }
 
-static void tile(float acc[MR][NR], const uint32_t *a, int64_t lda, const uint32_t *bp, int64_t kp, int64_t rows) {
+static bool tile(float acc[MR][NR], const uint32_t *a, int64_t lda, const uint32_t *bp, int64_t kp, int64_t rows,
+                 int64_t cols, float *c, int64_t ldc, bool accumulate) {
+    (void)cols, (void)c, (void)ldc, (void)accumulate;
     for (int64_t r = 0; r < rows; r++) {
         float *s = acc[r];
         for (int j = 0; j < NR; j++) s[j] = 0.0f;
@@ -190,6 +199,7 @@ static void tile(float acc[MR][NR], const uint32_t *a, int64_t lda, const uint32
             }
         }
     }
+    return false;
 }
 #endif
 
@@ -200,7 +210,8 @@ void sy_mxu_chunk(int64_t m, int64_t n, int64_t kp, const uint32_t *a, int64_t l
         int64_t rows = sy_min64(MR, m - i0);
         for (int64_t p = 0, c0 = 0; c0 < n; p++, c0 += NR) {
             int64_t cols = sy_min64(NR, n - c0);
-            tile(acc, a + i0 * lda, lda, bp + p * pstride, kp, rows);
+            float *ct = c + i0 * ldc + c0;
+            if (tile(acc, a + i0 * lda, lda, bp + p * pstride, kp, rows, cols, ct, ldc, accumulate)) continue;
             for (int64_t r = 0; r < rows; r++) {
                 float *cr = c + (i0 + r) * ldc + c0;
                 if (accumulate)
