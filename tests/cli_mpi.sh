@@ -168,6 +168,12 @@ input)
         --steps-per-epoch 2 --batch-size 64 --validation-freq 1 --validation-steps 1 --verbose 2 --tpu mpi:cpu:2
     grep -q "^mnist_cnn: 1 epoch of 2 steps .*val_sparse_categorical_accuracy: [0-9.]*$" "$dir/t2.txt" ||
         fail "train --data on 2 ranks did not train and validate"
+    # a global batch that does not divide among the hosts' replicas (2 ranks x 2: 4): refused, saying so
+    mpi 2 train mnist_cnn --data "tfrecord:$records/train-*.tfrecord" --data-compression GZIP --epochs 1 \
+        --steps-per-epoch 2 --batch-size 63 --verbose 0 --tpu mpi:cpu:2 >"$dir/b63.txt" 2>&1 &&
+        fail "a batch of 63 on 4 replicas was not refused"
+    grep -q "batch-size 63 does not divide among the 4 replicas in sync on 2 hosts: use a multiple of 4" "$dir/b63.txt" ||
+        { cat "$dir/b63.txt"; fail "the refusal of a batch of 63 on 4 replicas does not say why"; }
     echo "every example once on 2 and 3 ranks: evaluate and predict print and write what one process does"
     ;;
 writer)

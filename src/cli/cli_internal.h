@@ -198,6 +198,9 @@ sy_status records_eval_dataset(const builtin_model *b, const sy_model *m, const 
  * replicas' shards (the whole batch on one host); for evaluation rounded
  * up, as evaluate pads. */
 int64_t cli_host_batch(const sy_model *m, int64_t batch, bool training);
+/* issue 20: a global batch size that does not divide among the replicas of several hosts, refused (one
+ * host takes any: fit splits it as Keras does) */
+sy_status cli_check_host_batch(const sy_model *m, int64_t batch);
 
 /* --features SPEC: a .json file's path, else the flag's spelling. */
 sy_status records_features(const char *text, sy_record_spec *out);

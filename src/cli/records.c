@@ -382,6 +382,16 @@ static sy_status parse_init(const builtin_model *b, const sy_model *m, sy_record
     return SY_OK;
 }
 
+sy_status cli_check_host_batch(const sy_model *m, int64_t batch) {
+    int64_t replicas = model_replicas(m);
+    if (model_hosts(m) > 1 && batch % replicas)
+        return sy_error(SY_ERR_INVALID_ARGUMENT,
+                        "--batch-size %lld does not divide among the %lld replicas in sync on %d hosts: use a "
+                        "multiple of %lld",
+                        (long long)batch, (long long)replicas, model_hosts(m), (long long)replicas);
+    return SY_OK;
+}
+
 int64_t cli_host_batch(const sy_model *m, int64_t batch, bool training) {
     if (model_hosts(m) < 2) return batch;
     int32_t first, local = model_local_replicas(m, &first);
@@ -410,12 +420,8 @@ sy_status records_datasets(const builtin_model *b, const sy_model *m, const char
     if (!st) st = parse_init(b, m, features, true, parse);
     if (st) return sy_error(st, "--data: %s", sy_last_error());
     const char *pattern = spec + sizeof RECORDS_PREFIX - 1;
-    int64_t replicas = model_replicas(m);
-    if (model_hosts(m) > 1 && batch % replicas)
-        return sy_error(SY_ERR_INVALID_ARGUMENT,
-                        "--batch-size %lld does not divide among the %lld replicas in sync on %d hosts: use a "
-                        "multiple of %lld",
-                        (long long)batch, (long long)replicas, model_hosts(m), (long long)replicas);
+    st = cli_check_host_batch(m, batch);
+    if (st) return st;
     st = split_dataset(b, m, parse, pattern, options, cli_host_batch(m, batch, true), true, steps_per_epoch, seed, train);
     if (st) return sy_error(st, "--data: %s", sy_last_error());
     char *test = test_pattern(pattern);

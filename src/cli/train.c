@@ -907,12 +907,10 @@ static int train_body(const command_spec *c, const builtin_model *b, const run_o
     } else if (b->pipeline) { /* the tutorial's own tf.data pipeline */
         sy_dataset *train = NULL, *val = NULL;
         int32_t hosts = sy_strategy_hosts(m->strategy); /* issue 20: each host its shard */
-        st = hosts > 1 && o->batch_size % sy_strategy_num_replicas_in_sync(m->strategy)
-                 ? sy_error(SY_ERR_INVALID_ARGUMENT,
-                            "--batch-size %lld does not divide among the %d replicas in sync on %d hosts",
-                            (long long)o->batch_size, sy_strategy_num_replicas_in_sync(m->strategy), hosts)
-                 : b->pipeline(d, cli_host_batch(m, o->batch_size, true), cli_host_batch(m, o->batch_size, false),
-                               (uint64_t)o->seed, hosts, sy_strategy_host(m->strategy), &train, &val);
+        st = cli_check_host_batch(m, o->batch_size);
+        if (!st)
+            st = b->pipeline(d, cli_host_batch(m, o->batch_size, true), cli_host_batch(m, o->batch_size, false),
+                             (uint64_t)o->seed, hosts, sy_strategy_host(m->strategy), &train, &val);
         st = strategy_agree(m->strategy, st); /* issue 20: every rank goes on, or none */
         fo.x_val = fo.y_val = NULL;
         if (!st) st = sy_model_fit_dataset(m, train, val, &fo, &h);

@@ -47,9 +47,9 @@
  * Products (issue 16, MXU recurrent products). Every product goes through
  * one of three numerics (sy_rnn_numerics): float32 (the cpu backend, the
  * code above, untouched), or the MXU's (the sim backend: operands rounded
- * to bfloat16, sums in chunks of 128; docs/design/mxu-numerics.md) by the
- * same micro-kernel run chunk by chunk over part of the packed B
- * (sy_sgemm_packed_rows) or by scalar loops (sim-ref, the reference the
+ * to bfloat16, sums in chunks of 128; docs/design/mxu-numerics.md) by
+ * mxu_pairs.c's micro-kernel run chunk by chunk over part of a B packed in
+ * bfloat16 pairs (sy_mxu_chunk) or by scalar loops (sim-ref, the reference the
  * fast path equals bit for bit). With the MXU's numerics the bias is not a
  * row of B but added after the sum in float32; the gates, cells, masks and
  * layouts are the same code for all three, so sim and sim-ref differ only
