@@ -1118,6 +1118,15 @@ static sy_node b_conv_mxu_chunks(ctx *c) { /* window 3 x 3 x 16 = 144 */
 static sy_node b_conv_bp_input_mxu_chunks(ctx *c) {
     return conv_backprop_o(c, true, 2, SY_PAD_SAME, 20, 150);
 }
+static sy_node b_conv_bp_filter_mxu_taps(ctx *c) { /* 675 pixels (the last chunk 35), window 3 x 3 x 1, 48 channels */
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.conv.stride[0] = at.conv.stride[1] = 1;
+    at.conv.padding = SY_PAD_SAME;
+    sy_shape ws = R(4, 3L, 3L, 1L, 48L);
+    sy_node in[2] = {cin(c, R(4, 3L, 15L, 15L, 1L), -1, 1), cin(c, R(4, 3L, 15L, 15L, 48L), -1, 1)};
+    return add_op(c, SY_OP_CONV2D_BACKPROP_FILTER, in, 2, &at, &ws);
+}
 static sy_node b_conv_bp_filter_mxu_chunks(ctx *c) { /* 270 pixels, window 54 */
     sy_attrs at;
     memset(&at, 0, sizeof at);
@@ -1239,6 +1248,9 @@ const row op_rows[] = {
      b_conv_bp_input_mxu_chunks, FWD},
     {"conv2d_backprop_filter 270 pixels MXU chunks", SY_OP_CONV2D_BACKPROP_FILTER,
      b_conv_bp_filter_mxu_chunks, FWD},
+    /* a first layer's 9 taps: dy's rows paired in registers (mxu_pairs.c's sy_mxu_chunk_rows) */
+    {"conv2d_backprop_filter 9 taps x 48 channels MXU rows", SY_OP_CONV2D_BACKPROP_FILTER,
+     b_conv_bp_filter_mxu_taps, FWD},
     /* issue 16, MXU recurrent products: 13 x 11 x 150, 130 units; 7 x 3 x 100, 45 units */
     {"lstm_scan MXU 13x11x150 u130, mask", SY_OP_LSTM_SCAN, b_lstm_seq_mxu, FWD},
     {"lstm_scan MXU 7x3x100 u45, last, no bias", SY_OP_LSTM_SCAN, b_lstm_nobias_mxu, FWD},

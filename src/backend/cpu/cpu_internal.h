@@ -58,6 +58,11 @@ void sy_mxu_b_double_columns(uint32_t *bp, int64_t k, int64_t c0, int64_t c1);
 void sy_mxu_pack_a(uint32_t *ap, int64_t ldp, const float *a, int64_t lda, bool ta, int64_t m, int64_t k, bool rounded);
 void sy_mxu_chunk(int64_t m, int64_t n, int64_t kp, const uint32_t *a, int64_t lda, const uint32_t *bp, int64_t pstride,
                   bool accumulate, float *c, int64_t ldc);
+/* one chunk of kn terms (kp = sy_mxu_pairs(kn) pairs of A) with B's rows [0, kn) read from b (stride ldb,
+ * floats) and paired in registers, for a product of at most 12 rows and n a multiple of 16; false (nothing
+ * done) where it does not apply or the CPU lacks AVX-512 BF16: pack B then */
+bool sy_mxu_chunk_rows(int64_t m, int64_t n, int64_t kn, const uint32_t *a, int64_t lda, const float *b, int64_t ldb,
+                       bool accumulate, float *c, int64_t ldc);
 /* the same over ex's threads, in blocks of SY_SMALLGEMM_MR rows */
 void sy_mxu_chunk_par(const sy_exec *ex, int64_t m, int64_t n, int64_t kp, const uint32_t *a, int64_t lda,
                       const uint32_t *bp, int64_t pstride, bool accumulate, float *c, int64_t ldc);

@@ -127,6 +127,14 @@ static void gemm_rows(const gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t
     } else {
         for (int64_t k0 = 0; k0 < g->K; k0 += SY_MXU_DEPTH) {
             int64_t kn = sy_min64(SY_MXU_DEPTH, g->K - k0);
+            if (!g->b_rows && !g->tb && i1 - i0 <= 12) { /* few rows: B's rows paired in registers */
+                int64_t kp = sy_mxu_pairs(kn);
+                g->pack_a(g->actx, i0, i1 - i0, k0, kn, af);
+                sy_mxu_pack_a(ap, kp, af, kn, false, i1 - i0, kn, true);
+                if (sy_mxu_chunk_rows(i1 - i0, j1 - j0, kn, ap, kp, g->b + k0 * g->ldb + j0, g->ldb, k0 > 0, c + j0,
+                                      g->ldc))
+                    continue;
+            }
             if (g->b_rows) {
                 g->b_rows(g->bctx, k0, kn, j0, j1, brows);
                 sy_mxu_pack_b(bbuf, brows, j1 - j0, false, kn, j1 - j0);
@@ -299,7 +307,8 @@ static void matmul_dims(const sy_kargs *k, int64_t *M, int64_t *N, int64_t *K) {
     *K = k->attr->matmul.ta ? k->in_shape[0].dims[0] : k->in_shape[0].dims[1];
 }
 
-/* B packed whole unless past WHOLE_B floats (VGG's 4096 x 4096 Dense kernel): then streamed chunk by chunk */
+/* B packed whole unless past WHOLE_B words (VGG's 4096 x 4096 Dense kernel): then packed chunk by chunk by each
+ * part, for its columns */
 static bool whole_b(int64_t K, int64_t N) { return packed_b_floats(K, N) <= WHOLE_B; }
 
 /* A weight gradient, x^T dy with x (K, M) and few columns N (a Dense layer's units, the classes): computed
@@ -421,13 +430,14 @@ static void conv2d_bwd_data_f32_mxu(const sy_kargs *k) {
     sy_run_blocks(k->ex, j.groups, bwd_data_group, &j, (float *)k->ws + packed_b_floats(g.o, g.K), bwd_data_scratch(&g));
 }
 
-/* B = dy is as large as the activations: streamed, never packed whole. With a short window (a first
- * layer's 3 x 3 x 1) dw has few rows, A = cols^T is gathered tap by tap and dy read in the product. A long
+/* B = dy is as large as the activations: packed chunk by chunk, never whole. With a short window (a first
+ * layer's 3 x 3 x 1) dw has few rows, A = cols^T is gathered tap by tap and dy packed per chunk. A long
  * window (VGG's 3 x 3 x 64 = 576) would make that gather cost as much as the product -- each element of A
  * serves only O columns -- so the product runs transposed, dw^T (O, K) = dy^T (O, P) x cols (P, K): dy^T
  * is gathered (each element then serves K columns), cols comes from im2col in runs of KW x C floats
- * (measured on VGG16's 32x32x64 layer, one thread, the machine shared: 50 -> 43 ms). Either way each element of dw sums
- * the same products in the same order; dw^T is transposed into dw at the end. */
+ * (measured on VGG16's 32x32x64 layer, one thread, the machine shared: 50 -> 43 ms) and is packed in pairs per
+ * chunk. Either way each element of dw sums the same products in the same order; dw^T is transposed into dw at
+ * the end. */
 static bool bwd_filter_transposed(const sy_conv_geom *g) { return g->K > SHORT_WINDOW; }
 
 static size_t conv2d_bwd_filter_ws(const sy_kargs *k, int threads) {
