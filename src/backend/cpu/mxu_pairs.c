@@ -14,8 +14,9 @@
  * zero. A chunk of odd length ends in a pair whose odd term is 0 x 0. With
  * that instruction (built with -march=native on such a CPU) a 6 x 16 tile
  * of float32 sums takes 16 products an instruction, twice a float32 FMA's
- * 8; elsewhere a portable loop computes the same bits: fmaf, then the
- * flush (sy_mxu_ftz).
+ * 8; with AVX2 alone, two FMAs a pair under MXCSR's flush-to-zero; elsewhere
+ * a portable loop computes the same bits: fmaf, then the flush
+ * (sy_mxu_ftz).
  *
  * Layouts (words are uint32: a pair, the even term's bfloat16 in the low
  * half, the odd term's in the high half, as VDPBF16PS reads them):
@@ -179,6 +180,66 @@ static inline __attribute__((always_inline)) bool tile(float acc[MR][NR], const 
     return false;
 }
 #undef ROW
+#elif defined(__AVX2__) && defined(__FMA__)
+/* Without AVX-512 BF16: per pair, B's 16 words split into their even and odd values (4 vectors), each row's
+ * word into its two, and the odd products, then the even ones, as FMAs with MXCSR's FTZ and DAZ on -- an FMA
+ * so gives ftz(fmaf(a, b, s)) with subnormal operands taken as zeros, the rule's step (checked on this
+ * project's Zen 4 on 32 million lanes, most of them around 2^-126). Three rows at a time: 6 sums, 4 B
+ * vectors and A's 2 in the 16 registers. The empty asm statements keep the compiler from moving the
+ * products across the MXCSR writes, which it does not know they depend on. */
+#include <immintrin.h>
+
+static inline __attribute__((always_inline)) void rows3(__m256 s[3][2], const uint32_t *const ar[3],
+                                                        const uint32_t *bp, int64_t kp) {
+    const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+    __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00;
+    for (int64_t q = 0; q < kp; q++) {
+        __m256i w0 = _mm256_loadu_si256((const __m256i *)(bp + q * NR)),
+                w1 = _mm256_loadu_si256((const __m256i *)(bp + q * NR + 8));
+        __m256 be0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)), bo0 = _mm256_castsi256_ps(_mm256_and_si256(w0, hi));
+        __m256 be1 = _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16)), bo1 = _mm256_castsi256_ps(_mm256_and_si256(w1, hi));
+#define ROW3(r)                                                                                                        \
+    {                                                                                                                  \
+        __m256i aw = _mm256_set1_epi32((int)ar[r][q]);                                                                 \
+        __m256 ae = _mm256_castsi256_ps(_mm256_slli_epi32(aw, 16)), ao = _mm256_castsi256_ps(_mm256_and_si256(aw, hi)); \
+        s##r##0 = _mm256_fmadd_ps(ao, bo0, s##r##0);                                                                   \
+        s##r##1 = _mm256_fmadd_ps(ao, bo1, s##r##1);                                                                   \
+        s##r##0 = _mm256_fmadd_ps(ae, be0, s##r##0);                                                                   \
+        s##r##1 = _mm256_fmadd_ps(ae, be1, s##r##1);                                                                   \
+    }
+        ROW3(0)
+        ROW3(1)
+        ROW3(2)
+#undef ROW3
+    }
+    __asm__ volatile("" : "+x"(s00), "+x"(s01), "+x"(s10), "+x"(s11), "+x"(s20), "+x"(s21));
+    s[0][0] = s00, s[0][1] = s01, s[1][0] = s10, s[1][1] = s11, s[2][0] = s20, s[2][1] = s21;
+}
+
+static inline __attribute__((always_inline)) bool tile(float acc[MR][NR], const uint32_t *a, int64_t lda,
+                                                       const uint32_t *bp, int64_t kp, int64_t rows, int64_t cols,
+                                                       float *c, int64_t ldc, bool accumulate) {
+    __m256 v[MR][2];
+    const uint32_t *ar[MR];
+    for (int r = 0; r < MR; r++) ar[r] = a + sy_min64(r, rows - 1) * lda; /* a short block repeats its last row */
+    unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr | 0x8040u); /* FTZ | DAZ */
+    __asm__ volatile("" ::: "memory");
+    rows3(v, ar, bp, kp);
+    if (rows > 3) rows3(v + 3, ar + 3, bp, kp);
+    _mm_setcsr(csr);
+    __asm__ volatile("" ::: "memory");
+    if (rows == MR && cols == NR) {
+        for (int r = 0; r < MR; r++)
+            for (int h = 0; h < 2; h++) {
+                float *cr = c + r * ldc + 8 * h;
+                _mm256_storeu_ps(cr, accumulate ? _mm256_add_ps(_mm256_loadu_ps(cr), v[r][h]) : v[r][h]);
+            }
+        return true;
+    }
+    for (int r = 0; r < rows; r++) _mm256_storeu_ps(acc[r], v[r][0]), _mm256_storeu_ps(acc[r] + 8, v[r][1]);
+    return false;
+}
 #else
 static inline float lo(uint32_t w) { return sy_mxu_ftz(sy_bf16_to_f32((uint16_t)(w & 0xffffu))); }
 static inline float hi(uint32_t w) { return sy_mxu_ftz(sy_bf16_to_f32((uint16_t)(w >> 16))); }
