@@ -1118,23 +1118,21 @@ static sy_node b_conv_mxu_chunks(ctx *c) { /* window 3 x 3 x 16 = 144 */
 static sy_node b_conv_bp_input_mxu_chunks(ctx *c) {
     return conv_backprop_o(c, true, 2, SY_PAD_SAME, 20, 150);
 }
-static sy_node b_conv_bp_filter_mxu_taps(ctx *c) { /* 675 pixels (the last chunk 35), window 3 x 3 x 1, 48 channels */
+/* a 3 x 3 backprop-filter, stride 1, SAME, over x (n, h, w, ci) and dy (n, h, w, co) */
+static sy_node bp_filter_3x3(ctx *c, int64_t n, int64_t h, int64_t w, int64_t ci, int64_t co) {
     sy_attrs at;
     memset(&at, 0, sizeof at);
     at.conv.stride[0] = at.conv.stride[1] = 1;
     at.conv.padding = SY_PAD_SAME;
-    sy_shape ws = R(4, 3L, 3L, 1L, 48L);
-    sy_node in[2] = {cin(c, R(4, 3L, 15L, 15L, 1L), -1, 1), cin(c, R(4, 3L, 15L, 15L, 48L), -1, 1)};
+    sy_shape ws = R(4, 3L, 3L, ci, co);
+    sy_node in[2] = {cin(c, R(4, n, h, w, ci), -1, 1), cin(c, R(4, n, h, w, co), -1, 1)};
     return add_op(c, SY_OP_CONV2D_BACKPROP_FILTER, in, 2, &at, &ws);
 }
+static sy_node b_conv_bp_filter_mxu_taps(ctx *c) { /* 675 pixels (the last chunk 35), window 3 x 3 x 1, 48 channels */
+    return bp_filter_3x3(c, 3, 15, 15, 1, 48);
+}
 static sy_node b_conv_bp_filter_mxu_chunks(ctx *c) { /* 270 pixels, window 54 */
-    sy_attrs at;
-    memset(&at, 0, sizeof at);
-    at.conv.stride[0] = at.conv.stride[1] = 1;
-    at.conv.padding = SY_PAD_SAME;
-    sy_shape ws = R(4, 3L, 3L, 6L, 7L);
-    sy_node in[2] = {cin(c, R(4, 3L, 9L, 10L, 6L), -1, 1), cin(c, R(4, 3L, 9L, 10L, 7L), -1, 1)};
-    return add_op(c, SY_OP_CONV2D_BACKPROP_FILTER, in, 2, &at, &ws);
+    return bp_filter_3x3(c, 3, 9, 10, 6, 7);
 }
 
 /* ---- the table ------------------------------------------------------------------ */

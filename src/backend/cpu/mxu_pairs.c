@@ -33,7 +33,6 @@
 #include <float.h>
 
 #if defined(__AVX512BF16__) && defined(__AVX512VL__)
-#include <immintrin.h>
 #define SY_MXU_DPBF16 1
 #endif
 
@@ -140,6 +139,24 @@ void sy_mxu_pack_a(uint32_t *ap, int64_t ldp, const float *a, int64_t lda, bool 
 
 /* ---- the chunk's tile -------------------------------------------------------------- */
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+/* A tile's sums v: a whole tile stored, or added, to C from the registers (true); else into acc's rows */
+static inline __attribute__((always_inline)) bool tile_out(__m256 v[MR][2], float acc[MR][NR], int64_t rows,
+                                                           int64_t cols, float *c, int64_t ldc, bool accumulate) {
+    if (rows == MR && cols == NR) {
+        for (int r = 0; r < MR; r++)
+            for (int h = 0; h < 2; h++) {
+                float *cr = c + r * ldc + 8 * h;
+                _mm256_storeu_ps(cr, accumulate ? _mm256_add_ps(_mm256_loadu_ps(cr), v[r][h]) : v[r][h]);
+            }
+        return true;
+    }
+    for (int r = 0; r < rows; r++) _mm256_storeu_ps(acc[r], v[r][0]), _mm256_storeu_ps(acc[r] + 8, v[r][1]);
+    return false;
+}
+#endif
+
 #if SY_MXU_DPBF16
 #define ROW(r)                                                                                                         \
     av = (__m256bh)_mm256_set1_epi32((int)a##r[q]);                                                                    \
@@ -168,16 +185,7 @@ static inline __attribute__((always_inline)) bool tile(float acc[MR][NR], const 
         ROW(5);
     }
     __m256 v[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
-    if (rows == MR && cols == NR) {
-        for (int r = 0; r < MR; r++)
-            for (int h = 0; h < 2; h++) {
-                float *cr = c + r * ldc + 8 * h;
-                _mm256_storeu_ps(cr, accumulate ? _mm256_add_ps(_mm256_loadu_ps(cr), v[r][h]) : v[r][h]);
-            }
-        return true;
-    }
-    for (int r = 0; r < MR; r++) _mm256_storeu_ps(acc[r], v[r][0]), _mm256_storeu_ps(acc[r] + 8, v[r][1]);
-    return false;
+    return tile_out(v, acc, rows, cols, c, ldc, accumulate);
 }
 #undef ROW
 #elif defined(__AVX2__) && defined(__FMA__)
@@ -187,7 +195,6 @@ static inline __attribute__((always_inline)) bool tile(float acc[MR][NR], const 
  * project's Zen 4 on 32 million lanes, most of them around 2^-126). Three rows at a time: 6 sums, 4 B
  * vectors and A's 2 in the 16 registers. The empty asm statements keep the compiler from moving the
  * products across the MXCSR writes, which it does not know they depend on. */
-#include <immintrin.h>
 
 static inline __attribute__((always_inline)) void rows3(__m256 s[3][2], const uint32_t *const ar[3],
                                                         const uint32_t *bp, int64_t kp) {
@@ -229,16 +236,7 @@ static inline __attribute__((always_inline)) bool tile(float acc[MR][NR], const 
     if (rows > 3) rows3(v + 3, ar + 3, bp, kp);
     _mm_setcsr(csr);
     __asm__ volatile("" ::: "memory");
-    if (rows == MR && cols == NR) {
-        for (int r = 0; r < MR; r++)
-            for (int h = 0; h < 2; h++) {
-                float *cr = c + r * ldc + 8 * h;
-                _mm256_storeu_ps(cr, accumulate ? _mm256_add_ps(_mm256_loadu_ps(cr), v[r][h]) : v[r][h]);
-            }
-        return true;
-    }
-    for (int r = 0; r < rows; r++) _mm256_storeu_ps(acc[r], v[r][0]), _mm256_storeu_ps(acc[r] + 8, v[r][1]);
-    return false;
+    return tile_out(v, acc, rows, cols, c, ldc, accumulate);
 }
 #else
 static inline float lo(uint32_t w) { return sy_mxu_ftz(sy_bf16_to_f32((uint16_t)(w & 0xffffu))); }
