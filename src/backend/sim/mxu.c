@@ -21,9 +21,10 @@
  *       rounded copy of matrix rows (or columns, transposed), im2col with
  *       rounding (conv.c's, shared), or window taps gathered straight from
  *       x (pack_a_taps); then narrowed into pairs;
- *   C   split into parts by rows and columns, fixed by the shape; each
- *       element is computed by one part, in the same order whatever the
- *       thread count.
+ *   C   split into parts by rows and columns (gemm_split: by the shape,
+ *       and by the thread count where B is packed on the way); each
+ *       element is computed whole by one part, so in the same order
+ *       whatever the split.
  *
  *   forward          y (P, O)  = cols (P, K) x w (K, O), bias, act
  *   backprop-input   cols (P, K) = dy (P, O) x w^T (O, K), then col2im
