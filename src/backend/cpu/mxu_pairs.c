@@ -7,7 +7,7 @@
  *
  * The order of a chunk's sum is the one AVX-512 BF16's VDPBF16PS computes
  * (Intel's pseudocode, and AMD Zen 4's hardware, checked against it on 96
- * million lanes, half of them near the smallest normal): terms go in pairs
+ * million lanes, 64 million of them near the smallest normal): terms go in pairs
  * (k = 2q, 2q + 1) and each pair adds its odd term, then its even one, to
  * the chunk's float32 sum, every sum flushed to zero when below float32's
  * smallest normal and every operand that is subnormal as bfloat16 taken as
@@ -30,8 +30,6 @@
  */
 #include "cpu_internal.h"
 
-#include <float.h>
-
 #if defined(__AVX512BF16__) && defined(__AVX512VL__)
 #define SY_MXU_DPBF16 1
 #endif
@@ -47,6 +45,10 @@ static inline uint32_t bits(float x) {
 
 /* x rounded to bfloat16 (sy_bf16_bits): its 16 bits */
 static inline uint32_t half(float x) { return sy_bf16_bits(x); }
+/* the pair (x0, x1) rounded; rounded: both are bfloat16 values already, so their top halves */
+static inline uint32_t pair(float x0, float x1, bool rounded) {
+    return rounded ? bits(x0) >> 16 | (bits(x1) & 0xffff0000u) : half(x0) | half(x1) << 16;
+}
 
 int64_t sy_mxu_pairs(int64_t k) { return (k + 1) / 2; }
 int64_t sy_mxu_b_words(int64_t k, int64_t n) { return sy_mxu_pairs(k) * ((n + NR - 1) / NR) * NR; }
@@ -68,9 +70,9 @@ void sy_mxu_pack_b(uint32_t *restrict bp, const float *b, int64_t ldb, bool tb, 
         }
         return;
     }
-    /* B^T stored (n, k): a column's pair is two adjacent floats. A panel's 16 columns are narrowed, QB pairs
-     * at a time, into rows of their own (contiguous: a loop GCC vectorises), whose 32-bit words -- the pairs
-     * -- are then written across (VGG16's Dense w^T, 4096 x 4096, took 3x as long gathered pair by pair) */
+    /* B^T stored (n, k): a column's pair is two adjacent floats. A panel's 16 columns are made into pairs, QB
+     * at a time, in rows of their own (contiguous: a loop GCC vectorises), which are then written across
+     * (VGG16's Dense w^T, 4096 x 4096, took 3x as long gathered pair by pair) */
     enum { QB = 256 };
     uint32_t rowbuf[NR][QB];
     for (int64_t p = 0; p < panels; p++)
@@ -78,14 +80,14 @@ void sy_mxu_pack_b(uint32_t *restrict bp, const float *b, int64_t ldb, bool tb, 
             int64_t qn = sy_min64(QB, pairs - q0), kn = sy_min64(2 * qn, k - 2 * q0);
             for (int64_t j = 0; j < NR; j++) {
                 int64_t col = p * NR + j;
-                uint16_t *restrict d = (uint16_t *)rowbuf[j];
                 const float *restrict src = b + col * ldb + 2 * q0;
-                if (col >= n)
-                    memset(d, 0, (size_t)qn * sizeof(uint32_t));
-                else {
-                    for (int64_t kk = 0; kk < kn; kk++) d[kk] = (uint16_t)half(src[kk]);
-                    if (kn & 1) d[kn] = 0;
+                uint32_t *restrict d = rowbuf[j];
+                if (col >= n) {
+                    memset(d, 0, (size_t)qn * sizeof *d);
+                    continue;
                 }
+                for (int64_t q = 0; q < kn / 2; q++) d[q] = pair(src[2 * q], src[2 * q + 1], false);
+                if (kn & 1) d[kn / 2] = half(src[kn - 1]);
             }
             uint32_t *restrict dst = bp + (p * pairs + q0) * NR;
             for (int64_t q = 0; q < qn; q++)
@@ -109,7 +111,7 @@ void sy_mxu_pack_b_rows(uint32_t *restrict bp, const float *const *rows, bool tr
             }
 }
 
-/* A bfloat16 doubled, exactly where the result is a normal bfloat16 (the LSTM's g columns: sy_mxu_scale2) */
+/* A bfloat16 doubled, exactly where the result is a normal bfloat16 (the LSTM's doubled g columns) */
 static uint32_t twice(uint32_t h) {
     float x = sy_bf16_to_f32((uint16_t)h) * 2.0f;
     return sy_bf16_bits(x);
@@ -126,14 +128,14 @@ void sy_mxu_b_double_columns(uint32_t *bp, int64_t k, int64_t c0, int64_t c1) {
 
 void sy_mxu_pack_a(uint32_t *ap, int64_t ldp, const float *a, int64_t lda, bool ta, int64_t m, int64_t k, bool rounded) {
     for (int64_t r = 0; r < m; r++) {
-        uint16_t *restrict d = (uint16_t *)(ap + r * ldp);
+        uint32_t *restrict d = ap + r * ldp;
         if (ta)
-            for (int64_t kk = 0; kk < k; kk++) d[kk] = (uint16_t)half(a[kk * lda + r]);
-        else if (rounded) /* already bfloat16 values: their top halves (a narrowing GCC vectorises) */
-            for (int64_t kk = 0; kk < k; kk++) d[kk] = (uint16_t)(bits(a[r * lda + kk]) >> 16);
+            for (int64_t q = 0; q < k / 2; q++) d[q] = pair(a[2 * q * lda + r], a[(2 * q + 1) * lda + r], rounded);
+        else if (rounded) /* a loop GCC vectorises */
+            for (int64_t q = 0; q < k / 2; q++) d[q] = pair(a[r * lda + 2 * q], a[r * lda + 2 * q + 1], true);
         else
-            for (int64_t kk = 0; kk < k; kk++) d[kk] = (uint16_t)half(a[r * lda + kk]);
-        if (k & 1) d[k] = 0;
+            for (int64_t q = 0; q < k / 2; q++) d[q] = pair(a[r * lda + 2 * q], a[r * lda + 2 * q + 1], false);
+        if (k & 1) d[k / 2] = half(a[ta ? (k - 1) * lda + r : r * lda + k - 1]);
     }
 }
 
