@@ -128,13 +128,16 @@ static void gemm_rows(const gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t
     } else {
         for (int64_t k0 = 0; k0 < g->K; k0 += SY_MXU_DEPTH) {
             int64_t kn = sy_min64(SY_MXU_DEPTH, g->K - k0);
-            if (!g->b_rows && !g->tb && i1 - i0 <= 12) { /* few rows: B's rows paired in registers */
+            if (!g->b_rows && !g->tb && i1 - i0 <= 12) { /* few rows: B's rows paired in registers where it can */
                 int64_t kp = sy_mxu_pairs(kn);
                 g->pack_a(g->actx, i0, i1 - i0, k0, kn, af);
                 sy_mxu_pack_a(ap, kp, af, kn, false, i1 - i0, kn, true);
-                if (sy_mxu_chunk_rows(i1 - i0, j1 - j0, kn, ap, kp, g->b + k0 * g->ldb + j0, g->ldb, k0 > 0, c + j0,
-                                      g->ldc))
-                    continue;
+                if (!sy_mxu_chunk_rows(i1 - i0, j1 - j0, kn, ap, kp, g->b + k0 * g->ldb + j0, g->ldb, k0 > 0, c + j0,
+                                       g->ldc)) {
+                    pack_b_block(bbuf, g->b, g->ldb, false, k0, kn, j0, j1 - j0);
+                    sy_mxu_chunk(i1 - i0, j1 - j0, kp, ap, kp, bbuf, kp * 16, k0 > 0, c + j0, g->ldc);
+                }
+                continue;
             }
             if (g->b_rows) {
                 g->b_rows(g->bctx, k0, kn, j0, j1, brows);
