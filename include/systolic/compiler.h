@@ -206,6 +206,12 @@ typedef struct sy_plan_options {
      * size named, and device_memory_name: "a TPU v2 core's HBM"). */
     int64_t device_memory;
     const char *device_memory_name;
+    /* issue 16, cost model: the plan as the emulated TPU runs the step, for
+     * the cost model (sy_plan_profile) and the device_memory check alone:
+     * without the host kernels' conv -> pool fusion, which the cost model
+     * does not assume of XLA (docs/design/tpu-cost-model.md, section 3),
+     * and with nothing allocated; running it is refused. */
+    bool tpu_view;
 } sy_plan_options;
 
 sy_plan_options sy_plan_options_default(void);

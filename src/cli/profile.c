@@ -262,8 +262,8 @@ static int build(const char *name, const builtin_model *b, file_model *fm, uint6
         sy_strategy_scope_exit(*s);
     }
     sy_compile_options co = sy_compile_options_default();
-    /* the plan an emulated chip's replicas run (distribute/replicas.c), which `train --tpu sim:...`
-     * times: the sim backend's, whose MXU convs take no conv -> pool fusion (issue 21) */
+    /* the plans an emulated chip's replicas run (distribute/replicas.c), whose step as the TPU runs it
+     * (without the host kernels' conv -> pool fusion) `train --tpu sim:...` times */
     co.backend = "sim";
     if (!st) st = sy_optimizer_from_name(b->optimizer, &co.optimizer);
     if (!st) {

@@ -79,6 +79,7 @@ typedef struct sy_fusion_state {
      * of them; NULL: none) */
     const sy_backend *backend;
     bool inference;
+    bool tpu_view; /* issue 16: the plan as the TPU runs it: no conv -> pool fusion */
     const sy_node *grad_of;
     int64_t n_grad_of;
 } sy_fusion_state;

@@ -530,7 +530,7 @@ static bool conv_pool_enabled(void) {
 }
 
 static sy_status fuse_conv_pools(sy_graph *g, sy_fusion_state *s, int32_t *folded) {
-    if (!s->backend || !s->backend->fuses || !conv_pool_enabled()) return SY_OK;
+    if (!s->backend || !s->backend->fuses || s->tpu_view || !conv_pool_enabled()) return SY_OK;
     int64_t n0 = g->n_nodes;
     for (int64_t c = 0; c < n0; c++) {
         if (!s->live[c]) continue;

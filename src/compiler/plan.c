@@ -67,6 +67,7 @@ sy_node plan_storage_of(const sy_plan *p, sy_node n) {
 
 /* Parameter places depend on the store's current layout. */
 static void bind(sy_plan *p) {
+    if (p->tpu_view) return; /* (the cost model's plan has no buffers to point into) */
     for (int64_t i = 0; i < p->g->n_nodes; i++) {
         if (p->var_index[i] < 0) continue;
         const sy_var *v = &p->vars->vars[p->var_index[i]];
@@ -313,6 +314,7 @@ static sy_status select_and_fuse(compile_ctx *c) {
     c->p->info.fused = 0;
     fs->backend = c->p->backend;
     fs->inference = c->p->ex.inference;
+    fs->tpu_view = o->tpu_view;
     if (o->fuse) return fuse(g, fs, &c->p->info.fused);
     return SY_OK;
 }
@@ -646,6 +648,9 @@ static sy_status plan_buffers(compile_ctx *c) {
         else
             p->steps[-1 - req_node[k]].ws = (place){BLK_ARENA, reqs[k].offset};
     }
+    p->info.arena_bytes = arena_bytes;
+    p->info.grad_bytes = grad_bytes;
+    if (o->tpu_view) goto done; /* the cost model's plan: sizes, nothing allocated */
     p->arena = sy_malloc_aligned((size_t)(arena_bytes ? arena_bytes : SY_ALIGN), SY_ALIGN);
     p->grads = sy_malloc_aligned((size_t)(grad_bytes ? grad_bytes : SY_ALIGN), SY_ALIGN);
     p->consts = sy_malloc_aligned((size_t)(const_bytes ? const_bytes : SY_ALIGN), SY_ALIGN);
@@ -670,8 +675,6 @@ static sy_status plan_buffers(compile_ctx *c) {
             else ((int32_t *)dst)[k] = (int32_t)r->attr.fill.value;
         }
     }
-    p->info.arena_bytes = arena_bytes;
-    p->info.grad_bytes = grad_bytes;
 done:
     sy_free(first);
     sy_free(last);
@@ -968,6 +971,7 @@ sy_status sy_plan_compile(const sy_graph *graph, const sy_plan_options *o, sy_pl
     }
     p->info.steps = p->n_steps;
     if (getenv("SYSTOLIC_PROFILE") && *getenv("SYSTOLIC_PROFILE")) p->profile = sy_calloc((size_t)(p->n_steps ? p->n_steps : 1), sizeof *p->profile);
+    p->tpu_view = o->tpu_view;
     bind(p);
     p->origin = c.fs.origin; /* issue 21: for sy_plan_summary */
     p->n_origin = c.fs.cap;
@@ -1042,6 +1046,9 @@ bool plan_step_bf16(const sy_plan *p, int32_t s, uint32_t *bf16_in, uint32_t *co
 }
 
 sy_status plan_run_steps(sy_plan *p, int32_t first, int32_t last) {
+    if (p->tpu_view)
+        return sy_error(SY_ERR_STATE, "this plan was compiled as the TPU's view of the step (tpu_view), for the cost "
+                                      "model only: it has no buffers to run on");
     if (p->profile && first == 0) p->profile_runs++;
     for (int32_t s = first; s < last; s++) {
         step *st = &p->steps[s];

@@ -41,6 +41,7 @@ typedef struct step {
 
 struct sy_plan {
     sy_graph *g; /* the rewritten copy: owns names and fused programs */
+    bool tpu_view; /* issue 16: compiled for the cost model only (sy_plan_options.tpu_view): nothing allocated */
     const sy_backend *backend;
     sy_vars *vars;
     bool owns_vars;

@@ -98,6 +98,7 @@ typedef struct replica_set {
     sy_strategy *strategy;
     int32_t n; /* this host's replicas (issue 20); plans[i] is global replica strategy->first + i */
     sy_plan **plans;
+    sy_plan *tpu; /* issue 16: on an emulated chip, the step as the TPU runs it (tpu_view), for the cost model */
     int32_t *update_owner; /* per update step of plans[0]: the region thread that runs it */
     mpi_chain
         *chain; /* issue 20: the all-reduce across hosts (training on several hosts), else NULL */

@@ -53,6 +53,7 @@ void replicas_free(replica_set *r) {
     if (!r) return;
     for (int32_t i = 0; r->plans && i < r->n; i++) sy_plan_free(r->plans[i]);
     sy_free(r->plans);
+    sy_plan_free(r->tpu);
     sy_free(r->update_owner);
     mpi_chain_free(r->chain);
     sy_free(r);
@@ -104,8 +105,8 @@ sy_status replicas_compile(sy_strategy *s, const sy_graph *g, const sy_plan_opti
     sy_status st = SY_OK;
     /* issue 16, sim devices: an emulated chip's replicas run the sim
      * kernels (the reference kernels stay, for tests), and each must fit in
-     * its core's share of the chip's HBM -- checked on the first replica's
-     * plan, before the others are compiled. */
+     * its core's share of the chip's HBM -- checked on the TPU's view of
+     * the step (below), before any replica's plan is compiled. */
     sy_plan_options so = *o;
     char hbm_name[64];
     if (s->chip) {
@@ -114,6 +115,17 @@ sy_status replicas_compile(sy_strategy *s, const sy_graph *g, const sy_plan_opti
         snprintf(hbm_name, sizeof hbm_name, "a TPU %s %s's HBM", s->chip->name,
                  s->chip->replicas > 1 ? "core" : "chip");
         so.device_memory_name = hbm_name;
+        o = &so;
+    }
+    /* On the emulated TPU the step as the TPU runs it -- what the cost model reads and the HBM holds --
+     * is a plan of its own (tpu_view), compiled first: the host plans below fuse what the sim kernels
+     * fuse, which the cost model does not assume of XLA (docs/design/tpu-cost-model.md, section 3). */
+    if (so.backend && !strcmp(so.backend, "sim")) {
+        sy_plan_options to = so;
+        to.tpu_view = true;
+        to.pool = NULL;
+        st = sy_plan_compile(g, &to, &r->tpu);
+        so.device_memory = 0; /* checked on the TPU's view */
         o = &so;
     }
     for (int32_t i = 0; i < r->n && st == SY_OK; i++) {

@@ -10,9 +10,10 @@
 #include "keras_internal.h"
 #include "systolic/profile.h"
 
-/* The first replica's plan of m at `batch` rows per replica, compiled if it is not yet; `fn` names
- * the caller in errors. */
-static sy_status first_plan(sy_model *m, int64_t batch, bool training, const char *fn,
+/* The first replica's plan of m at `batch` rows per replica, compiled if it is not yet -- or, on an
+ * emulated chip, for the cost model (!summary), the step as the TPU runs it (replica_set.tpu); `fn`
+ * names the caller in errors. */
+static sy_status first_plan(sy_model *m, int64_t batch, bool training, bool summary, const char *fn,
                             sy_plan **out) {
     if (batch < 1)
         return sy_error(SY_ERR_INVALID_ARGUMENT,
@@ -20,7 +21,7 @@ static sy_status first_plan(sy_model *m, int64_t batch, bool training, const cha
                         (long long)batch);
     model_plan *p;
     sy_status st = model_plan_get(m, training ? MODE_TRAIN : MODE_PREDICT, batch, &p);
-    if (!st) *out = p->rs->plans[0];
+    if (!st) *out = p->rs->tpu && !summary ? p->rs->tpu : p->rs->plans[0];
     return st;
 }
 
@@ -31,7 +32,7 @@ sy_status sy_model_profile(sy_model *m, const sy_tpu_chip *chip, int64_t batch, 
         return sy_error(SY_ERR_INVALID_ARGUMENT,
                         "sy_model_profile: model, chip and out are required");
     sy_plan *p = NULL;
-    sy_status st = first_plan(m, batch, training, "sy_model_profile", &p);
+    sy_status st = first_plan(m, batch, training, false, "sy_model_profile", &p);
     return st ? st : sy_plan_profile(p, chip, options, out);
 }
 
@@ -41,7 +42,7 @@ sy_status sy_model_plan_summary(sy_model *m, int64_t batch, bool training, FILE 
         return sy_error(SY_ERR_INVALID_ARGUMENT,
                         "sy_model_plan_summary: model and out are required");
     sy_plan *p = NULL;
-    sy_status st = first_plan(m, batch, training, "sy_model_plan_summary", &p);
+    sy_status st = first_plan(m, batch, training, true, "sy_model_plan_summary", &p);
     if (st) return st;
     int32_t r = model_replicas(m);
     sy_plan_info info;

@@ -59,7 +59,7 @@ double progbar_tpu_step(const sy_model *m, const model_plan *p, char *name, size
     o.replicas = sy_strategy_num_replicas_in_sync(m->strategy);
     o.steps_per_execution = m->steps_per_execution > 0 ? m->steps_per_execution : 1;
     sy_profile *prof;
-    if (sy_plan_profile(p->rs->plans[0], chip, &o, &prof)) {
+    if (sy_plan_profile(p->rs->tpu ? p->rs->tpu : p->rs->plans[0], chip, &o, &prof)) {
         sy_log(SY_LOG_WARNING, "fit: the emulated TPU's time per step is not shown: %s", sy_last_error());
         return 0;
     }
