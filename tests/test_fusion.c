@@ -18,7 +18,13 @@
  *   - on two threads every number is the one-thread plan's, bit for bit;
  *   - under mixed_bfloat16 (every op a bf16 op, the leaves cast), with
  *     2-byte storage and without: the same bits either way, and the unfused
- *     plan's to a bfloat16 rounding of the bias gradient;
+ *     plan's to a bfloat16 rounding of the bias gradient (on sim too);
+ *   - on the sim backend (issue 16, the MXU's products), the same checks
+ *     where its kernels fuse -- short windows; a long window's training
+ *     plan stays unfused there -- and an inference plan fuses any window,
+ *     its outputs the unfused plan's bit for bit; and the TPU's view of
+ *     the step (tpu_view, for the cost model) is the unfused plan, and
+ *     cannot be run;
  *   - what must not fuse does not: an overlapping pool, a conv whose input
  *     gradient is needed, a conv output a caller asked for, an average pool
  *     after an activation;
@@ -135,8 +141,10 @@ static float *copy_floats(const void *src, int64_t n) {
     return d;
 }
 
-/* One SGD step of the case's training plan; fuse: the conv -> pool fusion on. */
-static result train(const conv_case *cc, bool bf16, bool fuse, bool storage, sy_pool *pool) {
+/* One SGD step of the case's training plan on a backend (NULL: the default, cpu); fuse: the conv ->
+ * pool fusion on. */
+static result train_on(const char *backend, const conv_case *cc, bool bf16, bool fuse, bool storage,
+                       sy_pool *pool) {
     result r;
     memset(&r, 0, sizeof r);
     built b = build(cc, bf16);
@@ -148,6 +156,7 @@ static result train(const conv_case *cc, bool bf16, bool fuse, bool storage, sy_
     o.n_outputs = 1;
     o.optimizer = sy_optimizer_sgd(0.0f, 0.0f, false);
     o.pool = pool;
+    if (backend) o.backend = backend;
     sy_plan *p = NULL;
     sy_status st = sy_plan_compile(b.g, &o, &p);
     unsetenv("SYSTOLIC_CONV_POOL");
@@ -186,6 +195,10 @@ static result train(const conv_case *cc, bool bf16, bool fuse, bool storage, sy_
     sy_plan_free(p);
     sy_graph_free(b.g);
     return r;
+}
+
+static result train(const conv_case *cc, bool bf16, bool fuse, bool storage, sy_pool *pool) {
+    return train_on(NULL, cc, bf16, fuse, storage, pool);
 }
 
 static void result_free(result *r) {
@@ -241,11 +254,113 @@ static void check_case(const conv_case *cc, sy_pool *pool2) {
     fprintf(stderr, "%-64s %s\n", cc->name, check_failures == before ? "ok" : "FAILED");
 }
 
-/* mixed_bfloat16: 2-byte storage against float32 storage (the same bits), fused against unfused */
-static void check_bf16(const conv_case *cc, sy_pool *pool2) {
+/* issue 16: the sim backend's fused kernels (sim/mxu.c), the MXU's products, against its unfused plan: the
+ * same bits but the bias gradient's, on one thread and two. A long window (K > 32) fuses in inference plans
+ * only there: its training plan must stay unfused, and its inference plan fuse and give the same outputs. */
+static void check_sim(const conv_case *cc, sy_pool *pool2) {
     int before = check_failures;
-    result two = train(cc, true, true, true, NULL), four = train(cc, true, true, false, NULL);
-    result two2 = train(cc, true, true, true, pool2), u = train(cc, true, false, true, NULL);
+    bool trains_fused = (int64_t)cc->k * cc->k * cc->c <= 32;
+    result f = train_on("sim", cc, false, true, true, NULL), u = train_on("sim", cc, false, false, true, NULL);
+    result f2 = train_on("sim", cc, false, true, true, pool2);
+    CHECK(f.fused == trains_fused && f.full_size != trains_fused && !u.fused,
+          "%s (sim): the training plan %s fused (%s expected)", cc->name, f.fused ? "is" : "is not",
+          trains_fused ? "fused" : "unfused");
+    CHECK(memcmp(&f.loss, &u.loss, sizeof f.loss) == 0 && !bits_differ(f.out, u.out, f.n_out),
+          "%s (sim): the loss %.9g or %lld outputs differ from the unfused plan's (%.9g)", cc->name, f.loss,
+          (long long)bits_differ(f.out, u.out, f.n_out), u.loss);
+    CHECK(!bits_differ(f.dw, u.dw, f.n_dw), "%s (sim): %lld of %lld kernel gradients differ from the unfused plan's",
+          cc->name, (long long)bits_differ(f.dw, u.dw, f.n_dw), (long long)f.n_dw);
+    check_near("the bias gradient (sim)", cc->name, f.db, u.db, f.n_db, 1e-5);
+    CHECK(memcmp(&f.loss, &f2.loss, sizeof f.loss) == 0 && !bits_differ(f.out, f2.out, f.n_out) &&
+              !bits_differ(f.dw, f2.dw, f.n_dw) && !bits_differ(f.db, f2.db, f.n_db),
+          "%s (sim): two threads differ from one", cc->name);
+    /* inference: the forward alone, fused for any window */
+    built b = build(cc, false);
+    for (int fuse = 1; fuse >= 0; fuse--) {
+        setenv("SYSTOLIC_CONV_POOL", fuse ? "1" : "0", 1);
+        sy_plan_options o = sy_plan_options_default();
+        o.backend = "sim";
+        o.outputs = &b.out;
+        o.n_outputs = 1;
+        o.pool = fuse ? pool2 : NULL;
+        sy_plan *p = NULL;
+        CHECK_OK(sy_plan_compile(b.g, &o, &p));
+        unsetenv("SYSTOLIC_CONV_POOL");
+        if (!p) break;
+        uint64_t seed = 21;
+        float *x = sy_plan_input(p, b.x);
+        sy_shape xs = sy_graph_shape(b.g, b.x);
+        for (int64_t i = 0; i < sy_shape_count(&xs); i++) x[i] = (float)(uniform(&seed) * 4 - 2);
+        CHECK_OK(sy_plan_run(p));
+        bool conv_pool = false;
+        for (int32_t s = 0; s < plan_step_count(p); s++)
+            conv_pool |= plan_graph(p)->nodes[plan_step_node(p, s)].op == SY_OP_CONV2D_POOL;
+        CHECK(conv_pool == (fuse == 1), "%s (sim): the inference plan %s conv2d_pool", cc->name,
+              conv_pool ? "runs" : "does not run");
+        if (fuse)
+            f2.out = memcpy(realloc(f2.out, (size_t)f.n_out * sizeof(float)), sy_plan_output(p, b.out),
+                            (size_t)f.n_out * sizeof(float));
+        else
+            CHECK(!bits_differ(f2.out, sy_plan_output(p, b.out), f.n_out),
+                  "%s (sim): %lld inference outputs differ from the unfused plan's", cc->name,
+                  (long long)bits_differ(f2.out, sy_plan_output(p, b.out), f.n_out));
+        sy_plan_free(p);
+    }
+    sy_graph_free(b.g);
+    result_free(&f);
+    result_free(&u);
+    result_free(&f2);
+    fprintf(stderr, "%-64s %s\n", cc->name, check_failures == before ? "ok (sim)" : "FAILED (sim)");
+}
+
+/* issue 16: the TPU's view of a sim training step (sy_plan_options.tpu_view), which the cost model and the HBM
+ * check read: the unfused graph's steps and arena, nothing allocated, and running it refused. */
+static void check_tpu_view(sy_pool *pool2) {
+    int before = check_failures;
+    built b = build(&cases[0], false);
+    sy_plan *p[2] = {NULL, NULL};
+    for (int view = 0; view < 2; view++) {
+        setenv("SYSTOLIC_CONV_POOL", view ? "1" : "0", 1);
+        sy_plan_options o = sy_plan_options_default();
+        o.backend = "sim";
+        o.loss = b.loss;
+        o.outputs = &b.out;
+        o.n_outputs = 1;
+        o.optimizer = sy_optimizer_sgd(0.0f, 0.0f, false);
+        o.tpu_view = view;
+        o.pool = view ? pool2 : NULL; /* (the view ignores the pool: its workspaces are one thread's) */
+        CHECK_OK(sy_plan_compile(b.g, &o, &p[view]));
+        unsetenv("SYSTOLIC_CONV_POOL");
+    }
+    if (p[0] && p[1]) {
+        int steps[2] = {plan_step_count(p[0]), plan_step_count(p[1])};
+        bool conv_pool = false, same = steps[0] == steps[1];
+        for (int32_t s = 0; s < steps[1]; s++) {
+            sy_op op = plan_graph(p[1])->nodes[plan_step_node(p[1], s)].op;
+            conv_pool |= op == SY_OP_CONV2D_POOL || op == SY_OP_CONV2D_POOL_BACKPROP_FILTER;
+            same = same && op == plan_graph(p[0])->nodes[plan_step_node(p[0], s)].op;
+        }
+        sy_plan_info a, v;
+        sy_plan_get_info(p[0], &a);
+        sy_plan_get_info(p[1], &v);
+        CHECK(!conv_pool && same && a.arena_bytes == v.arena_bytes,
+              "tpu_view: %d steps (conv -> pool fused: %s), arena %lld; the unfused plan %d steps, arena %lld", steps[1],
+              conv_pool ? "yes" : "no", (long long)v.arena_bytes, steps[0], (long long)a.arena_bytes);
+        CHECK(sy_plan_run(p[1]) == SY_ERR_STATE && strstr(sy_last_error(), "tpu_view"),
+              "tpu_view: running the cost model's plan was not refused (%s)", sy_last_error());
+    }
+    sy_plan_free(p[0]);
+    sy_plan_free(p[1]);
+    sy_graph_free(b.g);
+    fprintf(stderr, "%-64s %s\n", "tpu_view: the unfused steps, nothing allocated, not run",
+            check_failures == before ? "ok" : "FAILED");
+}
+
+/* mixed_bfloat16: 2-byte storage against float32 storage (the same bits), fused against unfused */
+static void check_bf16(const char *backend, const conv_case *cc, sy_pool *pool2) {
+    int before = check_failures;
+    result two = train_on(backend, cc, true, true, true, NULL), four = train_on(backend, cc, true, true, false, NULL);
+    result two2 = train_on(backend, cc, true, true, true, pool2), u = train_on(backend, cc, true, false, true, NULL);
     CHECK(two.fused && four.fused, "%s (mixed_bfloat16): not fused", cc->name);
     CHECK(memcmp(&two.loss, &four.loss, sizeof two.loss) == 0 &&
               !bits_differ(two.out, four.out, two.n_out) &&
@@ -264,8 +379,8 @@ static void check_bf16(const conv_case *cc, sy_pool *pool2) {
     result_free(&four);
     result_free(&two2);
     result_free(&u);
-    fprintf(stderr, "%-64s %s\n", cc->name,
-            check_failures == before ? "ok (mixed_bfloat16)" : "FAILED");
+    fprintf(stderr, "%-64s %s (mixed_bfloat16%s)\n", cc->name, check_failures == before ? "ok" : "FAILED",
+            backend ? ", sim" : "");
 }
 
 /* Does the training plan of g's loss run conv2d_pool? */
@@ -445,10 +560,15 @@ int main(void) {
     sy_pool *pool2;
     CHECK_OK(sy_pool_new(2, &pool2));
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], pool2);
-    check_bf16(&cases[0], pool2);
-    check_bf16(&cases[1], pool2);
-    check_bf16(&cases[4], pool2);
-    check_bf16(&cases[6], pool2);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_sim(&cases[i], pool2);
+    check_tpu_view(pool2);
+    check_bf16(NULL, &cases[0], pool2);
+    check_bf16(NULL, &cases[1], pool2);
+    check_bf16(NULL, &cases[4], pool2);
+    check_bf16(NULL, &cases[6], pool2);
+    check_bf16("sim", &cases[0], pool2);
+    check_bf16("sim", &cases[1], pool2);
+    check_bf16("sim", &cases[4], pool2);
     check_unfusable();
     check_tutorial();
     sy_pool_free(pool2);

@@ -84,8 +84,8 @@ static const sy_kernel *sim_ref_lookup(sy_op op, sy_dtype dtype) {
     return k ? k : sy_ref_kernel(op, dtype);
 }
 /* issue 21, conv -> pool fusion: the ref kernels compute any fused conv -> pool value by value; the
- * cpu backend's where its fast paths do (conv.c); sim and sim-ref take none, since their convs are
- * the MXU's. */
+ * cpu backend's where its fast paths do (conv.c), the sim backend's with the MXU's products
+ * (sim/mxu.c); sim-ref takes none (its plans are the unfused graph's reference). */
 static bool ref_fuses(sy_op op, const sy_kargs *k) {
     (void)k;
     return op == SY_OP_CONV2D_POOL || op == SY_OP_CONV2D_POOL_BACKPROP_FILTER || op == SY_OP_QCONV2D_POOL;
@@ -100,7 +100,7 @@ const sy_backend sy_backend_ref = {"ref", "scalar reference kernels (float32, fl
 const sy_backend sy_backend_cpu = {"cpu", "fast float32 CPU kernels (oneDNN GEMM, fused loops)",
                                    cpu_lookup, sy_cpu_fuses};
 const sy_backend sy_backend_sim = {
-    "sim", "the emulated TPU: the MXU's bfloat16 products on the CPU", sim_lookup, NULL};
+    "sim", "the emulated TPU: the MXU's bfloat16 products on the CPU", sim_lookup, sy_sim_fuses};
 
 const char *sy_backend_name(int index) {
     return index >= 0 && index < sy_backend_count() ? backends[index]->name : NULL;

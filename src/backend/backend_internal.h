@@ -262,6 +262,8 @@ const sy_kernel *sy_qref_kernel(sy_op op);
 const sy_kernel *sy_cpu_kernel(sy_op op, sy_dtype dtype);
 /* issue 21: the cpu backend's sy_backend.fuses (conv.c) */
 bool sy_cpu_fuses(sy_op op, const sy_kargs *k);
+/* issue 16: the sim backend's (sim/mxu.c) */
+bool sy_sim_fuses(sy_op op, const sy_kargs *k);
 /* The sim backend's own kernels (src/backend/sim/sim_kernels.c): the MXU's
  * ops with its numerics; NULL where the op runs as on the cpu backend. */
 const sy_kernel *sy_sim_kernel(sy_op op, sy_dtype dtype);

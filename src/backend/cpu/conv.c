@@ -843,7 +843,7 @@ static int64_t bf_sub(const geom *g) { return clamp64(DY_SUB / sy_max64(g->o, 1)
 
 /* x and dy stored as bfloat16 (issue 16): x's windows widened as they are packed, each block of dy
  * after the part's scratch; dw is float32 (a gradient's block, or a sum over parts). */
-typedef struct pool_bwd pool_bwd;
+typedef sy_pool_grad pool_bwd;
 typedef struct bwd_filter_job {
     const geom *g;
     bwd_filter_plan p;
@@ -851,7 +851,7 @@ typedef struct bwd_filter_job {
     float *dw, *partial;
     const int64_t *off_in, *off_id;
     bool xb, dyb;
-    const pool_bwd *pool; /* issue 21: dy is a pool's gradient, expanded row by row (unpool_rows) */
+    const pool_bwd *pool; /* issue 21: dy is a pool's gradient, expanded row by row (sy_conv_pool_unpool) */
 } bwd_filter_job;
 
 /* ---- issue 21: the pool after a fused conv (docs/design/fusion.md) ----------------------------
@@ -865,10 +865,7 @@ typedef struct bwd_filter_job {
  * 0), and before a max pool, at the maximum, whose activated value is y (sigmoid y (1 - y), tanh 1
  * - y^2) -- what relu_grad, max_pool2d_grad and the activation's gradient compute, value for value,
  * so dw is the unfused graph's. */
-typedef struct pool_win {
-    int64_t kh, kw, sh, sw, pt, pl; /* window, strides, leading padding */
-    int64_t ph, pw;                 /* the pooled output's height and width */
-} pool_win;
+typedef sy_pool_win pool_win; /* cpu_internal.h: shared with the sim backend's conv -> pool */
 
 static pool_win pool_win_of(const geom *g, const sy_attrs *a) {
     pool_win p = {a->conv.pool_ksize[0],
@@ -884,14 +881,6 @@ static pool_win pool_win_of(const geom *g, const sy_attrs *a) {
     return p;
 }
 
-struct pool_bwd {
-    pool_win p;
-    const void *dy, *y;  /* (N, PH, PW, O), float32 or bfloat16 (dyb, yb); y or NULL */
-    const uint8_t *arg;  /* max pooling's argmax; NULL for average pooling */
-    bool dyb, yb, round; /* round: bf16 ops, rounded where they would round */
-    int act, post_act;   /* before and after the pool */
-    float *db, *db_part; /* d bias (O) or NULL; the ranges' partial sums after the first's */
-};
 
 static float *pool_bias_part(const bwd_filter_job *j, int64_t r) {
     if (!j->pool || !j->pool->db) return NULL;
@@ -902,7 +891,7 @@ static float *pool_bias_part(const bwd_filter_job *j, int64_t r) {
  * the pooled gradient through the activations, to the maximum's place or by the average's share
  * inv. Constant flags, so that each variant compiles to its own vector loop. */
 static inline __attribute__((always_inline)) void
-unpool_row(float *restrict d, const struct pool_bwd *b, int64_t i, int64_t O, uint8_t q, float inv,
+unpool_row(float *restrict d, const pool_bwd *b, int64_t i, int64_t O, uint8_t q, float inv,
            bool dyb, bool yb, bool avg, bool relu, int act) {
     const uint8_t *arg = avg ? NULL : b->arg + i;
     for (int64_t c = 0; c < O; c++) {
@@ -917,24 +906,21 @@ unpool_row(float *restrict d, const struct pool_bwd *b, int64_t i, int64_t O, ui
     }
 }
 
-/* Rows [p0, p0 + rows) of the conv's output gradient (N, OH, OW, O) into dst, each added to db (O)
- * when db is not NULL. */
-static void unpool_rows(const bwd_filter_job *j, float *restrict dst, int64_t p0, int64_t rows,
-                        float *restrict db) {
-    const geom *g = j->g;
-    const struct pool_bwd *b = j->pool;
+/* (cpu_internal.h) Channels [c0, c1) of the conv's output gradient rows [p0, p0 + rows) into dst. */
+void sy_conv_pool_unpool(const sy_pool_grad *b, const sy_conv_geom *g, float *restrict dst, int64_t ldd, int64_t p0,
+                         int64_t rows, int64_t c0, int64_t c1, float *restrict db) {
     const pool_win *w = &b->p;
-    int64_t O = g->o, ow = p0 % g->ow, t = p0 / g->ow, oh = t % g->oh, n = t / g->oh;
+    int64_t O = g->o, n1 = c1 - c0, ow = p0 % g->ow, t = p0 / g->ow, oh = t % g->oh, n = t / g->oh;
     bool avg = !b->arg, relu = avg && b->post_act == SY_ACT_RELU; /* after a max pool: in arg */
     int act = b->act == SY_ACT_RELU ? SY_ACT_NONE : b->act;
     bool round = b->round && (avg || act != SY_ACT_NONE); /* relu and max select bfloat16 numbers */
-    for (int64_t r = 0; r < rows; r++, dst += O) {
+    for (int64_t r = 0; r < rows; r++, dst += ldd) {
         int64_t ph = (oh + w->pt) / w->sh, dh = oh + w->pt - ph * w->sh;
         int64_t pw = (ow + w->pl) / w->sw, dw = ow + w->pl - pw * w->sw;
         if (ph >= w->ph || dh >= w->kh || pw >= w->pw || dw >= w->kw) {
-            memset(dst, 0, (size_t)O * sizeof *dst);
+            memset(dst, 0, (size_t)n1 * sizeof *dst);
         } else {
-            int64_t i = ((n * w->ph + ph) * w->pw + pw) * O;
+            int64_t i = ((n * w->ph + ph) * w->pw + pw) * O + c0;
             uint8_t q = (uint8_t)(dh * w->kw + dw);
             float inv = 0;
             if (avg) {
@@ -945,13 +931,13 @@ static void unpool_rows(const bwd_filter_job *j, float *restrict dst, int64_t p0
                 inv = 1.0f / (float)((h1 - h0) * (w1 - w0));
             }
             if (b->dyb && !avg && act == SY_ACT_NONE) /* the tutorial CNN's, bfloat16 */
-                unpool_row(dst, b, i, O, q, inv, true, false, false, false, SY_ACT_NONE);
+                unpool_row(dst, b, i, n1, q, inv, true, false, false, false, SY_ACT_NONE);
             else if (!b->dyb && !avg && act == SY_ACT_NONE) /* and float32 */
-                unpool_row(dst, b, i, O, q, inv, false, false, false, false, SY_ACT_NONE);
+                unpool_row(dst, b, i, n1, q, inv, false, false, false, false, SY_ACT_NONE);
             else
-                unpool_row(dst, b, i, O, q, inv, b->dyb, b->yb, avg, relu, act);
-            if (round) sy_bf16_round_all(dst, O);
-            for (int64_t c = 0; db && c < O; c++) db[c] += dst[c];
+                unpool_row(dst, b, i, n1, q, inv, b->dyb, b->yb, avg, relu, act);
+            if (round) sy_bf16_round_all(dst, n1);
+            for (int64_t c = 0; db && c < n1; c++) db[c] += dst[c];
         }
         if (++ow == g->ow) {
             ow = 0;
@@ -968,7 +954,7 @@ static void unpool_rows(const bwd_filter_job *j, float *restrict dst, int64_t p0
 static const float *dy_rows(const bwd_filter_job *j, float *dyt, int64_t p0, int64_t rows,
                             float *db) {
     if (j->pool) {
-        unpool_rows(j, dyt, p0, rows, db);
+        sy_conv_pool_unpool(j->pool, j->g, dyt, j->g->o, p0, rows, 0, j->g->o, db);
         return dyt;
     }
     if (!j->dyb) return (const float *)j->dy + p0 * j->g->o;
@@ -1075,7 +1061,7 @@ static size_t conv2d_bwd_filter_ws(const sy_kargs *k, int threads) {
 
 /* dw (and, pooled, the bias gradient) by the direct or im2col path: the ranges' partial dw, then
  * their sum in a fixed order. */
-static void filter_run(const sy_kargs *k, const geom *g, struct pool_bwd *pool) {
+static void filter_run(const sy_kargs *k, const geom *g, pool_bwd *pool) {
     float *ws = k->ws;
     bwd_filter_plan p = bwd_filter_plan_make(g);
     int64_t *off_in = (int64_t *)(void *)ws, *off_id = off_in + g->K;
@@ -1164,6 +1150,7 @@ const sy_kernel sy_cpu_conv2d_backprop_filter = {conv2d_bwd_filter_f32_fast, con
 
 typedef struct pool_fwd_job {
     fwd_job f; /* float32 conv values (f.b.y false) */
+    const sy_conv_rows *rows; /* or, when not NULL, computed by these (issue 16: the sim backend's) */
     pool_win p;
     const float *bias; /* the bias, widened, for round_bf16's epilogue (f.bias is NULL then) */
     int act, post_act;
@@ -1278,7 +1265,10 @@ static void pool_fwd_part(void *ctx, int64_t part, float *scratch) {
     float *cv = scratch;
     if (r1 > r0) {
         int64_t p0 = (n * g->oh + r0) * g->ow, rows = (r1 - r0) * g->ow;
-        fwd_rows_to(&j->f, p0, rows, cv, scratch + j->cv_floats);
+        if (j->rows)
+            j->rows->fn(j->rows->ctx, p0, rows, j->f.bias, j->f.act, cv, scratch + j->cv_floats);
+        else
+            fwd_rows_to(&j->f, p0, rows, cv, scratch + j->cv_floats);
         if (j->round) sy_bf16_epilogue(cv, rows, g->o, j->bias, j->act);
     }
     pool_block(j, cv, n, ph0, ph1, r0);
@@ -1294,18 +1284,23 @@ static conv_bf16 pool_conv_bf16(const sy_kargs *k) {
     return b;
 }
 
-static size_t conv2d_pool_ws(const sy_kargs *k, int threads) {
+/* Per-part scratch: the conv's block, then the rows' scratch. */
+static int64_t pool_scratch(const geom *g, const pool_win *p, conv_bf16 b, const sy_conv_rows *rows) {
+    int64_t pix = pool_part_pixels(g, p);
+    return floats_aligned(pix * g->o) + (rows ? rows->scratch_floats : fwd_scratch(g, pix, b));
+}
+
+size_t sy_conv2d_pool_ws(const sy_kargs *k, int threads, const sy_conv_rows *rows) {
     geom g = sy_conv_geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
     pool_win p = pool_win_of(&g, k->attr);
     conv_bf16 b = pool_conv_bf16(k);
-    int64_t pix = pool_part_pixels(&g, &p), parts = pool_parts(&g, &p);
+    int64_t parts = pool_parts(&g, &p);
     if (parts == 0) return 0;
-    return (size_t)(fwd_head(&g, b) + sy_blocks_buffers(threads, parts) *
-                                          (floats_aligned(pix * g.o) + fwd_scratch(&g, pix, b))) *
+    return (size_t)(fwd_head(&g, b) + sy_blocks_buffers(threads, parts) * pool_scratch(&g, &p, b, rows)) *
            sizeof(float);
 }
 
-static void conv2d_pool_fwd_f32_fast(const sy_kargs *k) {
+void sy_conv2d_pool_run(const sy_kargs *k, float *ws, const sy_conv_rows *rows) {
     const sy_attrs *a = k->attr;
     geom g = sy_conv_geom_make(&k->in_shape[0], &k->in_shape[1], a);
     pool_win p = pool_win_of(&g, a);
@@ -1316,7 +1311,8 @@ static void conv2d_pool_fwd_f32_fast(const sy_kargs *k) {
     pool_fwd_job j;
     int64_t pix = pool_part_pixels(&g, &p);
     j.f = fwd_setup(&g, k->in[0], k->in[1], k->n_in > 2 ? k->in[2] : NULL,
-                    round ? SY_ACT_NONE : a->conv.act, NULL, k->ws, b, pix);
+                    round ? SY_ACT_NONE : a->conv.act, NULL, ws, b, pix);
+    j.rows = rows;
     j.bias = j.f.bias;
     if (round) j.f.bias = NULL; /* the bare product; sy_bf16_epilogue adds it */
     j.p = p;
@@ -1331,9 +1327,11 @@ static void conv2d_pool_fwd_f32_fast(const sy_kargs *k) {
     j.prows = pool_part_rows(&g, &p);
     j.parts_per_image = ceil_div(p.ph, j.prows);
     j.cv_floats = floats_aligned(pix * g.o);
-    sy_run_blocks(k->ex, parts, pool_fwd_part, &j, (float *)k->ws + fwd_head(&g, b),
-                  j.cv_floats + fwd_scratch(&g, pix, b));
+    sy_run_blocks(k->ex, parts, pool_fwd_part, &j, ws + fwd_head(&g, b), pool_scratch(&g, &p, b, rows));
 }
+
+static size_t conv2d_pool_ws(const sy_kargs *k, int threads) { return sy_conv2d_pool_ws(k, threads, NULL); }
+static void conv2d_pool_fwd_f32_fast(const sy_kargs *k) { sy_conv2d_pool_run(k, k->ws, NULL); }
 
 /* (x, dy [, y] [, argmax]) -> dw; aux: d bias */
 static size_t conv2d_pool_bwd_filter_ws(const sy_kargs *k, int threads) {
@@ -1341,21 +1339,25 @@ static size_t conv2d_pool_bwd_filter_ws(const sy_kargs *k, int threads) {
     return g.P ? filter_ws(&g, threads, k->in_dtype[0] == SY_BF16, false, true) : 0;
 }
 
-static void conv2d_pool_bwd_filter_f32_fast(const sy_kargs *k) {
+sy_pool_grad sy_conv_pool_grad(const sy_kargs *k, const sy_conv_geom *g) {
     const sy_attrs *a = k->attr;
-    geom g = sy_conv_geom_make(&k->in_shape[0], k->out_shape, a);
     bool reads_y = sy_conv_pool_reads_y(a);
-    struct pool_bwd b = {pool_win_of(&g, a),
-                         k->in[1],
-                         reads_y ? k->in[2] : NULL,
-                         a->conv.pool_avg ? NULL : k->in[2 + reads_y],
-                         k->in_dtype[1] == SY_BF16,
-                         reads_y && k->in_dtype[2] == SY_BF16,
-                         a->conv.round_bf16,
-                         a->conv.act,
-                         a->conv.post_act,
-                         k->aux,
-                         NULL};
+    return (sy_pool_grad){pool_win_of(g, a),
+                          k->in[1],
+                          reads_y ? k->in[2] : NULL,
+                          a->conv.pool_avg ? NULL : k->in[2 + reads_y],
+                          k->in_dtype[1] == SY_BF16,
+                          reads_y && k->in_dtype[2] == SY_BF16,
+                          a->conv.round_bf16,
+                          a->conv.act,
+                          a->conv.post_act,
+                          k->aux,
+                          NULL};
+}
+
+static void conv2d_pool_bwd_filter_f32_fast(const sy_kargs *k) {
+    geom g = sy_conv_geom_make(&k->in_shape[0], k->out_shape, k->attr);
+    pool_bwd b = sy_conv_pool_grad(k, &g);
     if (g.P == 0) {
         memset(k->out, 0, (size_t)sy_shape_count(k->out_shape) * sizeof(float));
         if (b.db) memset(b.db, 0, (size_t)g.o * sizeof(float));

@@ -236,6 +236,37 @@ void sy_run_blocks(const sy_exec *ex, int64_t blocks, sy_block_fn fn, void *ctx,
 /* dx += cols (rows, K) scattered back window by window, pixel by pixel, each window in (KH, KW, C) order. */
 void sy_col2im_add(float *restrict dx, const float *restrict cols, const sy_conv_geom *g, int64_t p0, int64_t rows);
 
+/* issue 16, the sim backend's conv -> pool (sim/mxu.c): conv.c's conv2d_pool and the expansion of its pooled
+ * gradient, with the conv's values computed by another product (the MXU's). */
+typedef struct sy_pool_win {
+    int64_t kh, kw, sh, sw, pt, pl; /* window, strides, leading padding */
+    int64_t ph, pw;                 /* the pooled output's height and width */
+} sy_pool_win;
+typedef struct sy_pool_grad {
+    sy_pool_win p;
+    const void *dy, *y;  /* (N, PH, PW, O), float32 or bfloat16 (dyb, yb); y or NULL */
+    const uint8_t *arg;  /* max pooling's argmax; NULL for average pooling */
+    bool dyb, yb, round; /* round: bf16 ops, rounded where they would round */
+    int act, post_act;   /* before and after the pool */
+    float *db, *db_part; /* d bias (O) or NULL; the ranges' partial sums after the first's */
+} sy_pool_grad;
+/* conv2d_pool_backprop_filter's operands (x, dy [, y] [, argmax]) -> dw, aux d bias, as a pooled gradient */
+sy_pool_grad sy_conv_pool_grad(const sy_kargs *k, const sy_conv_geom *g);
+/* Rows [p0, p0 + rows) of the conv's output gradient (N, OH, OW, O), channels [c0, c1), into dst (ldd floats a
+ * row); each row added to db (c1 - c0 floats) when db is not NULL. */
+void sy_conv_pool_unpool(const sy_pool_grad *b, const sy_conv_geom *g, float *restrict dst, int64_t ldd, int64_t p0,
+                         int64_t rows, int64_t c0, int64_t c1, float *restrict db);
+/* The conv's pixels [p0, p0 + rows) into cv (rows, O), float32, bias (or NULL) and act applied; scratch: its
+ * scratch_floats. */
+typedef struct sy_conv_rows {
+    void (*fn)(const void *ctx, int64_t p0, int64_t rows, const float *bias, int act, float *cv, float *scratch);
+    const void *ctx;
+    int64_t scratch_floats;
+} sy_conv_rows;
+/* conv2d_pool with the conv's values from rows (NULL: conv.c's own), its workspace from ws */
+size_t sy_conv2d_pool_ws(const sy_kargs *k, int threads, const sy_conv_rows *rows);
+void sy_conv2d_pool_run(const sy_kargs *k, float *ws, const sy_conv_rows *rows);
+
 /* The depthwise conv (depthwise.c): conv2d with groups = C > 1, one input
  * channel per group; conv.c's kernels hand such convs over. */
 bool sy_cpu_conv_is_depthwise(const sy_attrs *a, const sy_shape *w);

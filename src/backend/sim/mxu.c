@@ -67,11 +67,13 @@ typedef struct gemm {
     int64_t ldc;
     const float *bias;
     int act;
-    /* B built on the way (conv: im2col): B's rows [k0, k0 + kn), columns [j0, j1), rounded, into dst
-     * (kn, j1 - j0); NULL: B is the matrix b */
+    /* B built on the way (conv: im2col; a pooled gradient expanded): B's rows [k0, k0 + kn), columns [j0, j1),
+     * into dst (kn, j1 - j0) -- rounded or not: the packing rounds them -- called once for each chunk by
+     * each part, in order; NULL: B is the matrix b */
     void (*b_rows)(const void *ctx, int64_t k0, int64_t kn, int64_t j0, int64_t j1, float *dst);
     const void *bctx;
     int64_t pm, pn; /* parts by rows and by columns (gemm_run sets them) */
+    float *chunks;  /* the chunks' sums, when K is split (gemm_run sets it) */
 } gemm;
 
 /* Per-part scratch: A's chunk rounded, then in pairs; B's chunk in pairs when it is packed on the way, and
@@ -99,43 +101,44 @@ static void pack_b(const sy_exec *ex, const gemm *g) { sy_parallel_parts(ex, cei
 
 /* One chunk (terms [k0, k0 + kn)) of C's rows [r0, r0 + rows), n columns, into c (row r0, the first column),
  * with B's chunk bpc (panels pstride words apart): A packed (af rounded, then ap in pairs), then the
- * micro-kernel, which stores the chunk's sum (the first chunk) or adds it to C. */
+ * micro-kernel, which adds the chunk's sum to C, or (!acc) stores it. */
 static void gemm_chunk(const gemm *g, int64_t r0, int64_t rows, int64_t n, int64_t k0, const uint32_t *bpc,
-                       int64_t pstride, float *c, float *af, uint32_t *ap) {
+                       int64_t pstride, bool acc, float *c, float *af, uint32_t *ap) {
     int64_t kn = sy_min64(SY_MXU_DEPTH, g->K - k0), kp = sy_mxu_pairs(kn);
     g->pack_a(g->actx, r0, rows, k0, kn, af);
     sy_mxu_pack_a(ap, kp, af, kn, false, rows, kn, true);
-    sy_mxu_chunk(rows, n, kp, ap, kp, bpc, pstride, k0 > 0, c, g->ldc);
+    sy_mxu_chunk(rows, n, kp, ap, kp, bpc, pstride, acc, c, g->ldc);
 }
 
-/* Rows [i0, i1), columns [j0, j1) of C into c (row i0 of C, column 0). With B packed whole: sub-block by
- * sub-block of MB rows, chunk by chunk within, so that a sub-block of C stays in cache; else chunk by
- * chunk, B's chunk packed once for all the rows (the parts of such products have few rows). Either way
- * each element of C sums its chunks in order. */
-static void gemm_rows(const gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1, float *c, float *scratch) {
+/* Rows [i0, i1), columns [j0, j1) of C into c (row i0 of C, column 0), summed over the chunks of terms [ka, kb)
+ * (ka a whole chunk's start), the first stored. With B packed whole: sub-block by sub-block of MB rows, chunk by
+ * chunk within, so that a sub-block of C stays in cache; else chunk by chunk, B's chunk packed once for all the
+ * rows (the parts of such products have few rows). Either way each element of C sums its chunks in order. */
+static void gemm_range(const gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t ka, int64_t kb, float *c,
+                       float *scratch) {
     float *af = scratch;
     uint32_t *ap = (uint32_t *)(af + MB * SY_MXU_DEPTH), *bbuf = ap + MB * KP;
     float *brows = (float *)(bbuf + KP * npad(g->N));
-    if (g->K == 0)
-        for (int64_t r = i0; r < i1; r++) memset(c + (r - i0) * g->ldc + j0, 0, (size_t)(j1 - j0) * sizeof(float));
     if (g->bp) {
         for (int64_t r0 = i0; r0 < i1; r0 += MB)
-            for (int64_t k0 = 0; k0 < g->K; k0 += SY_MXU_DEPTH) {
+            for (int64_t k0 = ka; k0 < kb; k0 += SY_MXU_DEPTH) {
                 int64_t kp = sy_mxu_pairs(sy_min64(SY_MXU_DEPTH, g->K - k0));
                 const uint32_t *bpc = g->bp + k0 / SY_MXU_DEPTH * KP * npad(g->N) + j0 / 16 * 16 * kp;
-                gemm_chunk(g, r0, sy_min64(MB, i1 - r0), j1 - j0, k0, bpc, kp * 16, c + (r0 - i0) * g->ldc + j0, af, ap);
+                gemm_chunk(g, r0, sy_min64(MB, i1 - r0), j1 - j0, k0, bpc, kp * 16, k0 > ka,
+                           c + (r0 - i0) * g->ldc + j0, af, ap);
             }
     } else {
-        for (int64_t k0 = 0; k0 < g->K; k0 += SY_MXU_DEPTH) {
+        for (int64_t k0 = ka; k0 < kb; k0 += SY_MXU_DEPTH) {
             int64_t kn = sy_min64(SY_MXU_DEPTH, g->K - k0);
-            if (!g->b_rows && !g->tb && i1 - i0 <= 12) { /* few rows: B's rows paired in registers where it can */
-                int64_t kp = sy_mxu_pairs(kn);
+            if (!g->tb && i1 - i0 <= 12) { /* few rows: B's rows paired in registers where it can */
+                int64_t kp = sy_mxu_pairs(kn), ldb = g->b_rows ? j1 - j0 : g->ldb;
+                const float *b = g->b_rows ? brows : g->b + k0 * g->ldb + j0;
+                if (g->b_rows) g->b_rows(g->bctx, k0, kn, j0, j1, brows);
                 g->pack_a(g->actx, i0, i1 - i0, k0, kn, af);
                 sy_mxu_pack_a(ap, kp, af, kn, false, i1 - i0, kn, true);
-                if (!sy_mxu_chunk_rows(i1 - i0, j1 - j0, kn, ap, kp, g->b + k0 * g->ldb + j0, g->ldb, k0 > 0, c + j0,
-                                       g->ldc)) {
-                    pack_b_block(bbuf, g->b, g->ldb, false, k0, kn, j0, j1 - j0);
-                    sy_mxu_chunk(i1 - i0, j1 - j0, kp, ap, kp, bbuf, kp * 16, k0 > 0, c + j0, g->ldc);
+                if (!sy_mxu_chunk_rows(i1 - i0, j1 - j0, kn, ap, kp, b, ldb, k0 > ka, c + j0, g->ldc)) {
+                    sy_mxu_pack_b(bbuf, b, ldb, false, kn, j1 - j0);
+                    sy_mxu_chunk(i1 - i0, j1 - j0, kp, ap, kp, bbuf, kp * 16, k0 > ka, c + j0, g->ldc);
                 }
                 continue;
             }
@@ -146,10 +149,17 @@ static void gemm_rows(const gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t
                 pack_b_block(bbuf, g->b, g->ldb, g->tb, k0, kn, j0, j1 - j0);
             }
             for (int64_t r0 = i0; r0 < i1; r0 += MB)
-                gemm_chunk(g, r0, sy_min64(MB, i1 - r0), j1 - j0, k0, bbuf, sy_mxu_pairs(kn) * 16,
+                gemm_chunk(g, r0, sy_min64(MB, i1 - r0), j1 - j0, k0, bbuf, sy_mxu_pairs(kn) * 16, k0 > ka,
                            c + (r0 - i0) * g->ldc + j0, af, ap);
         }
     }
+}
+
+/* Rows [i0, i1), columns [j0, j1) of C, whole: every chunk, then bias and activation. */
+static void gemm_rows(const gemm *g, int64_t i0, int64_t i1, int64_t j0, int64_t j1, float *c, float *scratch) {
+    if (g->K == 0)
+        for (int64_t r = i0; r < i1; r++) memset(c + (r - i0) * g->ldc + j0, 0, (size_t)(j1 - j0) * sizeof(float));
+    gemm_range(g, i0, i1, j0, j1, 0, g->K, c, scratch);
     sy_epilogue_f32(c + j0, i1 - i0, j1 - j0, g->ldc, g->bias ? g->bias + j0 : NULL, 0, g->act);
 }
 
@@ -178,17 +188,63 @@ static void gemm_part(void *ctx, int64_t part, float *scratch) {
     gemm_rows(g, i0, i1, q0 * 16, sy_min64(g->N, q1 * 16), g->c + i0 * g->ldc, scratch);
 }
 
-/* Workspace: B packed whole (when `whole`), then the parts' scratch. */
+/* ---- K split by chunks --------------------------------------------------------------
+ * A product with few elements of C and long sums (a first layer's backprop-filter: 9 x 64 sums of every
+ * output pixel) has too few columns to share among threads without each packing all of A, and its sums
+ * cannot be split (that would reorder them) -- but its chunks' sums can: each is summed from 0 on its own.
+ * So the parts take runs of chunks and store each chunk's sum in a buffer of its own, and C is then those
+ * sums added in chunk order, which is the order the MXU adds them: the same bits as one part doing all. Up
+ * to KSPLIT floats of sums (16 MB; the CNN's at batch 1,000: 12 MB). */
+#define KSPLIT (4 << 20)
+
+static int64_t ksplit_floats(int64_t M, int64_t N, int64_t K, bool whole) {
+    int64_t chunks = ceil_div(K, SY_MXU_DEPTH);
+    return !whole && M <= 12 && chunks >= 2 && chunks * M * N <= KSPLIT ? floats_aligned(chunks * M * N) : 0;
+}
+
+static int64_t ksplit_parts(const gemm *g) { return sy_min64(ceil_div(g->K, SY_MXU_DEPTH), MAX_PARTS); }
+
+static void ksplit_part(void *ctx, int64_t part, float *scratch) {
+    gemm m = *(const gemm *)ctx;
+    int64_t c0, c1, size = m.M * m.N;
+    sy_split_range(ceil_div(m.K, SY_MXU_DEPTH), (int)part, (int)ksplit_parts(&m), &c0, &c1);
+    m.ldc = m.N;
+    for (int64_t ch = c0; ch < c1; ch++)
+        gemm_range(&m, 0, m.M, 0, m.N, ch * SY_MXU_DEPTH, sy_min64(m.K, (ch + 1) * SY_MXU_DEPTH), m.chunks + ch * size,
+                   scratch);
+}
+
+static void ksplit_sum(void *ctx, int64_t row) {
+    const gemm *g = ctx;
+    int64_t chunks = ceil_div(g->K, SY_MXU_DEPTH), size = g->M * g->N;
+    float *c = g->c + row * g->ldc;
+    const float *s = g->chunks + row * g->N;
+    memcpy(c, s, (size_t)g->N * sizeof *c);
+    for (int64_t ch = 1; ch < chunks; ch++)
+        for (int64_t j = 0; j < g->N; j++) c[j] += s[ch * size + j];
+    sy_epilogue_f32(c, 1, g->N, g->ldc, g->bias, 0, g->act);
+}
+
+/* Workspace: B packed whole (when `whole`), or the chunks' sums (K split), then the parts' scratch. */
 static int64_t gemm_ws_floats(int64_t M, int64_t N, int64_t K, bool whole, int threads) {
     int64_t pm, pn, bm, bn; /* either split: a bound on the buffers */
     gemm_split(M, N, false, threads, &pm, &pn);
     gemm_split(M, N, true, threads, &bm, &bn);
-    return (whole ? packed_b_floats(K, N) : 0) + sy_blocks_buffers(threads, sy_max64(pm * pn, bm * bn)) * scratch_floats(N);
+    int64_t parts = sy_max64(sy_max64(pm * pn, bm * bn), sy_min64(ceil_div(K, SY_MXU_DEPTH), MAX_PARTS));
+    return (whole ? packed_b_floats(K, N) : 0) + ksplit_floats(M, N, K, whole) +
+           sy_blocks_buffers(threads, parts) * scratch_floats(N);
 }
 
 /* C = A B on ex's threads; g->bp, when set, is the workspace and gets B packed whole first. */
 static void gemm_run(const sy_exec *ex, gemm *g, float *ws) {
     if (g->M <= 0 || g->N <= 0) return;
+    int64_t ks = ksplit_floats(g->M, g->N, g->K, g->bp != NULL);
+    if (ks && ex->threads > 1) { /* (one thread: the parts' buffers and their sum would be a pass for nothing) */
+        g->chunks = ws;
+        sy_run_blocks(ex, ksplit_parts(g), ksplit_part, g, ws + ks, scratch_floats(g->N));
+        sy_parallel_parts(ex, g->M, ksplit_sum, g);
+        return;
+    }
     if (g->bp) pack_b(ex, g);
     gemm_split(g->M, g->N, !g->bp, ex->threads, &g->pm, &g->pn);
     sy_run_blocks(ex, g->pm * g->pn, gemm_part, g, ws + (g->bp ? packed_b_floats(g->K, g->N) : 0), scratch_floats(g->N));
@@ -340,14 +396,14 @@ static void matmul_fwd_f32_mxu(const sy_kargs *k) {
         matrix a = {k->in[1], ldb, !tb};
         float *ct = ws;
         ws += floats_aligned(M * N);
-        gemm g = {N, M, K, pack_a_matrix, &a, whole_b(K, M) ? (uint32_t *)ws : NULL, k->in[0], lda, false, ct, M, NULL, SY_ACT_NONE, NULL, NULL, 0, 0};
+        gemm g = {N, M, K, pack_a_matrix, &a, whole_b(K, M) ? (uint32_t *)ws : NULL, k->in[0], lda, false, ct, M, NULL, SY_ACT_NONE, NULL, NULL, 0, 0, NULL};
         gemm_run(k->ex, &g, ws);
         transpose(k->ex, c, ct, N, M);
         sy_epilogue_f32(c, M, N, N, bias, 0, k->attr->matmul.act);
         return;
     }
     matrix a = {k->in[0], lda, ta};
-    gemm g = {M, N, K, pack_a_matrix, &a, whole_b(K, N) ? (uint32_t *)ws : NULL, k->in[1], ldb, tb, c, N, bias, k->attr->matmul.act, NULL, NULL, 0, 0};
+    gemm g = {M, N, K, pack_a_matrix, &a, whole_b(K, N) ? (uint32_t *)ws : NULL, k->in[1], ldb, tb, c, N, bias, k->attr->matmul.act, NULL, NULL, 0, 0, NULL};
     gemm_run(k->ex, &g, ws);
 }
 
@@ -359,7 +415,7 @@ int64_t sy_mxu_gemm_ws_floats(int64_t M, int64_t N, int64_t K, int threads) {
 void sy_mxu_gemm(const sy_exec *ex, bool ta, int64_t M, int64_t N, int64_t K, const float *a, int64_t lda,
                  const float *b, int64_t ldb, float *c, int64_t ldc, const float *bias, float *ws) {
     matrix am = {a, lda, ta};
-    gemm g = {M, N, K, pack_a_matrix, &am, whole_b(K, N) ? (uint32_t *)ws : NULL, b, ldb, false, c, ldc, bias, SY_ACT_NONE, NULL, NULL, 0, 0};
+    gemm g = {M, N, K, pack_a_matrix, &am, whole_b(K, N) ? (uint32_t *)ws : NULL, b, ldb, false, c, ldc, bias, SY_ACT_NONE, NULL, NULL, 0, 0, NULL};
     gemm_run(ex, &g, ws);
 }
 
@@ -384,7 +440,7 @@ static void conv2d_fwd_f32_mxu(const sy_kargs *k) {
     sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
     conv_src s = {&g, k->in[0]};
     gemm m = {g.P, g.o, g.K, pack_a_im2col, &s, k->ws, k->in[1], g.o, false, k->out, g.o, k->n_in > 2 ? k->in[2] : NULL,
-              k->attr->conv.act, NULL, NULL, 0, 0};
+              k->attr->conv.act, NULL, NULL, 0, 0, NULL};
     gemm_run(k->ex, &m, k->ws);
 }
 
@@ -428,7 +484,7 @@ static void conv2d_bwd_data_f32_mxu(const sy_kargs *k) {
     }
     sy_conv_geom g = sy_conv_geom_make(k->out_shape, &k->in_shape[1], k->attr);
     matrix a = {k->in[0], g.o, false};
-    bwd_data_job j = {&g, {g.P, g.K, g.o, pack_a_matrix, &a, k->ws, k->in[1], g.o, true, NULL, g.K, NULL, SY_ACT_NONE, NULL, NULL, 0, 0},
+    bwd_data_job j = {&g, {g.P, g.K, g.o, pack_a_matrix, &a, k->ws, k->in[1], g.o, true, NULL, g.K, NULL, SY_ACT_NONE, NULL, NULL, 0, 0, NULL},
                       k->out, bwd_data_groups(&g)};
     pack_b(k->ex, &j.m);
     sy_run_blocks(k->ex, j.groups, bwd_data_group, &j, (float *)k->ws + packed_b_floats(g.o, g.K), bwd_data_scratch(&g));
@@ -467,15 +523,104 @@ static void conv2d_bwd_filter_f32_mxu(const sy_kargs *k) {
     sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], k->out_shape, k->attr);
     conv_src s = {&g, k->in[0]};
     if (!bwd_filter_transposed(&g)) {
-        gemm m = {g.K, g.o, g.P, pack_a_taps, &s, NULL, k->in[1], g.o, false, k->out, g.o, NULL, SY_ACT_NONE, NULL, NULL, 0, 0};
+        gemm m = {g.K, g.o, g.P, pack_a_taps, &s, NULL, k->in[1], g.o, false, k->out, g.o, NULL, SY_ACT_NONE, NULL, NULL, 0, 0, NULL};
         gemm_run(k->ex, &m, k->ws);
         return;
     }
     float *dwt = k->ws, *dw = k->out;
     matrix dyt = {k->in[1], g.o, true};
-    gemm m = {g.o, g.K, g.P, pack_a_matrix, &dyt, NULL, NULL, 0, false, dwt, g.K, NULL, SY_ACT_NONE, b_rows_im2col, &s, 0, 0};
+    gemm m = {g.o, g.K, g.P, pack_a_matrix, &dyt, NULL, NULL, 0, false, dwt, g.K, NULL, SY_ACT_NONE, b_rows_im2col, &s, 0, 0, NULL};
     gemm_run(k->ex, &m, dwt + floats_aligned(g.o * g.K));
     transpose(k->ex, dw, dwt, g.o, g.K);
+}
+
+/* ---- issue 16 + 21: conv -> pool fused, with the MXU's products -------------------------------------------
+ * cpu/conv.c's conv2d_pool and conv2d_pool_backprop_filter (docs/design/fusion.md), their products the MXU's:
+ * the forward's parts compute their conv rows as conv2d does here (the same GEMM, w packed whole first, each
+ * element summed whole in the same order), then pool them in cache; the filter gradient is dw = cols^T x dy
+ * with dy expanded from the pooled gradient chunk by chunk as B's rows (sy_conv_pool_unpool), each column
+ * part summing its channels' bias gradient over all pixels in order on the way. So the conv's values and dw
+ * are the unfused graph's bit for bit and the bias gradient its to float rounding (tests/test_fusion.c). Only
+ * short windows fuse in training: a long window's dw is computed transposed, dy^T being A, which each column
+ * part would expand again. */
+
+typedef struct conv_rows_job {
+    gemm m; /* C = cv, the part's block of conv rows */
+} conv_rows_job;
+
+static void conv_rows_mxu(const void *ctx, int64_t p0, int64_t rows, const float *bias, int act, float *cv,
+                          float *scratch) {
+    gemm m = ((const conv_rows_job *)ctx)->m;
+    m.bias = bias;
+    m.act = act;
+    gemm_rows(&m, p0, p0 + rows, 0, m.N, cv, scratch);
+}
+
+static size_t conv2d_pool_ws(const sy_kargs *k, int threads) {
+    sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
+    sy_conv_rows r = {conv_rows_mxu, NULL, scratch_floats(g.o)};
+    return (size_t)packed_b_floats(g.K, g.o) * sizeof(float) + sy_conv2d_pool_ws(k, threads, &r);
+}
+
+/* (x, w [, bias]) -> y (N, PH, PW, O); aux: max pooling's argmax in a training plan */
+static void conv2d_pool_fwd_f32_mxu(const sy_kargs *k) {
+    sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
+    conv_src s = {&g, k->in[0]};
+    conv_rows_job j = {{g.P, g.o, g.K, pack_a_im2col, &s, k->ws, k->in[1], g.o, false, NULL, g.o, NULL, SY_ACT_NONE,
+                        NULL, NULL, 1, 1, NULL}};
+    pack_b(k->ex, &j.m);
+    sy_conv_rows r = {conv_rows_mxu, &j, scratch_floats(g.o)};
+    sy_conv2d_pool_run(k, (float *)k->ws + packed_b_floats(g.K, g.o), &r);
+}
+
+typedef struct unpool_src {
+    sy_pool_grad b;
+    const sy_conv_geom *g;
+    float *db; /* each chunk's bias gradient (chunks, O), when the bias has one */
+} unpool_src;
+
+/* dy's rows [k0, k0 + kn) (conv pixels, one chunk), channels [j0, j1), expanded; their sums into the chunk's
+ * bias gradient */
+static void b_rows_unpool(const void *ctx, int64_t k0, int64_t kn, int64_t j0, int64_t j1, float *dst) {
+    const unpool_src *u = ctx;
+    float *db = u->db ? u->db + k0 / SY_MXU_DEPTH * u->g->o + j0 : NULL;
+    if (db) memset(db, 0, (size_t)(j1 - j0) * sizeof *db);
+    sy_conv_pool_unpool(&u->b, u->g, dst, j1 - j0, k0, kn, j0, j1, db);
+}
+
+static int64_t db_floats(const sy_conv_geom *g) { return floats_aligned(ceil_div(g->P, SY_MXU_DEPTH) * g->o); }
+
+static size_t conv2d_pool_bwd_filter_ws(const sy_kargs *k, int threads) {
+    sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], k->out_shape, k->attr);
+    return (size_t)(db_floats(&g) + gemm_ws_floats(g.K, g.o, g.P, false, threads)) * sizeof(float);
+}
+
+/* (x, dy [, y] [, argmax]) -> dw (KH, KW, C, O); aux: d bias (O), the chunks' sums added in order (so that
+ * however the product is split, the same bits) */
+static void conv2d_pool_bwd_filter_f32_mxu(const sy_kargs *k) {
+    sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], k->out_shape, k->attr);
+    unpool_src u = {sy_conv_pool_grad(k, &g), &g, k->aux ? (float *)k->ws : NULL};
+    conv_src s = {&g, k->in[0]};
+    gemm m = {g.K, g.o, g.P, pack_a_taps, &s, NULL, NULL, 0, false, k->out, g.o, NULL, SY_ACT_NONE, b_rows_unpool, &u,
+              0, 0, NULL};
+    gemm_run(k->ex, &m, (float *)k->ws + db_floats(&g));
+    if (u.b.db) {
+        memset(u.b.db, 0, (size_t)g.o * sizeof(float));
+        for (int64_t ch = 0; ch < ceil_div(g.P, SY_MXU_DEPTH); ch++)
+            for (int64_t c = 0; c < g.o; c++) u.b.db[c] += u.db[ch * g.o + c];
+    }
+    if (!u.b.round) return; /* bf16 ops (not fused here: sy_sim_fuses), rounded as conv.c's kernel rounds */
+    sy_bf16_round_all(k->out, sy_shape_count(k->out_shape));
+    if (u.b.db) sy_bf16_round_all(u.b.db, g.o);
+}
+
+/* sy_backend.fuses: float32 conv -> pools; in a training plan only with a short window (above). */
+bool sy_sim_fuses(sy_op op, const sy_kargs *k) {
+    if (op != SY_OP_CONV2D_POOL && op != SY_OP_CONV2D_POOL_BACKPROP_FILTER) return false;
+    if (k->dtype != SY_F32 || !plain(k->attr)) return false;
+    const sy_shape *w = op == SY_OP_CONV2D_POOL ? &k->in_shape[1] : k->out_shape;
+    sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], w, k->attr);
+    return g.P > 0 && (!bwd_filter_transposed(&g) || (op == SY_OP_CONV2D_POOL && k->ex->inference));
 }
 
 const sy_kernel sy_sim_matmul = {matmul_fwd_f32_mxu, matmul_ws, NULL};
@@ -483,3 +628,6 @@ const sy_kernel sy_sim_conv2d = {conv2d_fwd_f32_mxu, conv2d_fwd_ws, NULL};
 const sy_kernel sy_sim_conv2d_backprop_input = {conv2d_bwd_data_f32_mxu, conv2d_bwd_data_ws, NULL};
 const sy_kernel sy_sim_conv2d_backprop_filter = {conv2d_bwd_filter_f32_mxu, conv2d_bwd_filter_ws,
                                                  NULL};
+const sy_kernel sy_sim_conv2d_pool = {conv2d_pool_fwd_f32_mxu, conv2d_pool_ws, NULL};
+const sy_kernel sy_sim_conv2d_pool_backprop_filter = {conv2d_pool_bwd_filter_f32_mxu, conv2d_pool_bwd_filter_ws,
+                                                      NULL};

@@ -19,5 +19,7 @@
 
 /* The fast kernels (mxu.c). */
 extern const sy_kernel sy_sim_matmul, sy_sim_conv2d, sy_sim_conv2d_backprop_input, sy_sim_conv2d_backprop_filter;
+/* issue 16 + 21: the conv -> pool fusion's kernels with the MXU's products, and the shapes they take */
+extern const sy_kernel sy_sim_conv2d_pool, sy_sim_conv2d_pool_backprop_filter;
 
 #endif

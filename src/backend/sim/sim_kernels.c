@@ -12,6 +12,8 @@ static const sy_kernel *const mxu[SY_OP_COUNT] = {
     [SY_OP_CONV2D] = &sy_sim_conv2d,
     [SY_OP_CONV2D_BACKPROP_INPUT] = &sy_sim_conv2d_backprop_input,
     [SY_OP_CONV2D_BACKPROP_FILTER] = &sy_sim_conv2d_backprop_filter,
+    [SY_OP_CONV2D_POOL] = &sy_sim_conv2d_pool, /* issue 21's fusion, the conv the MXU's */
+    [SY_OP_CONV2D_POOL_BACKPROP_FILTER] = &sy_sim_conv2d_pool_backprop_filter,
 };
 
 const sy_kernel *sy_sim_kernel(sy_op op, sy_dtype dtype) {
