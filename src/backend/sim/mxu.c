@@ -1,7 +1,9 @@
 /*
  * mxu.c - the sim backend's fast MXU kernels: matmul and the three conv2d
  * ops, with the MXU's numerics (docs/design/mxu-numerics.md), equal bit for
- * bit to the scalar reference kernels of mxu_ref.c.
+ * bit to the scalar reference kernels of mxu_ref.c; and the conv -> pool
+ * fusion's two kernels (issue 21) on the same products, equal bit for bit
+ * to the unfused ops (the end of this file).
  *
  * One GEMM serves them all: C (M, N) = A (M, K) x B (K, N), its K taken in
  * chunks of SY_MXU_DEPTH (128), the MXU's depth. For each chunk the operands
