@@ -881,7 +881,6 @@ static pool_win pool_win_of(const geom *g, const sy_attrs *a) {
     return p;
 }
 
-
 static float *pool_bias_part(const bwd_filter_job *j, int64_t r) {
     if (!j->pool || !j->pool->db) return NULL;
     return r == 0 ? j->pool->db : j->pool->db_part + (r - 1) * j->g->o;
@@ -1142,7 +1141,8 @@ const sy_kernel sy_cpu_conv2d_backprop_filter = {conv2d_bwd_filter_f32_fast, con
  * The conv's values are computed as the unfused conv2d computes them (the direct kernels sum each
  * pixel in the same order whatever the block), and each pool as max_pool2d or avg_pool2d does: the
  * maximum from -inf, the first maximum in scan order as the argmax (max_pool2d_grad's), the average
- * as the sum in scan order over the valid count. */
+ * as the sum in scan order over the valid count. The sim backend runs this same kernel with its
+ * MXU products as the conv's rows (sy_conv_rows, sim/mxu.c). */
 
 /* Conv pixels per part, at most: whole pooled rows, about this many (the im2col block's rows for
  * wide windows); at least one pooled row. */
