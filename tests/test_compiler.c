@@ -1,6 +1,6 @@
 /*
  * test_compiler.c - plans: no allocation while stepping, shared parameters,
- * liveness planning, fusion, determinism, learning, the Keras logits rule,
+ * liveness planning (and in place), fusion, determinism, learning, the Keras logits rule,
  * and errors at compile and run time.
  */
 #include "check.h"
@@ -371,6 +371,72 @@ static void test_bn_after_conv(sy_pool *pool) {
     }
 }
 
+/* issue 21, in place: an elementwise step whose input dies at it writes over that input. A product with
+ * its tanh epilogue, then an elementwise pass over it (* scale) and another over that (x * x + x, relu; x is
+ * read three times, so the passes do not fuse into one): with $SYSTOLIC_IN_PLACE=0 and without, on one thread
+ * and two, the outputs are the same bits, and in place the inference arena holds one buffer fewer (what each
+ * value's own buffer would take, unplanned_bytes, is the same). Training plans too (their gradient steps read
+ * the forward values, so fewer steps qualify): the same outputs and gradients. */
+static void test_in_place(sy_pool *pool) {
+    for (int mode = 0; mode < 2; mode++) {
+        sy_graph *g;
+        sy_graph_new(&g);
+        sy_node x = sy_graph_input(g, "x", SY_F32, sy_shape_of(2, 64L, 256L));
+        sy_node w = sy_graph_param(g, "w", SY_F32, sy_shape_of(2, 256L, 256L), sy_init_glorot_uniform(1));
+        sy_node big = sy_graph_param(g, "scale", SY_F32, sy_shape_of(2, 64L, 256L), sy_init_uniform(-1, 1, 9));
+        sy_node t = sy_graph_mul(g, sy_graph_tanh(g, sy_graph_matmul(g, x, w, false, false)), big);
+        sy_node y = sy_graph_relu(g, sy_graph_add(g, sy_graph_mul(g, t, t), t));
+        static const int32_t all[2] = {0, 1};
+        sy_node loss = mode ? sy_graph_reduce_sum(g, y, all, 2, false) : SY_NONE;
+        CHECK(sy_graph_status(g) == SY_OK, "in place: %s", sy_graph_error(g));
+        sy_vars *vars;
+        CHECK_OK(sy_vars_new(&vars));
+        int64_t n = 64 * 256;
+        float *out[3] = {NULL, NULL, NULL};
+        sy_plan_info info[3];
+        for (int v = 0; v < 3; v++) { /* in place, one thread; not in place; in place, two threads */
+            setenv("SYSTOLIC_IN_PLACE", v == 1 ? "0" : "1", 1);
+            sy_plan_options o = sy_plan_options_default();
+            o.pool = v == 2 ? pool : NULL;
+            o.vars = vars;
+            o.outputs = &y;
+            o.n_outputs = 1;
+            o.loss = loss;
+            sy_plan *p = NULL;
+            CHECK_OK(sy_plan_compile(g, &o, &p));
+            unsetenv("SYSTOLIC_IN_PLACE");
+            if (!p) break;
+            float *xi = sy_plan_input(p, x);
+            for (int64_t i = 0; i < n; i++) xi[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+            CHECK_OK(mode ? sy_plan_run_gradients(p) : sy_plan_run(p));
+            out[v] = malloc((size_t)n * sizeof(float));
+            memcpy(out[v], sy_plan_output(p, y), (size_t)n * sizeof(float));
+            if (mode) { /* and the scale's gradient */
+                out[v] = realloc(out[v], (size_t)(2 * n) * sizeof(float));
+                memcpy(out[v] + n, sy_plan_gradient(p, big), (size_t)n * sizeof(float));
+            }
+            sy_plan_get_info(p, &info[v]);
+            sy_plan_free(p);
+        }
+        int64_t m = mode ? 2 * n : n;
+        if (out[0] && out[1] && out[2])
+            CHECK(!memcmp(out[0], out[1], (size_t)m * sizeof(float)) && !memcmp(out[0], out[2], (size_t)m * sizeof(float)),
+                  "in place (%s): the outputs differ from the plan without it, or on two threads",
+                  mode ? "training" : "inference");
+        CHECK(info[0].unplanned_bytes == info[1].unplanned_bytes,
+              "in place (%s): %lld bytes of values, %lld without", mode ? "training" : "inference",
+              (long long)info[0].unplanned_bytes, (long long)info[1].unplanned_bytes);
+        if (mode == 0) /* x, and one buffer for the product, * scale and the tail: two, against three */
+            CHECK(info[0].arena_bytes * 3 == info[1].arena_bytes * 2, "in place (inference): arena %lld bytes, %lld without",
+                  (long long)info[0].arena_bytes, (long long)info[1].arena_bytes);
+        fprintf(stderr, "in_place (%s): arena %lld bytes in place, %lld without\n", mode ? "training" : "inference",
+                (long long)info[0].arena_bytes, (long long)info[1].arena_bytes);
+        for (int v = 0; v < 3; v++) free(out[v]);
+        sy_vars_free(vars);
+        sy_graph_free(g);
+    }
+}
+
 /* Learning: the CNN separates the synthetic classes. */
 static void test_learning(sy_pool *pool) {
     cnn m = build_cnn(32, 1.0f, false);
@@ -554,6 +620,7 @@ int main(void) {
     test_memory_planning();
     test_fusion_and_determinism(pool);
     test_bn_after_conv(pool); /* issue 15 */
+    test_in_place(pool);      /* issue 21 */
     test_learning(pool);
     test_logits_rule();
     test_run_errors();

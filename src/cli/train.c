@@ -66,7 +66,7 @@ typedef struct run_opts {
     /* issue 17, TFRecord layouts: --features, parsed */
     const char *features;
     sy_record_spec spec;
-    bool plan; /* issue 21: summary --plan */
+    bool plan, plan_predict; /* issue 21: summary --plan [--predict] */
     /* issue 18: quantize's -o/--output, --calibration-steps, --inference-input-type, --inference-output-type */
     const char *tflite_out, *input_type, *output_type;
     int64_t calibration_steps;
@@ -88,7 +88,7 @@ enum { F_EPOCHS, F_STEPS, F_BATCH, F_OPTIMIZER, F_LR, F_VALFREQ, F_VALSTEPS, F_E
        F_SAVE_WEIGHTS_ONLY, F_SAVE_FREQ, F_BACKUP_DIR,
        F_LR_SCHEDULE, F_REDUCE_LR, F_REDUCE_LR_FACTOR, F_REDUCE_LR_MIN_LR, F_REDUCE_LR_MONITOR, /* issue 17, lr schedules */
        F_FEATURES, /* issue 17, TFRecord layouts */
-       F_PLAN, /* issue 21: summary --plan */
+       F_PLAN, F_PLAN_PREDICT, /* issue 21: summary --plan [--predict] */
        F_TFLITE_OUT, F_CAL_STEPS, F_INPUT_TYPE, F_OUTPUT_TYPE, F_DYNAMIC_RANGE, /* issue 18: quantize */
        F_N };
 
@@ -214,6 +214,10 @@ static void make_flags(flag *f, run_opts *o) {
         "print the compiled training step instead: each kernel, the model's ops fused into it, its "
         "buffers and the arena's total, at --batch-size over the --tpu replicas",
         .set = false};
+    f[F_PLAN_PREDICT] = (flag){"--predict", FLAG_BOOL, &o->plan_predict, "",
+                               "with --plan: the predict step (the inference plan predict and evaluate run) "
+                               "instead of the training step",
+                               .set = false};
     /* issue 18: quantize */
     o->calibration_steps = 100;
     f[F_TFLITE_OUT] = (flag){"--output", FLAG_STRING, &o->tflite_out, "OUT.tflite",
@@ -363,7 +367,7 @@ static const int predict_flags[] = {F_BATCH, F_SEED, F_VERBOSE, F_COUNT, F_TPU, 
                                     F_DATA, F_DATA_COMPRESSION, F_SKIP_CORRUPT, F_FEATURES, -1}; /* issue 17: --data */
 static const int quantize_flags[] = {F_TFLITE_OUT, F_CAL_STEPS, F_INPUT_TYPE, F_OUTPUT_TYPE, F_DYNAMIC_RANGE,
                                      F_BATCH, F_SEED, F_DATASET, F_LOAD_WEIGHTS, -1}; /* issue 18 */
-static const int summary_flags[] = {F_SEED, F_LOAD_WEIGHTS, F_PLAN, F_BATCH,
+static const int summary_flags[] = {F_SEED, F_LOAD_WEIGHTS, F_PLAN, F_PLAN_PREDICT, F_BATCH,
                                     F_TPU,  F_DTYPE_POLICY, -1};
 
 static void print_models(FILE *out, bool with_defaults) {
@@ -1062,11 +1066,16 @@ static int predict_body(const command_spec *c, const builtin_model *b, const run
 static int summary_body(const command_spec *c, const builtin_model *b, const run_opts *o, sy_model *m,
                         const sy_data_split *d) {
     (void)d;
+    if (o->plan_predict && !o->plan) {
+        fprintf(stderr, "systolic %s: --predict goes with --plan (the step it prints)\n", c->name);
+        return 2;
+    }
     if (!o->plan) {
         sy_model_summary(m, stdout);
         return 0;
     }
-    /* issue 21: the training step fit compiles, one replica's share of the global batch */
+    /* issue 21: the training step fit compiles (or, --predict, the step predict compiles), one replica's share
+     * of the global batch */
     int64_t r = model_replicas(m);
     if (o->batch_size % r) {
         fprintf(stderr,
@@ -1075,7 +1084,7 @@ static int summary_body(const command_spec *c, const builtin_model *b, const run
                 c->name, (long long)o->batch_size, (long long)r, (long long)r);
         return 2;
     }
-    return sy_model_plan_summary(m, o->batch_size / r, true, stdout) ? fail(c->name, b->name) : 0;
+    return sy_model_plan_summary(m, o->batch_size / r, !o->plan_predict, stdout) ? fail(c->name, b->name) : 0;
 }
 
 int cmd_train(int argc, char **argv) {

@@ -366,6 +366,7 @@ static sy_status schedule(compile_ctx *c) {
     for (int64_t s = 0; s < k; s++) {
         p->steps[s].node = order[s];
         p->steps[s].side = SY_NONE;
+        p->steps[s].over = SY_NONE;
         c->step_of[order[s]] = (int32_t)s;
     }
     sy_free(order);
@@ -519,6 +520,62 @@ static sy_status check_device_memory(const compile_ctx *c, int64_t grad_bytes, i
                     size_words(act_bytes, ac, sizeof ac));
 }
 
+/* issue 21, in place (docs/design/fusion.md): an elementwise step whose input of the output's own
+ * shape dies at it -- the step is that buffer's last reader -- writes its output over the input: one
+ * buffer, from the input's first step to the output's last. The elementwise kernels read each
+ * element before they write it, at the same place (cpu/eltwise.c's interpreter, broadcast.c, the ref
+ * loops), so the values are those of two buffers; an operand of the same size but another shape is
+ * read at other places, and the plan's bf16 passes after a kernel may read an input, so neither
+ * qualifies. Only arena values do (not inputs fed before a run, parameters, gradients, outputs kept
+ * after it), of the same bytes as stored. $SYSTOLIC_IN_PLACE=0 turns it off, for comparisons. A
+ * taken buffer's lifetime moves to its new owner's; the output gets no buffer of its own (places are
+ * copied after the arena is planned). */
+static bool in_place_enabled(void) {
+    const char *e = getenv("SYSTOLIC_IN_PLACE");
+    return !e || strcmp(e, "0") != 0;
+}
+
+static sy_status plan_in_place(compile_ctx *c, int32_t *first, int32_t *last, int64_t *saved) {
+    sy_plan *p = c->p;
+    const sy_graph *g = c->g;
+    *saved = 0;
+    if (p->tpu_view || !in_place_enabled()) return SY_OK; /* (the cost model keeps each op's own buffer) */
+    for (int32_t s = 0; s < p->n_steps; s++) {
+        step *st = &p->steps[s];
+        sy_node nd = st->node;
+        const sy_node_rec *r = &g->nodes[nd];
+        if ((!(sy_op_def_of(r->op)->flags & SY_OPF_ELTWISE) && r->op != SY_OP_FUSED_ELTWISE) ||
+            st->side != SY_NONE || plan_storage_of(p, nd) != nd || p->places[nd].block != BLK_NONE || last[nd] < 0 ||
+            st->round_bf16 || st->bf16_act >= 0) /* (the plan's bf16 passes after the kernel may read an input) */
+            continue;
+        int64_t out_bytes = 0;
+        sy_status err = value_bytes(g, p->store, nd, &out_bytes);
+        if (err) return err;
+        for (int j = 0; j < r->n_in && st->over == SY_NONE; j++) {
+            sy_node src = plan_storage_of(p, graph_input(g, nd, j));
+            for (int32_t t = 0; t < s; t++) /* a buffer an earlier step took over: its owner now */
+                if (p->steps[t].node == src && p->steps[t].over != SY_NONE) src = p->steps[t].over;
+            const sy_node_rec *sr = &g->nodes[src];
+            /* the input as the step reads it: its own shape, the output's (a same-sized operand of another
+             * shape would be read at other places than the output's) */
+            if (!sy_shape_equal(&g->nodes[graph_input(g, nd, j)].shape, &r->shape)) continue;
+            if (last[src] != s || first[src] >= s || p->places[src].block != BLK_NONE || p->readable[src] ||
+                sr->op == SY_OP_PARAM || sr->op == SY_OP_INPUT ||
+                (sy_op_def_of(sr->op)->flags & (SY_OPF_LEAF | SY_OPF_ALIAS | SY_OPF_UPDATE | SY_OPF_SIDE)) ||
+                p->store[src] != p->store[nd])
+                continue;
+            int64_t in_bytes = 0;
+            if ((err = value_bytes(g, p->store, src, &in_bytes))) return err;
+            if (in_bytes != out_bytes) continue;
+            st->over = src;
+            *saved += sy_align_up(out_bytes, SY_ALIGN);
+            last[src] = last[nd];
+            last[nd] = -1; /* no buffer of its own */
+        }
+    }
+    return SY_OK;
+}
+
 /* 6: places for every live value, arena offsets by liveness. */
 static sy_status plan_buffers(compile_ctx *c) {
     sy_plan *p = c->p;
@@ -599,6 +656,8 @@ static sy_status plan_buffers(compile_ctx *c) {
         if (first[src] == INT32_MAX) first[src] = 0;
         p->readable[src] = true;
     }
+    int64_t in_place = 0; /* bytes of the outputs written over their inputs */
+    if ((st = plan_in_place(c, first, last, &in_place))) goto done;
     int64_t nreq = 0;
     for (int64_t i = 0; i < n; i++) {
         const sy_node_rec *r = &g->nodes[i];
@@ -629,7 +688,7 @@ static sy_status plan_buffers(compile_ctx *c) {
             st = too_large(g, "its activations need more than", INT64_MAX);
             goto done;
         }
-    p->info.unplanned_bytes = unplanned;
+    p->info.unplanned_bytes = unplanned + in_place; /* (what each value's own buffer would take) */
     int64_t arena_bytes, total;
     if ((st = memplan(reqs, nreq, &arena_bytes))) goto done;
     if (sy_add_overflow64(arena_bytes, grad_bytes, &total) || sy_add_overflow64(total, const_bytes, &total)) {
@@ -648,6 +707,9 @@ static sy_status plan_buffers(compile_ctx *c) {
         else
             p->steps[-1 - req_node[k]].ws = (place){BLK_ARENA, reqs[k].offset};
     }
+    for (int32_t s = 0; s < p->n_steps; s++) /* in place: the buffer it takes over (in schedule order, so a
+                                                   chain of them ends at the first's) */
+        if (p->steps[s].over != SY_NONE) p->places[p->steps[s].node] = p->places[p->steps[s].over];
     p->info.arena_bytes = arena_bytes;
     p->info.grad_bytes = grad_bytes;
     if (o->tpu_view) goto done; /* the cost model's plan: sizes, nothing allocated */

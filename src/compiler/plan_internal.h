@@ -37,6 +37,7 @@ typedef struct step {
                         bias and act, sy_bf16_epilogue after it); -1: none */
     sy_attrs bf16_attr; /* the kernel's attributes then, act cleared */
     sy_node side; /* issue 21: the side output its kernel also writes (args.aux), or SY_NONE */
+    sy_node over; /* issue 21, in place: the input whose buffer its output takes (it dies here), or SY_NONE */
 } step;
 
 struct sy_plan {

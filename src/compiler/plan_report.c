@@ -111,6 +111,13 @@ void sy_plan_summary(const sy_plan *p, FILE *out) {
             continue;
         }
         buffer_line(p, out, lead, st->node);
+        if (st->over != SY_NONE) { /* issue 21, in place: the buffer it writes over */
+            int32_t t = 0;
+            while (t < s && p->steps[t].node != st->over) t++;
+            char what[64];
+            snprintf(what, sizeof what, "in step %d's buffer, whose value dies here", t);
+            fprintf(out, "%-40s %-20s %-8s %9s  %-6s %s\n", "        (in place)", "", "", "", "", what);
+        }
         if (st->side != SY_NONE) {
             snprintf(lead, sizeof lead, "        + %s", sy_op_name(p->g->nodes[st->side].op));
             buffer_line(p, out, lead, st->side);

@@ -176,7 +176,8 @@ static void run_tile(const eltwise_job *j, int64_t start, int64_t len) {
                 break;
             }
             reg[e->dst] = (const float *)k->in[e->a] + start;
-            if (d == out) memcpy(out, reg[e->dst], (size_t)len * sizeof *out);
+            if (d == out && out != reg[e->dst]) /* (in place: the same floats) */
+                memcpy(out, reg[e->dst], (size_t)len * sizeof *out);
             continue;
         case SY_E_LD_ROW: {
             const void *in = k->in[e->a];
