@@ -539,7 +539,7 @@ static sy_status plan_in_place(compile_ctx *c, int32_t *first, int32_t *last, in
     sy_plan *p = c->p;
     const sy_graph *g = c->g;
     *saved = 0;
-    if (p->tpu_view || !in_place_enabled()) return SY_OK; /* (the cost model keeps each op's own buffer) */
+    if (c->o->tpu_view || !in_place_enabled()) return SY_OK; /* (the cost model keeps each op's own buffer) */
     for (int32_t s = 0; s < p->n_steps; s++) {
         step *st = &p->steps[s];
         sy_node nd = st->node;
