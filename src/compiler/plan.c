@@ -553,8 +553,8 @@ static sy_status plan_in_place(compile_ctx *c, int32_t *first, int32_t *last, in
         if (err) return err;
         for (int j = 0; j < r->n_in && st->over == SY_NONE; j++) {
             sy_node src = plan_storage_of(p, graph_input(g, nd, j));
-            for (int32_t t = 0; t < s; t++) /* a buffer an earlier step took over: its owner now */
-                if (p->steps[t].node == src && p->steps[t].over != SY_NONE) src = p->steps[t].over;
+            int32_t t = c->step_of[src];
+            if (t >= 0 && p->steps[t].over != SY_NONE) src = p->steps[t].over; /* a buffer it took over: the owner */
             const sy_node_rec *sr = &g->nodes[src];
             /* the input as the step reads it: its own shape, the output's (a same-sized operand of another
              * shape would be read at other places than the output's) */
