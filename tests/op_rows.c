@@ -85,6 +85,23 @@ static sy_node b_matmul_tanh(ctx *c) {
     return matmul_fused(c, SY_ACT_TANH, true, true);
 }
 
+/* issue 21, the skinny kernels (gemm.c): at most 16 columns over a sum of 512 or more, a Dense layer with few
+ * units over a wide input -- the forward (a remainder of rows and of the sum) and a^T b (a remainder of
+ * columns, several parts) */
+static sy_node skinny(ctx *c, int64_t m, int64_t k, int64_t n, bool ta, int act) {
+    sy_attrs at;
+    memset(&at, 0, sizeof at);
+    at.matmul.act = (uint8_t)act;
+    at.matmul.ta = ta;
+    sy_node in[3] = {var(c, ta ? R(2, k, m) : R(2, m, k), -1, 1), var(c, R(2, k, n), -1, 1),
+                     var(c, R(1, n), -1, 1)};
+    return add_op(c, SY_OP_MATMUL, in, 3, &at, NULL);
+}
+static sy_node b_matmul_skinny(ctx *c) { return skinny(c, 9, 700, 10, false, SY_ACT_RELU); }
+static sy_node b_matmul_skinny_wide(ctx *c) { return skinny(c, 5, 520, 16, false, SY_ACT_NONE); }
+static sy_node b_matmul_skinny_ta(ctx *c) { return skinny(c, 300, 520, 10, true, SY_ACT_NONE); }
+static sy_node b_matmul_skinny_ta13(ctx *c) { return skinny(c, 75, 600, 13, true, SY_ACT_SIGMOID); }
+
 static sy_node b_bias_add(ctx *c) {
     return sy_graph_bias_add(c->g, var(c, R(3, 4L, 3L, 5L), -1, 1), var(c, R(1, 5L), -1, 1));
 }
@@ -1150,6 +1167,10 @@ const row op_rows[] = {
     {"matmul + bias + relu", SY_OP_MATMUL, b_matmul_relu, FWD},
     {"matmul + bias + sigmoid", SY_OP_MATMUL, b_matmul_sigmoid, FWD},
     {"matmul + bias + tanh", SY_OP_MATMUL, b_matmul_tanh, FWD},
+    {"matmul skinny 9x700x10 + bias + relu", SY_OP_MATMUL, b_matmul_skinny, FWD},
+    {"matmul skinny 5x520x16 + bias", SY_OP_MATMUL, b_matmul_skinny_wide, FWD},
+    {"matmul skinny transpose_a 300x520x10 + bias", SY_OP_MATMUL, b_matmul_skinny_ta, FWD},
+    {"matmul skinny transpose_a 75x600x13 + bias + sigmoid", SY_OP_MATMUL, b_matmul_skinny_ta13, FWD},
     {"bias_add", SY_OP_BIAS_ADD, b_bias_add, FWD | GRAD},
     {"add broadcast", SY_OP_ADD, b_add, FWD | GRAD},
     {"add scalar", SY_OP_ADD, b_add_scalar, FWD | GRAD},
@@ -1430,6 +1451,10 @@ const row op_rows[] = {
      op_b_conv_pool_im2col_tanh, FWD | GRAD | FUSED_TRAIN},
     {"conv2d_pool_bias_grad average, relu after", SY_OP_CONV2D_POOL_BIAS_GRAD,
      op_b_conv_pool_avg_relu, FWD | GRAD | FUSED_TRAIN},
+    {"conv2d_pool_backprop_filter, Flatten -> Dense (dense_dy)", SY_OP_CONV2D_POOL_BACKPROP_FILTER,
+     op_b_conv_pool_dense, FWD | GRAD | FUSED_TRAIN},
+    {"conv2d_pool 64 channels, relu before (in registers)", SY_OP_CONV2D_POOL, op_b_conv_pool_registers,
+     FWD | FUSED_TRAIN},
 };
 const int op_n_rows = (int)(sizeof op_rows / sizeof op_rows[0]);
 

@@ -67,3 +67,18 @@ sy_node op_b_conv_pool_avg_relu(ctx *c) {
     return conv_pool_chain(
         c, (chain){2, 9, 9, 2, 7, 3, SY_PADDING_SAME, true, 0, true, 3, 3, SY_PADDING_SAME, true});
 }
+/* the tutorial's layers, then Flatten -> Dense(5): the Dense layer's input gradient computed in the
+ * filter gradient's kernel (dense_dy), never written */
+sy_node op_b_conv_pool_dense(ctx *c) {
+    sy_node t = conv_pool_chain(c, (chain){2, 9, 8, 3, 8, 3, SY_PADDING_VALID, true, 0, false, 2, 2,
+                                           SY_PADDING_VALID, true});
+    sy_shape s = sy_graph_shape(c->g, t);
+    int64_t f = s.dims[1] * s.dims[2] * s.dims[3];
+    t = sy_graph_reshape(c->g, t, sy_shape_of(2, s.dims[0], f));
+    return sy_graph_matmul(c->g, t, op_var(c, R(2, f, 5L), -0.5, 0.5), false, false);
+}
+/* conv.c's pool in registers (pool_tile, bf_pool_tile): 64 channels, a relu before, an odd conv output */
+sy_node op_b_conv_pool_registers(ctx *c) {
+    return conv_pool_chain(c, (chain){2, 10, 9, 1, 64, 3, SY_PADDING_VALID, true, SY_ACT_RELU, false, 2, 2,
+                                      SY_PADDING_VALID, false});
+}

@@ -25,6 +25,12 @@
  *     its outputs the unfused plan's bit for bit; and the TPU's view of
  *     the step (tpu_view, for the cost model) is the unfused plan, and
  *     cannot be run;
+ *   - a Flatten -> Dense after the pool (cases from DENSE_CASE): the filter
+ *     gradient's kernel computes the Dense layer's input gradient dz w^T
+ *     itself (dense_dy) and no step writes it; the same checks hold, but
+ *     the kernel gradient is the unfused plan's to float rounding (the
+ *     product's terms summed in another order); mixed_bfloat16 and
+ *     sim keep the Dense product, as its own step;
  *   - what must not fuse does not: an overlapping pool, a conv whose input
  *     gradient is needed, a conv output a caller asked for, an average pool
  *     after an activation;
@@ -54,36 +60,54 @@ typedef struct conv_case {
     int ph, pw, sh, sw; /* the pool */
     sy_padding pool_padding;
     bool post_relu;
+    int64_t dense; /* > 0: Flatten -> Dense(dense) after, whose input gradient the filter's kernel computes */
 } conv_case;
 
 static const conv_case cases[] = {
     /* the Fashion-MNIST tutorial's layer: the direct conv (K = 9) */
     {"tutorial 3x3x1->64, max 2x2/2, relu after", 4, 28, 28, 1, 64, 3, 1, SY_PADDING_VALID, true, 0,
-     false, 2, 2, 2, 2, SY_PADDING_VALID, true},
+     false, 2, 2, 2, 2, SY_PADDING_VALID, true, 0},
     {"same conv, relu before, max same with partial windows", 3, 11, 9, 3, 8, 3, 1, SY_PADDING_SAME,
-     true, SY_ACT_RELU, false, 2, 2, 2, 2, SY_PADDING_SAME, false},
+     true, SY_ACT_RELU, false, 2, 2, 2, 2, SY_PADDING_SAME, false, 0},
     {"sigmoid before, max 3x3/3 leaving conv rows uncovered, 5 channels", 2, 13, 14, 2, 5, 2, 1,
-     SY_PADDING_VALID, true, SY_ACT_SIGMOID, false, 3, 3, 3, 3, SY_PADDING_VALID, false},
+     SY_PADDING_VALID, true, SY_ACT_SIGMOID, false, 3, 3, 3, 3, SY_PADDING_VALID, false, 0},
     {"stride-2 conv, tanh before, relu after", 2, 15, 15, 4, 12, 3, 2, SY_PADDING_VALID, true,
-     SY_ACT_TANH, false, 2, 2, 2, 2, SY_PADDING_VALID, true},
+     SY_ACT_TANH, false, 2, 2, 2, 2, SY_PADDING_VALID, true, 0},
     {"average 2x2/2, relu after", 2, 10, 10, 3, 16, 3, 1, SY_PADDING_VALID, true, 0, true, 2, 2, 2,
-     2, SY_PADDING_VALID, true},
+     2, SY_PADDING_VALID, true, 0},
     {"average 3x2/(3,2) same", 2, 9, 8, 2, 8, 3, 1, SY_PADDING_SAME, true, 0, true, 3, 2, 3, 2,
-     SY_PADDING_SAME, false},
+     SY_PADDING_SAME, false, 0},
     {"im2col path (K = 72), 70 channels, relu before", 2, 12, 12, 8, 70, 3, 1, SY_PADDING_VALID,
-     true, SY_ACT_RELU, false, 2, 2, 2, 2, SY_PADDING_VALID, false},
+     true, SY_ACT_RELU, false, 2, 2, 2, 2, SY_PADDING_VALID, false, 0},
     {"windows with gaps, max 2x2/3", 2, 14, 14, 3, 8, 3, 1, SY_PADDING_VALID, true, 0, false, 2, 2,
-     3, 3, SY_PADDING_VALID, true},
+     3, 3, SY_PADDING_VALID, true, 0},
     {"no bias, relu after", 2, 10, 10, 1, 16, 3, 1, SY_PADDING_VALID, false, 0, false, 2, 2, 2, 2,
-     SY_PADDING_VALID, true},
+     SY_PADDING_VALID, true, 0},
     {"5x5 im2col (K = 75), average", 2, 12, 12, 3, 16, 5, 1, SY_PADDING_SAME, true, 0, true, 2, 2,
-     2, 2, SY_PADDING_VALID, false},
+     2, 2, SY_PADDING_VALID, false, 0},
+    /* conv.c's kernels with the pool in registers (pool_tile, bf_pool_tile): 2x2/2 max pools over direct convs
+     * with no padding and 64 channels a tile -- a relu before, a stride-2 conv whose last row and column are in no
+     * window; 128 channels, no bias */
+    {"in registers: relu before, stride-2 conv, a row outside the windows", 3, 19, 19, 1, 64, 3, 2,
+     SY_PADDING_VALID, true, SY_ACT_RELU, false, 2, 2, 2, 2, SY_PADDING_VALID, false, 0},
+    {"in registers: 128 channels, no bias, relu after", 2, 12, 12, 1, 128, 3, 1, SY_PADDING_VALID, false, 0, false,
+     2, 2, 2, 2, SY_PADDING_VALID, true, 0},
+    /* a Dense layer after a Flatten: its input gradient computed in the filter's kernel (dense_dy) */
+    {"tutorial, then Flatten -> Dense(10)", 5, 28, 28, 1, 64, 3, 1, SY_PADDING_VALID, true, 0, false, 2, 2, 2, 2,
+     SY_PADDING_VALID, true, 10},
+    {"sigmoid before, max same, Dense(7)", 3, 9, 11, 2, 24, 3, 1, SY_PADDING_SAME, true, SY_ACT_SIGMOID, false, 2,
+     2, 2, 2, SY_PADDING_SAME, false, 7},
+    {"im2col path (K = 72), Dense(3)", 2, 12, 12, 8, 70, 3, 1, SY_PADDING_VALID, true, SY_ACT_RELU, false, 2, 2,
+     2, 2, SY_PADDING_VALID, false, 3},
+    {"average 2x2/2, relu after, Dense(1)", 3, 10, 10, 3, 16, 3, 1, SY_PADDING_VALID, true, 0, true, 2, 2, 2, 2,
+     SY_PADDING_VALID, true, 1},
 };
+enum { DENSE_CASE = 12 }; /* the first of them */
 
 typedef struct built {
     sy_graph *g;
     sy_node x, kernel, bias, out, loss, wts;
-    sy_shape conv_shape; /* the conv's full output */
+    sy_shape conv_shape, flat_shape; /* the conv's full output; the pool's, flattened (a Dense layer's input) */
 } built;
 
 static double uniform(uint64_t *s) {
@@ -116,6 +140,14 @@ static built build(const conv_case *cc, bool bf16) {
     t = cc->avg ? sy_graph_avg_pool2d(g, t, cc->ph, cc->pw, cc->sh, cc->sw, cc->pool_padding)
                 : sy_graph_max_pool2d(g, t, cc->ph, cc->pw, cc->sh, cc->sw, cc->pool_padding);
     if (cc->post_relu) t = sy_graph_relu(g, t);
+    if (cc->dense) {
+        sy_shape ps = sy_graph_shape(g, t);
+        b.flat_shape = sy_shape_of(2, ps.dims[0], ps.dims[1] * ps.dims[2] * ps.dims[3]);
+        sy_node wd = sy_graph_param(g, "dense", SY_F32, sy_shape_of(2, b.flat_shape.dims[1], cc->dense),
+                                    sy_init_glorot_uniform(9));
+        t = sy_graph_matmul(g, sy_graph_reshape(g, t, b.flat_shape), bf16 ? sy_graph_cast_bf16(g, wd) : wd, false,
+                            false);
+    }
     sy_graph_set_bf16(g, false);
     b.out = bf16 ? graph_add(g, SY_OP_COPY, &t, 1, NULL, NULL) : t; /* read back as float32 */
     b.wts = sy_graph_input(g, "w", SY_F32, sy_graph_shape(g, b.out));
@@ -129,6 +161,8 @@ typedef struct result {
     int64_t n_out, n_dw, n_db;
     bool fused;     /* ran conv2d_pool and its filter gradient */
     bool full_size; /* some step wrote a value of the conv's full output shape */
+    bool dense_dy;  /* the filter gradient computed the Dense layer's input gradient */
+    bool flat_size; /* some step wrote a value of the Dense layer's input shape (its gradient) */
     int64_t arena;
 } result;
 
@@ -186,7 +220,9 @@ static result train_on(const char *backend, const conv_case *cc, bool bf16, bool
         const sy_node_rec *n = &pg->nodes[plan_step_node(p, s)];
         conv_pool |= n->op == SY_OP_CONV2D_POOL;
         filter |= n->op == SY_OP_CONV2D_POOL_BACKPROP_FILTER;
+        r.dense_dy |= n->op == SY_OP_CONV2D_POOL_BACKPROP_FILTER && n->attr.conv.dense_dy;
         r.full_size |= sy_shape_equal(&n->shape, &b.conv_shape);
+        r.flat_size |= cc->dense && sy_shape_equal(&n->shape, &b.flat_shape);
     }
     r.fused = conv_pool && filter;
     sy_plan_info info;
@@ -231,6 +267,9 @@ static void check_case(const conv_case *cc, sy_pool *pool2) {
           "%s: fused plan: conv2d_pool and its gradient %s, a full-size value %s", cc->name,
           f.fused ? "run" : "do not run", f.full_size ? "written" : "not written");
     CHECK(!u.fused && u.full_size, "%s: $SYSTOLIC_CONV_POOL=0 still fused", cc->name);
+    CHECK(f.dense_dy == (cc->dense > 0) && !f.flat_size && u.flat_size == (cc->dense > 0) && !u.dense_dy,
+          "%s: the Dense layer's input gradient %s computed in the filter's kernel, %s written", cc->name,
+          f.dense_dy ? "is" : "is not", f.flat_size ? "and" : "not");
     /* (at these toy sizes the kernels' workspaces can outweigh the activations; the tutorial's is
      * the realistic case) */
     CHECK(cc != &cases[0] || f.arena * 2 < u.arena,
@@ -241,9 +280,13 @@ static void check_case(const conv_case *cc, sy_pool *pool2) {
     CHECK(bits_differ(f.out, u.out, f.n_out) == 0,
           "%s: %lld outputs differ from the unfused plan's", cc->name,
           (long long)bits_differ(f.out, u.out, f.n_out));
-    CHECK(bits_differ(f.dw, u.dw, f.n_dw) == 0,
-          "%s: %lld of %lld kernel gradients differ from the unfused plan's", cc->name,
-          (long long)bits_differ(f.dw, u.dw, f.n_dw), (long long)f.n_dw);
+    /* (dense_dy: the Dense product's U terms summed in order, oneDNN's sgemm in its own) */
+    if (cc->dense)
+        check_near("the kernel gradient", cc->name, f.dw, u.dw, f.n_dw, 1e-5);
+    else
+        CHECK(bits_differ(f.dw, u.dw, f.n_dw) == 0,
+              "%s: %lld of %lld kernel gradients differ from the unfused plan's", cc->name,
+              (long long)bits_differ(f.dw, u.dw, f.n_dw), (long long)f.n_dw);
     check_near("the bias gradient", cc->name, f.db, u.db, f.n_db, 1e-5);
     CHECK(memcmp(&f.loss, &f2.loss, sizeof f.loss) == 0 && !bits_differ(f.out, f2.out, f.n_out) &&
               !bits_differ(f.dw, f2.dw, f.n_dw) && !bits_differ(f.db, f2.db, f.n_db),
@@ -362,6 +405,8 @@ static void check_bf16(const char *backend, const conv_case *cc, sy_pool *pool2)
     result two = train_on(backend, cc, true, true, true, NULL), four = train_on(backend, cc, true, true, false, NULL);
     result two2 = train_on(backend, cc, true, true, true, pool2), u = train_on(backend, cc, true, false, true, NULL);
     CHECK(two.fused && four.fused, "%s (mixed_bfloat16): not fused", cc->name);
+    CHECK(!two.dense_dy, "%s (mixed_bfloat16): the Dense layer's bf16 product folded into the filter's kernel",
+          cc->name);
     CHECK(memcmp(&two.loss, &four.loss, sizeof two.loss) == 0 &&
               !bits_differ(two.out, four.out, two.n_out) &&
               !bits_differ(two.dw, four.dw, two.n_dw) && !bits_differ(two.db, four.db, two.n_db),
@@ -566,6 +611,7 @@ int main(void) {
     check_bf16(NULL, &cases[1], pool2);
     check_bf16(NULL, &cases[4], pool2);
     check_bf16(NULL, &cases[6], pool2);
+    check_bf16(NULL, &cases[DENSE_CASE], pool2); /* (mixed_bfloat16 keeps the Dense product: not folded) */
     check_bf16("sim", &cases[0], pool2);
     check_bf16("sim", &cases[1], pool2);
     check_bf16("sim", &cases[4], pool2);

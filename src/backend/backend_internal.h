@@ -100,7 +100,9 @@ typedef union sy_attrs {
     /* CONV2D_POOL and its gradient ops (issue 21, made by fusion): the pool over the conv's output
      * (window pool_ksize, never overlapping), average when pool_avg, else max; post_act (a sy_act,
      * none or relu) after it; round_bf16: the folded ops were bf16 ops (mixed_bfloat16), so the
-     * kernel rounds where they would (docs/design/fusion.md) */
+     * kernel rounds where they would (docs/design/fusion.md); dense_dy (the filter gradient): the
+     * pooled gradient is a Dense layer's input gradient, dz w^T (a flattened pool feeding the Dense
+     * layer), which the kernel computes as it expands it -- its inputs (x, dz, w [, y] [, argmax]) */
     struct {
         int32_t stride[2];
         int32_t padding;
@@ -108,7 +110,7 @@ typedef union sy_attrs {
         int32_t dilation[2];
         int32_t groups;
         int32_t pool_ksize[2], pool_stride[2], pool_padding;
-        uint8_t pool_avg, post_act, round_bf16;
+        uint8_t pool_avg, post_act, round_bf16, dense_dy;
     } conv;
     struct { int32_t ksize[2], stride[2]; int32_t padding; } pool; /* pools and their grads */
     struct { int32_t axis; } axis;                                 /* softmaxes, concat, gather */

@@ -515,6 +515,24 @@ static bool match_backward(const sy_graph *g, const sy_fusion_state *s, conv_poo
     return true;
 }
 
+/* The pooled gradient dout as a Dense layer's input gradient: reshape(dz w^T), a flattened pool
+ * feeding Dense(units) -- the product read by the reshape alone, the reshape by the ops that die
+ * (dies[0 .. n_dies)), neither kept. Then the filter's kernel computes dy's rows from dz and w as
+ * it expands them (attr.conv.dense_dy) and the product's (N, F) value is never written: the
+ * tutorial CNN's 43 MB at batch 1,000. The matmul node, or SY_NONE. */
+static sy_node match_dense_dy(const sy_graph *g, const sy_fusion_state *s, sy_node dout, const sy_node *dies,
+                              int n_dies) {
+    if (!is_op(g, dout, SY_OP_RESHAPE) || s->protect[dout] || !users_within(g, s, dout, dies, n_dies))
+        return SY_NONE;
+    sy_node mm = graph_input(g, dout, 0);
+    if (!is_op(g, mm, SY_OP_MATMUL) || s->protect[mm] || !users_within(g, s, mm, &dout, 1)) return SY_NONE;
+    const sy_node_rec *r = &g->nodes[mm];
+    if (r->n_in != 2 || r->attr.matmul.ta || !r->attr.matmul.tb || r->attr.matmul.act || r->bf16 ||
+        r->dtype != g->nodes[dout].dtype)
+        return SY_NONE;
+    return mm;
+}
+
 static sy_node adopt(sy_fusion_state *s, sy_node n, sy_node like) {
     s->live[n] = true;
     s->key[n] = s->key[like];
@@ -603,18 +621,30 @@ static sy_status fuse_conv_pools(sy_graph *g, sy_fusion_state *s, int32_t *folde
             if ((st = fusion_grow(s, g->n_nodes))) return st;
             adopt(s, arg, last);
         }
-        sy_node bin[4] = {in[0], m.dout, y, arg};
+        sy_node bin[5] = {in[0], m.dout, y, arg, SY_NONE};
         int nb = 2;
+        sy_attrs fa = at;
+        fa.conv.dense_dy = 1;
+        k.attr = &fa;
+        sy_node mm = match_dense_dy(g, s, m.dout, set, 10);
+        if (mm != SY_NONE && !g->nodes[m.filter].bf16 && s->backend->fuses(k.op, &k)) {
+            bin[1] = graph_input(g, mm, 0); /* dz, w */
+            bin[nb++] = graph_input(g, mm, 1);
+        } else {
+            mm = SY_NONE;
+            fa.conv.dense_dy = 0;
+        }
         if (sy_conv_pool_reads_y(&at)) bin[nb++] = y;
         if (arg != SY_NONE) bin[nb++] = arg;
         sy_shape ws = g->nodes[in[1]].shape;
-        sy_node f = graph_add(g, SY_OP_CONV2D_POOL_BACKPROP_FILTER, bin, nb, &at, &ws);
+        sy_node f = graph_add(g, SY_OP_CONV2D_POOL_BACKPROP_FILTER, bin, nb, &fa, &ws);
         if (f == SY_NONE) return sy_graph_status(g);
         g->nodes[f].bf16 = g->nodes[m.filter].bf16;
-        sy_node bwd[4] = {m.post_grad, m.pool_grad, m.act_grad, m.filter};
-        if ((st = fusion_grow(s, g->n_nodes)) || (st = set_origin(g, s, f, bwd, 4))) return st;
-        for (int i = 0; i < 3; i++)
+        sy_node bwd[5] = {mm, m.post_grad, m.pool_grad, m.act_grad, m.filter};
+        if ((st = fusion_grow(s, g->n_nodes)) || (st = set_origin(g, s, f, bwd, 5))) return st;
+        for (int i = 0; i < 4; i++)
             if (bwd[i] != SY_NONE) s->live[bwd[i]] = false, (*folded)++;
+        if (mm != SY_NONE) s->live[m.dout] = false; /* (the reshape: a view, no kernel) */
         replace(g, s, last, y);
         replace(g, s, m.filter, f);
         if (m.bias_grad == SY_NONE) continue;

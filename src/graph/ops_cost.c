@@ -302,14 +302,21 @@ COST(CONV2D_POOL) {
 COST_FREE(POOL_ARGMAX)
 COST_FREE(CONV2D_POOL_BIAS_GRAD)
 /* (x, dy, y [, argmax]) -> dw: the filter gradient's product over the conv's pixels, from the
- * pooled gradient (with the bias gradient, a sum per element of dy) */
+ * pooled gradient (with the bias gradient, a sum per element of dy); dense_dy: dy = dz w^T first,
+ * (N, U) x (U, F) */
 COST(CONV2D_POOL_BACKPROP_FILTER) {
     const sy_shape *x = &graph_in_rec(g, n, 0)->shape;
     add_product(c, n->shape.dims[0] * n->shape.dims[1] * n->shape.dims[2],
                 (int64_t)conv_pixels(n, x, &n->shape), n->shape.dims[3], 1);
+    double pooled = elements(&graph_in_rec(g, n, 1)->shape);
+    if (n->attr.conv.dense_dy) {
+        const sy_shape *dz = &graph_in_rec(g, n, 1)->shape, *w = &graph_in_rec(g, n, 2)->shape;
+        add_product(c, dz->dims[0], dz->dims[1], w->dims[0], 1);
+        pooled = (double)dz->dims[0] * (double)w->dims[0];
+    }
     c->bytes_read = input_bytes(g, n);
     c->bytes_written = node_bytes(n) + (double)n->shape.dims[3] * (double)sy_dtype_size(n->dtype);
-    c->vector_flops = 2 * elements(&graph_in_rec(g, n, 1)->shape);
+    c->vector_flops = 2 * pooled;
     c->flops += c->vector_flops;
 }
 

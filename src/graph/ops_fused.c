@@ -11,6 +11,8 @@
  *   conv2d_pool (x, w [, bias])               the pooled output only
  *   pool_argmax (conv2d_pool)                 where each maximum was: a byte per output
  *   conv2d_pool_backprop_filter (x, dy [, y] [, argmax])   d kernel, from the pooled gradient
+ *     or, dense_dy, (x, dz, w [, y] [, argmax]): the pooled gradient is dz w^T, a Dense
+ *     layer's input gradient after a Flatten, never written (the kernel computes its rows)
  *   conv2d_pool_bias_grad (that)              d bias
  *
  * pool_argmax and conv2d_pool_bias_grad are side outputs (SY_OPF_SIDE): the
@@ -71,23 +73,35 @@ sy_status infer_POOL_ARGMAX(sy_graph *g, sy_node_rec *n) {
 }
 
 /* (x, dy [, y] [, argmax]) -> dw, its shape preset: dy the pooled output's shape, y (where
- * sy_conv_pool_reads_y) too, argmax (max pooling) too, as uint8 */
+ * sy_conv_pool_reads_y) too, argmax (max pooling) too, as uint8. dense_dy: dy is given as dz (N, U)
+ * and w (F, U), dy = dz w^T with F the pooled output's PH * PW * O, read in its row-major order (a
+ * flattened pool feeding a Dense layer) */
 sy_status infer_CONV2D_POOL_BACKPROP_FILTER(sy_graph *g, sy_node_rec *n) {
     bool y = sy_conv_pool_reads_y(&n->attr), arg = !n->attr.conv.pool_avg;
-    if (n->n_in != 2 + y + arg)
-        return graph_fail(g, n, SY_ERR_INTERNAL, "takes %d inputs, got %d", 2 + y + arg, n->n_in);
-    sy_status st = require_float_inputs(g, n, 2 + y);
+    int d = n->attr.conv.dense_dy != 0;
+    if (n->n_in != 2 + d + y + arg)
+        return graph_fail(g, n, SY_ERR_INTERNAL, "takes %d inputs, got %d", 2 + d + y + arg, n->n_in);
+    sy_status st = require_float_inputs(g, n, 2 + d + y);
     if (st) return st;
     const sy_shape *x = &graph_in_rec(g, n, 0)->shape;
     if (x->rank != 4 || n->shape.rank != 4)
         return graph_fail(g, n, SY_ERR_SHAPE, "expects a rank-4 input and kernel");
     sy_shape expect;
     if ((st = pooled_shape(g, n, x, &n->shape, &expect))) return st;
-    for (int j = 1; j < n->n_in; j++) {
+    char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX], e[SY_SHAPE_STR_MAX];
+    if (d) {
+        const sy_shape *dz = &graph_in_rec(g, n, 1)->shape, *w = &graph_in_rec(g, n, 2)->shape;
+        int64_t f = expect.dims[1] * expect.dims[2] * expect.dims[3];
+        if (dz->rank != 2 || w->rank != 2 || dz->dims[0] != expect.dims[0] || w->dims[0] != f ||
+            w->dims[1] != dz->dims[1])
+            return graph_fail(g, n, SY_ERR_SHAPE, "dz %s and w %s do not give the pooled output's %s as dz w^T",
+                              sy_shape_format(dz, a, sizeof a), sy_shape_format(w, b, sizeof b),
+                              sy_shape_format(&expect, e, sizeof e));
+    }
+    for (int j = 1 + 2 * d; j < n->n_in; j++) {
         const sy_node_rec *in = graph_in_rec(g, n, j);
         bool bytes = arg && j == n->n_in - 1;
         if (!sy_shape_equal(&in->shape, &expect) || (bytes && in->dtype != SY_U8)) {
-            char a[SY_SHAPE_STR_MAX], b[SY_SHAPE_STR_MAX];
             return graph_fail(g, n, SY_ERR_SHAPE, "input %d %s %s is not the pooled output's %s%s",
                               j, sy_dtype_name(in->dtype), sy_shape_format(&in->shape, a, sizeof a),
                               sy_shape_format(&expect, b, sizeof b), bytes ? " in uint8" : "");

@@ -92,6 +92,16 @@ void sy_mxu_gemm(const sy_exec *ex, bool ta, int64_t M, int64_t N, int64_t K, co
  * c += bias[col0 + j]; c = act(c). */
 void sy_epilogue_f32(float *c, int64_t rows, int64_t n, int64_t ldc, const float *bias, int64_t col0, int act);
 
+/* GCC folds a vector load into every FMA that uses it, which makes register tiles load-bound
+ * (measured on conv.c's: 1.7x slower); an empty asm pins the value in a register instead. */
+#if defined(__GNUC__) && defined(__AVX512F__)
+#define IN_REGISTER(v) __asm__("" : "+v"(v))
+#elif defined(__GNUC__) && defined(__AVX__)
+#define IN_REGISTER(v) __asm__("" : "+x"(v))
+#else
+#define IN_REGISTER(v) ((void)0)
+#endif
+
 /* Run fn(ctx, part) for part in [0, parts) over ex's threads; parts are
  * fixed by the caller from shapes, threads take them in contiguous runs. */
 typedef void (*sy_part_fn)(void *ctx, int64_t part);
@@ -245,6 +255,9 @@ typedef struct sy_pool_win {
 typedef struct sy_pool_grad {
     sy_pool_win p;
     const void *dy, *y;  /* (N, PH, PW, O), float32 or bfloat16 (dyb, yb); y or NULL */
+    int64_t dy_off;      /* the pooled element dy[0] holds (0; a dense_dy kernel's rows, computed) */
+    const float *dz, *wd; /* dense_dy: dy = dz (N, U) wd^T, wd (F, U); NULL otherwise */
+    int64_t units;       /* U */
     const uint8_t *arg;  /* max pooling's argmax; NULL for average pooling */
     bool dyb, yb, round; /* round: bf16 ops, rounded where they would round */
     int act, post_act;   /* before and after the pool */

@@ -619,7 +619,8 @@ static void conv2d_pool_bwd_filter_f32_mxu(const sy_kargs *k) {
 /* sy_backend.fuses: float32 conv -> pools; in a training plan only with a short window (above). */
 bool sy_sim_fuses(sy_op op, const sy_kargs *k) {
     if (op != SY_OP_CONV2D_POOL && op != SY_OP_CONV2D_POOL_BACKPROP_FILTER) return false;
-    if (k->dtype != SY_F32 || !plain(k->attr)) return false;
+    /* (a Dense layer's input gradient stays the MXU's product: no dense_dy) */
+    if (k->dtype != SY_F32 || !plain(k->attr) || k->attr->conv.dense_dy) return false;
     const sy_shape *w = op == SY_OP_CONV2D_POOL ? &k->in_shape[1] : k->out_shape;
     sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], w, k->attr);
     return g.P > 0 && (!bwd_filter_transposed(&g) || (op == SY_OP_CONV2D_POOL && k->ex->inference));
