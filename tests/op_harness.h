@@ -83,6 +83,7 @@ sy_node op_b_conv_pool_im2col_tanh(ctx *c);
 sy_node op_b_conv_pool_avg_relu(ctx *c);
 sy_node op_b_conv_pool_dense(ctx *c);
 sy_node op_b_conv_pool_registers(ctx *c);
+sy_node op_b_dense_bias(ctx *c);
 /* An LSTM scan built for inference (h only, last step): it has no gradient. */
 sy_node op_inference_scan(ctx *c);
 

@@ -1455,6 +1455,7 @@ const row op_rows[] = {
      op_b_conv_pool_dense, FWD | GRAD | FUSED_TRAIN},
     {"conv2d_pool 64 channels, relu before (in registers)", SY_OP_CONV2D_POOL, op_b_conv_pool_registers,
      FWD | FUSED_TRAIN},
+    {"matmul_bias_grad (a Dense layer's bias)", SY_OP_MATMUL_BIAS_GRAD, op_b_dense_bias, FUSED_TRAIN},
 };
 const int op_n_rows = (int)(sizeof op_rows / sizeof op_rows[0]);
 

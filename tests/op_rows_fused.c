@@ -77,6 +77,14 @@ sy_node op_b_conv_pool_dense(ctx *c) {
     t = sy_graph_reshape(c->g, t, sy_shape_of(2, s.dims[0], f));
     return sy_graph_matmul(c->g, t, op_var(c, R(2, f, 5L), -0.5, 0.5), false, false);
 }
+/* issue 21, matmul_bias_grad: a Dense layer (x w + b, x an input) whose bias gradient, the reduce_sum of its
+ * output gradient, the kernel gradient's product x^T dy computes beside it */
+sy_node op_b_dense_bias(ctx *c) {
+    sy_node x = op_cin(c, R(2, 7L, 13L), -1, 1);
+    return sy_graph_bias_add(c->g, sy_graph_matmul(c->g, x, op_var(c, R(2, 13L, 5L), -1, 1), false, false),
+                             op_var(c, R(1, 5L), -1, 1));
+}
+
 /* conv.c's pool in registers (pool_tile, bf_pool_tile): 64 channels, a relu before, an odd conv output */
 sy_node op_b_conv_pool_registers(ctx *c) {
     return conv_pool_chain(c, (chain){2, 10, 9, 1, 64, 3, SY_PADDING_VALID, true, SY_ACT_RELU, false, 2, 2,

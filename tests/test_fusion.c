@@ -38,7 +38,8 @@
  *     API, trained on real images (the first of the test set) on two
  *     replicas for three steps, fused and not: the same losses and weights
  *     to float rounding, the fused plan's arena a fraction of the unfused
- *     one's.
+ *     one's, and no reduction run as a step of its own (the Dense bias's
+ *     gradient is its kernel gradient's side output, matmul_bias_grad).
  */
 #include "check.h"
 #include "compiler/compiler_internal.h"
@@ -500,6 +501,7 @@ enum { TUT_ROWS = 32, TUT_BATCH = 32, TUT_STEPS = 3 };
 typedef struct tutorial_run {
     double loss[TUT_STEPS];
     sy_plan_info info;
+    bool reduce_step, bias_side; /* a reduce_sum step runs; the Dense bias's gradient is matmul_bias_grad */
     sy_model *m; /* trained; freed with its strategy and cluster by tutorial_free */
     sy_strategy *s;
     sy_cluster *c;
@@ -531,6 +533,11 @@ static void fit_tutorial(bool fuse, const sy_tensor *x, const sy_tensor *y, tuto
     model_plan *mp = NULL;
     if (m) CHECK_OK(model_plan_get(m, MODE_TRAIN, TUT_BATCH / 2, &mp));
     if (mp) sy_plan_get_info(mp->rs->plans[0], &r->info);
+    const sy_plan *p = mp ? mp->rs->plans[0] : NULL;
+    for (int32_t i = 0; p && i < plan_step_count(p); i++)
+        r->reduce_step |= plan_graph(p)->nodes[plan_step_node(p, i)].op == SY_OP_REDUCE_SUM;
+    for (int64_t i = 0; p && i < plan_graph(p)->n_nodes; i++)
+        r->bias_side |= plan_graph(p)->nodes[i].op == SY_OP_MATMUL_BIAS_GRAD;
     r->m = m, r->s = s, r->c = c;
     unsetenv("SYSTOLIC_CONV_POOL");
 }
@@ -577,6 +584,9 @@ static void check_tutorial(void) {
         CHECK(f.info.fused > u.info.fused,
               "tutorial CNN: fusion folded %d ops with conv -> pool fusion, %d without",
               f.info.fused, u.info.fused);
+        /* both biases' gradients ride on their products' kernels: no reduction runs on its own */
+        CHECK(f.bias_side && !f.reduce_step, "tutorial CNN: the Dense bias's gradient %s matmul_bias_grad, %s",
+              f.bias_side ? "is" : "is not", f.reduce_step ? "a reduce_sum step runs" : "no reduce_sum step");
         /* the conv's 26x26x64 output and its gradient are gone from the arena */
         CHECK(f.info.arena_bytes * 4 < u.info.arena_bytes,
               "tutorial CNN: the fused arena %lld is not under a quarter of %lld",

@@ -83,12 +83,14 @@ static const sy_kernel *sim_ref_lookup(sy_op op, sy_dtype dtype) {
     const sy_kernel *k = sy_sim_ref_kernel(op, dtype);
     return k ? k : sy_ref_kernel(op, dtype);
 }
-/* issue 21, conv -> pool fusion: the ref kernels compute any fused conv -> pool value by value; the
+/* issue 21, conv -> pool fusion (and a Dense layer's bias gradient beside its kernel's product): the ref
+ * kernels compute any fused conv -> pool value by value; the
  * cpu backend's where its fast paths do (conv.c), the sim backend's with the MXU's products
  * (sim/mxu.c); sim-ref takes none (its plans are the unfused graph's reference). */
 static bool ref_fuses(sy_op op, const sy_kargs *k) {
     (void)k;
-    return op == SY_OP_CONV2D_POOL || op == SY_OP_CONV2D_POOL_BACKPROP_FILTER || op == SY_OP_QCONV2D_POOL;
+    return op == SY_OP_CONV2D_POOL || op == SY_OP_CONV2D_POOL_BACKPROP_FILTER || op == SY_OP_QCONV2D_POOL ||
+           op == SY_OP_MATMUL_BIAS_GRAD;
 }
 
 const sy_backend sy_backend_sim_ref = {

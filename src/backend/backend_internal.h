@@ -239,8 +239,8 @@ typedef struct sy_backend {
     const char *description;
     /* The kernel for (op, dtype), or NULL if this backend cannot run it. */
     const sy_kernel *(*kernel)(sy_op op, sy_dtype dtype);
-    /* issue 21: whether the fusion pass may make the fused op `op` (conv2d_pool and its gradient)
-     * for k's shapes, attributes and dtype (k->ex->inference set): the backend's kernels for it
+    /* issue 21: whether the fusion pass may make the fused op `op` (conv2d_pool and its gradient;
+     * matmul_bias_grad, k's attr and shapes the matmul's, whose kernel then writes it) for k's shapes, attributes and dtype (k->ex->inference set): the backend's kernels for it
      * compute what the ops they replace would, with this backend's numerics. NULL: it takes none.
      */
     bool (*fuses)(sy_op op, const sy_kargs *k);

@@ -39,6 +39,10 @@
  *    qconv2d_pool, which requantizes only each window's largest accumulator
  *    (the section's comment says why that is exact and when it fuses).
  *
+ * 5. A Dense layer's bias gradient (issue 21): reduce_sum(dy, axis 0) beside
+ *    the kernel gradient's matmul(x, dy, transpose_a) becomes that product's
+ *    side output matmul_bias_grad (its section says when).
+ *
  * A node whose value the plan must keep (the loss, a requested output, a
  * parameter's gradient) may end a chain but is never folded into one.
  */
@@ -740,9 +744,52 @@ static sy_status fuse_qconv_pools(sy_graph *g, sy_fusion_state *s, int32_t *fold
     return SY_OK;
 }
 
+/* ---- 5. issue 21: a Dense layer's bias gradient in its kernel gradient's product -------------------
+ * reduce_sum(dy, axis 0) -- a bias's gradient over a (N, U) output gradient -- beside matmul(x, dy,
+ * transpose_a), the Dense kernel's gradient x^T dy, which reads every row of dy anyway, becomes a side
+ * output of that product (matmul_bias_grad): its kernel sums dy's columns row by row and the reduction's
+ * step is gone, as the conv's bias gradient rides on its filter gradient (section 3). Not for bf16 ops; the
+ * backend says whether its matmul writes it (sy_backend.fuses); the reduction's readers must run after the
+ * product, which now writes it. */
+static sy_status fuse_bias_grads(sy_graph *g, sy_fusion_state *s, int32_t *folded) {
+    if (!s->backend || !s->backend->fuses || s->tpu_view) return SY_OK;
+    int64_t n0 = g->n_nodes;
+    for (int64_t r = 0; r < n0; r++) {
+        const sy_node_rec *rr = &g->nodes[r];
+        if (!s->live[r] || rr->op != SY_OP_REDUCE_SUM || rr->attr.reduce.axes != 1u || rr->attr.reduce.keepdims ||
+            rr->bf16)
+            continue;
+        sy_node dy = graph_input(g, (sy_node)r, 0), m = user_with(g, s, dy, SY_OP_MATMUL, 1);
+        if (m == SY_NONE || g->nodes[dy].shape.rank != 2) continue;
+        const sy_node_rec *mr = &g->nodes[m];
+        if (mr->n_in != 2 || !mr->attr.matmul.ta || mr->attr.matmul.tb || mr->attr.matmul.act || mr->bf16 ||
+            mr->dtype != rr->dtype || user_with(g, s, m, SY_OP_MATMUL_BIAS_GRAD, 0) != SY_NONE)
+            continue;
+        bool after = true;
+        for (int64_t i = 0; i < g->n_nodes && after; i++)
+            for (int j = 0; s->live[i] && j < g->nodes[i].n_in; j++)
+                if (graph_input(g, (sy_node)i, j) == (sy_node)r && s->key[i] <= s->key[m]) after = false;
+        sy_exec ex;
+        memset(&ex, 0, sizeof ex);
+        ex.inference = s->inference;
+        sy_kargs k = {.op = SY_OP_MATMUL_BIAS_GRAD, .attr = &mr->attr, .dtype = mr->dtype, .out_shape = &rr->shape,
+                      .n_in = 1, .in_shape = &mr->shape, .ex = &ex};
+        if (!after || !s->backend->fuses(SY_OP_MATMUL_BIAS_GRAD, &k)) continue;
+        sy_node db = graph_add(g, SY_OP_MATMUL_BIAS_GRAD, &m, 1, NULL, NULL);
+        if (db == SY_NONE) return sy_graph_status(g);
+        sy_status st = fusion_grow(s, g->n_nodes);
+        sy_node members[1] = {(sy_node)r};
+        if (st || (st = set_origin(g, s, db, members, 1))) return st;
+        replace(g, s, (sy_node)r, db);
+        (*folded)++;
+    }
+    return SY_OK;
+}
+
 sy_status fuse(sy_graph *g, sy_fusion_state *s, int32_t *folded) {
     *folded = 0;
     sy_status st = fuse_conv_pools(g, s, folded);
+    if (!st) st = fuse_bias_grads(g, s, folded);
     if (!st) st = fuse_qconv_pools(g, s, folded);
     if (!st) st = fuse_epilogues(g, s, folded);
     return st ? st : fuse_chains(g, s, folded);

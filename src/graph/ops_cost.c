@@ -301,6 +301,7 @@ COST(CONV2D_POOL) {
 }
 COST_FREE(POOL_ARGMAX)
 COST_FREE(CONV2D_POOL_BIAS_GRAD)
+COST_FREE(MATMUL_BIAS_GRAD) /* (a sum over b, which the product reads anyway) */
 /* (x, dy, y [, argmax]) -> dw: the filter gradient's product over the conv's pixels, from the
  * pooled gradient (with the bias gradient, a sum per element of dy); dense_dy: dy = dz w^T first,
  * (N, U) x (U, F) */

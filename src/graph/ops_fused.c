@@ -15,7 +15,12 @@
  *     layer's input gradient after a Flatten, never written (the kernel computes its rows)
  *   conv2d_pool_bias_grad (that)              d bias
  *
- * pool_argmax and conv2d_pool_bias_grad are side outputs (SY_OPF_SIDE): the
+ * and, beside them, a Dense layer's bias gradient (the reduce_sum of its output gradient) as a
+ * side output of its kernel gradient's product x^T dy:
+ *
+ *   matmul_bias_grad (matmul a^T b)            b's column sums
+ *
+ * pool_argmax and the *_bias_grad ops are side outputs (SY_OPF_SIDE): the
  * kernel of their input writes them, so that the conv's full-size output
  * and its full-size gradient never exist. attr.conv holds the conv's
  * attributes and the pool's (pool_*). The windows never overlap (stride >=
@@ -107,6 +112,16 @@ sy_status infer_CONV2D_POOL_BACKPROP_FILTER(sy_graph *g, sy_node_rec *n) {
                               sy_shape_format(&expect, b, sizeof b), bytes ? " in uint8" : "");
         }
     }
+    return SY_OK;
+}
+
+/* (matmul a^T b) -> b's column sums: a Dense layer's bias gradient beside its kernel's, x^T dy */
+sy_status infer_MATMUL_BIAS_GRAD(sy_graph *g, sy_node_rec *n) {
+    const sy_node_rec *m = graph_in_rec(g, n, 0);
+    if (m->op != SY_OP_MATMUL || !m->attr.matmul.ta || m->attr.matmul.tb || m->n_in != 2)
+        return graph_fail(g, n, SY_ERR_INTERNAL, "is a side output of a matmul a^T b, not of %s", sy_op_name(m->op));
+    n->shape = sy_shape_of(1, m->shape.dims[1]);
+    n->dtype = m->dtype;
     return SY_OK;
 }
 

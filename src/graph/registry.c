@@ -122,6 +122,7 @@ static const sy_op_def defs[SY_OP_COUNT] = {
     /* issue 18, dynamic-range quantization: the hybrid ops */
     ROW(HFULLY_CONNECTED, NULL, 0, 0),
     ROW(HLSTM, NULL, 0, 0),
+    ROW(MATMUL_BIAS_GRAD, NULL, SY_OPF_GRAD_OP | SY_OPF_SIDE, 0), /* made by fusion (compiler/fusion.c) */
 };
 
 const sy_op_def *sy_op_def_of(sy_op op) {

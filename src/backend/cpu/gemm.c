@@ -493,6 +493,13 @@ static void matmul_fwd_f32_fast(const sy_kargs *k) {
         sy_run_blocks(k->ex, j.g.blocks, matmul_bf16_block, &j, ws, per_thread);
         return;
     }
+    if (k->aux) { /* issue 21, matmul_bias_grad (fusion.c): b's column sums, row by row (a^T b only) */
+        const float *b = k->in[1];
+        float *db = k->aux;
+        memset(db, 0, (size_t)N * sizeof *db);
+        for (int64_t r = 0; r < K; r++)
+            for (int64_t u = 0; u < N; u++) db[u] += b[r * bs->dims[1] + u];
+    }
     if (skinny(ta, tb, M, N, K))
         skinny_run(k->ex, ta, M, N, K, k->in[0], as->dims[1], k->in[1], bs->dims[1], k->out, k->n_in > 2 ? k->in[2] : NULL,
                    k->attr->matmul.act, k->ws);
