@@ -421,6 +421,29 @@ static void pool_block(const pool_fwd_job *j, const float *cv, int64_t n, int64_
  * dw, scanned in the window's order. */
 #define FPV 4 /* vectors of channels a tile */
 
+/* The pool of a tile's 4 pixels' values acc (each place's FPV vectors) into the pooled output: pool_lanes',
+ * in registers */
+static inline __attribute__((always_inline)) void pool_tile_store(const pool_fwd_job *j, vf acc[4][FPV], int64_t out,
+                                                                  int64_t o0) {
+    UNROLL for (int v = 0; v < FPV; v++) {
+        vf m = (vf){0} - INFINITY, best = {0};
+        vi at = (vi){0} + 255;
+        UNROLL for (int i = 0; i < 4; i++) {
+            vf c = j->act == SY_ACT_RELU ? vrelu(acc[i][v]) : acc[i][v];
+            m = vsel(c > m, c, m);
+            vi gt = i ? c > best : (vi){0} - 1;
+            best = vsel(gt, c, best);
+            at = (gt & i) | (~gt & at);
+        }
+        if (j->relu_mask) {
+            vi pos = m > 0;
+            at = (pos & at) | (~pos & 255);
+        }
+        vst((float *)j->y + out + o0 + v * VL, j->post_act == SY_ACT_RELU ? vrelu(m) : m);
+        if (j->arg) vst_u8(j->arg + out + o0 + v * VL, at);
+    }
+}
+
 static inline __attribute__((always_inline)) void pool_tile(const pool_fwd_job *j, const float *corner, int64_t out,
                                                             int64_t o0) {
     const geom *g = j->f.g;
@@ -444,24 +467,45 @@ static inline __attribute__((always_inline)) void pool_tile(const pool_fwd_job *
             UNROLL for (int v = 0; v < FPV; v++) acc[i][v] += xs * wv[v];
         }
     }
-    UNROLL for (int v = 0; v < FPV; v++) { /* pool_lanes', in registers */
-        vf m = (vf){0} - INFINITY, best = {0};
-        vi at = (vi){0} + 255;
-        UNROLL for (int i = 0; i < 4; i++) {
-            vf c = j->act == SY_ACT_RELU ? vrelu(acc[i][v]) : acc[i][v];
-            m = vsel(c > m, c, m);
-            vi gt = i ? c > best : (vi){0} - 1;
-            best = vsel(gt, c, best);
-            at = (gt & i) | (~gt & at);
-        }
-        if (j->relu_mask) {
-            vi pos = m > 0;
-            at = (pos & at) | (~pos & 255);
-        }
-        vst((float *)j->y + out + o0 + v * VL, j->post_act == SY_ACT_RELU ? vrelu(m) : m);
-        if (j->arg) vst_u8(j->arg + out + o0 + v * VL, at);
-    }
+    pool_tile_store(j, acc, out, o0);
 }
+
+/* issue 16, the sim backend's conv -> pool: the same tile with the MXU's products. A pixel's value is its
+ * window's one chunk (K <= SY_MXU_DEPTH) summed from 0 in pairs of taps by VDPBF16PS, x and w rounded to
+ * bfloat16 (w in rows->mxu_w, packed as sy_mxu_pack_b packs it), then the bias added in float32: the bits
+ * mxu.c's product and epilogue give (tests/test_fusion.c compares them). */
+#if defined(__AVX512BF16__) && defined(__AVX512VL__) && VL == 16
+#define MXU_TILE 1 /* (else 0, below: the MXU's pixels come from rows->fn) */
+static inline uint32_t mxu_pair(float x0, float x1) { return sy_bf16_bits(x0) | (uint32_t)sy_bf16_bits(x1) << 16; }
+
+static inline __attribute__((always_inline)) void pool_tile_mxu(const pool_fwd_job *j, const float *corner,
+                                                                int64_t out, int64_t o0) {
+    const geom *g = j->f.g;
+    int64_t K = g->K, pairs = (K + 1) / 2, step = g->sw * g->c, rstep = g->sh * g->w * g->c;
+    const int64_t *off = j->f.off_in;
+    const float *bias = j->f.bias;
+    const uint32_t *wp = j->rows->mxu_w + o0 / 16 * pairs * 16; /* panel o0 / 16, pair after pair */
+    const float *src[4] = {corner, corner + step, corner + rstep, corner + rstep + step};
+    __m512 acc[4][FPV];
+    UNROLL for (int i = 0; i < 4; i++) UNROLL for (int v = 0; v < FPV; v++) acc[i][v] = _mm512_setzero_ps();
+    for (int64_t q = 0; q < pairs; q++) {
+        __m512i wv[FPV];
+        UNROLL for (int v = 0; v < FPV; v++) wv[v] = _mm512_loadu_si512((const void *)(wp + (v * pairs + q) * 16));
+        UNROLL for (int i = 0; i < 4; i++) {
+            __m512i a = _mm512_set1_epi32((int)mxu_pair(src[i][off[2 * q]], 2 * q + 1 < K ? src[i][off[2 * q + 1]] : 0));
+            UNROLL for (int v = 0; v < FPV; v++) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], (__m512bh)a, (__m512bh)wv[v]);
+        }
+    }
+    vf c[4][FPV];
+    UNROLL for (int v = 0; v < FPV; v++) {
+        vf b = bias ? vld(bias + o0 + v * VL) : (vf){0};
+        UNROLL for (int i = 0; i < 4; i++) c[i][v] = bias ? (vf)acc[i][v] + b : (vf)acc[i][v];
+    }
+    pool_tile_store(j, c, out, o0);
+}
+#else
+#define MXU_TILE 0
+#endif
 
 /* Pooled rows [ph0, ph1) of image n, by tiles */
 static void pool_rows_in_registers(const pool_fwd_job *j, int64_t n, int64_t ph0, int64_t ph1) {
@@ -472,7 +516,12 @@ static void pool_rows_in_registers(const pool_fwd_job *j, int64_t n, int64_t ph0
         const float *row = (const float *)j->f.x + (n * g->h + 2 * ph * g->sh) * g->w * g->c;
         for (int64_t pw = 0; pw < p->pw; pw++) {
             int64_t out = ((n * p->ph + ph) * p->pw + pw) * O;
-            for (int64_t o0 = 0; o0 < O; o0 += FPV * VL) pool_tile(j, row + 2 * pw * step, out, o0);
+            for (int64_t o0 = 0; o0 < O; o0 += FPV * VL)
+#if MXU_TILE
+                if (j->rows) pool_tile_mxu(j, row + 2 * pw * step, out, o0);
+                else
+#endif
+                    pool_tile(j, row + 2 * pw * step, out, o0);
         }
     }
 }
@@ -562,7 +611,7 @@ void sy_conv2d_pool_run(const sy_kargs *k, float *ws, const sy_conv_rows *rows) 
     j.prows = pool_part_rows(&g, &p);
     j.parts_per_image = ceil_div(p.ph, j.prows);
     j.cv_floats = floats_aligned(pix * g.o);
-    j.in_registers = !rows && pool_in_registers(&g, &p, a, b, j.yb);
+    j.in_registers = pool_in_registers(&g, &p, a, b, j.yb) && (!rows || (MXU_TILE && rows->mxu_w));
     sy_run_blocks(k->ex, parts, pool_fwd_part, &j, ws + sy_conv_fwd_head(&g, b), pool_scratch(&g, &p, b, rows));
 }
 

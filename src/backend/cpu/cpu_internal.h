@@ -275,6 +275,9 @@ typedef struct sy_conv_rows {
     void (*fn)(const void *ctx, int64_t p0, int64_t rows, const float *bias, int act, float *cv, float *scratch);
     const void *ctx;
     int64_t scratch_floats;
+    /* the MXU's products (the sim backend's): w rounded in pairs, one chunk (sy_mxu_pack_b), or NULL; with it,
+     * convpool.c may compute a pixel's chunk itself, in registers, in the same order (VDPBF16PS) */
+    const uint32_t *mxu_w;
 } sy_conv_rows;
 /* conv2d_pool with the conv's values from rows (NULL: conv.c's own), its workspace from ws */
 size_t sy_conv2d_pool_ws(const sy_kargs *k, int threads, const sy_conv_rows *rows);

@@ -560,7 +560,7 @@ static void conv_rows_mxu(const void *ctx, int64_t p0, int64_t rows, const float
 
 static size_t conv2d_pool_ws(const sy_kargs *k, int threads) {
     sy_conv_geom g = sy_conv_geom_make(&k->in_shape[0], &k->in_shape[1], k->attr);
-    sy_conv_rows r = {conv_rows_mxu, NULL, scratch_floats(g.o)};
+    sy_conv_rows r = {conv_rows_mxu, NULL, scratch_floats(g.o), NULL};
     return (size_t)packed_b_floats(g.K, g.o) * sizeof(float) + sy_conv2d_pool_ws(k, threads, &r);
 }
 
@@ -571,7 +571,8 @@ static void conv2d_pool_fwd_f32_mxu(const sy_kargs *k) {
     conv_rows_job j = {{g.P, g.o, g.K, pack_a_im2col, &s, k->ws, k->in[1], g.o, false, NULL, g.o, NULL, SY_ACT_NONE,
                         NULL, NULL, 1, 1, NULL}};
     pack_b(k->ex, &j.m);
-    sy_conv_rows r = {conv_rows_mxu, &j, scratch_floats(g.o)};
+    /* (one chunk: convpool.c may compute the pixels in registers, as this product would) */
+    sy_conv_rows r = {conv_rows_mxu, &j, scratch_floats(g.o), g.K <= SY_MXU_DEPTH ? j.m.bp : NULL};
     sy_conv2d_pool_run(k, (float *)k->ws + packed_b_floats(g.K, g.o), &r);
 }
 
