@@ -165,27 +165,11 @@ static void dense_rows(pool_bwd *b, const geom *g, dense_cache *c, int64_t p0, i
     b->dy_off = r0 * L;
 }
 
-/* wt (U, F) = wd (F, U) transposed, columns [f0, f1) */
-typedef struct dense_t_job {
-    const float *wd;
-    float *wt;
-    int64_t F, U, parts;
-} dense_t_job;
-
-static void dense_t_part(void *ctx, int64_t part) {
-    const dense_t_job *j = ctx;
-    int64_t f0, f1;
-    sy_split_range(j->F, (int)part, (int)j->parts, &f0, &f1);
-    for (int64_t f = f0; f < f1; f++)
-        for (int64_t u = 0; u < j->U; u++) j->wt[u * j->F + f] = j->wd[f * j->U + u];
-}
-
 /* (conv_internal.h) dense_dy: w transposed into ws and pool->wd pointed there; the floats it takes */
 int64_t sy_conv_pool_dense_prepare(pool_bwd *pool, const sy_exec *ex, const geom *g, float *ws) {
     if (!pool->wd) return 0;
     int64_t F = pool->p.ph * pool->p.pw * g->o;
-    dense_t_job t = {pool->wd, ws, F, pool->units, clamp64(F * pool->units / 16384, 1, 16)};
-    sy_parallel_parts(ex, t.parts, dense_t_part, &t);
+    sy_transpose(ex, ws, pool->wd, F, pool->units);
     pool->wd = ws;
     return floats_aligned(F * pool->units);
 }

@@ -102,6 +102,9 @@ void sy_epilogue_f32(float *c, int64_t rows, int64_t n, int64_t ldc, const float
 #define IN_REGISTER(v) ((void)0)
 #endif
 
+/* dst (cols, rows) = src (rows, cols)^T, over ex's threads (gemm.c) */
+void sy_transpose(const sy_exec *ex, float *dst, const float *src, int64_t rows, int64_t cols);
+
 /* Run fn(ctx, part) for part in [0, parts) over ex's threads; parts are
  * fixed by the caller from shapes, threads take them in contiguous runs. */
 typedef void (*sy_part_fn)(void *ctx, int64_t part);

@@ -252,27 +252,6 @@ static void gemm_run(const sy_exec *ex, gemm *g, float *ws) {
     sy_run_blocks(ex, g->pm * g->pn, gemm_part, g, ws + (g->bp ? packed_b_floats(g->K, g->N) : 0), scratch_floats(g->N));
 }
 
-/* dst (cols, rows) = src (rows, cols)^T, in 16 x 16 blocks over ex's threads (VGG16's last backprop-filter,
- * 512 x 4608, took 5 ms element by element) */
-typedef struct transpose_job {
-    float *dst;
-    const float *src;
-    int64_t rows, cols;
-} transpose_job;
-
-static void transpose_part(void *ctx, int64_t part) {
-    const transpose_job *t = ctx;
-    int64_t j0 = part * 16, j1 = sy_min64(t->cols, j0 + 16);
-    for (int64_t i0 = 0; i0 < t->rows; i0 += 16)
-        for (int64_t j = j0; j < j1; j++)
-            for (int64_t i = i0; i < sy_min64(t->rows, i0 + 16); i++) t->dst[j * t->rows + i] = t->src[i * t->cols + j];
-}
-
-static void transpose(const sy_exec *ex, float *dst, const float *src, int64_t rows, int64_t cols) {
-    transpose_job t = {dst, src, rows, cols};
-    sy_parallel_parts(ex, ceil_div(cols, 16), transpose_part, &t);
-}
-
 /* ---- A operands ------------------------------------------------------------------ */
 
 typedef struct matrix {
@@ -400,7 +379,7 @@ static void matmul_fwd_f32_mxu(const sy_kargs *k) {
         ws += floats_aligned(M * N);
         gemm g = {N, M, K, pack_a_matrix, &a, whole_b(K, M) ? (uint32_t *)ws : NULL, k->in[0], lda, false, ct, M, NULL, SY_ACT_NONE, NULL, NULL, 0, 0, NULL};
         gemm_run(k->ex, &g, ws);
-        transpose(k->ex, c, ct, N, M);
+        sy_transpose(k->ex, c, ct, N, M);
         sy_epilogue_f32(c, M, N, N, bias, 0, k->attr->matmul.act);
         return;
     }
@@ -533,7 +512,7 @@ static void conv2d_bwd_filter_f32_mxu(const sy_kargs *k) {
     matrix dyt = {k->in[1], g.o, true};
     gemm m = {g.o, g.K, g.P, pack_a_matrix, &dyt, NULL, NULL, 0, false, dwt, g.K, NULL, SY_ACT_NONE, b_rows_im2col, &s, 0, 0, NULL};
     gemm_run(k->ex, &m, dwt + floats_aligned(g.o * g.K));
-    transpose(k->ex, dw, dwt, g.o, g.K);
+    sy_transpose(k->ex, dw, dwt, g.o, g.K);
 }
 
 /* ---- issue 16 + 21: conv -> pool fused, with the MXU's products -------------------------------------------
