@@ -789,8 +789,9 @@ static sy_status fuse_bias_grads(sy_graph *g, sy_fusion_state *s, int32_t *folde
 sy_status fuse(sy_graph *g, sy_fusion_state *s, int32_t *folded) {
     *folded = 0;
     sy_status st = fuse_conv_pools(g, s, folded);
-    if (!st) st = fuse_bias_grads(g, s, folded);
     if (!st) st = fuse_qconv_pools(g, s, folded);
     if (!st) st = fuse_epilogues(g, s, folded);
+    /* (after the epilogues, which replace a matmul they fold into: a side output's matmul stays) */
+    if (!st) st = fuse_bias_grads(g, s, folded);
     return st ? st : fuse_chains(g, s, folded);
 }
