@@ -50,7 +50,6 @@ static inline bool plain(const sy_attrs *a) {
 #define SUB 256    /* output pixels per sub-block: bounds the runs and border buffers */
 #define DY_SUB (32 * 1024) /* floats of dy per backprop-filter sub-block: they stay in L2 across tiles */
 
-
 typedef float vf __attribute__((vector_size(VL * sizeof(float))));
 typedef int32_t vi __attribute__((vector_size(VL * sizeof(int32_t))));
 static inline vf vld(const float *p) {

@@ -121,7 +121,8 @@ void sy_conv_pool_unpool(const sy_pool_grad *b, const sy_conv_geom *g, float *re
  * reading it: a part's blocks of conv pixels need pooled rows (n, ph), each PW O floats, computed
  * into the part's cache from dz (N, U) and wt (U, F), w transposed once per call; consecutive
  * blocks share a pooled row at most, kept. Each value sums its U products in order, from the first
- * product, as the matmul's kernels do. */
+ * product, as the ref matmul does (oneDNN's sgemm, in the unfused plan, has an order of its own: the
+ * two agree to float rounding). */
 /* Pooled rows a block of `rows` conv pixels reads at most. */
 int64_t sy_conv_pool_cache_rows(const geom *g, int64_t rows) { return ceil_div(rows, g->ow) + 1; }
 
