@@ -105,6 +105,17 @@ static void feed_batch(sy_plan *p, const cnn *m, int64_t batch, int step) {
     }
 }
 
+/* Options for a plan of *out (and loss; SY_NONE: none) over vars, on pool (NULL: one thread). */
+static sy_plan_options out_options(const sy_node *out, sy_node loss, sy_vars *vars, sy_pool *pool) {
+    sy_plan_options o = sy_plan_options_default();
+    o.outputs = out;
+    o.n_outputs = 1;
+    o.loss = loss;
+    o.vars = vars;
+    o.pool = pool;
+    return o;
+}
+
 static sy_plan *compile_train(const cnn *m, sy_pool *pool, bool fuse, sy_vars *vars) {
     sy_plan_options o = sy_plan_options_default();
     o.loss = m->loss;
@@ -124,12 +135,7 @@ static void test_no_allocation(sy_pool *pool) {
     sy_vars *vars;
     CHECK_OK(sy_vars_new(&vars));
     sy_plan *train = compile_train(&m, pool, true, vars);
-    sy_plan_options o = sy_plan_options_default();
-    o.outputs = &m.probs;
-    o.n_outputs = 1;
-    o.loss = m.loss;
-    o.vars = vars;
-    o.pool = pool;
+    sy_plan_options o = out_options(&m.probs, m.loss, vars, pool);
     sy_plan *eval;
     CHECK_OK(sy_plan_compile(m.g, &o, &eval));
     if (!train || !eval) return;
@@ -334,13 +340,8 @@ static void test_bn_after_conv(sy_pool *pool) {
         int64_t n = 2 * 9 * 7 * 20;
         int32_t fused = 0;
         for (int f = 0; f < 2; f++) {
-            sy_plan_options o = sy_plan_options_default();
-            o.pool = pool;
+            sy_plan_options o = out_options(&y, loss, vars, pool);
             o.fuse = f == 1;
-            o.vars = vars;
-            o.outputs = &y;
-            o.n_outputs = 1;
-            o.loss = loss;
             sy_plan *p = NULL;
             CHECK_OK(sy_plan_compile(g, &o, &p));
             if (!p) break;
@@ -396,12 +397,7 @@ static void test_in_place(sy_pool *pool) {
         sy_plan_info info[3];
         for (int v = 0; v < 3; v++) { /* in place, one thread; not in place; in place, two threads */
             setenv("SYSTOLIC_IN_PLACE", v == 1 ? "0" : "1", 1);
-            sy_plan_options o = sy_plan_options_default();
-            o.pool = v == 2 ? pool : NULL;
-            o.vars = vars;
-            o.outputs = &y;
-            o.n_outputs = 1;
-            o.loss = loss;
+            sy_plan_options o = out_options(&y, loss, vars, v == 2 ? pool : NULL);
             sy_plan *p = NULL;
             CHECK_OK(sy_plan_compile(g, &o, &p));
             unsetenv("SYSTOLIC_IN_PLACE");

@@ -55,6 +55,21 @@ unpool_row(float *restrict d, const pool_bwd *b, int64_t i, int64_t O, uint8_t q
     }
 }
 
+/* unpool_row's float32 max pooling, by vectors (vld_u8 widens the argmax bytes), d bias added row by row */
+static void unpool_max(float *restrict d, const float *restrict g, const uint8_t *restrict arg, int64_t n,
+                       uint8_t q, float *restrict db) {
+    int64_t c = 0;
+    for (; c + VL <= n; c += VL) {
+        vf v = vsel(vld_u8(arg + c) == (int32_t)q, vld(g + c), (vf){0});
+        vst(d + c, v);
+        if (db) vst(db + c, vld(db + c) + v);
+    }
+    for (; c < n; c++) {
+        d[c] = arg[c] == q ? g[c] : 0.0f;
+        if (db) db[c] += d[c];
+    }
+}
+
 /* (cpu_internal.h) Channels [c0, c1) of the conv's output gradient rows [p0, p0 + rows) into dst. */
 void sy_conv_pool_unpool(const sy_pool_grad *b, const sy_conv_geom *g, float *restrict dst, int64_t ldd, int64_t p0,
                          int64_t rows, int64_t c0, int64_t c1, float *restrict db) {
@@ -63,8 +78,6 @@ void sy_conv_pool_unpool(const sy_pool_grad *b, const sy_conv_geom *g, float *re
     bool avg = !b->arg, relu = avg && b->post_act == SY_ACT_RELU; /* after a max pool: in arg */
     int act = b->act == SY_ACT_RELU ? SY_ACT_NONE : b->act;
     bool round = b->round && (avg || act != SY_ACT_NONE); /* relu and max select bfloat16 numbers */
-    /* the tutorial CNN's: max, float32, its relu in the argmax, whole vectors */
-    bool fast = !avg && !b->dyb && act == SY_ACT_NONE && !round && n1 % VL == 0;
     int64_t ph = 0, dh = 0, pw = 0, dw = 0;
     for (int64_t r = 0; r < rows; r++, dst += ldd) {
         if (r == 0 || ow == 0) { /* (then by steps along the row: no divisions per pixel) */
@@ -84,26 +97,17 @@ void sy_conv_pool_unpool(const sy_pool_grad *b, const sy_conv_geom *g, float *re
                         w1 = sy_min64(pw * w->sw - w->pl + w->kw, g->ow);
                 inv = 1.0f / (float)((h1 - h0) * (w1 - w0));
             }
-            if (fast) {
-                const float *gy = (const float *)b->dy + (i - b->dy_off);
-                const uint8_t *arg = b->arg + i;
-                for (int64_t c = 0; c < n1; c += VL) { /* unpool_row's, by vectors */
-                    vf d = vsel(vld_u8(arg + c) == (int32_t)q, vld(gy + c), (vf){0});
-                    vst(dst + c, d);
-                    if (db) vst(db + c, vld(db + c) + d);
-                }
-                goto next;
+            if (!b->dyb && !avg && act == SY_ACT_NONE) { /* the tutorial CNN's, float32 (no rounding) */
+                unpool_max(dst, (const float *)b->dy + (i - b->dy_off), b->arg + i, n1, q, db);
+            } else {
+                if (b->dyb && !avg && act == SY_ACT_NONE) /* and bfloat16 */
+                    unpool_row(dst, b, i, n1, q, inv, true, false, false, false, SY_ACT_NONE);
+                else
+                    unpool_row(dst, b, i, n1, q, inv, b->dyb, b->yb, avg, relu, act);
+                if (round) sy_bf16_round_all(dst, n1);
+                for (int64_t c = 0; db && c < n1; c++) db[c] += dst[c];
             }
-            if (b->dyb && !avg && act == SY_ACT_NONE) /* the tutorial CNN's, bfloat16 */
-                unpool_row(dst, b, i, n1, q, inv, true, false, false, false, SY_ACT_NONE);
-            else if (!b->dyb && !avg && act == SY_ACT_NONE) /* and float32 */
-                unpool_row(dst, b, i, n1, q, inv, false, false, false, false, SY_ACT_NONE);
-            else
-                unpool_row(dst, b, i, n1, q, inv, b->dyb, b->yb, avg, relu, act);
-            if (round) sy_bf16_round_all(dst, n1);
-            for (int64_t c = 0; db && c < n1; c++) db[c] += dst[c];
         }
-    next:
         if (++dw == w->sw) dw = 0, pw++;
         if (++ow == g->ow) {
             ow = 0;
