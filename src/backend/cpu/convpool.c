@@ -196,7 +196,7 @@ void sy_conv_pool_rows(const pool_bwd *pool, const geom *g, dense_cache *dc, flo
  * products straight into K x PV accumulators: no expanded rows in cache, no second pass over them.
  * The pixels run in order as bf_tile runs them (and each row's d bias is added in that order), so
  * dw and d bias are the expanding path's bit for bit. */
-#define PV 2 /* vectors of channels a tile */
+#define PV (VL == 16 ? 2 : 1) /* vectors of channels a tile: AVX2 has 16 registers (9 x 1 accumulators) */
 #define BF_K 12
 
 static inline __attribute__((always_inline)) void bf_pool_tile(const bwd_filter_job *j, const pool_bwd *b, float *dw,
@@ -243,15 +243,137 @@ static inline __attribute__((always_inline)) void bf_pool_tile(const bwd_filter_
         for (int64_t o0 = 0; o0 < g->o; o0 += PV * VL) bf_pool_tile(j, &b, dw, db, p0, n, o0, K);         \
         break;
 
+/* ---- issue 21: the filter gradient window by window -------------------------------------------
+ * A max pool gives each channel's gradient to one conv pixel of its window, so of a window's 4
+ * pixels' products per tap and channel one is not zero: bf_pool_tile computes all 4. For a
+ * one-channel input (a first conv over grayscale images: the tutorial's) and a stride-1 conv of at
+ * most 3x3, a window's pixels read one patch of (kh + 1) x (kw + 1) <= 4 x 4 input values, and each
+ * channel's value for tap (dh, dw) is the patch's at (dh, dw) plus its argmax place a's (a >> 1, a &
+ * 1): a permute of the patch, the argmax bytes widened to its index. So a tap costs one product a
+ * vector, not four. AVX-512 holds the patch in one vector (row r at lanes 4r...), moved down by the
+ * tap's place once a tap (win_tap), then picked by the index a + (a & 2); AVX2, 8 lanes, holds two
+ * patch rows a vector (dh's and the next), the index a + (a & 2) + dw. The sums run window by window
+ * (a window in the block and part of its first pixel) where the expanding path's run pixel by
+ * pixel, so dw is the unfused plan's to float rounding -- and the same bits on any number of
+ * threads, the parts being the pixels' parts. d bias, each window's once, as bf_pool_tile. */
+#if defined(__AVX512F__) && defined(__AVX512VL__) && VL == 16
+#define WINDOWS 1 /* (else 0, below: bf_pool_tile) */
+typedef struct win_patch {
+    __m512 p;
+} win_patch;
+static inline __attribute__((always_inline)) win_patch win_load(const float *src, int64_t W, int kh, int kw) {
+    __mmask8 m = (__mmask8)((1u << (kw + 1)) - 1); /* a patch row's kw + 1 values */
+    __m512 p = _mm512_castps128_ps512(_mm_maskz_loadu_ps(m, src));
+    p = _mm512_insertf32x4(p, _mm_maskz_loadu_ps(m, src + W), 1);
+    p = _mm512_insertf32x4(p, _mm_maskz_loadu_ps(kh > 1 ? m : 0, src + 2 * W), 2);
+    return (win_patch){_mm512_insertf32x4(p, _mm_maskz_loadu_ps(kh > 2 ? m : 0, src + 3 * W), 3)};
+}
+/* tap t's values at the window's 4 places: lanes 0, 1, 4, 5 */
+static inline __attribute__((always_inline)) vf win_tap(win_patch w, int t, const vi *shift) {
+    return (vf)_mm512_permutexvar_ps((__m512i)shift[t], w.p);
+}
+static inline __attribute__((always_inline)) vf win_pick(vf tap, vi idx, int dw) {
+    (void)dw;
+    return (vf)_mm512_permutexvar_ps((__m512i)idx, (__m512)tap);
+}
+#elif defined(__AVX2__) && VL == 8
+#define WINDOWS 1
+typedef struct win_patch {
+    __m256 r[3]; /* rows dh and dh + 1 */
+} win_patch;
+static inline __attribute__((always_inline)) win_patch win_load(const float *src, int64_t W, int kh, int kw) {
+    __m128i m = _mm_cmplt_epi32(_mm_set_epi32(3, 2, 1, 0), _mm_set1_epi32(kw + 1));
+    __m128 row[4];
+    win_patch w;
+    for (int r = 0; r <= kh; r++) row[r] = kw == 3 ? _mm_loadu_ps(src + r * W) : _mm_maskload_ps(src + r * W, m);
+    for (int r = 0; r < kh; r++) w.r[r] = _mm256_insertf128_ps(_mm256_castps128_ps256(row[r]), row[r + 1], 1);
+    return w;
+}
+static inline __attribute__((always_inline)) vf win_tap(win_patch w, int t, int kw) { return (vf)w.r[t / kw]; }
+static inline __attribute__((always_inline)) vf win_pick(vf tap, vi idx, int dw) {
+    return (vf)_mm256_permutevar8x32_ps((__m256)tap, (__m256i)(idx + dw));
+}
+#else
+#define WINDOWS 0
+#endif
+
+#if WINDOWS
+#define WPV (VL == 16 ? 2 : 1) /* vectors of channels a tile (AVX2: 9 accumulators, 3 patch rows) */
+static inline __attribute__((always_inline)) void bf_window_tile(const bwd_filter_job *j, const pool_bwd *b, float *dw,
+                                                                 float *db, int64_t p0, int64_t rows, int64_t o0,
+                                                                 int kh, int kw, const vi *shift) {
+    const geom *g = j->g;
+    const pool_win *w = &b->p;
+    int64_t O = g->o;
+    int K = kh * kw;
+    const float *x = j->x;
+    vf acc[BF_K][WPV], dbv[WPV];
+    UNROLL for (int t = 0; t < K; t++) UNROLL for (int v = 0; v < WPV; v++) acc[t][v] = (vf){0};
+    UNROLL for (int v = 0; v < WPV; v++) dbv[v] = db ? vld(db + o0 + v * VL) : (vf){0};
+    for (int64_t p = p0, end = p0 + rows; p < end;) {
+        int64_t ow = p % g->ow, t0 = p / g->ow, oh = t0 % g->oh, n = t0 / g->oh;
+        int64_t row_end = sy_min64(end, p + g->ow - ow); /* this conv row's pixels in the block */
+        int64_t last = (oh & 1) == 0 && oh >> 1 < w->ph ? sy_min64(ow + row_end - p, 2 * w->pw) : 0;
+        for (int64_t c = (ow + 1) & ~(int64_t)1; c < last; c += 2) {
+            win_patch pt = win_load(x + (n * g->h + oh) * g->w + c, g->w, kh, kw);
+            int64_t i = ((n * w->ph + (oh >> 1)) * w->pw + (c >> 1)) * O + o0;
+            const float *gy = (const float *)b->dy + (i - b->dy_off);
+            vi idx[WPV];
+            vf gv[WPV];
+            UNROLL for (int v = 0; v < WPV; v++) {
+                vi a = vld_u8(b->arg + i + v * VL);
+                gv[v] = vsel(a < 4, vld(gy + v * VL), (vf){0}); /* 255: no gradient */
+                idx[v] = a + (a & 2);
+                dbv[v] += gv[v];
+            }
+            UNROLL for (int t = 0; t < K; t++) {
+#if VL == 16
+                vf tap = win_tap(pt, t, shift);
+#else
+                vf tap = win_tap(pt, t, kw);
+#endif
+                UNROLL for (int v = 0; v < WPV; v++) acc[t][v] += win_pick(tap, idx[v], t % kw) * gv[v];
+            }
+        }
+        p = row_end;
+    }
+    UNROLL for (int t = 0; t < K; t++) UNROLL for (int v = 0; v < WPV; v++)
+        vst(dw + t * O + o0 + v * VL, vld(dw + t * O + o0 + v * VL) + acc[t][v]);
+    UNROLL for (int v = 0; v < WPV; v++) if (db) vst(db + o0 + v * VL, dbv[v]);
+}
+
+#define BF_WIN(KH, KW)                                                                                     \
+    if (g->kh == KH && g->kw == KW) {                                                                      \
+        for (int64_t o0 = 0; o0 < g->o; o0 += WPV * VL) bf_window_tile(j, &b, dw, db, p0, n, o0, KH, KW, shift); \
+        continue;                                                                                          \
+    }
+
+/* bf_window_tile's case, within bf_pool_tile's */
+static bool by_windows(const geom *g) {
+    return g->c == 1 && g->sh == 1 && g->sw == 1 && g->kh <= 3 && g->kw <= 3 && g->o % (WPV * VL) == 0;
+}
+#endif
+
 /* dw (K, O) and db (or NULL) += pixels [q0, q1)'s, by blocks whose dense_dy rows fit the cache */
 void sy_conv_bf_pool_registers(const bwd_filter_job *j, int64_t q0, int64_t q1, float *dw, float *db, dense_cache *dc) {
     const geom *g = j->g;
     pool_bwd b = *j->pool;
     int64_t sub = sy_conv_bf_sub(g);
     memset(dw, 0, (size_t)(g->K * g->o) * sizeof(float));
+#if WINDOWS
+    vi shift[BF_K]; /* (AVX-512) tap t's place in the patch, dh * 4 + dw, added to each lane's */
+    for (int t = 0; t < g->K; t++)
+        for (int l = 0; l < VL; l++) shift[t][l] = (l + (int)(t / g->kw * 4 + t % g->kw)) & 15;
+#endif
     for (int64_t p0 = q0; p0 < q1; p0 += sub) {
         int64_t n = sy_min64(sub, q1 - p0);
         if (b.dz) dense_rows(&b, g, dc, p0, n);
+#if WINDOWS
+        if (by_windows(g)) {
+            BF_WIN(3, 3) BF_WIN(2, 2) BF_WIN(1, 1) BF_WIN(3, 2) BF_WIN(2, 3) BF_WIN(3, 1) BF_WIN(1, 3)
+            BF_WIN(2, 1) BF_WIN(1, 2)
+        }
+#endif
         switch (g->K) {
             BF_POOL(1) BF_POOL(2) BF_POOL(3) BF_POOL(4) BF_POOL(5) BF_POOL(6)
             BF_POOL(7) BF_POOL(8) BF_POOL(9) BF_POOL(10) BF_POOL(11) BF_POOL(12)
@@ -408,7 +530,7 @@ static void pool_block(const pool_fwd_job *j, const float *cv, int64_t n, int64_
  * Taken for float32 max pools of 2x2 windows, stride 2, over a conv with no padding and a window of
  * at most DIRECT_K, O a multiple of FPV vectors (pool_in_registers); pixel i is place i = dh * 2 +
  * dw, scanned in the window's order. */
-#define FPV 4 /* vectors of channels a tile */
+#define FPV (VL == 16 ? 4 : 2) /* vectors of channels a tile: AVX2 has 16 registers (4 x 2 accumulators) */
 
 /* The pool of a tile's 4 pixels' values acc (each place's FPV vectors) into the pooled output: pool_lanes',
  * in registers */
