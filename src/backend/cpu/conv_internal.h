@@ -58,13 +58,22 @@ static inline vf vld(const float *p) {
     return v;
 }
 static inline void vst(float *p, vf v) { memcpy(p, &v, sizeof v); }
-/* max(v, 0) through a mask, so that NaN gives 0 as in sy_act_f32 */
-static inline vf vrelu(vf v) { return (vf)((vi)v & (vi)(v > 0)); }
-
 /* a ? x : y lane by lane, a a comparison's mask */
 static inline vf vsel(vi a, vf x, vf y) {
     return (vf)((a & (vi)x) | (~a & (vi)y));
 }
+/* c > m ? c : m lane by lane -- maxps's own rule (a NaN c gives m), one instruction where there is one */
+static inline vf vmax_gt(vf c, vf m) {
+#if defined(__AVX512F__)
+    return (vf)_mm512_max_ps((__m512)c, (__m512)m);
+#elif defined(__AVX__)
+    return (vf)_mm256_max_ps((__m256)c, (__m256)m);
+#else
+    return vsel(c > m, c, m);
+#endif
+}
+/* max(v, 0), NaN giving 0 as in sy_act_f32 */
+static inline vf vrelu(vf v) { return vmax_gt(v, (vf){0}); }
 typedef uint8_t vb __attribute__((vector_size(VL)));
 /* VL bytes widened to int32 lanes: GCC 12 turns __builtin_convertvector of a byte vector into
  * lane-by-lane inserts (measured: the pooled gradient's expansion at 2.5x its time), so the
@@ -80,10 +89,14 @@ static inline vi vld_u8(const uint8_t *p) {
     return v;
 #endif
 }
-/* and back: the lanes' low bytes (each 0-255) */
+/* and back: the lanes' low bytes (each 0-255; AVX2: by two packs, __builtin_convertvector again
+ * extracting lane by lane) */
 static inline void vst_u8(uint8_t *p, vi v) {
 #if defined(__AVX512F__)
     _mm_storeu_si128((__m128i *)(void *)p, _mm512_cvtepi32_epi8((__m512i)v));
+#elif defined(__AVX2__)
+    __m128i w = _mm_packus_epi32(_mm256_castsi256_si128((__m256i)v), _mm256_extracti128_si256((__m256i)v, 1));
+    _mm_storel_epi64((__m128i *)(void *)p, _mm_packus_epi16(w, w));
 #else
     vb b = __builtin_convertvector(v, vb);
     memcpy(p, &b, sizeof b);

@@ -449,7 +449,7 @@ static inline __attribute__((always_inline)) void pool_lanes(const pool_fwd_job 
             acc += v;
             continue;
         }
-        acc = vsel(v > acc, v, acc);
+        acc = vmax_gt(v, acc);
         vi gt = i ? v > best : (vi){0} - 1; /* the first maximum in scan order */
         best = vsel(gt, v, best);
         at = (gt & qs[i]) | (~gt & at);
@@ -537,14 +537,19 @@ static void pool_block(const pool_fwd_job *j, const float *cv, int64_t n, int64_
 static inline __attribute__((always_inline)) void pool_tile_store(const pool_fwd_job *j, vf acc[4][FPV], int64_t out,
                                                                   int64_t o0) {
     UNROLL for (int v = 0; v < FPV; v++) {
-        vf m = (vf){0} - INFINITY, best = {0};
-        vi at = (vi){0} + 255;
-        UNROLL for (int i = 0; i < 4; i++) {
-            vf c = j->act == SY_ACT_RELU ? vrelu(acc[i][v]) : acc[i][v];
-            m = vsel(c > m, c, m);
-            vi gt = i ? c > best : (vi){0} - 1;
-            best = vsel(gt, c, best);
+        vf c[4];
+        UNROLL for (int i = 0; i < 4; i++) c[i] = j->act == SY_ACT_RELU ? vrelu(acc[i][v]) : acc[i][v];
+        vf best = c[0];
+        vi at = {0};
+        UNROLL for (int i = 1; i < 4; i++) {
+            vi gt = c[i] > best;
+            best = vsel(gt, c[i], best);
             at = (gt & i) | (~gt & at);
+        }
+        vf m = best; /* the maximum from -inf: best, but where c[0] is NaN (never after a relu) */
+        if (j->act != SY_ACT_RELU) {
+            m = (vf){0} - INFINITY;
+            UNROLL for (int i = 0; i < 4; i++) m = vmax_gt(c[i], m);
         }
         if (j->relu_mask) {
             vi pos = m > 0;
