@@ -85,7 +85,7 @@ static sy_node b_matmul_tanh(ctx *c) {
     return matmul_fused(c, SY_ACT_TANH, true, true);
 }
 
-/* issue 21, the skinny kernels (gemm.c): at most 16 columns over a sum of 512 or more, a Dense layer with few
+/* issue 21, the skinny kernels (gemm.c): at most 16 columns over a sum of 256 or more, a Dense layer with few
  * units over a wide input -- the forward (a remainder of rows and of the sum) and a^T b (a remainder of
  * columns, several parts) */
 static sy_node skinny(ctx *c, int64_t m, int64_t k, int64_t n, bool ta, int act) {

@@ -223,7 +223,7 @@ void sy_sgemm_parallel(const sy_exec *ex, bool ta, bool tb, int64_t M, int64_t N
 #define SK_VL 8
 #endif
 #define SK_UNROLL _Pragma("GCC unroll 16")
-#define SK_MIN_K 512 /* the sum's length at least: below, oneDNN's call costs little */
+#define SK_MIN_K 256 /* the sum's length at least: below, oneDNN's call costs little */
 typedef float skv __attribute__((vector_size(SK_VL * sizeof(float))));
 static inline skv sk_ld(const float *p) {
     skv v;
