@@ -73,18 +73,25 @@ void keras_copy_row(void *dst, sy_dtype dst_type, const sy_tensor *t, int64_t ro
         memcpy(dst, src, (size_t)count * sy_dtype_size(st));
         return;
     }
-    for (int64_t i = 0; i < count; i++) {
-        double v;
-        switch (st) {
-        case SY_F32: v = ((const float *)src)[i]; break;
-        case SY_F64: v = ((const double *)src)[i]; break;
-        case SY_I32: v = ((const int32_t *)src)[i]; break;
-        case SY_I64: v = (double)((const int64_t *)src)[i]; break;
-        default: v = ((const uint8_t *)src)[i]; break;
-        }
-        if (dst_type == SY_I32) ((int32_t *)dst)[i] = (int32_t)v;
-        else ((float *)dst)[i] = (float)v;
+    /* each value as a double, then as dst_type; a loop per source type, so that the conversions run by
+     * vectors (a switch per value had cost 5% of the tutorial's training: 60,000 images of 784 bytes an
+     * epoch). V: the value as a double where that is not exact anyway (every type but int64). */
+#define COPY_AS(T, V)                                                                                       \
+    do {                                                                                                   \
+        const T *s_ = (const T *)(const void *)src;                                                        \
+        if (dst_type == SY_I32)                                                                            \
+            for (int64_t i = 0; i < count; i++) ((int32_t *)dst)[i] = (int32_t)(V)s_[i];                   \
+        else                                                                                               \
+            for (int64_t i = 0; i < count; i++) ((float *)dst)[i] = (float)(V)s_[i];                       \
+    } while (0)
+    switch (st) {
+    case SY_F32: COPY_AS(float, float); break;
+    case SY_F64: COPY_AS(double, double); break;
+    case SY_I32: COPY_AS(int32_t, double); break;
+    case SY_I64: COPY_AS(int64_t, double); break;
+    default: COPY_AS(uint8_t, float); break;
     }
+#undef COPY_AS
 }
 
 /* Running sums of an epoch or an evaluation (or of one replica's shard of
