@@ -73,9 +73,10 @@ void keras_copy_row(void *dst, sy_dtype dst_type, const sy_tensor *t, int64_t ro
         memcpy(dst, src, (size_t)count * sy_dtype_size(st));
         return;
     }
-    /* each value as a double, then as dst_type; a loop per source type, so that the conversions run by
-     * vectors (a switch per value had cost 5% of the tutorial's training: 60,000 images of 784 bytes an
-     * epoch). V: the value as a double where that is not exact anyway (every type but int64). */
+    /* each value converted to dst_type through type V, a loop per source type so that the conversions
+     * run by vectors (a switch per value had cost 5% of the tutorial's training: 60,000 images of 784
+     * bytes an epoch). V is double for float64, int32 and int64, as it always was (an int64 is rounded to a
+     * double first); uint8 and float32 go through float, where a double changed nothing. */
 #define COPY_AS(T, V)                                                                                       \
     do {                                                                                                   \
         const T *s_ = (const T *)(const void *)src;                                                        \
